@@ -1,0 +1,387 @@
+"""Project settings: `[tool.numcheck]` in pyproject.toml, `.numcheck.toml`, or `--config FILE`.
+
+The first source found wins whole (explicit > .numcheck.toml > pyproject.toml > defaults);
+files are never merged, so what a run used is always one file you can open. Every mistake is
+a ConfigError naming the file and key, because a silently ignored typo in `exclude` or
+`disable` changes what gets reported without anyone noticing.
+
+Keys may be written snake_case or kebab-case (`fail_on` / `fail-on`). Besides the keys
+stored on Config, `extend_exclude` adds patterns to the default `exclude` instead of
+replacing it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+import tomllib
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+__all__ = [
+    "DEFAULT_EXCLUDE",
+    "DEFAULT_INCLUDE",
+    "DTYPES",
+    "FAIL_ON",
+    "SCOPES",
+    "SEVERITIES",
+    "Config",
+    "ConfigError",
+    "config_from_mapping",
+    "glob_match",
+    "load_config",
+]
+
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+SCOPES = ("added", "diff_context", "file")
+SEVERITIES = ("error", "warning", "note")
+FAIL_ON = ("any", "none", "error")
+DEFAULT_INCLUDE: tuple[str, ...] = ("**/*.py",)
+DEFAULT_EXCLUDE: tuple[str, ...] = (
+    ".venv/**", "venv/**", "**/site-packages/**", "build/**", "dist/**", ".git/**",
+    ".tox/**", ".nox/**", ".eggs/**", "**/node_modules/**", "**/__pycache__/**",
+)
+_DTYPE_HINTS = {"fp16": "float16", "half": "float16", "f16": "float16", "bf16": "bfloat16",
+                "fp32": "float32", "float": "float32", "f32": "float32", "single": "float32",
+                "fp64": "float64", "double": "float64", "f64": "float64"}
+_EXTRA_KEYS = ("extend_exclude",)
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the file and the key."""
+
+
+def _suggest(word: str, choices: Collection[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# ---------------------------------------------------------------- value checks
+
+
+def _str_tuple(key: str, value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, list | tuple) \
+            or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{key!r} in {where} must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _choice(key: str, value: Any, choices: tuple[str, ...], where: str,
+            hints: Mapping[str, str] | None = None) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{key!r} in {where} must be a string, got {value!r}")
+    if value not in choices:
+        hint = f" (did you mean {hints[value]!r}?)" if hints and value in hints \
+            else _suggest(value, choices)
+        raise ConfigError(f"{key!r} in {where} must be one of {', '.join(choices)}, "
+                          f"got {value!r}{hint}")
+    return value
+
+
+def _int(key: str, value: Any, minimum: int, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{key!r} in {where} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _severity_map(value: Any, where: str) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"'severity' in {where} must be a table of op = level, got {value!r}")
+    out: dict[str, str] = {}
+    for op, level in value.items():
+        out[str(op)] = _choice(f"severity.{op}", level, SEVERITIES, where)
+    return MappingProxyType(out)
+
+
+def _patterns(key: str, value: Any, where: str) -> tuple[str, ...]:
+    patterns = _str_tuple(key, value, where)
+    for pattern in patterns:
+        if not pattern.strip():
+            raise ConfigError(f"{key!r} in {where} contains an empty pattern")
+    return patterns
+
+
+# ---------------------------------------------------------------- globs
+
+
+def _translate_component(part: str) -> str:
+    """One path component of a glob as a regex: `*` and `?` never cross a `/`."""
+    out: list[str] = []
+    i = 0
+    while i < len(part):
+        ch = part[i]
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            j = i + 1
+            if j < len(part) and part[j] in "!^":
+                j += 1
+            if j < len(part) and part[j] == "]":
+                j += 1
+            while j < len(part) and part[j] != "]":
+                j += 1
+            if j >= len(part):
+                out.append(re.escape(ch))  # no closing bracket: a literal "["
+            else:
+                body = part[i + 1:j]
+                negate = body[:1] in ("!", "^")
+                if negate:
+                    body = body[1:]
+                # Escape each member so "]", "\\" or "^" stay literal; keep "-" for ranges.
+                body = "".join(c if c == "-" else re.escape(c) for c in body)
+                out.append(f"[^/{body}]" if negate else f"[{body}]")
+                i = j
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=512)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a glob with `**` semantics over whole posix paths (like PurePath.full_match).
+
+    `**` as a whole component matches zero or more directories (`**/x.py` matches `x.py`);
+    as the last component it matches everything below (`build/**`). A trailing `/` means
+    the same as `/**`.
+    """
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    pattern = pattern.lstrip("/")
+    if pattern.endswith("/"):
+        pattern += "**"
+    parts = [p for p in pattern.split("/") if p]
+    regex: list[str] = []
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        if part == "**":
+            regex.append(".*" if last else "(?:[^/]+/)*")
+        else:
+            regex.append(_translate_component(part) + ("" if last else "/"))
+    return re.compile("".join(regex), re.DOTALL)
+
+
+def _normalise(path: str) -> str:
+    """Repo-relative posix spelling of a path (Windows separators and "./" removed)."""
+    path = path.replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    return path.lstrip("/")
+
+
+def glob_match(pattern: str, rel_path: str) -> bool:
+    """Whether repo-relative `rel_path` matches `pattern` in full."""
+    return _glob_regex(pattern).fullmatch(_normalise(rel_path)) is not None
+
+
+# ---------------------------------------------------------------- the config
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings for one run; defaults are what an unconfigured project gets.
+
+    `enable` empty means every op; `disable` wins over `enable`. `source` says where the
+    settings came from, as error messages name it (e.g. "[tool.numcheck] of pyproject.toml";
+    None for defaults), and is reported with the results.
+    """
+
+    enable: tuple[str, ...] = ()
+    disable: tuple[str, ...] = ()
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    dtype: str = "float32"
+    scope: str = "added"
+    context_lines: int = 3
+    severity: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}),
+                                        hash=False)
+    max_file_bytes: int = 1_000_000
+    fail_on: str = "any"
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        # Checked here too so that dataclasses.replace() (CLI overrides) cannot smuggle
+        # in a value the loader would have refused.
+        where = self.source or "Config"
+        set_ = functools.partial(object.__setattr__, self)
+        set_("enable", _str_tuple("enable", self.enable, where))
+        set_("disable", _str_tuple("disable", self.disable, where))
+        set_("include", _patterns("include", self.include, where))
+        set_("exclude", _patterns("exclude", self.exclude, where))
+        if not self.include:
+            raise ConfigError(f"'include' in {where} is empty, so no file would be analysed")
+        _choice("dtype", self.dtype, DTYPES, where, _DTYPE_HINTS)
+        _choice("scope", self.scope, SCOPES, where)
+        _choice("fail_on", self.fail_on, FAIL_ON, where)
+        _int("context_lines", self.context_lines, 0, where)
+        _int("max_file_bytes", self.max_file_bytes, 1, where)
+        set_("severity", _severity_map(self.severity, where))
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON types, for the `config` field of a result."""
+        return {
+            "enable": list(self.enable),
+            "disable": list(self.disable),
+            "include": list(self.include),
+            "exclude": list(self.exclude),
+            "dtype": self.dtype,
+            "scope": self.scope,
+            "context_lines": self.context_lines,
+            "severity": dict(self.severity),
+            "max_file_bytes": self.max_file_bytes,
+            "fail_on": self.fail_on,
+            "source": self.source,
+        }
+
+    def path_selected(self, rel_path: str) -> bool:
+        """Included by some `include` glob and not excluded.
+
+        Exclude patterns also match a file's parent directories, so `exclude = ["vendor"]`
+        drops everything below vendor/ (as in .gitignore).
+        """
+        path = _normalise(rel_path)
+        if not any(glob_match(p, path) for p in self.include):
+            return False
+        parts = path.split("/")
+        candidates = ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
+        return not any(glob_match(p, c) for p in self.exclude for c in candidates)
+
+    def op_enabled(self, op: str) -> bool:
+        if op in self.disable:
+            return False
+        return not self.enable or op in self.enable
+
+    def severity_for(self, op: str, default: str) -> str:
+        return self.severity.get(op, default)
+
+    def validate_ops(self, known_ops: Collection[str]) -> None:
+        """Refuse op names the catalogue does not know: a typo would disable nothing."""
+        known = set(known_ops)
+        where = self.source or "Config"
+        for key, names in (("enable", self.enable), ("disable", self.disable),
+                           ("severity", tuple(self.severity))):
+            for name in names:
+                if name not in known:
+                    raise ConfigError(f"unknown op {name!r} in {key!r} of {where}"
+                                      f"{_suggest(name, known)}")
+
+
+_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Config) if f.name != "source") + _EXTRA_KEYS
+
+
+def config_from_mapping(data: Mapping[str, Any], where: str = "configuration",
+                        known_ops: Collection[str] | None = None) -> Config:
+    """Validate a raw table (already parsed TOML) into a Config; `where` goes in messages."""
+    values: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for raw_key, value in data.items():
+        key = raw_key.replace("-", "_")
+        if key not in _KEYS:
+            hint = _suggest(key, _KEYS) or f" (known keys: {', '.join(_KEYS)})"
+            raise ConfigError(f"unknown key {raw_key!r} in {where}{hint}")
+        if key in spelled:
+            raise ConfigError(f"{where} sets both {spelled[key]!r} and {raw_key!r}; keep one")
+        spelled[key] = raw_key
+        values[key] = value
+    if "extend_exclude" in values:
+        extra = _patterns("extend_exclude", values.pop("extend_exclude"), where)
+        base = _patterns("exclude", values.get("exclude", list(DEFAULT_EXCLUDE)), where)
+        values["exclude"] = [*base, *extra]
+    for key in ("enable", "disable"):
+        if key in values:
+            values[key] = _str_tuple(key, values[key], where)
+    for key in ("include", "exclude"):
+        if key in values:
+            values[key] = _patterns(key, values[key], where)
+    config = Config(**values, source=where)
+    if known_ops is not None:
+        config.validate_ops(known_ops)
+    return config
+
+
+def _display(path: Path, repo_dir: Path) -> str:
+    try:
+        return path.resolve().relative_to(repo_dir.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _read_toml(path: Path, shown: str) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML in {shown}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{shown} is not UTF-8 text: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read {shown}: {exc.strerror or exc}") from exc
+
+
+def _tool_table(doc: Mapping[str, Any], shown: str) -> Mapping[str, Any] | None:
+    tool = doc.get("tool")
+    if tool is None:
+        return None
+    if not isinstance(tool, Mapping):
+        raise ConfigError(f"'tool' in {shown} must be a table")
+    table = tool.get("numcheck")
+    if table is not None and not isinstance(table, Mapping):
+        raise ConfigError(f"[tool.numcheck] in {shown} must be a table, got {table!r}")
+    return table
+
+
+def _from_pyproject(path: Path, shown: str,
+                    known_ops: Collection[str] | None) -> Config | None:
+    """None when the file has no [tool.numcheck] table (most pyproject files)."""
+    table = _tool_table(_read_toml(path, shown), shown)
+    if table is None:
+        return None
+    return config_from_mapping(table, f"[tool.numcheck] of {shown}", known_ops)
+
+
+def _from_numcheck_toml(path: Path, shown: str,
+                        known_ops: Collection[str] | None) -> Config:
+    doc = _read_toml(path, shown)
+    table = _tool_table(doc, shown)
+    if table is None:
+        return config_from_mapping(doc, shown, known_ops)
+    others = [key for key in doc if key != "tool"]
+    if others or set(doc["tool"]) != {"numcheck"}:
+        raise ConfigError(f"{shown} mixes a [tool.numcheck] table with other settings; "
+                          "use either top-level keys or the table")
+    return config_from_mapping(table, f"[tool.numcheck] of {shown}", known_ops)
+
+
+def load_config(repo_dir: Path, explicit: Path | None = None,
+                known_ops: Collection[str] | None = None) -> Config:
+    """The settings for repo_dir: explicit file, else .numcheck.toml, else pyproject.toml.
+
+    With `known_ops`, op names in enable/disable/severity are checked too.
+    """
+    repo_dir = Path(repo_dir)
+    if explicit is not None:
+        explicit = Path(explicit)
+        shown = _display(explicit, repo_dir)
+        if not explicit.is_file():
+            raise ConfigError(f"config file {shown} not found")
+        if explicit.name != "pyproject.toml":
+            return _from_numcheck_toml(explicit, shown, known_ops)
+        config = _from_pyproject(explicit, shown, known_ops)
+        if config is None:
+            raise ConfigError(f"{shown} has no [tool.numcheck] table")
+        return config
+    dedicated = repo_dir / ".numcheck.toml"
+    if dedicated.is_file():
+        return _from_numcheck_toml(dedicated, ".numcheck.toml", known_ops)
+    pyproject = repo_dir / "pyproject.toml"
+    if pyproject.is_file():
+        config = _from_pyproject(pyproject, "pyproject.toml", known_ops)
+        if config is not None:
+            return config
+    return Config()

@@ -1,0 +1,81 @@
+"""Floating-point facts per dtype, and rounding into each dtype.
+
+The static pass folds constants the way the hardware will (so `1 + 1e-10 == 1` in float32,
+`1e-8 == 0` in float16); the numbers come from NUMERICS.md and are checked against
+`torch.finfo` in the tests.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DtypeLimits:
+    name: str
+    max: float  # largest finite value
+    tiny: float  # smallest positive normal
+    smallest_subnormal: float
+    eps: float  # machine epsilon
+    exp_max: float  # exp(x) overflows above this
+    softmax_zero_gap: float  # softmax gives exactly 0 when logits differ by more than this
+
+
+DTYPES: dict[str, DtypeLimits] = {
+    "float16": DtypeLimits("float16", 65504.0, 6.103515625e-05, 5.960464477539063e-08,
+                           0.0009765625, 11.089866488461016, 18.0),
+    "bfloat16": DtypeLimits("bfloat16", 3.3895313892515355e38, 1.1754943508222875e-38,
+                            9.183549615799121e-41, 0.0078125, 88.72283905206835, 93.0),
+    "float32": DtypeLimits("float32", 3.4028234663852886e38, 1.1754943508222875e-38,
+                           1.401298464324817e-45, 1.1920928955078125e-07,
+                           88.72283905206835, 104.0),
+    "float64": DtypeLimits("float64", 1.7976931348623157e308, 2.2250738585072014e-308,
+                           5e-324, 2.220446049250313e-16, 709.782712893384, 746.0),
+}
+
+DTYPE_ALIASES = {
+    "half": "float16", "fp16": "float16", "f16": "float16",
+    "bf16": "bfloat16",
+    "float": "float32", "fp32": "float32", "f32": "float32", "single": "float32",
+    "double": "float64", "fp64": "float64", "f64": "float64",
+}
+
+
+def limits(dtype: str) -> DtypeLimits:
+    return DTYPES[DTYPE_ALIASES.get(dtype, dtype)]
+
+
+def _to_bfloat16(value: float) -> float:
+    """Round-to-nearest-even from float32 bits, as torch does."""
+    (bits,) = struct.unpack("<I", struct.pack("<f", np.float32(value)))
+    if (bits & 0x7F800000) == 0x7F800000:  # inf or nan stay as they are
+        return float(np.float32(value))
+    rounding = 0x7FFF + ((bits >> 16) & 1)
+    bits = ((bits + rounding) >> 16) << 16
+    (out,) = struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))
+    return float(out)
+
+
+def round_to(value: float, dtype: str) -> float:
+    """The value the dtype actually stores for a Python float."""
+    name = DTYPE_ALIASES.get(dtype, dtype)
+    if math.isnan(value) or math.isinf(value):
+        return value
+    with np.errstate(over="ignore", under="ignore"):
+        if name == "float16":
+            return float(np.float16(value))
+        if name == "float32":
+            return float(np.float32(value))
+        if name == "bfloat16":
+            return _to_bfloat16(value)
+    return float(value)
+
+
+def add_in(a: float, b: float, dtype: str) -> float:
+    """a + b as computed in the dtype (both operands rounded first)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return round_to(round_to(a, dtype) + round_to(b, dtype), dtype)

@@ -1,0 +1,258 @@
+"""The review the App posts on a pull request, as GitHub-flavoured markdown.
+
+The CLI's `--format markdown` prints exactly these strings, so a user sees on a laptop what the
+App would post. GitHub refuses comment bodies over 65535 characters: every function here stays
+under that, cutting the least important text first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from typing import Any
+
+from analyzers.model import AnalysisResult, Finding, StageError
+from analyzers.report.jsonout import json_safe
+from analyzers.report.mdescape import (
+    code_span,
+    comment_safe,
+    escape_text,
+    fenced,
+    inline_markdown,
+    one_line,
+    table_cell,
+    truncate,
+)
+from analyzers.report.summary import (
+    file_count,
+    format_bound,
+    op_counts,
+    plural,
+    replacement_lines,
+    sorted_findings,
+    status_counts,
+)
+
+GITHUB_BODY_LIMIT = 65535
+# Room kept free below GitHub's limit: the bot may append a line or two (links, footers).
+BODY_BUDGET = GITHUB_BODY_LIMIT - 1535
+REVIEW_MARKER = "<!-- numcheck:review -->"
+
+# Caps for repository-controlled one-liners, so only the reproducer ever needs real truncation.
+_CALL_CAP = 300
+_WHY_CAP = 2000
+_CELL_WHY_CAP = 300
+_ERROR_CAP = 1000
+_TRIGGER_CAP = 6000
+_DIFF_CAP = 20000
+_SUGGESTION_CAP = 30000
+
+_STATUS_HEADLINE = {
+    "confirmed": "confirmed: a concrete input produced NaN/Inf",
+    "potential": "potential NaN/Inf",
+    "not-triggered": "potential NaN/Inf, not triggered by the search",
+    "error": "analysis error",
+}
+
+
+def fingerprint_marker(finding: Finding) -> str:
+    """Hidden in every inline comment so that a re-push edits instead of duplicating."""
+    return f"<!-- numcheck:fingerprint={comment_safe(finding.fingerprint)} -->"
+
+
+def _details(summary: str, body: str) -> str:
+    # The blank lines let GitHub render markdown inside the HTML block.
+    return f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>"
+
+
+def _headline(finding: Finding) -> str:
+    status = _STATUS_HEADLINE.get(finding.status, escape_text(finding.status))
+    return f"**numcheck · {code_span(finding.op)} · {status}**"
+
+
+def _operand_line(finding: Finding) -> str | None:
+    operand = code_span(truncate(finding.operand, _CALL_CAP)) if finding.operand.strip() else ""
+    if finding.interval is None:
+        return f"Operand: {operand}" if operand else None
+    subject = f"Operand {operand}" if operand else "Operand"
+    interval = finding.interval
+    bounds = code_span(f"[{format_bound(interval.lo)}, {format_bound(interval.hi)}]")
+    return f"{subject} ∈ {bounds} ({escape_text(interval.dtype)})"
+
+
+def _suggestion_section(finding: Finding) -> str | None:
+    """A suggestion block only for a real replacement; otherwise plain text the user can copy."""
+    lines = replacement_lines(finding)
+    fix = finding.fix or {}
+    if lines is not None:
+        kind = fix.get("kind")
+        title = f"Suggested fix ({escape_text(str(kind))})" if kind else "Suggested fix"
+        checked = _validation_text(fix.get("validation"))
+        head = f"{title}{', checked: ' + checked if checked else ''}:"
+        block = fenced("\n".join(lines), "suggestion")
+        if len(block) > _SUGGESTION_CAP:
+            # Half a suggestion would be applied as if whole: say so instead of cutting it.
+            return (f"{head} the replacement ({plural(len(lines), 'line')}) is too long to show "
+                    "here; `numcheck review --format json` prints it.")
+        return f"{head}\n\n{block}"
+    if finding.suggestion:
+        suggestion = truncate(finding.suggestion.strip(), _SUGGESTION_CAP)
+        if "\n" in suggestion:
+            return f"Consider:\n\n{fenced(suggestion, 'python')}"
+        return f"Consider: {code_span(suggestion)}"
+    return None
+
+
+def _validation_text(validation: Any) -> str:
+    if not isinstance(validation, dict) or not validation:
+        return ""
+    items = [f"{k} = {json.dumps(json_safe(v), default=str)}"
+             for k, v in sorted(validation.items())]
+    return escape_text(truncate("; ".join(items), 500))
+
+
+def _diff_section(finding: Finding) -> str | None:
+    """The full patch, folded, when it is more than a one-range suggestion can show."""
+    diff = (finding.fix or {}).get("diff")
+    if not isinstance(diff, str) or not diff.strip() or replacement_lines(finding) is not None:
+        return None
+    return _details("Patch", fenced(truncate(diff, _DIFF_CAP), "diff"))
+
+
+def _trigger_section(finding: Finding) -> str | None:
+    if not finding.trigger:
+        return None
+    text = json.dumps(json_safe(finding.trigger), indent=2, sort_keys=True, ensure_ascii=False,
+                      default=str)
+    return _details("Trigger", fenced(truncate(text, _TRIGGER_CAP), "json"))
+
+
+def _reproducer_section(reproducer: str, budget: int) -> str | None:
+    """The reproducer, cut to `budget` characters of markdown with a note when it does not fit."""
+    full = _details("Reproducer", fenced(reproducer, "python"))
+    if len(full) <= budget:
+        return full
+    overhead = len(_details("Reproducer", fenced("", "python"))) + 200
+    keep = budget - overhead
+    if keep <= 0:
+        return None
+    cut = reproducer[:keep]
+    cut = cut[: cut.rfind("\n") + 1] or cut  # end on a whole line where possible
+    note = (
+        f"_Reproducer truncated: {len(reproducer) - len(cut)} of {len(reproducer)} characters "
+        "not shown; `numcheck review --format json` prints it in full._"
+    )
+    return _details("Reproducer (truncated)", f"{fenced(cut, 'python')}\n\n{note}")
+
+
+def inline_comment(finding: Finding) -> str:
+    """One review comment for one finding, under GitHub's body limit."""
+    parts = [_headline(finding), inline_markdown(truncate(finding.why, _WHY_CAP))]
+    operand = _operand_line(finding)
+    if operand:
+        parts.append(operand)
+    if finding.status == "error" and finding.error:
+        parts.append(f"Error: {escape_text(truncate(one_line(finding.error), _ERROR_CAP))}")
+    for section in (_suggestion_section(finding), _diff_section(finding),
+                    _trigger_section(finding)):
+        if section:
+            parts.append(section)
+    marker = fingerprint_marker(finding)
+    used = sum(len(p) + 2 for p in parts) + len(marker)
+    if finding.reproducer:
+        reproducer = _reproducer_section(finding.reproducer, BODY_BUDGET - used - 2)
+        if reproducer:
+            parts.append(reproducer)
+    parts.append(marker)
+    return _cap("\n\n".join(parts), marker)
+
+
+def _cap(body: str, tail: str) -> str:
+    """Last resort (huge suggestion blocks): cut, but keep the closing marker."""
+    if len(body) <= BODY_BUDGET:
+        return body
+    note = "\n\n_Comment truncated to fit GitHub's limit._\n\n"
+    return body[: BODY_BUDGET - len(note) - len(tail)] + note + tail
+
+
+def _counts_line(result: AnalysisResult) -> str:
+    findings = result.findings
+    statuses = ", ".join(f"{n} {s}" for s, n in status_counts(findings))
+    head = f"**{plural(len(findings), 'finding')}** ({statuses})"
+    files = plural(file_count(result), "file")
+    ops = ", ".join(f"{code_span(op)} × {n}" for op, n in op_counts(findings))
+    return f"{head} in {files}. By op: {ops}."
+
+
+def _findings_table(findings: list[Finding], budget: int) -> str:
+    header = "| Location | Op | Status | Call | Why |\n| --- | --- | --- | --- | --- |"
+    rows: list[str] = []
+    used = len(header)
+    for index, f in enumerate(findings):
+        cells = [
+            code_span(f"{f.path}:{f.line}"),
+            code_span(f.op),
+            escape_text(f.status),
+            code_span(truncate(f.call, _CALL_CAP)),
+            inline_markdown(truncate(f.why, _CELL_WHY_CAP)),
+        ]
+        row = "| " + " | ".join(table_cell(c) for c in cells) + " |"
+        if used + len(row) + 1 > budget:
+            rest = len(findings) - index
+            rows.append(f"\n_… and {plural(rest, 'more finding')} not shown._")
+            break
+        rows.append(row)
+        used += len(row) + 1
+    return "\n".join([header, *rows])
+
+
+def _errors_section(errors: list[StageError], budget: int) -> str:
+    stages: dict[str, list[StageError]] = {}
+    for error in errors:
+        stages.setdefault(error.stage, []).append(error)
+    lines: list[str] = []
+    for stage in sorted(stages):
+        lines.append(f"**{escape_text(stage)}**\n")
+        for error in stages[stage]:
+            where = f"{code_span(error.path)}: " if error.path else "whole stage: "
+            message = escape_text(truncate(one_line(error.message), _ERROR_CAP))
+            lines.append(f"- {where}{message}")
+        lines.append("")
+    body = "\n".join(lines).strip()
+    body = truncate(body, max(budget - 200, 0))
+    names = ", ".join(escape_text(s) for s in sorted(stages))
+    return _details(f"{plural(len(errors), 'error')} ({names})", body)
+
+
+def review_body(result: AnalysisResult, inline: Collection[str] = frozenset()) -> str:
+    """The review's summary; findings whose fingerprint is in `inline` are left to their comment.
+
+    The bot passes the fingerprints it could place on changed lines; the rest are listed here
+    so that nothing the analysis found is lost to the comment cap.
+    """
+    findings = sorted_findings(result.findings)
+    parts = ["## numcheck"]
+    if findings:
+        parts.append(_counts_line(result))
+    else:
+        files = plural(file_count(result), "file")
+        parts.append(f"No NaN/Inf risks found in the changed code ({files} analysed).")
+    remaining = [f for f in findings if f.fingerprint not in inline]
+    errors_reserve = 8000 if result.errors else 0
+    if remaining:
+        used = sum(len(p) + 2 for p in parts) + len(REVIEW_MARKER) + errors_reserve
+        title = "Findings" if not inline else "Findings not commented inline"
+        parts.append(f"### {title}\n\n{_findings_table(remaining, BODY_BUDGET - used - 40)}")
+    if result.errors:
+        parts.append(_errors_section(result.errors, errors_reserve))
+    parts.append(REVIEW_MARKER)
+    return "\n\n".join(parts)
+
+
+def render_markdown(result: AnalysisResult) -> str:
+    """The CLI's markdown: the review body, then every comment under its location."""
+    parts = [review_body(result)]
+    for finding in sorted_findings(result.findings):
+        heading = f"### {escape_text(one_line(finding.path))}:{finding.line}"
+        parts.append(f"{heading}\n\n{inline_comment(finding)}")
+    return "\n\n".join(parts) + "\n"

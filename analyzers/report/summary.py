@@ -1,0 +1,87 @@
+"""Facts about a result that every renderer states the same way.
+
+Text, markdown and SARIF must agree on order and counts, or a CI log and the review it mirrors
+would disagree; so the ordering and counting live here, once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+
+from analyzers.model import AnalysisResult, Finding, IntervalInfo
+
+# Most decisive first: what a reader acts on comes before what merely might happen.
+STATUS_ORDER: tuple[str, ...] = ("confirmed", "potential", "not-triggered", "error")
+SEVERITY_RANK: dict[str, int] = {"error": 0, "warning": 1, "note": 2}
+
+
+def finding_key(finding: Finding) -> tuple[str, int, int, int, int, str, str, str]:
+    """Source order, then identity, so that equal locations still sort the same every run."""
+    return (
+        finding.path,
+        finding.line,
+        finding.column,
+        finding.end_line,
+        finding.end_column,
+        finding.rule,
+        finding.op,
+        finding.fingerprint,
+    )
+
+
+def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
+    return sorted(findings, key=finding_key)
+
+
+def status_counts(findings: Iterable[Finding]) -> list[tuple[str, int]]:
+    """Non-zero counts in STATUS_ORDER; unknown statuses follow, alphabetically."""
+    counts: Counter[str] = Counter(f.status for f in findings)
+    known = [(s, counts[s]) for s in STATUS_ORDER if counts[s]]
+    extra = sorted((s, n) for s, n in counts.items() if s not in STATUS_ORDER)
+    return known + extra
+
+
+def op_counts(findings: Iterable[Finding]) -> list[tuple[str, int]]:
+    """Most frequent op first, ties by name."""
+    counts = Counter(f.op for f in findings)
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
+def file_count(result: AnalysisResult) -> int:
+    """Files analysed; never fewer than the files that have findings (hand-built results)."""
+    return max(result.files_analyzed, len({f.path for f in result.findings}))
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def format_bound(value: float) -> str:
+    """Short and exact enough to judge a range: 1e-07, 88.72, -inf."""
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.6g}"
+
+
+def format_interval(interval: IntervalInfo) -> str:
+    """Closed-interval notation with the dtype the bounds were computed in."""
+    return f"[{format_bound(interval.lo)}, {format_bound(interval.hi)}] ({interval.dtype})"
+
+
+def replacement_lines(finding: Finding) -> list[str] | None:
+    """The fix's replacement for lines line..end_line, or None when the fix has none.
+
+    The fix stage may store one string or a list of lines; renderers need lines.
+    """
+    if not finding.fix:
+        return None
+    replacement = finding.fix.get("replacement")
+    if isinstance(replacement, str):
+        return replacement.splitlines() or [""]
+    if isinstance(replacement, list) and all(isinstance(x, str) for x in replacement):
+        return list(replacement)
+    return None

@@ -1,0 +1,110 @@
+"""Terminal output in the compiler style editors and CI log viewers already link.
+
+`path:line:col:` uses a 1-based column like gcc, ruff and mypy (the model's column is 0-based),
+so that terminals and IDEs jump to the right character.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+from analyzers.model import AnalysisResult, Finding, StageError
+from analyzers.report.summary import (
+    file_count,
+    format_interval,
+    plural,
+    replacement_lines,
+    sorted_findings,
+    status_counts,
+)
+
+_RESET = "\033[0m"
+_BOLD = "\033[1m"
+_DIM = "\033[2m"
+_SEVERITY_COLOR = {"error": "\033[1;31m", "warning": "\033[1;33m", "note": "\033[1;36m"}
+_STATUS_COLOR = {
+    "confirmed": "\033[1;31m",
+    "potential": "\033[33m",
+    "not-triggered": "\033[32m",
+    "error": "\033[35m",
+}
+_INDENT = "    "
+
+
+class _Paint:
+    """ANSI colours when asked for; identity otherwise, so both paths share one layout."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, code: str, text: str) -> str:
+        return f"{code}{text}{_RESET}" if self.enabled and code else text
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _clean(text: str) -> str:
+    """Repository text must not drive the terminal (escape sequences hidden in source)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
+
+def _one_line(text: str) -> str:
+    return _clean(" ".join(text.split()))
+
+
+def _indented(label: str, text: str) -> list[str]:
+    lines = _clean(textwrap.dedent(text).strip("\n")).splitlines() or [""]
+    first = f"{_INDENT}{label}: {lines[0]}"
+    pad = _INDENT + " " * (len(label) + 2)
+    return [first, *(pad + line for line in lines[1:])]
+
+
+def _finding_lines(finding: Finding, paint: _Paint) -> list[str]:
+    location = paint(_BOLD, f"{_clean(finding.path)}:{finding.line}:{finding.column + 1}:")
+    severity = paint(_SEVERITY_COLOR.get(finding.severity, ""), finding.severity)
+    status = paint(_STATUS_COLOR.get(finding.status, ""), f"[{finding.status}]")
+    lines = [f"{location} {severity} {_clean(finding.op)} {status} {_one_line(finding.why)}"]
+    if finding.interval is not None:
+        operand = _one_line(finding.operand) or "operand"
+        lines.append(paint(_DIM, f"{_INDENT}{operand} in {format_interval(finding.interval)}"))
+    if finding.status == "error" and finding.error:
+        lines.extend(_indented("error", finding.error))
+    replacement = replacement_lines(finding)
+    if replacement is not None:
+        lines.extend(_indented("fix", "\n".join(replacement)))
+    elif finding.suggestion:
+        lines.extend(_indented("suggestion", finding.suggestion))
+    return lines
+
+
+def _summary_line(result: AnalysisResult) -> str:
+    findings = result.findings
+    files = plural(file_count(result), "file")
+    if findings:
+        statuses = ", ".join(f"{n} {s}" for s, n in status_counts(findings))
+        line = f"{plural(len(findings), 'finding')} ({statuses}) in {files}"
+    else:
+        line = f"no findings in {files}"
+    if result.errors:
+        line += f"; {plural(len(result.errors), 'error')}"
+    return line
+
+
+def _error_line(error: StageError, paint: _Paint) -> str:
+    where = f"{_clean(error.path)}: " if error.path else ""
+    label = paint(_SEVERITY_COLOR["error"], f"error[{_clean(error.stage)}]")
+    return f"{label} {where}{_one_line(error.message)}"
+
+
+def render_text(result: AnalysisResult, color: bool = False) -> str:
+    """Findings in source order, then the summary line, then stage errors in stage order."""
+    paint = _Paint(color)
+    lines: list[str] = []
+    for finding in sorted_findings(result.findings):
+        lines.extend(_finding_lines(finding, paint))
+    lines.append(paint(_BOLD, _summary_line(result)))
+    errors = sorted(result.errors, key=lambda e: (e.stage, e.path or "", e.message))
+    lines.extend(_error_line(e, paint) for e in errors)
+    return "\n".join(lines) + "\n"

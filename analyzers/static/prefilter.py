@@ -1,0 +1,211 @@
+"""A cheap first look at a file with CPython's own parser.
+
+libcst with position metadata runs at a few thousand lines a second; `ast` is about thirty
+times faster. This pass resolves imports, collects module constants and class facts, and
+finds the functions that contain anything the catalogue calls risky, so that libcst only
+parses those functions. Everything it decides is conservative: a function it keeps may still
+produce no finding, but a function it drops cannot produce one.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from analyzers.catalogue import CATALOGUE, normalise_qualname
+
+FRAMEWORK_ROOTS = ("torch", "tensorflow", "keras", "numpy", "jax", "math", "scipy", "tf_keras")
+MODULE_BASE_HINTS = ("Module", "Layer", "Model", "Sequential", "LightningModule")
+HALF_PRECISION_HINTS = (".half(", "float16", "torch.half", "autocast", "cuda.amp",
+                        "mixed_precision", "bfloat16", "fp16")
+
+
+@dataclass
+class ImportMap:
+    """Local name -> fully qualified name, for every import in the file."""
+
+    names: dict[str, str] = field(default_factory=dict)
+
+    def add(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.names[alias.asname] = alias.name
+                else:
+                    root = alias.name.split(".", 1)[0]
+                    self.names[root] = root
+            return
+        if node.level or not node.module:
+            return
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            self.names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    def resolve(self, dotted: str) -> str | None:
+        """`t.nn.functional.softmax` -> `torch.nn.functional.softmax` when `t` is torch."""
+        head, _, rest = dotted.partition(".")
+        target = self.names.get(head)
+        if target is None:
+            return None
+        return normalise_qualname(f"{target}.{rest}" if rest else target)
+
+    def frameworks(self) -> set[str]:
+        return {q.split(".", 1)[0] for q in self.names.values()} & set(FRAMEWORK_ROOTS)
+
+
+@dataclass
+class ClassFacts:
+    """What a method needs to know about its class without parsing the class with libcst."""
+
+    name: str
+    is_model: bool
+    attr_calls: dict[str, str] = field(default_factory=dict)  # self.attr -> qualname assigned
+
+
+@dataclass
+class Unit:
+    """A region libcst will analyse: one outermost function, or the whole module."""
+
+    start_line: int  # 1-based, first decorator included
+    end_line: int
+    indent: int
+    name: str
+    cls: ClassFacts | None = None
+
+
+@dataclass
+class FilePlan:
+    imports: ImportMap
+    constants: dict[str, float]
+    units: list[Unit]
+    whole_module: bool
+    half_precision: bool
+    primary_framework: str
+
+
+def dotted_name(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _literal_number(node: ast.expr) -> float | None:
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _is_candidate(node: ast.AST, imports: ImportMap, cls: ClassFacts | None = None) -> bool:
+    """Could this node be a risky op, or a guard whose result is thrown away?"""
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Div | ast.FloorDiv):
+            return _literal_number(node.right) in (None, 0.0)
+        if isinstance(node.op, ast.Pow):
+            exponent = _literal_number(node.right)
+            return exponent is None or exponent < 0 or exponent != int(exponent)
+        return False
+    if isinstance(node, ast.AugAssign):
+        return isinstance(node.op, ast.Div | ast.FloorDiv | ast.Pow)
+    if isinstance(node, ast.Call):
+        return _is_candidate_call(node.func, imports, cls)
+    return False
+
+
+def _is_candidate_call(func: ast.expr, imports: ImportMap, cls: ClassFacts | None) -> bool:
+    dotted = dotted_name(func)
+    if dotted is None:
+        return False  # `nn.BCELoss()(p, y)`: the inner call is looked at on its own
+    qual = imports.resolve(dotted)
+    if qual is not None:
+        found = CATALOGUE.lookup(qual)
+        return found is not None and found[0].kind != "producer"
+    if not isinstance(func, ast.Attribute):
+        return False  # a local function: nothing the catalogue knows
+    if func.attr in _CANDIDATE_METHODS:
+        return True
+    if cls is not None and dotted == f"self.{func.attr}" and func.attr in cls.attr_calls:
+        found = CATALOGUE.lookup(cls.attr_calls[func.attr])
+        return found is not None and found[0].kind == "risky"
+    return False
+
+
+_CANDIDATE_METHODS = frozenset(
+    method for spec in CATALOGUE.entries if spec.kind != "producer" for method in spec.methods
+)
+
+
+def _class_facts(node: ast.ClassDef, imports: ImportMap) -> ClassFacts:
+    bases = " ".join(ast.unparse(b) for b in node.bases)
+    facts = ClassFacts(node.name, any(h in bases for h in MODULE_BASE_HINTS))
+    for item in node.body:
+        if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for sub in ast.walk(item):
+            if not (isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)):
+                continue
+            callee = dotted_name(sub.value.func)
+            qual = imports.resolve(callee) if callee else None
+            for target in sub.targets:
+                if (qual and isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name) and target.value.id == "self"):
+                    facts.attr_calls[target.attr] = qual
+    return facts
+
+
+def _first_line(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> int:
+    return min([node.lineno, *(d.lineno for d in node.decorator_list)])
+
+
+def _contains_candidate(nodes: Iterable[ast.AST], imports: ImportMap,
+                        cls: ClassFacts | None = None) -> bool:
+    return any(_is_candidate(sub, imports, cls) for top in nodes for sub in ast.walk(top))
+
+
+def plan_file(tree: ast.Module, source: str) -> FilePlan:
+    imports = ImportMap()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            imports.add(node)
+    constants: dict[str, float] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+            value = _literal_number(stmt.value)
+            if isinstance(target, ast.Name) and value is not None:
+                constants[target.id] = value
+    frameworks = imports.frameworks()
+    primary = next((f for f in ("torch", "tensorflow", "keras", "jax", "numpy")
+                    if f in frameworks), "python")
+    half = any(h in source for h in HALF_PRECISION_HINTS)
+
+    units: list[Unit] = []
+    module_level: list[ast.stmt] = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            if _contains_candidate([stmt], imports):
+                units.append(Unit(_first_line(stmt), stmt.end_lineno or stmt.lineno,
+                                  stmt.col_offset, stmt.name))
+        elif isinstance(stmt, ast.ClassDef):
+            facts = _class_facts(stmt, imports)
+            for item in stmt.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    if _contains_candidate([item], imports, facts):
+                        units.append(Unit(_first_line(item), item.end_lineno or item.lineno,
+                                          item.col_offset, f"{stmt.name}.{item.name}", facts))
+                elif _contains_candidate([item], imports):
+                    module_level.append(item)
+        else:
+            module_level.append(stmt)
+    whole = _contains_candidate(module_level, imports)
+    return FilePlan(imports, constants, units, whole, half, primary)

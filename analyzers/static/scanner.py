@@ -1,0 +1,187 @@
+"""One file in, findings out: prefilter, libcst on the candidate units, positions, suppression.
+
+A file that cannot be read or parsed yields a `FileScan` with `error` set and no findings;
+it never raises, so one bad file cannot cost the findings of the others.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from analyzers.catalogue import CATALOGUE
+from analyzers.config import Config
+from analyzers.model import Finding, IntervalInfo
+from analyzers.static.analyzer import FileContext, FunctionAnalyzer, RawFinding
+from analyzers.static.explain import RULE_SEVERITY
+from analyzers.static.prefilter import Unit, plan_file
+from analyzers.static.suppression import Suppressions
+
+DEFAULT_CONFIG = Config()
+RULE_PRIORITY = ("unguarded-domain",)  # pattern rules outrank the generic one on a line
+
+
+@dataclass
+class FileScan:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+    lines: int = 0
+    units: int = 0
+    suppressed: int = 0
+
+
+def decode_source(data: bytes, path: str, config: Config = DEFAULT_CONFIG) -> tuple[str | None,
+                                                                                     str | None]:
+    """(text, error): the error says what is wrong in words a user can act on."""
+    if len(data) > config.max_file_bytes:
+        return None, (f"{path} is {len(data):,} bytes, above max_file_bytes "
+                      f"({config.max_file_bytes:,}); raise it in [tool.numcheck] to analyse it")
+    if b"\x00" in data[:8192]:
+        return None, f"{path} looks binary (contains NUL bytes); skipped"
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        return None, (f"{path} is not valid UTF-8 (byte {exc.start}: {exc.reason}); "
+                      "save it as UTF-8 to have it analysed")
+
+
+def scan_bytes(data: bytes, path: str, config: Config | None = None,
+               lines: frozenset[int] | None = None) -> FileScan:
+    config = config or DEFAULT_CONFIG
+    text, error = decode_source(data, path, config)
+    if text is None:
+        return FileScan(path, error=error)
+    return scan_source(text, path, config, lines)
+
+
+def scan_source(source: str, path: str, config: Config | None = None,
+                lines: frozenset[int] | None = None) -> FileScan:
+    """Analyse one file. `lines`, when given, keeps only findings on those (1-based) lines."""
+    config = config or DEFAULT_CONFIG
+    scan = FileScan(path, lines=source.count("\n") + (0 if source.endswith("\n") else 1))
+    if len(source.encode("utf-8", "surrogatepass")) > config.max_file_bytes:
+        scan.error = (f"{path} is larger than max_file_bytes ({config.max_file_bytes:,}); "
+                      "raise it in [tool.numcheck] to analyse it")
+        return scan
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        scan.error = f"{path}:{exc.lineno or 0}: does not parse: {exc.msg}"
+        return scan
+    except (ValueError, RecursionError, MemoryError) as exc:
+        scan.error = f"{path}: does not parse: {exc}"
+        return scan
+    plan = plan_file(tree, source)
+    enabled = frozenset(op for op in CATALOGUE.by_op if config.op_enabled(op))
+    ctx = FileContext(plan.imports, plan.constants, config.dtype, plan.half_precision,
+                      plan.primary_framework,
+                      None if len(enabled) == len(CATALOGUE.by_op) else enabled)
+    units = plan.units
+    if lines is not None and not plan.whole_module:
+        units = [u for u in units if any(u.start_line <= n <= u.end_line for n in lines)]
+    raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]] = []
+    try:
+        if plan.whole_module:
+            scan.units = 1
+            raw = _analyse_module(source, ctx, 0, 0)
+        else:
+            scan.units = len(units)
+            for unit in units:
+                raw += _analyse_unit(source, unit, ctx)
+    except (cst.ParserSyntaxError, RecursionError) as exc:
+        scan.error = f"{path}: libcst could not parse the file: {exc}"
+        return scan
+    suppressions = Suppressions.from_source(source)
+    scan.findings = _finalise(raw, path, config, lines, suppressions, scan)
+    return scan
+
+
+def _analyse_module(source: str, ctx: FileContext, line_offset: int,
+                    col_offset: int) -> list[tuple[RawFinding, CodeRange, CodeRange, int, int]]:
+    module = cst.parse_module(source)
+    analyzer = FunctionAnalyzer(module, ctx)
+    found = analyzer.run_module()
+    return _positions(module, found, line_offset, col_offset)
+
+
+def _analyse_unit(source: str, unit: Unit,
+                  ctx: FileContext) -> list[tuple[RawFinding, CodeRange, CodeRange, int, int]]:
+    all_lines = source.splitlines(keepends=True)
+    chunk = all_lines[unit.start_line - 1: unit.end_line]
+    indent = unit.indent
+    dedented: list[str] = []
+    for text in chunk:
+        if text[:indent].strip() and text.strip():
+            return _analyse_function_in_module(source, unit, ctx)
+        dedented.append(text[indent:] if len(text) > indent else text.lstrip(" \t"))
+    snippet = "".join(dedented)
+    try:
+        module = cst.parse_module(snippet)
+    except cst.ParserSyntaxError:
+        return _analyse_function_in_module(source, unit, ctx)
+    func = next((s for s in module.body if isinstance(s, cst.FunctionDef)), None)
+    if func is None:
+        return []
+    analyzer = FunctionAnalyzer(module, ctx, unit.cls)
+    found = analyzer.run_function(func, unit.name)
+    return _positions(module, found, unit.start_line - 1, indent)
+
+
+def _analyse_function_in_module(source: str, unit: Unit,
+                                ctx: FileContext) -> list[tuple[RawFinding, CodeRange,
+                                                                CodeRange, int, int]]:
+    """Slow path for a function whose text cannot stand alone (odd indentation)."""
+    module = cst.parse_module(source)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    for node, code_range in positions.items():
+        if isinstance(node, cst.FunctionDef) and code_range.start.line <= unit.start_line + 20 \
+                and code_range.end.line == unit.end_line \
+                and node.name.value == unit.name.rsplit(".", 1)[-1]:
+            analyzer = FunctionAnalyzer(module, ctx, unit.cls)
+            found = analyzer.run_function(node, unit.name)
+            return [(f, positions[f.node], positions[f.stmt], 0, 0) for f in found]
+    return []
+
+
+def _positions(module: cst.Module, found: list[RawFinding], line_offset: int,
+               col_offset: int) -> list[tuple[RawFinding, CodeRange, CodeRange, int, int]]:
+    if not found:
+        return []
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    return [(f, positions[f.node], positions.get(f.stmt, positions[f.node]), line_offset,
+             col_offset) for f in found]
+
+
+def _finalise(raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]], path: str,
+              config: Config, lines: frozenset[int] | None, suppressions: Suppressions,
+              scan: FileScan) -> list[Finding]:
+    best: dict[tuple[int, str], tuple[Finding, int]] = {}
+    for item, where, stmt_where, line_offset, col_offset in raw:
+        line = where.start.line + line_offset
+        stmt_line = stmt_where.start.line + line_offset
+        if lines is not None and line not in lines:
+            continue
+        if suppressions.match(item.op, (line, stmt_line)) is not None:
+            scan.suppressed += 1
+            continue
+        severity = config.severity_for(item.op, RULE_SEVERITY.get(item.rule, "warning"))
+        interval = IntervalInfo(item.interval.lo, item.interval.hi, config.dtype) \
+            if item.interval is not None and not item.interval.unknown else None
+        finding = Finding(
+            path=path, line=line, column=where.start.column + col_offset,
+            end_line=where.end.line + line_offset, end_column=where.end.column + col_offset,
+            function=item.function, op=item.op, framework=item.framework, call=item.call,
+            operand=item.operand, why=item.why, rule=item.rule,
+            severity=severity,  # type: ignore[arg-type]
+            interval=interval, suggestion=item.suggestion or None,
+        )
+        rank = 1 if item.rule in RULE_PRIORITY else 0
+        key = (line, item.op)
+        if key not in best or rank < best[key][1]:
+            best[key] = (finding, rank)
+    return sorted((f for f, _ in best.values()), key=lambda f: (f.line, f.column, f.op))

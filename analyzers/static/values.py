@@ -1,0 +1,213 @@
+"""Abstract values: what the static pass knows about an expression.
+
+An interval in the assumed dtype (DEBAR's interval abstraction, kept at source level), whether
+the value is a tensor, and the provenance the finding's `why` sentence is made of: which op
+produced the value, and which epsilon silently vanished on the way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from analyzers.dtypes import add_in, round_to
+
+INF = math.inf
+Kind = Literal["tensor", "scalar", "unknown", "callable", "module"]
+
+
+@dataclass(frozen=True)
+class Interval:
+    lo: float = -INF
+    hi: float = INF
+    lo_open: bool = False  # (0, inf]: positive by convention (exp, softplus)
+
+    @property
+    def unknown(self) -> bool:
+        return self.lo == -INF and self.hi == INF
+
+    def positive(self) -> bool:
+        return self.lo > 0 or (self.lo == 0 and self.lo_open)
+
+    def nonnegative(self) -> bool:
+        return self.lo >= 0
+
+    def nonzero(self) -> bool:
+        return self.positive() or self.hi < 0
+
+    def join(self, other: Interval) -> Interval:
+        if self.lo < other.lo:
+            lo, lo_open = self.lo, self.lo_open
+        elif other.lo < self.lo:
+            lo, lo_open = other.lo, other.lo_open
+        else:
+            lo, lo_open = self.lo, self.lo_open and other.lo_open
+        return Interval(lo, max(self.hi, other.hi), lo_open)
+
+    def meet_lo(self, lo: float, lo_open: bool = False) -> Interval:
+        if lo > self.lo or (lo == self.lo and lo_open):
+            return Interval(lo, max(self.hi, lo), lo_open)
+        return self
+
+    def meet_hi(self, hi: float) -> Interval:
+        return Interval(min(self.lo, hi), min(self.hi, hi), self.lo_open) if hi < self.hi \
+            else self
+
+    def describe(self) -> str:
+        lo = "(" if self.lo_open or self.lo == -INF else "["
+        hi = ")" if self.hi == INF else "]"
+        return f"{lo}{_fmt(self.lo)}, {_fmt(self.hi)}{hi}"
+
+
+def _fmt(value: float) -> str:
+    if value == INF:
+        return "inf"
+    if value == -INF:
+        return "-inf"
+    return f"{value:.4g}"
+
+
+FULL = Interval()
+NONNEG = Interval(0.0, INF)
+POSITIVE = Interval(0.0, INF, lo_open=True)
+UNIT = Interval(0.0, 1.0)
+
+
+def constant(value: float) -> Interval:
+    return Interval(value, value)
+
+
+def _mul(a: float, b: float) -> float:
+    if (a == 0 and math.isinf(b)) or (b == 0 and math.isinf(a)):
+        return 0.0
+    return a * b
+
+
+def add(a: Interval, b: Interval, dtype: str) -> Interval:
+    lo = add_in(a.lo, b.lo, dtype) if not (math.isinf(a.lo) or math.isinf(b.lo)) \
+        else a.lo + b.lo if not (a.lo == -b.lo) else -INF
+    hi = add_in(a.hi, b.hi, dtype) if not (math.isinf(a.hi) or math.isinf(b.hi)) \
+        else a.hi + b.hi if not (a.hi == -b.hi) else INF
+    if math.isnan(lo):
+        lo = -INF
+    if math.isnan(hi):
+        hi = INF
+    lo_open = (a.lo_open and b.lo >= 0) or (b.lo_open and a.lo >= 0)
+    if lo > 0:
+        lo_open = False
+    return Interval(lo, hi, lo_open and lo == 0)
+
+
+def neg(a: Interval) -> Interval:
+    return Interval(-a.hi, -a.lo)
+
+
+def sub(a: Interval, b: Interval, dtype: str) -> Interval:
+    return add(a, neg(b), dtype)
+
+
+def mul(a: Interval, b: Interval, dtype: str) -> Interval:
+    if a.unknown or b.unknown:
+        if a.nonnegative() and b.nonnegative():
+            return Interval(0.0, INF, a.positive() and b.positive())
+        return FULL
+    products = [_mul(x, y) for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
+    lo, hi = round_to(min(products), dtype), round_to(max(products), dtype)
+    lo_open = lo == 0 and a.positive() and b.positive()
+    return Interval(lo, hi, lo_open)
+
+
+def square(a: Interval) -> Interval:
+    if a.lo >= 0:
+        return Interval(_mul(a.lo, a.lo), _mul(a.hi, a.hi), a.positive())
+    if a.hi <= 0:
+        return Interval(_mul(a.hi, a.hi), _mul(a.lo, a.lo), a.hi < 0)
+    return Interval(0.0, max(_mul(a.lo, a.lo), _mul(a.hi, a.hi)))
+
+
+def absolute(a: Interval) -> Interval:
+    if a.lo >= 0:
+        return a
+    if a.hi <= 0:
+        return neg(a)
+    return Interval(0.0, max(-a.lo, a.hi))
+
+
+def div(a: Interval, b: Interval, dtype: str) -> Interval:
+    if not b.nonzero() or a.unknown or b.unknown:
+        if a.nonnegative() and b.positive():
+            return Interval(0.0, INF, a.positive())
+        return FULL
+    inv = Interval(1 / b.hi if b.hi != INF else 0.0, 1 / b.lo if b.lo > 0 else INF)
+    if b.hi < 0:
+        inv = Interval(1 / b.hi, 1 / b.lo if b.lo != -INF else 0.0)
+    return mul(a, inv, dtype)
+
+
+@dataclass(frozen=True)
+class Value:
+    """One abstract value; `producer` names the op whose output this is (for patterns)."""
+
+    kind: Kind = "unknown"
+    interval: Interval = FULL
+    producer: str | None = None
+    origin: str = ""  # a phrase for `why`: "comes from softmax, which ..."
+    absorbed_eps: str | None = None  # "1 + 1e-10 == 1 in float32"
+    fp16_zero_eps: float | None = None  # a literal epsilon that is 0.0 in float16
+    fp16_interval: Interval | None = None  # the interval once that epsilon is gone
+    neg_inf_filled: bool = False  # masked_fill(..., -inf) happened on the way
+    callable_op: str | None = None  # `nn.BCELoss()`: calling it is that op
+    name: str | None = None  # the local variable it was read from
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == "tensor"
+
+    def with_(self, **changes: object) -> Value:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+UNKNOWN = Value()
+
+
+def join(a: Value, b: Value) -> Value:
+    """The value after two branches meet: what holds on both."""
+    if a == b:
+        return a
+    kind: Kind = a.kind if a.kind == b.kind else (
+        "tensor" if "tensor" in (a.kind, b.kind) else "unknown")
+    same = a.producer == b.producer
+    return Value(
+        kind=kind,
+        interval=a.interval.join(b.interval),
+        producer=a.producer if same else None,
+        origin=a.origin if same else (a.origin or b.origin),
+        absorbed_eps=a.absorbed_eps or b.absorbed_eps,
+        fp16_zero_eps=a.fp16_zero_eps or b.fp16_zero_eps,
+        fp16_interval=a.fp16_interval or b.fp16_interval,
+        neg_inf_filled=a.neg_inf_filled or b.neg_inf_filled,
+        callable_op=a.callable_op if a.callable_op == b.callable_op else None,
+        name=a.name if a.name == b.name else None,
+    )
+
+
+def tensor_kind(*values: Value) -> Kind:
+    if any(v.kind == "tensor" for v in values):
+        return "tensor"
+    if values and all(v.kind == "scalar" for v in values):
+        return "scalar"
+    return "unknown"
+
+
+def eps_text(value: float) -> str:
+    return f"{value:g}"
+
+
+def fold_add(a: float, b: float, dtype: str) -> tuple[float, str | None]:
+    """Add two constants in the dtype; say so when the smaller one vanished."""
+    result = add_in(a, b, dtype)
+    small, large = sorted((a, b), key=abs)
+    if small != 0 and result == round_to(large, dtype) and large != 0:
+        return result, f"{_fmt(large)} + {eps_text(small)} == {_fmt(large)} in {dtype}"
+    return result, None

@@ -1,0 +1,1 @@
+"""Benchmarks for numcheck (run as `python -m bench.<name>` from the repository root)."""

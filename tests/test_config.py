@@ -1,0 +1,344 @@
+"""Loading, validating and applying numcheck settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from analyzers.config import (
+    DEFAULT_EXCLUDE,
+    Config,
+    ConfigError,
+    config_from_mapping,
+    glob_match,
+    load_config,
+)
+
+KNOWN = {"log", "sqrt", "div", "exp", "softmax"}
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------- loading
+
+
+def test_defaults_without_any_file(tmp_path: Path) -> None:
+    config = load_config(tmp_path)
+    assert config == Config()
+    assert config.source is None
+    assert config.include == ("**/*.py",)
+    assert ".venv/**" in config.exclude and "**/site-packages/**" in config.exclude
+    assert (config.dtype, config.scope, config.context_lines) == ("float32", "added", 3)
+    assert (config.max_file_bytes, config.fail_on) == (1_000_000, "any")
+
+
+def test_pyproject_without_table_gives_defaults(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", '[project]\nname = "x"\n[tool.ruff]\nline-length = 90\n')
+    assert load_config(tmp_path) == Config()
+
+
+def test_pyproject_table(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", """
+[tool.numcheck]
+enable = ["log", "div"]
+disable = ["div"]
+dtype = "bfloat16"
+scope = "diff_context"
+context_lines = 5
+max_file_bytes = 2048
+fail_on = "error"
+include = ["src/**/*.py"]
+exclude = ["src/vendor/**"]
+
+[tool.numcheck.severity]
+log = "error"
+""")
+    config = load_config(tmp_path, known_ops=KNOWN)
+    assert config.enable == ("log", "div") and config.disable == ("div",)
+    assert (config.dtype, config.scope, config.context_lines) == ("bfloat16", "diff_context", 5)
+    assert (config.max_file_bytes, config.fail_on) == (2048, "error")
+    assert config.include == ("src/**/*.py",) and config.exclude == ("src/vendor/**",)
+    assert dict(config.severity) == {"log": "error"}
+    assert config.source == "[tool.numcheck] of pyproject.toml"
+
+
+def test_numcheck_toml_top_level_keys(tmp_path: Path) -> None:
+    write(tmp_path / ".numcheck.toml", 'dtype = "float16"\n[severity]\nexp = "note"\n')
+    config = load_config(tmp_path)
+    assert config.dtype == "float16"
+    assert config.severity_for("exp", "warning") == "note"
+    assert config.source == ".numcheck.toml"
+
+
+def test_numcheck_toml_tool_table(tmp_path: Path) -> None:
+    write(tmp_path / ".numcheck.toml", '[tool.numcheck]\nscope = "file"\n')
+    config = load_config(tmp_path)
+    assert config.scope == "file"
+    assert config.source == "[tool.numcheck] of .numcheck.toml"
+
+
+def test_numcheck_toml_mixing_forms_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path / ".numcheck.toml", 'dtype = "float16"\n[tool.numcheck]\nscope = "file"\n')
+    with pytest.raises(ConfigError, match="either top-level keys or the table"):
+        load_config(tmp_path)
+
+
+def test_precedence(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", '[tool.numcheck]\ndtype = "float64"\n')
+    assert load_config(tmp_path).dtype == "float64"
+    write(tmp_path / ".numcheck.toml", 'scope = "file"\n')
+    from_dedicated = load_config(tmp_path)
+    # The first file found wins whole: nothing is merged in from pyproject.toml.
+    assert (from_dedicated.scope, from_dedicated.dtype) == ("file", "float32")
+    explicit = write(tmp_path / "strict.toml", 'fail_on = "none"\n')
+    from_explicit = load_config(tmp_path, explicit)
+    assert (from_explicit.fail_on, from_explicit.scope) == ("none", "added")
+    assert from_explicit.source == "strict.toml"
+
+
+def test_explicit_pyproject_outside_repo(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    path = write(elsewhere / "pyproject.toml", '[tool.numcheck]\ndtype = "float16"\n')
+    config = load_config(repo, path)
+    assert config.dtype == "float16"
+    assert config.source == f"[tool.numcheck] of {path}"
+    write(path, '[project]\nname = "x"\n')
+    with pytest.raises(ConfigError, match=r"has no \[tool.numcheck\] table"):
+        load_config(repo, path)
+
+
+def test_explicit_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file nope.toml not found"):
+        load_config(tmp_path, tmp_path / "nope.toml")
+
+
+def test_kebab_case_keys(tmp_path: Path) -> None:
+    write(tmp_path / ".numcheck.toml", 'fail-on = "error"\ncontext-lines = 1\n')
+    config = load_config(tmp_path)
+    assert (config.fail_on, config.context_lines) == ("error", 1)
+    write(tmp_path / ".numcheck.toml", 'fail-on = "error"\nfail_on = "any"\n')
+    with pytest.raises(ConfigError, match="toml sets both 'fail-on' and 'fail_on'; keep one"):
+        load_config(tmp_path)
+
+
+def test_extend_exclude_keeps_defaults(tmp_path: Path) -> None:
+    write(tmp_path / ".numcheck.toml", 'extend_exclude = ["legacy/**"]\n')
+    config = load_config(tmp_path)
+    assert config.exclude == (*DEFAULT_EXCLUDE, "legacy/**")
+    assert not config.path_selected("legacy/a.py")
+    assert not config.path_selected(".venv/lib/x.py")
+    write(tmp_path / ".numcheck.toml", 'exclude = ["a/**"]\nextend-exclude = ["b/**"]\n')
+    assert load_config(tmp_path).exclude == ("a/**", "b/**")
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_unknown_key_suggests_closest(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", '[tool.numcheck]\nexlude = ["x/**"]\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)
+    assert str(info.value) == ("unknown key 'exlude' in [tool.numcheck] of pyproject.toml "
+                               "(did you mean 'exclude'?)")
+
+
+def test_unknown_key_without_close_match_lists_keys(tmp_path: Path) -> None:
+    write(tmp_path / ".numcheck.toml", 'zzz = 1\n')
+    with pytest.raises(ConfigError, match=r"unknown key 'zzz' in \.numcheck\.toml \(known keys: "
+                                          r"enable, disable"):
+        load_config(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('include = "**/*.py"', r"'include' in \.numcheck\.toml must be a list of strings"),
+        ("enable = [1, 2]", "'enable' .* must be a list of strings"),
+        ("context_lines = -1", "'context_lines' .* integer >= 0, got -1"),
+        ("context_lines = true", "'context_lines' .* integer >= 0, got True"),
+        ('context_lines = "3"', "'context_lines' .* integer >= 0, got '3'"),
+        ("max_file_bytes = 0", "'max_file_bytes' .* integer >= 1"),
+        ('dtype = "fp16"', r"'dtype' .* got 'fp16' \(did you mean 'float16'\?\)"),
+        ('dtype = "float8"', "'dtype' .* must be one of float16, bfloat16, float32, float64"),
+        ("dtype = 32", "'dtype' .* must be a string"),
+        ('scope = "diff-context"', r"'scope' .* \(did you mean 'diff_context'\?\)"),
+        ('fail_on = "warning"', "'fail_on' .* must be one of any, none, error"),
+        ('severity = "error"', "'severity' .* must be a table"),
+        ('[severity]\nlog = "fatal"', r"'severity.log' .* must be one of error, warning, note"),
+        ("include = []", "'include' .* is empty"),
+        ('exclude = [""]', "'exclude' .* contains an empty pattern"),
+    ],
+)
+def test_bad_values(tmp_path: Path, text: str, message: str) -> None:
+    write(tmp_path / ".numcheck.toml", text + "\n")
+    with pytest.raises(ConfigError, match=message):
+        load_config(tmp_path)
+
+
+def test_invalid_toml_reports_position(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", '[tool.numcheck]\ndtype = "float16\n')
+    with pytest.raises(ConfigError, match=r"invalid TOML in pyproject\.toml: .*line 2, column"):
+        load_config(tmp_path)
+
+
+def test_non_utf8_file(tmp_path: Path) -> None:
+    (tmp_path / ".numcheck.toml").write_bytes(b'dtype = "\xff"\n')
+    with pytest.raises(ConfigError, match="numcheck.toml"):
+        load_config(tmp_path)
+
+
+def test_tool_numcheck_not_a_table(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[tool]\nnumcheck = 3\n")
+    with pytest.raises(ConfigError, match=r"\[tool.numcheck\] in pyproject.toml must be a table"):
+        load_config(tmp_path)
+
+
+def test_unknown_ops(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", '[tool.numcheck]\ndisable = ["lgo"]\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path, known_ops=KNOWN)
+    assert str(info.value) == ("unknown op 'lgo' in 'disable' of [tool.numcheck] of "
+                               "pyproject.toml (did you mean 'log'?)")
+    config = load_config(tmp_path)  # without known_ops nothing is checked yet
+    with pytest.raises(ConfigError, match="did you mean 'log'"):
+        config.validate_ops(KNOWN)
+    config.validate_ops(KNOWN | {"lgo"})
+
+
+def test_unknown_op_in_severity(tmp_path: Path) -> None:
+    write(tmp_path / ".numcheck.toml", '[severity]\nsqrtt = "error"\n')
+    with pytest.raises(ConfigError, match=r"'sqrtt' in 'severity' .* \(did you mean 'sqrt'\?\)"):
+        load_config(tmp_path, known_ops=KNOWN)
+
+
+def test_direct_construction_is_validated() -> None:
+    with pytest.raises(ConfigError, match="'scope' in Config"):
+        dataclasses.replace(Config(), scope="hunk")
+    with pytest.raises(ConfigError, match="'enable' in Config must be a list of strings"):
+        Config(enable="log")  # type: ignore[arg-type]
+    config = Config(enable=["log"], severity={"log": "note"})  # type: ignore[arg-type]
+    assert config.enable == ("log",)
+    with pytest.raises(TypeError):
+        config.severity["log"] = "error"  # type: ignore[index]
+
+
+def test_config_from_mapping() -> None:
+    config = config_from_mapping({"dtype": "float64"}, where="--set", known_ops=KNOWN)
+    assert (config.dtype, config.source) == ("float64", "--set")
+    with pytest.raises(ConfigError, match="unknown key 'dtpye' in --set"):
+        config_from_mapping({"dtpye": "float64"}, where="--set")
+
+
+# ---------------------------------------------------------------- behaviour
+
+
+def test_to_json_is_plain() -> None:
+    config = Config(severity={"log": "error"}, source="x")  # type: ignore[arg-type]
+    data = config.to_json()
+    assert json.loads(json.dumps(data)) == data
+    assert data["severity"] == {"log": "error"}
+    assert data["include"] == ["**/*.py"] and data["source"] == "x"
+    assert set(data) == {"enable", "disable", "include", "exclude", "dtype", "scope",
+                         "context_lines", "severity", "max_file_bytes", "fail_on", "source"}
+
+
+def test_config_is_hashable_and_comparable() -> None:
+    assert hash(Config()) == hash(Config())
+    assert Config(severity={"a": "note"}) == Config(severity={"a": "note"})  # type: ignore[arg-type]
+
+
+def test_op_enabled() -> None:
+    assert Config().op_enabled("log")
+    only = Config(enable=("log", "div"), disable=("div",))
+    assert only.op_enabled("log")
+    assert not only.op_enabled("div")  # disable wins
+    assert not only.op_enabled("exp")
+    assert not Config(disable=("exp",)).op_enabled("exp")
+
+
+def test_severity_for() -> None:
+    config = Config(severity={"log": "error"})  # type: ignore[arg-type]
+    assert config.severity_for("log", "warning") == "error"
+    assert config.severity_for("exp", "warning") == "warning"
+
+
+def test_path_selected_defaults() -> None:
+    config = Config()
+    assert config.path_selected("train.py")
+    assert config.path_selected("pkg/sub/model.py")
+    assert config.path_selected("./pkg/model.py")
+    assert config.path_selected("pkg\\win\\model.py")
+    assert not config.path_selected("README.md")
+    assert not config.path_selected(".venv/lib/python3.11/torch/x.py")
+    assert not config.path_selected("venv/x.py")
+    assert not config.path_selected("lib/python3.11/site-packages/torch/nn/functional.py")
+    assert not config.path_selected("build/lib/pkg/model.py")
+    assert not config.path_selected("pkg/__pycache__/x.py")
+    assert config.path_selected("src/venv/x.py")  # only the top-level venv is excluded
+    assert config.path_selected("rebuild/x.py")
+
+
+def test_exclude_matches_parent_directories() -> None:
+    config = Config(exclude=("vendor", "third_party/*"))
+    assert not config.path_selected("vendor/lib/a.py")
+    assert not config.path_selected("third_party/x/y/z.py")
+    assert config.path_selected("src/vendor.py")
+    assert config.path_selected("vendored/a.py")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("**/*.py", "a.py", True),
+        ("**/*.py", "a/b/c.py", True),
+        ("**/*.py", "a/b/c.pyc", False),
+        ("*.py", "a.py", True),
+        ("*.py", "a/b.py", False),  # `*` never crosses a directory
+        ("src/**/*.py", "src/a.py", True),
+        ("src/**/*.py", "src/x/y/a.py", True),
+        ("src/**/*.py", "lib/src/a.py", False),
+        ("src/**", "src/x/y.txt", True),
+        ("src/**", "srcx/y.py", False),
+        ("src/", "src/a/b.py", True),
+        ("**", "any/thing.py", True),
+        ("a/**/b.py", "a/b.py", True),
+        ("a/**/b.py", "a/x/y/b.py", True),
+        ("a/**/b.py", "a/x/c.py", False),
+        ("**/site-packages/**", "x/site-packages/t.py", True),
+        ("**/site-packages/**", "site-packages/t.py", True),
+        ("**/site-packages/**", "x/my-site-packages/t.py", False),
+        ("test_?.py", "test_1.py", True),
+        ("test_?.py", "test_12.py", False),
+        ("a?b", "a/b", False),
+        ("[ab]*.py", "alpha.py", True),
+        ("[ab]*.py", "cat.py", False),
+        ("[!ab]*.py", "cat.py", True),
+        ("[!ab]*.py", "alpha.py", False),
+        ("[]]x.py", "]x.py", True),
+        ("[!]]x.py", "]x.py", False),
+        ("[!]]x.py", "ax.py", True),
+        ("[a-c]x.py", "bx.py", True),
+        ("[a-c]x.py", "dx.py", False),
+        ("[!a-c]x.py", "dx.py", True),
+        ("[\\^]x.py", "^x.py", True),
+        ("[abc.py", "[abc.py", True),  # an unclosed bracket is literal
+        ("a.b", "axb", False),  # dots and other regex characters are literal
+        ("a+(b).py", "a+(b).py", True),
+        ("/src/*.py", "src/a.py", True),
+        ("./src/*.py", "src/a.py", True),
+        ("a**b.py", "axxb.py", True),
+        ("a**b.py", "a/b.py", False),
+        ("dir with space/*.py", "dir with space/ü.py", True),
+    ],
+)
+def test_glob_match(pattern: str, path: str, expected: bool) -> None:
+    assert glob_match(pattern, path) is expected
