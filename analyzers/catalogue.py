@@ -125,17 +125,17 @@ def _everywhere(name: str, *, special: bool = False, np_name: str | None = None,
 
 CLAMP_TINY = FixCandidate("clamp", "{x}.clamp_min({tiny})", "RANUM's precondition: keep x >= tiny")
 ADD_EPS = FixCandidate("epsilon", "{x} + {eps}", "keeps the gradient flowing; only where x >= 0")
-WHERE_SAFE = FixCandidate("where", "where({x} > 0, {x}, 1)", "double where: make the unsafe input safe")
+WHERE_SAFE = FixCandidate("where", "where({x} > 0, {x}, 1)",
+                          "double where: make the unsafe input safe")
 
 _ENTRIES: tuple[OpSpec, ...] = (
     # --- logarithms ------------------------------------------------------------------------
     OpSpec(
         "log", "risky", "natural logarithm",
-        functions={**_everywhere("log", special=False),
-                   "scipy": ("scipy.special.log",)},
+        functions=_everywhere("log"),
         methods=("log", "log_"), requires="positive",
         forward_invalid="x <= 0 (-inf at 0, NaN below)", gradient_invalid="x = 0",
-        suspect_loss="x", fixes=(ADD_EPS, CLAMP_TINY), patterns=(8, 10, 15),
+        suspect_loss="x", fixes=(ADD_EPS, CLAMP_TINY, WHERE_SAFE), patterns=(8, 10, 15),
     ),
     OpSpec(
         "log2", "risky", "base-2 logarithm", functions=_everywhere("log2", math_mod=True),
@@ -170,7 +170,7 @@ _ENTRIES: tuple[OpSpec, ...] = (
         "sqrt", "risky", "square root", functions=_everywhere("sqrt"),
         methods=("sqrt", "sqrt_"), requires="positive",
         forward_invalid="x < 0", gradient_invalid="x = 0 (inf, NaN once multiplied by 0)",
-        suspect_loss="x", fixes=(ADD_EPS, CLAMP_TINY), patterns=(1, 2, 14),
+        suspect_loss="x", fixes=(ADD_EPS, CLAMP_TINY, WHERE_SAFE), patterns=(1, 2, 14),
     ),
     OpSpec(
         "rsqrt", "risky", "1 / sqrt(x)",
@@ -388,7 +388,7 @@ _ENTRIES: tuple[OpSpec, ...] = (
                                      "keras.activations.sigmoid"),
                    "keras": ("keras.ops.sigmoid", "keras.activations.sigmoid",
                              "keras.backend.sigmoid"),
-                   "numpy": (), "jax": ("jax.nn.sigmoid",),
+                   "jax": ("jax.nn.sigmoid",),
                    "scipy": ("scipy.special.expit",)},
         methods=("sigmoid",), patterns=(9,), output=(0.0, 1.0),
     ),

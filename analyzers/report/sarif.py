@@ -176,8 +176,12 @@ def to_sarif(
     result: AnalysisResult, rule_text: Mapping[str, RuleText] | None = None
 ) -> dict[str, Any]:
     """The SARIF log as a dict (one run)."""
+    if rule_text is None:
+        from analyzers.static.rules import rule_texts  # the registry imports RuleText from here
+
+        rule_text = rule_texts()
     findings = sorted_findings(result.findings)
-    rules, index = _rules(findings, rule_text or {})
+    rules, index = _rules(findings, rule_text)
     driver: dict[str, Any] = {
         "name": TOOL_NAME,
         "informationUri": INFORMATION_URI,

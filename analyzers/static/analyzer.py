@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -27,6 +28,7 @@ from analyzers.static.values import (
     UNIT,
     UNKNOWN,
     Interval,
+    Kind,
     Value,
     absolute,
     add,
@@ -66,6 +68,10 @@ CONST_LIKE = {"ones_like": 1.0, "zeros_like": 0.0, "ones": 1.0, "zeros": 0.0}
 NEG_INF_NAMES = ("math.inf", "numpy.inf", "torch.inf", "jax.numpy.inf", "numpy.Inf")
 TENSOR_FACTORIES = frozenset({"tensor", "as_tensor", "constant", "convert_to_tensor", "array",
                               "asarray", "scalar_tensor", "full", "full_like", "Variable"})
+# log(producer(x)) with a stable API: the rule each producer triggers.
+LOG_PATTERNS = {"softmax": "log-softmax", "sigmoid": "log-sigmoid",
+                "one_minus_sigmoid": "log-sigmoid", "sum_exp": "log-sum-exp",
+                "one_plus": "log1p"}
 
 
 @dataclass
@@ -181,15 +187,14 @@ class FunctionAnalyzer:
         return self.ctx.primary_framework
 
     # ---------------------------------------------------------------- statements
-    def _block(self, body: object) -> bool:
+    def _block(self, body: cst.BaseSuite | cst.Module | Sequence[cst.CSTNode]) -> bool:
         """Run statements in order; True when the block always leaves (return/raise)."""
-        stmts = body.body if isinstance(body, cst.IndentedBlock | cst.Module) else body
-        if isinstance(stmts, cst.BaseSuite) or not isinstance(stmts, list | tuple):
-            stmts = getattr(body, "body", [])
-        for stmt in stmts:  # type: ignore[union-attr]
-            if self._stmt(stmt):
-                return True
-        return False
+        stmts: Sequence[cst.CSTNode]
+        if isinstance(body, cst.IndentedBlock | cst.Module | cst.SimpleStatementSuite):
+            stmts = body.body
+        else:
+            stmts = body  # type: ignore[assignment]
+        return any(self._stmt(stmt) for stmt in stmts)
 
     def _stmt(self, stmt: cst.CSTNode) -> bool:
         if isinstance(stmt, cst.SimpleStatementLine):
@@ -225,9 +230,9 @@ class FunctionAnalyzer:
             return False
         if isinstance(stmt, cst.ClassDef):
             saved_env, saved_fn = dict(self.env), self.function
-            for item in stmt.body.body:
-                if isinstance(item, cst.FunctionDef):
-                    self._function(item, f"{stmt.name.value}.{item.name.value}", None)
+            for member in stmt.body.body:
+                if isinstance(member, cst.FunctionDef):
+                    self._function(member, f"{stmt.name.value}.{member.name.value}", None)
                     self.env = dict(saved_env)
             self.function = saved_fn
             return False
@@ -280,7 +285,7 @@ class FunctionAnalyzer:
             name = target.value
             self.env[name] = value.with_(name=name) if value.name is None else value
         elif isinstance(target, cst.Tuple | cst.List):
-            kind = "tensor" if value.kind == "tensor" else "unknown"
+            kind: Kind = "tensor" if value.kind == "tensor" else "unknown"
             for element in target.elements:
                 self._assign(element.value, Value(kind), source)
         elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
@@ -498,7 +503,7 @@ class FunctionAnalyzer:
         attr = node.attr.value
         if base.kind == "module":
             return Value("module")
-        if base.kind == "finfo":  # type: ignore[comparison-overlap]
+        if base.kind == "finfo":
             return self._finfo_attr(base, attr)
         if attr in ("shape", "ndim", "dtype", "device", "is_cuda", "requires_grad"):
             return Value("scalar")
@@ -719,7 +724,7 @@ class FunctionAnalyzer:
                           if d in dtype_text), None)
             if dtype is None and ("half" in dtype_text):
                 dtype = "float16"
-            return Value("finfo", origin=dtype or self.dtype)  # type: ignore[arg-type]
+            return Value("finfo", origin=dtype or self.dtype)
         if leaf == "epsilon" and root in ("keras", "tensorflow"):
             return Value("scalar", constant(round_to(1e-7, self.dtype)))
         if leaf in CONST_LIKE:
@@ -884,7 +889,7 @@ class FunctionAnalyzer:
             self._record(leak_node, spec, "where-grad-leak", framework, operand_src,
                          f"`torch.where` hides the forward value of `{self.code(leak_node)}` "
                          f"where the condition is false, but the gradient still flows "
-                         f"through it there and is NaN/inf, and 0 * NaN = NaN",
+                         f"through it there and is NaN/inf, and 0 * NaN = NaN.",
                          None)
         return join(true_value, false_value).with_(kind="tensor", name=None)
 
@@ -919,11 +924,8 @@ class FunctionAnalyzer:
             return Value("tensor")
         if operand_node is None:
             return Value("tensor")
-        if spec.op == "log" and not operand.absorbed_eps and operand.producer in ("softmax", "sigmoid", "one_minus_sigmoid",
-                                                     "sum_exp", "one_plus"):
-            rule = {"softmax": "log-softmax", "sigmoid": "log-sigmoid",
-                    "one_minus_sigmoid": "log-sigmoid", "sum_exp": "log-sum-exp",
-                    "one_plus": "log1p"}[operand.producer or ""]
+        if spec.op == "log" and not operand.absorbed_eps and operand.producer in LOG_PATTERNS:
+            rule = LOG_PATTERNS[operand.producer or ""]
             self._emit_pattern(node, spec, rule, operand_node, operand, framework,
                                absorb=("exp",) if rule == "log-sum-exp" else ())
             return Value("tensor")
@@ -939,8 +941,8 @@ class FunctionAnalyzer:
             other = self.ev_cached(other_node, args, node) if other_node is not None else UNKNOWN
             if not operand.interval.nonzero() and not other.interval.nonzero():
                 self._record(node, spec, "unguarded-domain", framework, self.code(operand_node),
-                             f"both arguments of atan2 can be 0 at once, where its gradient is "
-                             f"NaN (pytorch#98276)", None)
+                             "both arguments of atan2 can be 0 at once, where its gradient is "
+                             "NaN (pytorch#98276).", None)
             return Value("tensor", Interval(-math.pi, math.pi))
         if spec.op == "div":
             self._check_division(node, operand, operand_node, framework)
@@ -1054,20 +1056,23 @@ class FunctionAnalyzer:
                              f"the epsilon {eps:g} in `{self.code(operand_node)}` is 0.0 in "
                              f"float16 (the smallest float16 is 6e-08), so under half "
                              f"precision the guard does nothing and "
-                             f"{explain.consequence(spec, operand.fp16_interval, 'float16', requirement)}",  # noqa: E501
-                             operand.fp16_interval)
+                             f"{explain.consequence(spec, operand.fp16_interval, 'float16', requirement)}.",  # noqa: E501
+                             operand.fp16_interval,
+                             explain.pattern_hint("eps-underflow-fp16", framework))
             return
         operand_src = self.code(operand_node)
         consequence = explain.consequence(spec, iv, self.dtype, requirement)
         if operand.absorbed_eps:
             self._record(node, spec, "eps-absorbed", framework, operand_src,
                          f"the epsilon in `{operand_src}` is absorbed ({operand.absorbed_eps}), "
-                         f"so it guards nothing and {consequence}", iv)
+                         f"so it guards nothing and {consequence}.", iv,
+                         explain.pattern_hint("eps-absorbed", framework))
             return
         if operand.fp16_zero_eps is not None and self.dtype == "float16":
             self._record(node, spec, "eps-underflow-fp16", framework, operand_src,
                          f"the epsilon {operand.fp16_zero_eps:g} is 0.0 in float16, so "
-                         f"{consequence}", iv)
+                         f"{consequence}.", iv, explain.pattern_hint("eps-underflow-fp16",
+                                                                     framework))
             return
         self._record(node, spec, "unguarded-domain", framework, operand_src,
                      explain.why(operand_src, operand, consequence, self.dtype), iv,
@@ -1117,7 +1122,7 @@ class FunctionAnalyzer:
         framework = self._framework(qual)
         self._record(expr, spec, "discarded-guard", framework, self.code(target),
                      f"the result of `{self.code(expr)}` is discarded, so `{self.code(target)}` "
-                     f"is not guarded afterwards (clamp and clip return a new tensor)", None,
+                     f"is not guarded afterwards (clamp and clip return a new tensor).", None,
                      explain.pattern_hint("discarded-guard", framework))
 
     def ev_quiet(self, node: cst.BaseExpression) -> Value:
@@ -1155,7 +1160,7 @@ class FunctionAnalyzer:
         if operand.name and operand.name != operand_src and rule in (
                 "log-softmax", "log-sigmoid", "bce-sigmoid", "masked-softmax-inf"):
             subject += f" (from `{operand.name}`)"
-        why = f"{subject}: {sentences.get(rule, rule)}"
+        why = f"{subject}: {sentences.get(rule, rule)}."
         if absorb:
             self._absorb(operand_node if rule != "expm1" else node, absorb)
         self._record(node, spec, rule, framework, operand_src, why,

@@ -5,6 +5,8 @@ Kept apart from the analysis so that the sentences can be read and changed in on
 
 from __future__ import annotations
 
+import re
+
 from analyzers.catalogue import OpSpec
 from analyzers.dtypes import limits
 from analyzers.static.values import Interval, Value
@@ -96,7 +98,7 @@ def consequence(spec: OpSpec, interval: Interval, dtype: str, requirement: str) 
     if requirement == "gt_minus_one":
         return f"{op} returns -inf at -1 and NaN below"
     if requirement == "open_unit":
-        if -1 <= interval.lo and interval.hi <= 1:
+        if interval.lo >= -1 and interval.hi <= 1:
             return f"{op} is defined but its gradient is inf at ±1"
         return f"{op} returns NaN outside [-1, 1] and its gradient is inf at ±1"
     if requirement == "ge_one":
@@ -111,6 +113,8 @@ def domain_hint(spec: OpSpec, operand_src: str, framework: str, requirement: str
                 interval: Interval, dtype: str) -> str:
     """A short hint until the fix pass proposes a checked patch."""
     x = _short(operand_src, 40)
+    if not re.fullmatch(r"[\w.]+(\(.*\))?", x) or x.count("(") > 1:
+        x = f"({x})"
     eps = DEFAULT_EPS.get(dtype, "1e-6")
     tf_like = framework in ("tensorflow", "keras")
     np_like = framework in ("numpy", "jax", "math")

@@ -14,7 +14,7 @@ from typing import Literal
 from analyzers.dtypes import add_in, round_to
 
 INF = math.inf
-Kind = Literal["tensor", "scalar", "unknown", "callable", "module"]
+Kind = Literal["tensor", "scalar", "unknown", "callable", "module", "finfo"]
 
 
 @dataclass(frozen=True)
@@ -85,10 +85,8 @@ def _mul(a: float, b: float) -> float:
 
 
 def add(a: Interval, b: Interval, dtype: str) -> Interval:
-    lo = add_in(a.lo, b.lo, dtype) if not (math.isinf(a.lo) or math.isinf(b.lo)) \
-        else a.lo + b.lo if not (a.lo == -b.lo) else -INF
-    hi = add_in(a.hi, b.hi, dtype) if not (math.isinf(a.hi) or math.isinf(b.hi)) \
-        else a.hi + b.hi if not (a.hi == -b.hi) else INF
+    lo = _bound_sum(a.lo, b.lo, dtype, -INF)
+    hi = _bound_sum(a.hi, b.hi, dtype, INF)
     if math.isnan(lo):
         lo = -INF
     if math.isnan(hi):
@@ -97,6 +95,13 @@ def add(a: Interval, b: Interval, dtype: str) -> Interval:
     if lo > 0:
         lo_open = False
     return Interval(lo, hi, lo_open and lo == 0)
+
+
+def _bound_sum(x: float, y: float, dtype: str, undefined: float) -> float:
+    """One end of an interval sum; inf + -inf means the bound is lost."""
+    if math.isinf(x) or math.isinf(y):
+        return x + y if x != -y else undefined
+    return add_in(x, y, dtype)
 
 
 def neg(a: Interval) -> Interval:

@@ -1,0 +1,167 @@
+"""The rules the static pass reports, each with the examples that define it (Fixit's manner).
+
+The analysis itself lives in `analyzer.py` (one abstract interpretation serves every rule);
+this registry is what a reader, the SARIF writer and the tests see: an id, a message, and
+VALID/INVALID snippets. `tests/test_rules.py` runs every example, so a rule's documentation
+cannot drift from what it does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analyzers.report.sarif import RuleText
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    summary: str
+    message: str
+    fix: str
+    valid: tuple[str, ...]
+    invalid: tuple[str, ...]
+
+    def text(self) -> RuleText:
+        return RuleText(short=self.summary, full=self.message, help=self.fix)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "unguarded-domain",
+        "operand not proven inside the op's valid domain",
+        "The operand of log, sqrt, division, pow, acos, exp, ... is not proven to stay inside "
+        "the op's valid domain (forward and gradient), so the op can produce NaN or Inf.",
+        "Clamp the operand, add an epsilon the dtype can represent, or use a stable API.",
+        valid=(
+            "import torch\ndef f(x):\n    return torch.log(x.clamp(min=1e-6))\n",
+            "import torch\ndef f(x):\n    return torch.sqrt(x ** 2 + 1e-8)\n",
+            "import tensorflow as tf\ndef f(x):\n    return tf.math.log(tf.maximum(x, 1e-7))\n",
+            "import numpy as np\ndef f(x):\n    return np.log(np.abs(x) + 1e-9)\n",
+            "import torch\ndef f(x):\n    return x / 255.0\n",
+            "def f(a, b):\n    return a / b\n",
+        ),
+        invalid=(
+            "import torch\ndef f(x):\n    return torch.log(x)\n",
+            "import torch as t\ndef f(x):\n    return t.sqrt(t.relu(x))\n",
+            "import tensorflow.compat.v1 as tf\ndef f(x, y):\n    return tf.div(x, y)\n",
+            "import torch\ndef f(x: torch.Tensor, y: torch.Tensor):\n    return x / y.std()\n",
+            "import torch\ndef f(c):\n    return torch.acos(torch.clamp(c, -1, 1))\n",
+            "import jax.numpy as jnp\ndef f(x):\n    return jnp.exp(x)\n",
+        ),
+    ),
+    Rule(
+        "eps-absorbed",
+        "epsilon absorbed by floating-point rounding",
+        "An epsilon meant to keep an operand away from 0 is added to a term so much larger "
+        "that it rounds away (in float32, 1 + 1e-10 == 1): the guard does nothing.",
+        "Add the epsilon next to the value that can reach 0, or clamp.",
+        valid=("import torch\ndef f(z):\n    p = torch.sigmoid(z)\n"
+               "    return torch.log(1 - p + 1e-6)\n",),
+        invalid=("import torch\ndef f(z):\n    p = torch.sigmoid(z)\n"
+                 "    return torch.log(1e-10 + 1 - p)\n",),
+    ),
+    Rule(
+        "eps-underflow-fp16",
+        "epsilon that is zero in float16",
+        "An epsilon below float16's smallest subnormal (6e-8), such as 1e-8, is 0.0 in "
+        "float16, so under half precision or autocast the guard does nothing.",
+        "Use an epsilon float16 can represent (1e-4 stays normal) or finfo(dtype).tiny.",
+        valid=("import torch\ndef f(x, y):\n    with torch.autocast('cuda'):\n"
+               "        return x / (y.abs() + 1e-4)\n",),
+        invalid=("import torch\ndef f(x, y):\n    with torch.autocast('cuda'):\n"
+                 "        return x / (y.abs() + 1e-8)\n",),
+    ),
+    Rule(
+        "discarded-guard",
+        "guard whose result is discarded",
+        "clamp/clip return a new tensor; called as a bare statement they change nothing.",
+        "Assign the result, or use the in-place form (clamp_).",
+        valid=("import torch\ndef f(x):\n    x = torch.clamp(x, min=1e-6)\n"
+               "    return torch.log(x)\n",),
+        invalid=("import tensorflow as tf\ndef f(x):\n    tf.clip_by_value(x, 1e-6, 1.0)\n"
+                 "    return x\n",),
+    ),
+    Rule(
+        "where-grad-leak",
+        "where() masks the value but not the gradient",
+        "torch.where/tf.where select the safe value in the forward pass, but the gradient "
+        "of the unsafe branch is still computed everywhere and 0 * NaN = NaN (pytorch#68425).",
+        "Make the unsafe branch's input safe too: op(where(cond, x, safe)) (double where).",
+        valid=("import torch\ndef f(x):\n    safe = torch.where(x > 0, x, torch.ones_like(x))\n"
+               "    return torch.where(x > 0, torch.log(safe), torch.zeros_like(x))\n",),
+        invalid=("import torch\ndef f(x):\n"
+                 "    return torch.where(x > 0, torch.sqrt(x), torch.zeros_like(x))\n",),
+    ),
+    Rule(
+        "log-softmax", "log of softmax",
+        "log(softmax(x)) is -inf once a probability underflows to 0.0 (logits ~104 apart in "
+        "float32).", "Use log_softmax on the logits.",
+        valid=("import torch\ndef f(x):\n    return torch.log_softmax(x, dim=-1)\n",),
+        invalid=("import torch\nimport torch.nn.functional as F\ndef f(x):\n"
+                 "    return torch.log(F.softmax(x, dim=-1))\n",),
+    ),
+    Rule(
+        "log-sigmoid", "log of sigmoid",
+        "log(sigmoid(x)) and log(1 - sigmoid(x)) are -inf once the sigmoid saturates.",
+        "Use logsigmoid(x) and logsigmoid(-x).",
+        valid=("import torch.nn.functional as F\ndef f(x):\n    return F.logsigmoid(x)\n",),
+        invalid=("import torch\ndef f(x):\n    return torch.log(torch.sigmoid(x))\n",),
+    ),
+    Rule(
+        "bce-sigmoid", "binary cross-entropy on a sigmoid",
+        "BCELoss on sigmoid outputs takes log(0) once the sigmoid saturates; torch clamps the "
+        "log at -100 and the gradient is lost (pytorch#751).",
+        "Use BCEWithLogitsLoss / binary_cross_entropy_with_logits, or from_logits=True.",
+        valid=("import torch.nn.functional as F\ndef f(x, y):\n"
+               "    return F.binary_cross_entropy_with_logits(x, y)\n",),
+        invalid=("import torch\nfrom torch import nn\ndef f(x, y):\n"
+                 "    return nn.BCELoss()(torch.sigmoid(x), y)\n",),
+    ),
+    Rule(
+        "log-sum-exp", "hand-written log(sum(exp(x)))",
+        "exp overflows above 88.72 in float32, so log(sum(exp(x))) is inf where logsumexp "
+        "is finite.", "Use logsumexp with the same dim.",
+        valid=("import torch\ndef f(x):\n    return torch.logsumexp(x, dim=1)\n",),
+        invalid=("import torch\ndef f(x):\n"
+                 "    return torch.log(torch.sum(torch.exp(x), dim=1))\n",),
+    ),
+    Rule(
+        "log1p", "log(1 + x)", "log(1 + x) loses precision for small x and is NaN for x < -1.",
+        "Use log1p(x).",
+        valid=("import torch\ndef f(x):\n    return torch.log1p(torch.relu(x))\n",),
+        invalid=("import torch\ndef f(x: torch.Tensor):\n    return torch.log(1 + x)\n",),
+    ),
+    Rule(
+        "expm1", "exp(x) - 1", "exp(x) - 1 cancels catastrophically for small x.",
+        "Use expm1(x).",
+        valid=("import torch\ndef f(x):\n    return torch.expm1(x.clamp(max=20))\n",),
+        invalid=("import torch\ndef f(x):\n    return torch.exp(x) - 1\n",),
+    ),
+    Rule(
+        "masked-softmax-inf", "softmax over rows filled with -inf",
+        "Masking scores with -inf before softmax gives 0/0 = NaN for a fully masked row "
+        "(pytorch#41508).", "Fill with torch.finfo(dtype).min instead of -inf.",
+        valid=("import torch\ndef f(s, m):\n"
+               "    s = s.masked_fill(m == 0, torch.finfo(s.dtype).min)\n"
+               "    return torch.softmax(s, dim=-1)\n",),
+        invalid=("import torch\ndef f(s, m):\n"
+                 "    s = s.masked_fill(m == 0, float('-inf'))\n"
+                 "    return torch.softmax(s, dim=-1)\n",),
+    ),
+    Rule(
+        "manual-normalize", "division by a norm",
+        "x / x.norm() is inf/NaN for an all-zero vector, and so is its gradient "
+        "(pytorch#2421).", "Use F.normalize(x, dim=...) or divide by norm.clamp_min(eps).",
+        valid=("import torch.nn.functional as F\ndef f(x):\n"
+               "    return F.normalize(x, dim=-1)\n",),
+        invalid=("import torch\ndef f(x):\n"
+                 "    return x / x.norm(dim=-1, keepdim=True)\n",),
+    ),
+)
+
+RULES_BY_ID = {rule.id: rule for rule in RULES}
+
+
+def rule_texts() -> dict[str, RuleText]:
+    return {rule.id: rule.text() for rule in RULES}

@@ -1,0 +1,1 @@
+"""A tiny model package used by `numcheck demo`."""

@@ -1,0 +1,13 @@
+# covers: unguarded-domain
+import torch
+from torch import Tensor, nn
+
+
+def gradient_penalty(critic: nn.Module, real: Tensor, fake: Tensor) -> Tensor:
+    """WGAN-GP with the epsilon inside the square root."""
+    alpha = torch.rand(real.size(0), 1, device=real.device)
+    interp = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+    scores = critic(interp)
+    grads = torch.autograd.grad(scores.sum(), interp, create_graph=True)[0]
+    grad_norm = torch.sqrt(torch.sum(grads ** 2, dim=1) + 1e-12)
+    return ((grad_norm - 1) ** 2).mean()

@@ -1,0 +1,12 @@
+# covers: unguarded-domain
+import torch
+from torch import Tensor
+
+
+def to_polar(xy: Tensor) -> Tensor:
+    x, y = xy[..., 0], xy[..., 1]
+    at_origin = (x == 0) & (y == 0)
+    safe_x = torch.where(at_origin, torch.ones_like(x), x)
+    r = torch.sqrt(x ** 2 + y ** 2 + 1e-12)
+    theta = torch.atan2(y, safe_x)
+    return torch.stack([r, theta], dim=-1)

@@ -1,0 +1,13 @@
+# covers: unguarded-domain
+import torch
+from torch import Tensor
+from torch.distributions import Normal
+
+
+def log_prob_of_action(mean: Tensor, log_std: Tensor, action: Tensor) -> Tensor:
+    action = action.clamp(-1 + 1e-6, 1 - 1e-6)
+    pre_tanh = torch.atanh(action)
+    std = log_std.clamp(-20, 2).exp()
+    log_prob = Normal(mean, std).log_prob(pre_tanh)
+    log_prob = log_prob - torch.log(1 - action.pow(2) + 1e-6)
+    return log_prob.sum(-1)
