@@ -178,7 +178,7 @@ _ENTRIES: tuple[OpSpec, ...] = (
                    "jax": ("jax.lax.rsqrt",), "keras": _keras("rsqrt")},
         methods=("rsqrt", "rsqrt_"), requires="positive",
         forward_invalid="x <= 0", gradient_invalid="x = 0", suspect_loss="x",
-        fixes=(ADD_EPS, CLAMP_TINY), patterns=(3,),
+        fixes=(ADD_EPS, CLAMP_TINY), patterns=(3, 13),
     ),
     OpSpec(
         "reciprocal", "risky", "1 / x",
@@ -208,7 +208,7 @@ _ENTRIES: tuple[OpSpec, ...] = (
         fixes=(FixCandidate("epsilon", "{x} + {eps}", "only where the divisor is >= 0"),
                FixCandidate("clamp", "{x}.clamp_min({tiny})", "only where the divisor is >= 0"),
                FixCandidate("stable-api", "tf.math.divide_no_nan(...)", "TensorFlow")),
-        patterns=(2, 3, 14),
+        patterns=(2, 3, 13, 14),
     ),
     OpSpec(
         "fmod", "risky", "remainder of a division",
@@ -509,7 +509,9 @@ _ENTRIES: tuple[OpSpec, ...] = (
                    "numpy": _np("linalg.inv", "linalg.cholesky"),
                    "jax": _jnp("linalg.eigh", "linalg.svd", "linalg.inv")},
         forward_invalid="singular or not positive definite input",
-        gradient_invalid="repeated eigen/singular values", patterns=(15,),
+        gradient_invalid="repeated eigen/singular values",
+        suspect_loss="smallest gap between eigenvalues (or the smallest eigenvalue)",
+        patterns=(15,),
     ),
     # --- producers with known ranges ---------------------------------------------------------
     OpSpec("relu", "producer", "max(x, 0)",

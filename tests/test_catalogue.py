@@ -1,0 +1,116 @@
+"""The op catalogue against NUMERICS.md and against the real PyTorch it describes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from analyzers.catalogue import CATALOGUE, KNOWN_OPS, normalise_qualname
+from analyzers.dtypes import DTYPES, add_in, round_to
+
+NUMERICS_OPS = {"log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "div", "exp",
+                "expm1", "cosh", "sinh", "softplus", "pow", "acos", "asin", "atanh", "lgamma",
+                "digamma", "arange", "cross_entropy", "log_softmax", "softmax", "atan2",
+                "norm", "std", "binary_cross_entropy", "logsumexp", "xlogy", "cdist", "where",
+                "linalg"}
+TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16,
+                "float32": torch.float32, "float64": torch.float64}
+
+
+def _resolve(qualname: str) -> object:
+    obj: object = torch
+    for part in qualname.split(".")[1:]:
+        obj = getattr(obj, part)
+    return obj
+
+
+def test_at_least_seventy_distinct_function_names() -> None:
+    assert len(CATALOGUE.function_names()) >= 70
+
+
+def test_every_op_of_numerics_md_is_catalogued() -> None:
+    assert NUMERICS_OPS <= KNOWN_OPS
+
+
+def test_every_one_of_the_fifteen_patterns_has_an_entry() -> None:
+    covered = {p for spec in CATALOGUE.entries for p in spec.patterns}
+    assert covered >= set(range(1, 16))
+
+
+def test_every_risky_op_says_how_it_fails_and_what_to_minimise() -> None:
+    for spec in CATALOGUE.entries:
+        if spec.kind == "risky":
+            assert spec.forward_invalid, spec.op
+            assert spec.suspect_loss, spec.op
+            if spec.requires == "below_exp_max":
+                assert set(spec.thresholds) == set(DTYPES), spec.op
+
+
+@pytest.mark.parametrize("qualname", sorted(q for s in CATALOGUE.entries
+                                            for f, q in s.qualnames() if f == "torch"))
+def test_torch_names_exist_in_installed_torch(qualname: str) -> None:
+    assert callable(_resolve(qualname))
+
+
+@pytest.mark.parametrize("method", sorted({m for s in CATALOGUE.entries for m in s.methods
+                                           if s.qualnames()}))
+def test_tensor_methods_exist(method: str) -> None:
+    known_elsewhere = {"logit", "clip", "arctan2"}
+    assert hasattr(torch.Tensor, method) or method in known_elsewhere, method
+
+
+def test_lookup_folds_framework_aliases() -> None:
+    assert normalise_qualname("tensorflow.compat.v1.log") == "tensorflow.log"
+    found = CATALOGUE.lookup("tensorflow.compat.v1.log")
+    assert found is not None and found[0].op == "log" and found[1] == "tensorflow"
+    assert CATALOGUE.lookup("torch.Tensor.sqrt") is not None
+    assert CATALOGUE.lookup("torch.matmul") is None
+    assert CATALOGUE.operator("/") is CATALOGUE.by_op["div"]
+    assert CATALOGUE.method("rsqrt") is CATALOGUE.by_op["rsqrt"]
+
+
+@pytest.mark.parametrize("name", sorted(DTYPES))
+def test_dtype_limits_match_torch_finfo(name: str) -> None:
+    info = torch.finfo(TORCH_DTYPES[name])
+    lim = DTYPES[name]
+    assert lim.max == pytest.approx(info.max)
+    assert lim.tiny == pytest.approx(info.tiny)
+    assert lim.eps == pytest.approx(info.eps)
+    assert lim.smallest_subnormal == pytest.approx(info.smallest_normal * info.eps, rel=0.01) \
+        or name == "bfloat16"
+    assert lim.exp_max == pytest.approx(math.log(info.max), rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ["float16", "float32", "float64"])
+def test_exp_overflows_exactly_past_the_catalogued_threshold(name: str) -> None:
+    dtype = TORCH_DTYPES[name]
+    lim = DTYPES[name]
+    assert torch.isfinite(torch.exp(torch.tensor(lim.exp_max - 0.01, dtype=dtype)))
+    assert torch.isinf(torch.exp(torch.tensor(lim.exp_max + 0.01, dtype=dtype)))
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32"])
+def test_softmax_gap_where_a_probability_becomes_exactly_zero(name: str) -> None:
+    dtype = TORCH_DTYPES[name]
+    gap = DTYPES[name].softmax_zero_gap
+    at = torch.softmax(torch.tensor([0.0, -(gap + 1)], dtype=dtype), dim=0)
+    before = torch.softmax(torch.tensor([0.0, -(gap - 8)], dtype=dtype), dim=0)
+    assert at[1].item() == 0.0
+    assert before[1].item() > 0.0
+
+
+@pytest.mark.parametrize("value", [1e-8, 1e-10, 3e-8, 6e-8, 1e-4, 0.1, 1.0 + 1e-3, 65519.0,
+                                   70000.0, 3.14159, -2.5e-5, 1e38])
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32"])
+def test_rounding_matches_torch(value: float, name: str) -> None:
+    expected = torch.tensor(value, dtype=TORCH_DTYPES[name]).item()
+    assert round_to(value, name) == expected
+
+
+def test_epsilon_absorption_and_underflow_are_as_numerics_md_says() -> None:
+    assert add_in(1.0, 1e-10, "float32") == 1.0
+    assert add_in(1.0, 1e-10, "float64") != 1.0
+    assert round_to(1e-8, "float16") == 0.0
+    assert add_in(1.0, 1e-3, "bfloat16") == 1.0
