@@ -378,15 +378,25 @@ class FunctionAnalyzer:
             elif model_method:
                 value = Value("tensor", name=name)
             if param.default is not None and value.kind != "tensor":
-                default = self.ev(param.default)
-                if default.kind == "scalar" and default.interval.lo == default.interval.hi \
-                        and not math.isinf(default.interval.lo):
-                    value = default.with_(name=name)
+                value = self._from_default(param.default, value)
             self.env[name] = value
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 self.env[star.name.value] = Value("unknown", name=star.name.value)
         self._block(func.body)
+
+    def _from_default(self, default_node: cst.BaseExpression, value: Value) -> Value:
+        """A caller may pass another value, but rarely one of the other sign: `eps=1e-6`
+        stays positive, while `gamma=2.0` is not taken to be exactly 2."""
+        default = self.ev(default_node)
+        iv = default.interval
+        if default.kind != "scalar" or iv.lo != iv.hi or math.isinf(iv.lo):
+            return value
+        if iv.lo > 0:
+            return value.with_(kind="scalar", interval=POSITIVE)
+        if iv.lo == 0:
+            return value.with_(kind="scalar", interval=NONNEG)
+        return value.with_(kind="scalar")
 
     def _children(self, node: cst.CSTNode) -> None:
         for child in node.children:
@@ -554,6 +564,8 @@ class FunctionAnalyzer:
         if symbol == "-":
             result = Value(kind, sub(left.interval, right.interval, dtype),
                            neg_inf_filled=left.neg_inf_filled)
+            if right.max_of is not None and left.name == right.max_of:
+                result = result.with_(interval=Interval(-INF, 0.0))  # x - max(x) <= 0
             if left.interval == constant(1.0) and right.producer == "sigmoid":
                 result = result.with_(producer="one_minus_sigmoid", name=right.name)
             if left.producer == "exp" and right.interval == constant(1.0) and left.is_tensor:
@@ -736,9 +748,10 @@ class FunctionAnalyzer:
         if leaf in SUM_REDUCTIONS and values:
             return self._sum(values[0])
         if leaf in SAME_RANGE_REDUCTIONS and values:
-            return values[0].with_(kind="tensor", name=None, producer=None
-                                   if values[0].producer not in ("exp", "softmax", "sigmoid")
-                                   else values[0].producer)
+            keep = values[0].producer if values[0].producer in ("exp", "softmax", "sigmoid") \
+                else None
+            max_of = values[0].name if leaf in ("max", "amax", "reduce_max") else None
+            return values[0].with_(kind="tensor", name=None, producer=keep, max_of=max_of)
         if leaf in ("masked_fill",) and len(values) >= 3:
             return self._masked_fill(values[0], values[2])
         if leaf == "sign":
@@ -799,7 +812,8 @@ class FunctionAnalyzer:
         if method in SAME_RANGE_REDUCTIONS:
             keep = receiver.producer if receiver.producer in ("exp", "softmax", "sigmoid") \
                 else None
-            return receiver.with_(kind="tensor", name=None, producer=keep)
+            max_of = receiver.name if method in ("max", "amax") else None
+            return receiver.with_(kind="tensor", name=None, producer=keep, max_of=max_of)
         if method in BOOL_METHODS:
             return Value("tensor" if receiver.kind != "scalar" else "scalar", UNIT)
         if method == "pow":
@@ -891,7 +905,8 @@ class FunctionAnalyzer:
                          f"where the condition is false, but the gradient still flows "
                          f"through it there and is NaN/inf, and 0 * NaN = NaN.",
                          None)
-        return join(true_value, false_value).with_(kind="tensor", name=None)
+        joined = join(true_value, false_value).with_(kind="tensor", name=None)
+        return joined if joined.producer else joined.with_(producer="where")
 
     def _replay(self, branch: cst.BaseExpression, before: dict[str, Value],
                 cond: cst.BaseExpression) -> Value:
@@ -939,7 +954,8 @@ class FunctionAnalyzer:
         if spec.op == "atan2":
             other_node = self._arg(node, 1 if not receiver else 0, ("other", "x"))
             other = self.ev_cached(other_node, args, node) if other_node is not None else UNKNOWN
-            if not operand.interval.nonzero() and not other.interval.nonzero():
+            guarded = "where" in (operand.producer, other.producer)
+            if not guarded and not operand.interval.nonzero() and not other.interval.nonzero():
                 self._record(node, spec, "unguarded-domain", framework, self.code(operand_node),
                              "both arguments of atan2 can be 0 at once, where its gradient is "
                              "NaN (pytorch#98276).", None)
@@ -989,14 +1005,20 @@ class FunctionAnalyzer:
         return Value("tensor")
 
     def _result_of(self, spec: OpSpec, operand: Value) -> Value:
+        """The op's output range, pushed through where the op is monotonic."""
+        iv = operand.interval
         if spec.op == "exp":
-            iv = operand.interval
-            hi = math.exp(min(iv.hi, 709.0)) if iv.hi != INF else INF
-            return Value("tensor", Interval(0.0, hi, True), producer="exp")
-        if spec.op == "sqrt" and operand.interval.nonnegative():
+            lo = round_to(math.exp(max(iv.lo, -745.0)), self.dtype) if iv.lo != -INF else 0.0
+            hi = round_to(math.exp(min(iv.hi, 709.0)), self.dtype) if iv.hi != INF else INF
+            return Value("tensor", Interval(lo, hi, lo == 0.0), producer="exp")
+        if spec.op == "sqrt" and iv.nonnegative():
             producer = "norm" if operand.producer == "sumsq" else None
-            return Value("tensor", Interval(0.0, INF, operand.interval.positive()),
+            hi = math.sqrt(iv.hi) if iv.hi != INF else INF
+            return Value("tensor", Interval(math.sqrt(iv.lo), hi, iv.positive()),
                          producer=producer)
+        if spec.op == "log" and iv.lo > 0:
+            hi = math.log(iv.hi) if iv.hi != INF else INF
+            return Value("tensor", Interval(math.log(iv.lo), hi))
         if spec.output is not None:
             lo, hi = spec.output
             return Value("tensor", Interval(lo, hi, spec.output_open_low))

@@ -10,6 +10,7 @@ produce no finding, but a function it drops cannot produce one.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -19,6 +20,9 @@ FRAMEWORK_ROOTS = ("torch", "tensorflow", "keras", "numpy", "jax", "math", "scip
 MODULE_BASE_HINTS = ("Module", "Layer", "Model", "Sequential", "LightningModule")
 HALF_PRECISION_HINTS = (".half(", "float16", "torch.half", "autocast", "cuda.amp",
                         "mixed_precision", "bfloat16", "fp16")
+
+
+_COMMENT = re.compile(r"#[^\n]*")
 
 
 @dataclass
@@ -124,8 +128,8 @@ def _is_candidate(node: ast.AST, imports: ImportMap, cls: ClassFacts | None = No
 
 def _is_candidate_call(func: ast.expr, imports: ImportMap, cls: ClassFacts | None) -> bool:
     dotted = dotted_name(func)
-    if dotted is None:
-        return False  # `nn.BCELoss()(p, y)`: the inner call is looked at on its own
+    if dotted is None:  # `f(x).sqrt()`, or `nn.BCELoss()(p, y)` (inner call looked at alone)
+        return isinstance(func, ast.Attribute) and func.attr in _CANDIDATE_METHODS
     qual = imports.resolve(dotted)
     if qual is not None:
         found = CATALOGUE.lookup(qual)
@@ -187,7 +191,8 @@ def plan_file(tree: ast.Module, source: str) -> FilePlan:
     frameworks = imports.frameworks()
     primary = next((f for f in ("torch", "tensorflow", "keras", "jax", "numpy")
                     if f in frameworks), "python")
-    half = any(h in source for h in HALF_PRECISION_HINTS)
+    code = _COMMENT.sub("", source)
+    half = any(h in code for h in HALF_PRECISION_HINTS)
 
     units: list[Unit] = []
     module_level: list[ast.stmt] = []

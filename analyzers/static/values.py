@@ -164,6 +164,7 @@ class Value:
     neg_inf_filled: bool = False  # masked_fill(..., -inf) happened on the way
     callable_op: str | None = None  # `nn.BCELoss()`: calling it is that op
     name: str | None = None  # the local variable it was read from
+    max_of: str | None = None  # `x.max(...)`: so `x - x.max(...)` is known to be <= 0
 
     @property
     def is_tensor(self) -> bool:
@@ -194,6 +195,7 @@ def join(a: Value, b: Value) -> Value:
         neg_inf_filled=a.neg_inf_filled or b.neg_inf_filled,
         callable_op=a.callable_op if a.callable_op == b.callable_op else None,
         name=a.name if a.name == b.name else None,
+        max_of=a.max_of if a.max_of == b.max_of else None,
     )
 
 
