@@ -111,7 +111,7 @@ def _git(repo_dir: Path, args: Sequence[str], *, stdin: bytes | None = None,
         message = proc.stderr.decode("utf-8", "replace").strip()
         if "not a git repository" in message:
             raise DiffError(f"{repo_dir} is not a git repository; run numcheck inside a checkout "
-                            "or pass --repo")
+                            "or give the checkout's path as REPO")
         if "dubious ownership" in message:
             raise DiffError(f"git refuses {repo_dir} (dubious ownership); run "
                             f"`git config --global --add safe.directory {repo_dir}`")

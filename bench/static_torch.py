@@ -167,6 +167,12 @@ def distribution(counter: Counter[str]) -> list[dict[str, Any]]:
             for name, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
+def _ratio(fast: Timing, slow: Timing) -> float:
+    """Speed-up in lines/s; 0.0 when the baseline was too quick to time at all."""
+    slow_rate = slow.lines_per_second
+    return fast.lines_per_second / slow_rate if 0 < slow_rate < float("inf") else 0.0
+
+
 def context_lines(text: str, line: int, around: int) -> list[tuple[int, str]]:
     lines = text.splitlines()
     lo, hi = max(1, line - around), min(len(lines), line + around)
@@ -227,8 +233,8 @@ def benchmark(corpus: Corpus, sample_every: int, repeat: int, repeat_baseline: i
         "numcheck_sample": sample_t.to_json(),
         "naive_sample": naive_t.to_json(),
         "naive_parse_errors": naive_errors,
-        "ratio_sample": sample_t.lines_per_second / naive_t.lines_per_second,
-        "ratio_whole_vs_sample_naive": whole_t.lines_per_second / naive_t.lines_per_second,
+        "ratio_sample": _ratio(sample_t, naive_t),
+        "ratio_whole_vs_sample_naive": _ratio(whole_t, naive_t),
         "target_ratio": TARGET_RATIO,
         "units": sum(s.units for s in whole_scans),
         "suppressed": sum(s.suppressed for s in whole_scans),
@@ -330,7 +336,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat-baseline", type=int, default=1, metavar="R",
                         help="naive baseline repetitions (default 1)")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, metavar="FILE",
-                        help=f"write everything here (default {DEFAULT_JSON.relative_to(REPO_ROOT)})")
+                        help="write metrics, the sample and all findings here "
+                        "(default bench/out/static_torch.json)")
     parser.add_argument("--findings-sample", type=int, default=30, metavar="K",
                         help="print K random findings with context (default 30)")
     parser.add_argument("--seed", type=int, default=0, help="seed for the sample (default 0)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -93,6 +94,7 @@ def _exit_status(result: AnalysisResult, config: Config) -> int:
 
 
 def _emit(result: AnalysisResult, args: argparse.Namespace) -> None:
+    """Print or write the report; OSError from --output is the caller's to report."""
     color = args.format == "text" and args.output is None and sys.stdout.isatty() \
         and "NO_COLOR" not in os.environ
     text = render(result, args.format, color=color)
@@ -104,6 +106,7 @@ def _emit(result: AnalysisResult, args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    missing: list[str] = []
     try:
         if args.command == "review":
             config = _config(args, args.repo)
@@ -111,14 +114,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "scan":
             config = _config(args, Path.cwd())
             result = scan_paths(args.paths, config)
-        else:
+            missing = [str(p) for p in args.paths if not p.exists()]
+        elif args.keep is not None:
             repo, base, head = build_sample_repo(args.keep)
             config = _config(args, repo)
             result = analyze(repo, base, head, config)
-    except (ConfigError, DiffError, FileExistsError) as exc:
+        else:
+            with tempfile.TemporaryDirectory(prefix="numcheck-demo-") as where:
+                repo, base, head = build_sample_repo(Path(where) / "sample")
+                config = _config(args, repo)
+                result = analyze(repo, base, head, config)
+        _emit(result, args)
+    except (ConfigError, DiffError, OSError) as exc:
         print(f"numcheck: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    _emit(result, args)
+    if missing:  # a typo in a CI script must not pass as "no findings"
+        print(f"numcheck: error: no such file or directory: {', '.join(missing)}",
+              file=sys.stderr)
+        return EXIT_ERROR
     return _exit_status(result, config)
 
 

@@ -33,7 +33,8 @@ def _copy_tree(src: Path, dst: Path) -> None:
 
 
 def build_sample_repo(where: Path | None = None) -> tuple[Path, str, str]:
-    """(repo, base ref, head ref). Without `where` the repository goes in a temp dir."""
+    """(repo, base ref, head ref). Without `where` the repository goes in a new temp dir,
+    which the caller removes."""
     repo = Path(where) if where else Path(tempfile.mkdtemp(prefix="numcheck-demo-"))
     repo.mkdir(parents=True, exist_ok=True)
     if any(repo.iterdir()):

@@ -1,0 +1,155 @@
+"""Shared fixtures: real git repositories scripted like a pull request, and the real CLI.
+
+Reviews are only as good as the diff they see, so tests build actual repositories with `git`
+instead of faking ChangedFile objects, and run the installed `numcheck` console script the way
+a user or CI would.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import pytest
+
+from bot.cli import main as cli_main
+
+# Content of a file in a commit; None deletes the file.
+FileContent = str | bytes | None
+
+
+def _git_env() -> dict[str, str]:
+    """The caller's environment without anything that would make git act on another repo, or
+    read the developer's own config (signing, hooks, default branch)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update({
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+    })
+    return env
+
+
+class GitRepo:
+    """A throwaway repository with helpers to script commits and branches."""
+
+    def __init__(self, root: Path, *, init: bool = True) -> None:
+        self.root = root
+        if not init:
+            return  # an existing repository, e.g. one `numcheck demo --keep` built
+        root.mkdir(parents=True, exist_ok=True)
+        self.git("init", "-q", "-b", "main")
+        self.git("config", "user.name", "numcheck tests")
+        self.git("config", "user.email", "tests@numcheck.invalid")
+        self.git("config", "commit.gpgsign", "false")
+
+    def git(self, *args: str) -> str:
+        proc = subprocess.run(["git", "-C", str(self.root), *args], capture_output=True,
+                              env=_git_env(), check=False)
+        if proc.returncode != 0:
+            raise AssertionError(f"git {' '.join(args)} failed: "
+                                 f"{proc.stderr.decode('utf-8', 'replace')}")
+        return proc.stdout.decode("utf-8", "replace").strip()
+
+    def write(self, files: Mapping[str, FileContent]) -> None:
+        """Write (str as UTF-8, bytes as is) or delete (None) files in the working tree."""
+        for rel, content in files.items():
+            path = self.root / rel
+            if content is None:
+                path.unlink()
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content, encoding="utf-8")
+
+    def commit(self, files: Mapping[str, FileContent] | None = None,
+               message: str = "change") -> str:
+        """Apply `files` and commit everything; returns the new commit's SHA."""
+        self.write(files or {})
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        return self.sha("HEAD")
+
+    def checkout(self, branch: str, *, create: bool = False) -> None:
+        self.git("checkout", "-q", *(["-b"] if create else []), branch)
+
+    def sha(self, ref: str) -> str:
+        return self.git("rev-parse", "--verify", f"{ref}^{{commit}}")
+
+
+class GitRepoFactory(Protocol):
+    def __call__(self, main: Mapping[str, FileContent],
+                 feature: Mapping[str, FileContent] | None = None, *,
+                 name: str = "repo") -> GitRepo: ...
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> GitRepoFactory:
+    """Factory: `git_repo(main_files, feature_files)` commits `main_files` on `main`, then
+    branches `feature` and, when given, commits `feature_files` there (None deletes a file).
+    The repository is left on `feature`, as a PR checkout would be."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+
+    def make(main: Mapping[str, FileContent], feature: Mapping[str, FileContent] | None = None,
+             *, name: str = "repo") -> GitRepo:
+        repo = GitRepo(tmp_path / name)
+        repo.commit(main, "base")
+        repo.checkout("feature", create=True)
+        if feature is not None:
+            repo.commit(feature, "feature")
+        return repo
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def numcheck_exe() -> str:
+    """The installed console script next to this interpreter (`.venv/bin/numcheck`)."""
+    bindir = Path(sys.executable).parent
+    exe = shutil.which("numcheck", path=str(bindir))
+    if exe is None:
+        pytest.fail(f"no numcheck console script in {bindir}; run ./scripts/setup --dev")
+    return exe
+
+
+RunCli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def run_cli(numcheck_exe: str) -> RunCli:
+    """Run the real `numcheck` executable; returns the completed process (text mode)."""
+
+    def run(*args: str | os.PathLike[str], cwd: Path | None = None,
+            env: Mapping[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+        env.pop("GIT_DIR", None)
+        return subprocess.run([numcheck_exe, *map(str, args)], capture_output=True, text=True,
+                              cwd=cwd, env=env, timeout=timeout, check=False)
+
+    return run
+
+
+MainResult = tuple[int, str, str]
+RunMain = Callable[[Sequence[str | os.PathLike[str]]], MainResult]
+
+
+@pytest.fixture
+def run_main(capsys: pytest.CaptureFixture[str]) -> RunMain:
+    """Call `bot.cli.main(argv)` in process; returns (exit status, stdout, stderr)."""
+
+    def run(argv: Sequence[str | os.PathLike[str]]) -> MainResult:
+        capsys.readouterr()  # drop anything printed before
+        code = cli_main([str(a) for a in argv])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

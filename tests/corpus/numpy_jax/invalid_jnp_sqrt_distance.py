@@ -1,0 +1,7 @@
+import jax.numpy as jnp
+from jax import Array
+
+
+def pairwise_distances(x: Array, y: Array) -> Array:
+    diff = x[:, None, :] - y[None, :, :]
+    return jnp.sqrt(jnp.sum(diff ** 2, axis=-1))  # expect: sqrt/unguarded-domain

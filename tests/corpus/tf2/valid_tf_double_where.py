@@ -1,0 +1,7 @@
+# covers: where-grad-leak
+import tensorflow as tf
+
+
+def pairwise_distance(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+    sq = tf.reduce_sum(tf.square(a - b), axis=-1)
+    return tf.where(sq > 0.0, tf.sqrt(tf.where(sq > 0.0, sq, tf.ones_like(sq))), tf.zeros_like(sq))

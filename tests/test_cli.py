@@ -1,0 +1,334 @@
+"""The `numcheck` command line as users and CI run it: the installed console script, real git.
+
+Exit status and output formats are a contract (DESIGN.md, "Command line and settings"), so
+they are checked on the real executable in a subprocess; the rest calls `bot.cli.main`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from conftest import GitRepo, GitRepoFactory, RunCli, RunMain
+
+from analyzers import __version__
+from analyzers.report.jsonout import SCHEMA_PATH
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+MODEL_MAIN = """\
+import torch
+
+
+def old_loss(x):
+    return torch.log(x)
+"""
+# Lines 8-9 are new: a second unguarded log, in a function of its own.
+MODEL_RISKY = MODEL_MAIN + """\
+
+
+def new_loss(p):
+    return torch.log(p)
+"""
+MODEL_SAFE = MODEL_MAIN + """\
+
+
+def scale(x):
+    return torch.log(x.clamp_min(1e-6)) * 2 + 1
+"""
+
+
+@pytest.fixture
+def risky_pr(git_repo: GitRepoFactory) -> GitRepo:
+    """main has an old unguarded log; feature adds a second one (line 9)."""
+    return git_repo({"model.py": MODEL_MAIN}, {"model.py": MODEL_RISKY})
+
+
+def review(repo: GitRepo, *extra: str) -> list[str]:
+    return ["review", str(repo.root), "--base", "main", "--head", "feature", *extra]
+
+
+def parse_json(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert proc.stdout, proc.stderr
+    data: dict[str, Any] = json.loads(proc.stdout)
+    return data
+
+
+def validator(schema_path: Path) -> jsonschema.protocols.Validator:
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+# ---------------------------------------------------------------- exit status, real executable
+
+
+def test_review_reports_only_added_lines(risky_pr: GitRepo, run_cli: RunCli) -> None:
+    proc = run_cli(*review(risky_pr, "--format", "json"))
+    assert proc.returncode == 1, proc.stderr
+    findings = parse_json(proc)["findings"]
+    assert [(f["path"], f["line"], f["function"], f["op"]) for f in findings] == [
+        ("model.py", 9, "new_loss", "log")]
+
+
+def test_review_text_names_file_and_line(risky_pr: GitRepo, run_cli: RunCli) -> None:
+    proc = run_cli(*review(risky_pr))
+    assert proc.returncode == 1, proc.stderr
+    assert "model.py:9:" in proc.stdout
+    assert "model.py:5:" not in proc.stdout  # the log that was already on main
+    assert "\x1b[" not in proc.stdout  # no colour when not a terminal
+
+
+def test_review_clean_diff_exits_0(git_repo: GitRepoFactory, run_cli: RunCli) -> None:
+    repo = git_repo({"model.py": MODEL_MAIN}, {"model.py": MODEL_SAFE})
+    proc = run_cli(*review(repo, "--format", "json"))
+    assert proc.returncode == 0, proc.stderr
+    data = parse_json(proc)
+    assert data["findings"] == []
+    assert data["errors"] == []
+    assert data["files_analyzed"] == 1
+
+
+def test_review_defaults_to_head_and_merge_base_with_main(risky_pr: GitRepo,
+                                                          run_cli: RunCli) -> None:
+    """`numcheck review` inside a checkout on the PR branch: REPO ., base = merge base."""
+    proc = run_cli("review", "--format", "json", cwd=risky_pr.root)
+    assert proc.returncode == 1, proc.stderr
+    data = parse_json(proc)
+    assert data["base"] == risky_pr.sha("main")
+    assert data["head"] == risky_pr.sha("feature")
+    assert [f["line"] for f in data["findings"]] == [9]
+
+
+def test_unknown_ref_exits_2(risky_pr: GitRepo, run_cli: RunCli) -> None:
+    proc = run_cli("review", risky_pr.root, "--base", "no-such-branch", "--head", "feature")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert "numcheck: error:" in proc.stderr
+    assert "no-such-branch" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_not_a_git_repository_exits_2(tmp_path: Path, run_cli: RunCli) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "model.py").write_text(MODEL_RISKY, encoding="utf-8")
+    proc = run_cli("review", plain, "--base", "main", "--head", "HEAD")
+    assert proc.returncode == 2
+    assert "not a git repository" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_directory_exits_2(tmp_path: Path, run_cli: RunCli) -> None:
+    proc = run_cli("review", tmp_path / "nowhere", "--base", "main")
+    assert proc.returncode == 2
+    assert "nowhere" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_config_with_unknown_key_exits_2(git_repo: GitRepoFactory, run_cli: RunCli) -> None:
+    pyproject = '[project]\nname = "m"\n\n[tool.numcheck]\nexlude = ["vendor/**"]\n'
+    repo = git_repo({"model.py": MODEL_MAIN, "pyproject.toml": pyproject},
+                    {"model.py": MODEL_RISKY})
+    proc = run_cli(*review(repo))
+    assert proc.returncode == 2
+    assert "exlude" in proc.stderr
+    assert "'exclude'" in proc.stderr  # the suggestion
+    assert "pyproject.toml" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_usage_error_exits_2(run_cli: RunCli) -> None:
+    proc = run_cli("review", "--format", "yaml")
+    assert proc.returncode == 2
+    assert "--format" in proc.stderr
+
+
+def test_version(run_cli: RunCli) -> None:
+    proc = run_cli("--version")
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == f"numcheck {__version__}"
+
+
+# ---------------------------------------------------------------- formats, real executable
+
+
+def test_json_matches_schema_and_contract(risky_pr: GitRepo, run_cli: RunCli) -> None:
+    proc = run_cli(*review(risky_pr, "--format", "json"))
+    assert proc.returncode == 1, proc.stderr
+    data = parse_json(proc)
+    validator(SCHEMA_PATH).validate(data)
+    assert data["base"] == risky_pr.sha("main")
+    assert data["head"] == risky_pr.sha("feature")
+    assert SHA_RE.match(data["base"]) and SHA_RE.match(data["head"])
+    (finding,) = data["findings"]
+    assert finding["path"] == "model.py"  # relative to the repository root
+    assert finding["line"] == 9  # 1-based
+    assert finding["op"] == "log"  # canonical name, not "torch.log"
+    assert finding["framework"] == "torch"
+    assert finding["call"] == "torch.log(p)"
+    assert finding["status"] == "potential"
+    assert re.fullmatch(r"[0-9a-f]{8,}", finding["fingerprint"])
+    assert set(data["timings"]) >= {"diff", "static"}
+
+
+def test_json_paths_are_relative_in_subdirectories(git_repo: GitRepoFactory,
+                                                   run_cli: RunCli) -> None:
+    repo = git_repo({"README": "x\n"}, {"src/pkg/model.py": MODEL_MAIN})
+    proc = run_cli(*review(repo, "--format", "json"))
+    assert proc.returncode == 1, proc.stderr
+    assert [(f["path"], f["line"]) for f in parse_json(proc)["findings"]] == [
+        ("src/pkg/model.py", 5)]
+
+
+def test_sarif(risky_pr: GitRepo, run_cli: RunCli) -> None:
+    proc = run_cli(*review(risky_pr, "--format", "sarif"))
+    assert proc.returncode == 1, proc.stderr
+    sarif = parse_json(proc)
+    assert sarif["version"] == "2.1.0"
+    validator(FIXTURES / "sarif-schema-2.1.0.json").validate(sarif)
+    (result,) = sarif["runs"][0]["results"]
+    location = result["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "model.py"
+    assert location["region"]["startLine"] == 9
+
+
+def test_markdown_has_fingerprint_marker(risky_pr: GitRepo, run_cli: RunCli) -> None:
+    json_proc = run_cli(*review(risky_pr, "--format", "json"))
+    fingerprint = parse_json(json_proc)["findings"][0]["fingerprint"]
+    proc = run_cli(*review(risky_pr, "--format", "markdown"))
+    assert proc.returncode == 1, proc.stderr
+    assert f"<!-- numcheck:fingerprint={fingerprint} -->" in proc.stdout
+
+
+def test_output_file(risky_pr: GitRepo, run_cli: RunCli, tmp_path: Path) -> None:
+    out = tmp_path / "result.json"
+    proc = run_cli(*review(risky_pr, "--format", "json", "--output", str(out)))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout == ""
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert [f["line"] for f in data["findings"]] == [9]
+
+
+def test_unwritable_output_exits_2(risky_pr: GitRepo, run_cli: RunCli, tmp_path: Path) -> None:
+    proc = run_cli(*review(risky_pr, "--output", str(tmp_path / "no" / "such" / "dir.txt")))
+    assert "Traceback" not in proc.stderr
+    assert "numcheck: error:" in proc.stderr
+    assert proc.returncode == 2
+
+
+# ---------------------------------------------------------------- scan
+
+
+def test_scan_file_and_directory(tmp_path: Path, run_cli: RunCli) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text(MODEL_MAIN, encoding="utf-8")
+    (tmp_path / "pkg" / "b.py").write_text("def f(x):\n    return x + 1\n", encoding="utf-8")
+    (tmp_path / "top.py").write_text(MODEL_RISKY, encoding="utf-8")
+
+    proc = run_cli("scan", "top.py", "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    data = parse_json(proc)
+    validator(SCHEMA_PATH).validate(data)
+    assert data["base"] is None and data["head"] is None
+    # Whole files: the old log counts too.
+    assert [(f["path"], f["line"]) for f in data["findings"]] == [("top.py", 5), ("top.py", 9)]
+
+    proc = run_cli("scan", "pkg", "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    data = parse_json(proc)
+    assert [(f["path"], f["line"]) for f in data["findings"]] == [("pkg/a.py", 5)]
+    assert data["files_analyzed"] == 2
+
+
+def test_scan_clean_file_exits_0(tmp_path: Path, run_cli: RunCli) -> None:
+    (tmp_path / "ok.py").write_text("def f(x):\n    return x + 1\n", encoding="utf-8")
+    proc = run_cli("scan", "ok.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_scan_missing_path_is_an_error_entry(tmp_path: Path, run_main: RunMain,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The missing path is recorded per path; a real file next to it is still analysed, and
+    the exit status says an error stopped part of the run."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "top.py").write_text(MODEL_MAIN, encoding="utf-8")
+    code, out, _ = run_main(["scan", "missing.py", "top.py", "--format", "json"])
+    data = json.loads(out)
+    assert data["errors"] == [{"stage": "static", "message": "no such file or directory",
+                               "path": "missing.py"}]
+    assert [f["line"] for f in data["findings"]] == [5]
+    assert code == 2
+
+
+def test_scan_only_missing_paths_exits_2(tmp_path: Path, run_cli: RunCli) -> None:
+    proc = run_cli("scan", "missing.py", cwd=tmp_path)
+    assert "missing.py" in proc.stdout + proc.stderr
+    assert proc.returncode == 2
+
+
+# ---------------------------------------------------------------- demo
+
+
+def temp_env(tmp_path: Path) -> dict[str, str]:
+    """Point tempfile at tmp_path, so a demo repository cannot land in the real /tmp."""
+    temp = tmp_path / "tmp"
+    temp.mkdir(exist_ok=True)
+    return {"TMPDIR": str(temp)}
+
+
+def test_demo_reports_sample_pr(run_cli: RunCli, tmp_path: Path) -> None:
+    proc = run_cli("demo", "--format", "json", env=temp_env(tmp_path))
+    assert proc.returncode == 1, proc.stderr
+    data = parse_json(proc)
+    validator(SCHEMA_PATH).validate(data)
+    paths = {f["path"] for f in data["findings"]}
+    assert "model/losses.py" in paths
+    assert {f["op"] for f in data["findings"] if f["path"] == "model/losses.py"} >= {"log"}
+    assert data["errors"] == []
+
+
+def test_demo_text(run_cli: RunCli, tmp_path: Path) -> None:
+    proc = run_cli("demo", env=temp_env(tmp_path))
+    assert proc.returncode == 1, proc.stderr
+    assert "model/losses.py:" in proc.stdout
+
+
+def test_demo_without_keep_cleans_up(run_cli: RunCli, tmp_path: Path) -> None:
+    env = temp_env(tmp_path)
+    proc = run_cli("demo", env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert list(Path(env["TMPDIR"]).iterdir()) == []
+
+
+def test_demo_keep_leaves_a_repository(tmp_path: Path, run_main: RunMain) -> None:
+    where = tmp_path / "sample"
+    code, out, err = run_main(["demo", "--keep", str(where), "--format", "json"])
+    assert code == 1, err
+    repo = GitRepo(where, init=False)
+    branches = set(repo.git("branch", "--format=%(refname:short)").split())
+    assert branches == {"main", "feature"}
+    assert repo.git("rev-parse", "--abbrev-ref", "HEAD") == "feature"
+    data = json.loads(out)
+    assert data["base"] == repo.sha("main") and data["head"] == repo.sha("feature")
+    # The kept repository reviews the same way from the command line afterwards.
+    code, out, err = run_main(["review", str(where), "--base", "main", "--head", "feature",
+                               "--format", "json"])
+    assert code == 1, err
+    assert json.loads(out)["findings"] == data["findings"]
+
+
+def test_demo_keep_refuses_a_non_empty_directory(tmp_path: Path, run_main: RunMain) -> None:
+    (tmp_path / "precious.txt").write_text("keep me\n", encoding="utf-8")
+    code, out, err = run_main(["demo", "--keep", str(tmp_path)])
+    assert code == 2
+    assert "not empty" in err
+    assert (tmp_path / "precious.txt").read_text(encoding="utf-8") == "keep me\n"
+    assert not (tmp_path / ".git").exists()

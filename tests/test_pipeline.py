@@ -1,0 +1,290 @@
+"""`analyze()` through `numcheck review`: scoping, per-file errors, suppression, settings and
+fingerprints, on real git repositories built in tmp_path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import GitRepo, GitRepoFactory, RunMain
+
+from analyzers.config import Config
+from analyzers.pipeline import analyze
+
+# Line 5 is an unguarded log that is already on main in every test below.
+MODEL_MAIN = """\
+import torch
+
+
+def old_loss(x):
+    return torch.log(x)
+"""
+FILLER = "".join(f"CONST_{i} = {i}\n" for i in range(10))
+
+
+def review_json(run_main: RunMain, repo: GitRepo, *extra: str,
+                expect: int | None = None) -> dict[str, Any]:
+    code, out, err = run_main(["review", str(repo.root), "--base", "main", "--head", "feature",
+                               "--format", "json", *extra])
+    assert code in (0, 1), err
+    data: dict[str, Any] = json.loads(out)
+    assert code == (1 if data["findings"] else 0)
+    if expect is not None:
+        assert code == expect, data
+    return data
+
+
+def where(data: dict[str, Any]) -> list[tuple[str, int, str]]:
+    return [(f["path"], f["line"], f["op"]) for f in data["findings"]]
+
+
+def errors_by_path(data: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for error in data["errors"]:
+        assert error["path"] not in out, f"two errors for one path: {data['errors']}"
+        out[error["path"]] = error["message"]
+    return out
+
+
+# ---------------------------------------------------------------- which commits count
+
+
+def test_commits_on_main_after_branching_are_not_the_prs(git_repo: GitRepoFactory,
+                                                         run_main: RunMain) -> None:
+    """Three-dot diff: a risky line that landed on main later is not the PR author's."""
+    repo = git_repo({"model.py": "import torch\n"},
+                    {"feature.py": "import torch\n\n\ndef f(p):\n    return torch.sqrt(p)\n"})
+    repo.checkout("main")
+    repo.commit({"later.py": MODEL_MAIN}, "risky change on main")
+    repo.checkout("feature")
+    data = review_json(run_main, repo, expect=1)
+    assert where(data) == [("feature.py", 5, "sqrt")]
+    # `base` is the base ref's commit, as GitHub's pull_request.base.sha is, not the merge base.
+    assert data["base"] == repo.sha("main")
+
+
+def test_pure_rename_has_nothing_to_review(git_repo: GitRepoFactory, run_main: RunMain) -> None:
+    repo = git_repo({"model.py": MODEL_MAIN}, {"model.py": None, "losses.py": MODEL_MAIN})
+    data = review_json(run_main, repo, expect=0)
+    assert data["errors"] == []
+
+
+# ---------------------------------------------------------------- per-file errors
+
+
+def test_bad_files_get_one_error_each_and_lose_nothing(git_repo: GitRepoFactory,
+                                                       run_main: RunMain) -> None:
+    repo = git_repo(
+        {"model.py": MODEL_MAIN, "gone.py": "VALUE = 1\n",
+         ".numcheck.toml": "max_file_bytes = 1000\n"},
+        {
+            "broken.py": "import torch\n\ndef f(x:\n    return torch.log(x)\n",
+            "latin1.py": "# caf\u00e9\nimport torch\ny = torch.log(x)\n".encode("latin-1"),
+            "big.py": "import torch\n" + "VALUE = 1\n" * 200 + "y = torch.log(x)\n",
+            "blob.py": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+            "gone.py": None,
+            "risky.py": MODEL_MAIN,
+        })
+    data = review_json(run_main, repo, expect=1)
+    # Nothing is lost: the good file's finding survives its neighbours' failures.
+    assert where(data) == [("risky.py", 5, "log")]
+    errors = errors_by_path(data)
+    assert set(errors) == {"broken.py", "latin1.py", "big.py", "blob.py", "gone.py"}
+    assert "does not parse" in errors["broken.py"] and ":3" in errors["broken.py"]
+    assert "UTF-8" in errors["latin1.py"]
+    assert "max_file_bytes" in errors["big.py"]
+    assert "binary" in errors["blob.py"]
+    assert "deleted" in errors["gone.py"]
+    assert all(e["stage"] == "static" for e in data["errors"])
+    assert data["files_analyzed"] == 1
+
+
+def test_per_file_errors_in_text_output(git_repo: GitRepoFactory, run_main: RunMain) -> None:
+    repo = git_repo({"model.py": MODEL_MAIN},
+                    {"broken.py": "def f(:\n", "risky.py": MODEL_MAIN})
+    code, out, _ = run_main(["review", str(repo.root), "--base", "main", "--head", "feature"])
+    assert code == 1
+    assert "risky.py:5:" in out
+    assert "broken.py" in out and "does not parse" in out
+
+
+# ---------------------------------------------------------------- scope
+
+
+def test_scope_file_reports_old_lines_of_changed_files(git_repo: GitRepoFactory,
+                                                       run_main: RunMain) -> None:
+    repo = git_repo({"model.py": MODEL_MAIN + "\n\n" + FILLER, "untouched.py": MODEL_MAIN},
+                    {"model.py": MODEL_MAIN + "\n\n" + FILLER + "EXTRA = 1\n"})
+    assert where(review_json(run_main, repo, expect=0)) == []
+    data = review_json(run_main, repo, "--scope", "file", expect=1)
+    # Only changed files: untouched.py has the same log and stays out.
+    assert where(data) == [("model.py", 5, "log")]
+    assert data["config"]["scope"] == "file"
+
+
+def test_scope_diff_context_reports_lines_near_a_change(git_repo: GitRepoFactory,
+                                                        run_main: RunMain) -> None:
+    near = git_repo({"model.py": MODEL_MAIN + "\n\n" + FILLER},
+                    {"model.py": MODEL_MAIN + "\nNEW = 1\n\n" + FILLER}, name="near")
+    assert where(review_json(run_main, near, expect=0)) == []  # line 7 changed, log on 5
+    data = review_json(run_main, near, "--scope", "diff_context", expect=1)
+    assert where(data) == [("model.py", 5, "log")]
+
+    far = git_repo({"model.py": MODEL_MAIN + "\n\n" + FILLER},
+                   {"model.py": MODEL_MAIN + "\n\n" + FILLER + "EXTRA = 1\n"}, name="far")
+    assert where(review_json(run_main, far, "--scope", "diff_context", expect=0)) == []
+
+
+def test_scope_and_context_from_config(git_repo: GitRepoFactory, run_main: RunMain) -> None:
+    repo = git_repo({"model.py": MODEL_MAIN + "\n\n" + FILLER},
+                    {"model.py": MODEL_MAIN + "\nNEW = 1\n\n" + FILLER,
+                     ".numcheck.toml": 'scope = "diff_context"\ncontext_lines = 1\n'})
+    assert where(review_json(run_main, repo, expect=0)) == []  # 2 lines away, context 1
+    (repo.root / ".numcheck.toml").write_text('scope = "diff_context"\n', encoding="utf-8")
+    assert where(review_json(run_main, repo, expect=1)) == [("model.py", 5, "log")]
+
+
+# ---------------------------------------------------------------- suppression
+
+
+@pytest.mark.parametrize(("comment", "reported"), [
+    ("  # numcheck: ignore[log]", False),
+    ("  # numcheck: ignore[log] -- inputs are probabilities > 0", False),
+    ("  # numcheck: ignore", False),
+    ("  # numcheck: ignore[sqrt]", True),
+    ("", True),
+])
+def test_suppression_comment(git_repo: GitRepoFactory, run_main: RunMain, comment: str,
+                             reported: bool) -> None:
+    feature = MODEL_MAIN + f"\n\ndef new_loss(p):\n    return torch.log(p){comment}\n"
+    repo = git_repo({"model.py": MODEL_MAIN}, {"model.py": feature})
+    data = review_json(run_main, repo)
+    assert where(data) == ([("model.py", 9, "log")] if reported else [])
+
+
+# ---------------------------------------------------------------- settings
+
+
+def test_disable_drops_an_op(git_repo: GitRepoFactory, run_main: RunMain) -> None:
+    new = "\n\ndef new(p):\n    return torch.log(p) + torch.sqrt(p)\n"
+    repo = git_repo({"model.py": MODEL_MAIN}, {"model.py": MODEL_MAIN + new})
+    assert {op for _, _, op in where(review_json(run_main, repo))} == {"log", "sqrt"}
+    (repo.root / ".numcheck.toml").write_text('disable = ["log"]\n', encoding="utf-8")
+    data = review_json(run_main, repo, expect=1)
+    assert where(data) == [("model.py", 9, "sqrt")]
+    assert data["config"]["disable"] == ["log"]
+    assert data["config"]["source"] == ".numcheck.toml"
+
+
+def test_disable_in_pyproject(git_repo: GitRepoFactory, run_main: RunMain) -> None:
+    feature = {"model.py": MODEL_MAIN + "\n\ndef new(p):\n    return torch.log(p)\n",
+               "pyproject.toml": '[project]\nname = "m"\n\n[tool.numcheck]\ndisable = ["log"]\n'}
+    repo = git_repo({"model.py": MODEL_MAIN}, feature)
+    assert where(review_json(run_main, repo, expect=0)) == []
+
+
+def test_unknown_op_in_config_is_an_error(git_repo: GitRepoFactory, run_main: RunMain) -> None:
+    repo = git_repo({"model.py": MODEL_MAIN},
+                    {"model.py": MODEL_MAIN + "\n", ".numcheck.toml": 'disable = ["lgo"]\n'})
+    code, out, err = run_main(["review", str(repo.root), "--base", "main", "--head", "feature"])
+    assert code == 2
+    assert out == ""
+    assert "'lgo'" in err and ".numcheck.toml" in err
+
+
+def test_exclude_drops_paths(git_repo: GitRepoFactory, run_main: RunMain) -> None:
+    repo = git_repo({".numcheck.toml": 'extend_exclude = ["vendor"]\n'},
+                    {"vendor/lib.py": MODEL_MAIN, "src/model.py": MODEL_MAIN})
+    assert where(review_json(run_main, repo, expect=1)) == [("src/model.py", 5, "log")]
+
+
+EPS_DIV = "import torch\n\n\ndef ratio(x, y):\n    return x / (y.abs() + 1e-8)\n"
+
+
+def test_dtype_float16_from_numcheck_toml(git_repo: GitRepoFactory, run_main: RunMain) -> None:
+    """1e-8 is below float16's smallest subnormal, so the epsilon rounds to 0 and guards
+    nothing; in float32 it is a fine guard."""
+    repo = git_repo({"model.py": MODEL_MAIN}, {"ratio.py": EPS_DIV})
+    assert where(review_json(run_main, repo, expect=0)) == []
+
+    (repo.root / ".numcheck.toml").write_text('dtype = "float16"\n', encoding="utf-8")
+    data = review_json(run_main, repo, expect=1)
+    assert where(data) == [("ratio.py", 5, "div")]
+    assert data["config"]["dtype"] == "float16"
+
+    (repo.root / ".numcheck.toml").write_text('dtype = "float32"\n', encoding="utf-8")
+    assert where(review_json(run_main, repo, expect=0)) == []
+
+
+def test_dtype_flag_overrides_config(git_repo: GitRepoFactory, run_main: RunMain) -> None:
+    repo = git_repo({".numcheck.toml": 'dtype = "float32"\n'}, {"ratio.py": EPS_DIV})
+    assert where(review_json(run_main, repo, "--dtype", "float16")) == [("ratio.py", 5, "div")]
+
+
+def test_explicit_config_file(git_repo: GitRepoFactory, run_main: RunMain,
+                              tmp_path: Path) -> None:
+    repo = git_repo({"model.py": MODEL_MAIN}, {"ratio.py": EPS_DIV})
+    settings = tmp_path / "ci-numcheck.toml"
+    settings.write_text('dtype = "float16"\n', encoding="utf-8")
+    assert where(review_json(run_main, repo, "--config", str(settings))) == [
+        ("ratio.py", 5, "div")]
+
+
+def test_fail_on_none_exits_0_with_findings(git_repo: GitRepoFactory,
+                                            run_main: RunMain) -> None:
+    repo = git_repo({"model.py": MODEL_MAIN},
+                    {"risky.py": MODEL_MAIN, ".numcheck.toml": 'fail_on = "none"\n'})
+    code, out, _ = run_main(["review", str(repo.root), "--base", "main", "--head", "feature",
+                             "--format", "json"])
+    assert code == 0
+    assert where(json.loads(out)) == [("risky.py", 5, "log")]
+
+
+# ---------------------------------------------------------------- fingerprints
+
+
+def test_fingerprint_survives_moved_lines(git_repo: GitRepoFactory, run_main: RunMain) -> None:
+    risky = MODEL_MAIN + "\n\ndef new_loss(p):\n    return torch.log(p)\n"
+    repo = git_repo({"model.py": MODEL_MAIN}, {"model.py": risky})
+    before = review_json(run_main, repo, expect=1)["findings"]
+
+    moved = risky.replace("import torch\n", "import torch\n\n\n\n# a comment\n", 1)
+    repo.commit({"model.py": moved}, "move lines")
+    after = review_json(run_main, repo, expect=1)["findings"]
+
+    assert [(f["line"], f["function"]) for f in before] == [(9, "new_loss")]
+    assert [(f["line"], f["function"]) for f in after] == [(13, "new_loss")]
+    assert after[0]["fingerprint"] == before[0]["fingerprint"]
+
+
+def test_fingerprint_differs_per_function_and_op(git_repo: GitRepoFactory,
+                                                 run_main: RunMain) -> None:
+    src = ("import torch\n\n\ndef a(p):\n    return torch.log(p)\n\n\n"
+           "def b(p):\n    return torch.log(p)\n\n\ndef c(p):\n    return torch.sqrt(p)\n")
+    repo = git_repo({"x.py": "X = 1\n"}, {"model.py": src})
+    findings = review_json(run_main, repo, expect=1)["findings"]
+    assert len(findings) == 3
+    assert len({f["fingerprint"] for f in findings}) == 3
+
+
+# ---------------------------------------------------------------- the function itself
+
+
+def test_analyze_matches_the_cli(git_repo: GitRepoFactory, run_main: RunMain) -> None:
+    repo = git_repo({"model.py": MODEL_MAIN}, {"risky.py": MODEL_MAIN})
+    result = analyze(repo.root, "main", "feature", Config())
+    assert [(f.path, f.line, f.op) for f in result.findings] == [("risky.py", 5, "log")]
+    assert result.base == repo.sha("main") and result.head == repo.sha("feature")
+    assert result.repo == str(repo.root.resolve())
+    cli = review_json(run_main, repo, expect=1)
+    assert [f["fingerprint"] for f in cli["findings"]] == [result.findings[0].fingerprint]
+
+
+def test_analyze_reads_head_from_git_not_the_working_tree(git_repo: GitRepoFactory) -> None:
+    """The bot analyses a commit; uncommitted edits in the checkout must not leak in."""
+    repo = git_repo({"model.py": MODEL_MAIN}, {"risky.py": MODEL_MAIN})
+    (repo.root / "risky.py").write_text("VALUE = 1\n", encoding="utf-8")
+    result = analyze(repo.root, "main", "feature", Config())
+    assert [(f.path, f.line) for f in result.findings] == [("risky.py", 5)]
