@@ -354,8 +354,8 @@ class FunctionAnalyzer:
                 continue
             iv = value.interval
             lo, hi, lo_open = refine(iv.lo, iv.hi, iv.lo_open, fact)
-            self.env[fact.name] = value.with_(interval=Interval(lo, hi, lo_open),
-                                              fp16_interval=None)
+            refined = Interval(lo, hi, lo_open, iv.not_zero or fact.nonzero)
+            self.env[fact.name] = value.with_(interval=refined, fp16_interval=None)
 
     def _function(self, func: cst.FunctionDef, qualname: str,
                   cls: ClassFacts | None) -> None:
@@ -966,7 +966,8 @@ class FunctionAnalyzer:
                 receiver[1] if receiver else UNKNOWN)
             return Value("tensor", div(numerator.interval, operand.interval, self.dtype))
         self._check_domain(node, spec, operand_node, operand, framework)
-        return self._result_of(spec, operand)
+        result = self._result_of(spec, operand)
+        return result.with_(kind="scalar") if framework == "math" else result
 
     def _operand(self, node: cst.Call, spec: OpSpec, qual: str | None,
                  args: list[tuple[str | None, Value]],

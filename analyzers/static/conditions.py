@@ -31,6 +31,7 @@ class Fact:
     lo: float | None = None
     lo_open: bool = False
     hi: float | None = None
+    nonzero: bool = False
 
 
 ConstEval = Callable[[cst.BaseExpression], float | None]
@@ -107,6 +108,10 @@ def _comparison(node: cst.Comparison, holds: bool, const: ConstEval) -> list[Fac
         symbol = {"GreaterThan": ">", "GreaterThanEqual": ">=", "LessThan": "<",
                   "LessThanEqual": "<="}.get(op)
         right = target.comparator
+        if op in ("NotEqual", "Equal") and len(node.comparisons) == 1:
+            if (op == "NotEqual") == holds:
+                facts += _not_zero(left, right, const)
+            return facts
         if symbol is not None:
             if not holds:
                 if len(node.comparisons) > 1:
@@ -130,6 +135,15 @@ def _oriented(left: cst.BaseExpression, symbol: str, right: cst.BaseExpression,
     return []
 
 
+def _not_zero(left: cst.BaseExpression, right: cst.BaseExpression,
+              const: ConstEval) -> list[Fact]:
+    for subject_node, other in ((left, right), (right, left)):
+        subject = _subject(subject_node)
+        if subject is not None and subject[1] == "each" and const(other) == 0.0:
+            return [Fact(subject[0], nonzero=True)]
+    return []
+
+
 def facts_from(test: cst.BaseExpression, holds: bool, const: ConstEval) -> list[Fact]:
     """The facts that follow when `test` is known to be `holds`."""
     test = _strip(test)
@@ -149,6 +163,9 @@ def facts_from(test: cst.BaseExpression, holds: bool, const: ConstEval) -> list[
             return facts_from(inner, True, const) if holds else []
         if leaf in ANY_FUNCS and inner is not None:
             return facts_from(inner, False, const) if not holds else []
+        if leaf in ("ne", "not_equal") and isinstance(test.func, cst.Attribute) \
+                and len(test.args) == 1 and holds:
+            return _not_zero(test.func.value, test.args[0].value, const)
         if leaf in COMPARE_METHODS and isinstance(test.func, cst.Attribute) \
                 and len(test.args) == 1:
             symbol = COMPARE_METHODS[leaf] if holds else NEGATE[COMPARE_METHODS[leaf]]
@@ -157,6 +174,7 @@ def facts_from(test: cst.BaseExpression, holds: bool, const: ConstEval) -> list[
 
 
 def refine(lo: float, hi: float, lo_open: bool, fact: Fact) -> tuple[float, float, bool]:
+    """Bounds after the fact; `Fact.nonzero` is applied by the caller (it is not a bound)."""
     if fact.lo is not None and (fact.lo > lo or (fact.lo == lo and fact.lo_open)):
         lo, lo_open = fact.lo, fact.lo_open
     if fact.hi is not None and fact.hi < hi:

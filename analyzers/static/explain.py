@@ -57,7 +57,7 @@ def producer_phrase(producer: str, dtype: str) -> str:
 def why(operand_src: str, value: Value, consequence: str, dtype: str) -> str:
     """One sentence: what the operand is, then what goes wrong."""
     shown = _short(operand_src)
-    if value.producer is not None and value.producer not in ("clamp",):
+    if value.producer is not None and value.producer not in ("clamp", "where"):
         phrase = producer_phrase(value.producer, dtype)
         if value.name and value.name != operand_src:
             head = f"`{shown}` depends on `{value.name}`, which {phrase}"

@@ -22,6 +22,7 @@ class Interval:
     lo: float = -INF
     hi: float = INF
     lo_open: bool = False  # (0, inf]: positive by convention (exp, softplus)
+    not_zero: bool = False  # a guard said `x != 0`: the interval may straddle 0 but omit it
 
     @property
     def unknown(self) -> bool:
@@ -34,7 +35,7 @@ class Interval:
         return self.lo >= 0
 
     def nonzero(self) -> bool:
-        return self.positive() or self.hi < 0
+        return self.not_zero or self.positive() or self.hi < 0
 
     def join(self, other: Interval) -> Interval:
         if self.lo < other.lo:
@@ -43,7 +44,7 @@ class Interval:
             lo, lo_open = other.lo, other.lo_open
         else:
             lo, lo_open = self.lo, self.lo_open and other.lo_open
-        return Interval(lo, max(self.hi, other.hi), lo_open)
+        return Interval(lo, max(self.hi, other.hi), lo_open, self.nonzero() and other.nonzero())
 
     def meet_lo(self, lo: float, lo_open: bool = False) -> Interval:
         if lo > self.lo or (lo == self.lo and lo_open):
