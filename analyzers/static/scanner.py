@@ -15,9 +15,10 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from analyzers.catalogue import CATALOGUE
 from analyzers.config import Config
 from analyzers.model import Finding, IntervalInfo
-from analyzers.static.analyzer import FileContext, FunctionAnalyzer, RawFinding
+from analyzers.static.analyzer import FunctionAnalyzer
 from analyzers.static.explain import RULE_SEVERITY
 from analyzers.static.prefilter import Unit, plan_file
+from analyzers.static.records import FileContext, RawFinding
 from analyzers.static.suppression import Suppressions
 
 DEFAULT_CONFIG = Config()

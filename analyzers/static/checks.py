@@ -1,0 +1,341 @@
+# mypy: disable-error-code="misc"
+# (each method is typed with `self: Analyzer`, the class that mixes these in; mypy asks
+# for a supertype there, but the concrete class is what the bodies need to be checked against)
+"""The checks: an op's operand against its domain, the unstable-API patterns, and the
+recording of findings (once per node and rule; silently while probing a `where` branch).
+
+A mixin of FunctionAnalyzer (analyzer.py), which holds the state these methods share.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from analyzers.catalogue import CATALOGUE, OpSpec
+from analyzers.dtypes import limits, round_to
+from analyzers.static import explain
+from analyzers.static.records import AnalyzerState, Probe, RawFinding
+from analyzers.static.values import (
+    INF,
+    NONNEG,
+    POSITIVE,
+    UNIT,
+    UNKNOWN,
+    Interval,
+    Value,
+    absolute,
+    div,
+    square,
+)
+from analyzers.static.vocabulary import (
+    LOG_PATTERNS,
+)
+
+if TYPE_CHECKING:
+    from analyzers.static.analyzer import FunctionAnalyzer as Analyzer
+
+
+class ChecksMixin(AnalyzerState):
+    def _apply_spec(self: Analyzer, node: cst.Call, spec: OpSpec, qual: str | None, framework: str,
+                    args: list[tuple[str | None, Value]], values: list[Value],
+                    receiver: tuple[cst.BaseExpression, Value] | None) -> Value:
+        if spec.kind == "guard":
+            return self._guard_value(node, spec, qual, args, values, receiver)
+        operand_node, operand = self._operand(node, spec, qual, args, receiver)
+        if spec.kind == "producer":
+            return self._produce(spec, operand, values, receiver)
+        if framework == "math" and not (operand.is_tensor or not operand.interval.unknown):
+            return Value("scalar")
+        if spec.op == "softmax":
+            if operand.neg_inf_filled and operand_node is not None:
+                self._emit_pattern(node, spec, "masked-softmax-inf", operand_node, operand,
+                                   framework)
+            return Value("tensor", UNIT, producer="softmax")
+        if spec.op == "binary_cross_entropy":
+            if operand_node is not None and operand.producer == "sigmoid" \
+                    and not self._from_logits(node):
+                self._emit_pattern(node, spec, "bce-sigmoid", operand_node, operand, framework)
+            return Value("tensor")
+        if operand_node is None:
+            return Value("tensor")
+        if spec.op == "log" and not operand.absorbed_eps and operand.producer in LOG_PATTERNS:
+            rule = LOG_PATTERNS[operand.producer or ""]
+            self._emit_pattern(node, spec, rule, operand_node, operand, framework,
+                               absorb=("exp",) if rule == "log-sum-exp" else ())
+            return Value("tensor")
+        if spec.op == "pow":
+            exponent_node = self._arg(node, 0 if receiver else 1, ("exponent", "y"))
+            exponent = self.const(exponent_node) if exponent_node is not None else None
+            self._check_pow(node, operand, operand_node, exponent, framework)
+            if exponent == 2:
+                return Value("tensor", square(operand.interval), producer="square")
+            return Value("tensor")
+        if spec.op == "atan2":
+            other_node = self._arg(node, 1 if not receiver else 0, ("other", "x"))
+            other = self.ev_cached(other_node, args, node) if other_node is not None else UNKNOWN
+            guarded = "where" in (operand.producer, other.producer)
+            if not guarded and not operand.interval.nonzero() and not other.interval.nonzero():
+                self._record(node, spec, "unguarded-domain", framework, self.code(operand_node),
+                             "both arguments of atan2 can be 0 at once, where its gradient is "
+                             "NaN (pytorch#98276).", None)
+            return Value("tensor", Interval(-math.pi, math.pi))
+        if spec.op == "div":
+            self._check_division(node, operand, operand_node, framework)
+            numerator = values[0] if receiver is None and values else (
+                receiver[1] if receiver else UNKNOWN)
+            return Value("tensor", div(numerator.interval, operand.interval, self.dtype))
+        self._check_domain(node, spec, operand_node, operand, framework)
+        result = self._result_of(spec, operand)
+        return result.with_(kind="scalar") if framework == "math" else result
+
+    def _operand(self: Analyzer, node: cst.Call, spec: OpSpec, qual: str | None,
+                 args: list[tuple[str | None, Value]],
+                 receiver: tuple[cst.BaseExpression, Value] | None) -> \
+            tuple[cst.BaseExpression | None, Value]:
+        if receiver is not None:
+            if spec.op in ("div", "fmod"):
+                arg = self._arg(node, 0, spec.operand_keywords)
+                return arg, self.ev_cached(arg, args, node) if arg is not None else UNKNOWN
+            return receiver
+        index = spec.operand_index(qual or "")
+        arg = self._arg(node, index, spec.operand_keywords)
+        if arg is None:
+            return None, UNKNOWN
+        return arg, self.ev_cached(arg, args, node)
+
+    def _produce(self: Analyzer, spec: OpSpec, operand: Value, values: list[Value],
+                 receiver: tuple[cst.BaseExpression, Value] | None) -> Value:
+        op = spec.op
+        if op == "abs":
+            return Value("tensor", absolute(operand.interval), producer="abs")
+        if op == "square":
+            return Value("tensor", square(operand.interval), producer="square")
+        if op == "relu":
+            return Value("tensor", operand.interval.meet_lo(0.0) if not
+                         operand.interval.unknown else NONNEG, producer="relu")
+        if op == "norm":
+            return Value("tensor", NONNEG, producer="norm")
+        if op == "std":
+            return Value("tensor", NONNEG, producer="std")
+        if op == "softplus":
+            return Value("tensor", POSITIVE, producer="softplus")
+        if spec.output is not None:
+            lo, hi = spec.output
+            return Value("tensor", Interval(lo, hi, spec.output_open_low), producer=op)
+        return Value("tensor")
+
+    def _result_of(self: Analyzer, spec: OpSpec, operand: Value) -> Value:
+        """The op's output range, pushed through where the op is monotonic."""
+        iv = operand.interval
+        if spec.op == "exp":
+            lo = round_to(math.exp(max(iv.lo, -745.0)), self.dtype) if iv.lo != -INF else 0.0
+            hi = round_to(math.exp(min(iv.hi, 709.0)), self.dtype) if iv.hi != INF else INF
+            return Value("tensor", Interval(lo, hi, lo == 0.0), producer="exp")
+        if spec.op == "sqrt" and iv.nonnegative():
+            producer = "norm" if operand.producer == "sumsq" else None
+            hi = math.sqrt(iv.hi) if iv.hi != INF else INF
+            return Value("tensor", Interval(math.sqrt(iv.lo), hi, iv.positive()),
+                         producer=producer)
+        if spec.op == "log" and iv.lo > 0:
+            hi = math.log(iv.hi) if iv.hi != INF else INF
+            return Value("tensor", Interval(math.log(iv.lo), hi))
+        if spec.output is not None:
+            lo, hi = spec.output
+            return Value("tensor", Interval(lo, hi, spec.output_open_low))
+        return Value("tensor")
+
+    def _guard_value(self: Analyzer, node: cst.Call, spec: OpSpec, qual: str | None,
+                     args: list[tuple[str | None, Value]], values: list[Value],
+                     receiver: tuple[cst.BaseExpression, Value] | None) -> Value:
+        base = receiver[1] if receiver is not None else (values[0] if values else UNKNOWN)
+        rest = args if receiver is not None else args[1:]
+        leaf = (qual or "").rsplit(".", 1)[-1] if qual else self.code(node.func).rsplit(".")[-1]
+        if spec.op == "clamp":
+            name = leaf if leaf in ("clamp_min", "clamp_max") else "clamp"
+            iv = self._clamped(base.interval, name, node, rest)
+            return base.with_(kind="tensor", interval=iv, producer=None, name=None,
+                              neg_inf_filled=False)
+        if spec.op in ("maximum", "minimum") and rest:
+            other = rest[0][1].interval
+            iv = base.interval
+            if spec.op == "maximum" and other.lo != -INF:
+                iv = iv.meet_lo(other.lo, other.lo_open)
+            elif spec.op == "minimum" and other.hi != INF:
+                iv = iv.meet_hi(other.hi)
+            return Value("tensor", iv)
+        return Value("tensor")
+
+    def _requirement_holds(self: Analyzer, requirement: str, iv: Interval, spec: OpSpec,
+                           dtype: str) -> bool:
+        if requirement == "positive":
+            return iv.positive()
+        if requirement == "nonzero":
+            return iv.nonzero()
+        if requirement == "gt_minus_one":
+            return iv.lo > -1
+        if requirement == "open_unit":
+            return iv.lo > -1 and iv.hi < 1
+        if requirement == "ge_one":
+            return iv.lo >= 1
+        if requirement == "below_exp_max":
+            return iv.hi <= spec.thresholds.get(dtype, limits(dtype).exp_max)
+        return True
+
+    def _check_domain(self: Analyzer, node: cst.CSTNode, spec: OpSpec,
+                      operand_node: cst.BaseExpression, operand: Value, framework: str,
+                      requirement: str | None = None) -> None:
+        requirement = requirement or spec.requires
+        if requirement == "none":
+            return
+        iv = operand.interval
+        if self._requirement_holds(requirement, iv, spec, self.dtype):
+            if self.ctx.half_precision and operand.fp16_zero_eps is not None \
+                    and operand.fp16_interval is not None \
+                    and not self._requirement_holds(requirement, operand.fp16_interval, spec,
+                                                    "float16"):
+                eps = operand.fp16_zero_eps
+                self._record(node, spec, "eps-underflow-fp16", framework,
+                             self.code(operand_node),
+                             f"the epsilon {eps:g} in `{self.code(operand_node)}` is 0.0 in "
+                             f"float16 (the smallest float16 is 6e-08), so under half "
+                             f"precision the guard does nothing and "
+                             f"{explain.consequence(spec, operand.fp16_interval, 'float16', requirement)}.",  # noqa: E501
+                             operand.fp16_interval,
+                             explain.pattern_hint("eps-underflow-fp16", framework))
+            return
+        operand_src = self.code(operand_node)
+        consequence = explain.consequence(spec, iv, self.dtype, requirement)
+        if operand.absorbed_eps:
+            self._record(node, spec, "eps-absorbed", framework, operand_src,
+                         f"the epsilon in `{operand_src}` is absorbed ({operand.absorbed_eps}), "
+                         f"so it guards nothing and {consequence}.", iv,
+                         explain.pattern_hint("eps-absorbed", framework))
+            return
+        if operand.fp16_zero_eps is not None and self.dtype == "float16":
+            self._record(node, spec, "eps-underflow-fp16", framework, operand_src,
+                         f"the epsilon {operand.fp16_zero_eps:g} is 0.0 in float16, so "
+                         f"{consequence}.", iv, explain.pattern_hint("eps-underflow-fp16",
+                                                                     framework))
+            return
+        self._record(node, spec, "unguarded-domain", framework, operand_src,
+                     explain.why(operand_src, operand, consequence, self.dtype), iv,
+                     explain.domain_hint(spec, operand_src, framework, requirement, iv,
+                                         self.dtype))
+
+    def _check_division(self: Analyzer, node: cst.CSTNode, divisor: Value,
+                        divisor_node: cst.BaseExpression, framework: str | None = None) -> None:
+        spec = CATALOGUE.by_op["div"]
+        framework = framework or self._framework(None)
+        if divisor.producer == "norm" and not divisor.interval.nonzero():
+            self._emit_pattern(node, spec, "manual-normalize", divisor_node, divisor, framework,
+                               absorb=("sqrt",))
+            return
+        self._check_domain(node, spec, divisor_node, divisor, framework)
+
+    def _check_pow(self: Analyzer, node: cst.CSTNode, base: Value, base_node: cst.BaseExpression,
+                   exponent: float | None, framework: str | None = None) -> None:
+        spec = CATALOGUE.by_op["pow"]
+        framework = framework or self._framework(None)
+        if exponent is not None and exponent >= 0 and exponent == int(exponent):
+            return
+        requirement = "nonzero" if exponent is not None and exponent == int(exponent) \
+            else "positive"
+        self._check_domain(node, spec, base_node, base, framework, requirement)
+
+    def _discarded_guard(self: Analyzer, expr: cst.BaseExpression) -> None:
+        """`torch.clamp(x, min=eps)` as a statement: the guard's result is thrown away."""
+        if not isinstance(expr, cst.Call):
+            return
+        qual = self.resolve(expr.func)
+        spec: OpSpec | None = None
+        target: cst.BaseExpression | None = None
+        if qual is not None:
+            found = CATALOGUE.lookup(qual)
+            if found is not None:
+                spec = found[0]
+            target = self._arg(expr, 0, ("input", "x", "t", "a"))
+        elif isinstance(expr.func, cst.Attribute):
+            spec = CATALOGUE.method(expr.func.attr.value)
+            target = expr.func.value
+            receiver = self.ev_quiet(target)
+            if receiver.kind in ("module", "scalar"):
+                return
+        if spec is None or spec.kind != "guard" or spec.op == "where" or target is None:
+            return
+        framework = self._framework(qual)
+        self._record(expr, spec, "discarded-guard", framework, self.code(target),
+                     f"the result of `{self.code(expr)}` is discarded, so `{self.code(target)}` "
+                     f"is not guarded afterwards (clamp and clip return a new tensor).", None,
+                     explain.pattern_hint("discarded-guard", framework))
+
+    def ev_quiet(self: Analyzer, node: cst.BaseExpression) -> Value:
+        saved_probe, saved_findings = self.probe, self.findings
+        self.probe, self.findings = Probe(), []
+        try:
+            return self.ev(node)
+        finally:
+            self.probe, self.findings = saved_probe, saved_findings
+
+    def _emit_pattern(self: Analyzer, node: cst.CSTNode, spec: OpSpec, rule: str,
+                      operand_node: cst.BaseExpression, operand: Value, framework: str,
+                      absorb: tuple[str, ...] = ()) -> None:
+        operand_src = self.code(operand_node)
+        sentences = {
+            "log-softmax": "log of a softmax is -inf as soon as one probability underflows "
+                           f"to 0.0 (logits ~{limits(self.dtype).softmax_zero_gap:g} apart in "
+                           f"{self.dtype})",
+            "log-sigmoid": f"log of a sigmoid is -inf once the sigmoid saturates to 0.0 or "
+                           f"1.0 in {self.dtype}",
+            "bce-sigmoid": "binary cross-entropy on a sigmoid output takes log(0) once the "
+                           "sigmoid saturates; the loss is clamped and the gradient is lost",
+            "log-sum-exp": f"exp overflows to inf above {limits(self.dtype).exp_max:.2f} in "
+                           f"{self.dtype}, so log(sum(exp(x))) is inf where logsumexp is finite",
+            "log1p": "log(1 + x) loses all precision for |x| below machine epsilon "
+                     f"({limits(self.dtype).eps:.2g} in {self.dtype}) and is NaN for x < -1",
+            "expm1": "exp(x) - 1 cancels catastrophically for small x and overflows like exp",
+            "masked-softmax-inf": "the scores are filled with -inf before softmax, so a row "
+                                  "that is entirely masked gives 0/0 = NaN",
+            "manual-normalize": "dividing by a norm is inf/NaN for an all-zero vector, "
+                                "and so is the gradient",
+        }
+        subject = f"`{explain._short(operand_src)}`"
+        if operand.name and operand.name != operand_src and rule in (
+                "log-softmax", "log-sigmoid", "bce-sigmoid", "masked-softmax-inf"):
+            subject += f" (from `{operand.name}`)"
+        why = f"{subject}: {sentences.get(rule, rule)}."
+        if absorb:
+            self._absorb(operand_node if rule != "expm1" else node, absorb)
+        self._record(node, spec, rule, framework, operand_src, why,
+                     operand.interval if not operand.interval.unknown else None,
+                     explain.pattern_hint(rule, framework))
+
+    def _absorb(self: Analyzer, subtree: cst.CSTNode, ops: tuple[str, ...]) -> None:
+        inside: set[int] = set()
+        stack = [subtree]
+        while stack:
+            current = stack.pop()
+            inside.add(id(current))
+            stack.extend(current.children)
+        self.findings = [f for f in self.findings
+                         if not (id(f.node) in inside and f.op in ops)]
+
+    def _record(self: Analyzer, node: cst.CSTNode, spec: OpSpec, rule: str, framework: str,
+                operand_src: str, why: str, interval: Interval | None,
+                suggestion: str = "") -> None:
+        if self.ctx.enabled is not None and spec.op not in self.ctx.enabled:
+            return
+        if self.probe is not None:
+            self.probe.nodes.append((node, spec.op, operand_src))
+            return
+        key = (id(node), spec.op, rule)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self.findings.append(RawFinding(
+            node=node, stmt=self.stmt, op=spec.op, rule=rule, framework=framework,
+            call=self.code(node), operand=operand_src, why=why, interval=interval,
+            suggestion=suggestion, function=self.function,
+        ))

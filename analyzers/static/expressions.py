@@ -1,0 +1,255 @@
+# mypy: disable-error-code="misc"
+# (each method is typed with `self: Analyzer`, the class that mixes these in; mypy asks
+# for a supertype there, but the concrete class is what the bodies need to be checked against)
+"""Expressions to abstract values: names, constants, attributes and operators.
+
+A mixin of FunctionAnalyzer (analyzer.py), which holds the state these methods share.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from analyzers.catalogue import CATALOGUE
+from analyzers.dtypes import limits, round_to
+from analyzers.static.conditions import facts_from
+from analyzers.static.records import AnalyzerState
+from analyzers.static.values import (
+    INF,
+    UNIT,
+    Interval,
+    Value,
+    add,
+    constant,
+    div,
+    fold_add,
+    join,
+    mul,
+    neg,
+    square,
+    sub,
+    tensor_kind,
+)
+from analyzers.static.vocabulary import (
+    NEG_INF_NAMES,
+)
+
+if TYPE_CHECKING:
+    from analyzers.static.analyzer import FunctionAnalyzer as Analyzer
+
+
+class ExpressionsMixin(AnalyzerState):
+    def ev(self: Analyzer, node: cst.BaseExpression) -> Value:
+        if isinstance(node, cst.Name):
+            return self._name(node)
+        if isinstance(node, cst.Integer | cst.Float):
+            try:
+                number = float(node.evaluated_value)
+            except (ValueError, OverflowError):
+                return Value("scalar")
+            return Value("scalar", constant(round_to(number, self.dtype)))
+        if isinstance(node, cst.UnaryOperation):
+            inner = self.ev(node.expression)
+            if isinstance(node.operator, cst.Minus):
+                return inner.with_(interval=neg(inner.interval), producer=None, name=None)
+            if isinstance(node.operator, cst.Not):
+                return Value(inner.kind if inner.is_tensor else "scalar", UNIT)
+            return inner
+        if isinstance(node, cst.Attribute):
+            return self._attribute(node)
+        if isinstance(node, cst.Call):
+            return self._call(node)
+        if isinstance(node, cst.BinaryOperation):
+            left = self.ev(node.left)
+            right = self.ev(node.right)
+            symbol = {"Divide": "/", "FloorDivide": "//", "Power": "**", "Add": "+",
+                      "Subtract": "-", "Multiply": "*", "MatrixMultiply": "@",
+                      "Modulo": "%"}.get(node.operator.__class__.__name__)
+            return self._binop(node, symbol, left, right, node.left, node.right)
+        if isinstance(node, cst.Subscript):
+            base = self.ev(node.value)
+            for element in node.slice:
+                self._children(element)
+            if base.kind == "tensor":
+                return base.with_(name=None) if base.name else base
+            return Value(base.kind if base.kind != "module" else "unknown")
+        if isinstance(node, cst.Comparison):
+            values = [self.ev(node.left)] + [self.ev(t.comparator) for t in node.comparisons]
+            return Value("tensor" if any(v.is_tensor for v in values) else "scalar", UNIT)
+        if isinstance(node, cst.BooleanOperation):
+            return join(self.ev(node.left), self.ev(node.right))
+        if isinstance(node, cst.IfExp):
+            self.ev(node.test)
+            before = dict(self.env)
+            self._apply(facts_from(node.test, True, self.const))
+            body = self.ev(node.body)
+            self.env = dict(before)
+            self._apply(facts_from(node.test, False, self.const))
+            orelse = self.ev(node.orelse)
+            self.env = before
+            return join(body, orelse)
+        if isinstance(node, cst.SimpleString | cst.ConcatenatedString | cst.FormattedString):
+            self._children(node)
+            return Value("scalar")
+        if isinstance(node, cst.Lambda):
+            return Value("callable")
+        if isinstance(node, cst.ListComp | cst.GeneratorExp | cst.SetComp | cst.DictComp):
+            saved = dict(self.env)
+            self._comprehension(node)
+            self.env = saved
+            return Value("unknown")
+        self._children(node)
+        return Value("unknown")
+
+    def _comprehension(self: Analyzer, node: cst.BaseExpression) -> None:
+        comp: cst.CompFor | None = getattr(node, "for_in", None)
+        while comp is not None:
+            iterable = self.ev(comp.iter)
+            self._assign(comp.target, Value("tensor" if iterable.is_tensor else "unknown"),
+                         comp.iter)
+            for cond in comp.ifs:
+                self.ev(cond.test)
+                self._apply(facts_from(cond.test, True, self.const))
+            comp = comp.inner_for_in
+        for attr in ("elt", "key", "value"):
+            child = getattr(node, attr, None)
+            if isinstance(child, cst.BaseExpression):
+                self.ev(child)
+
+    def _name(self: Analyzer, node: cst.Name) -> Value:
+        name = node.value
+        if name in self.env:
+            return self.env[name]
+        if name in ("True", "False"):
+            return Value("scalar", UNIT)
+        if name == "None":
+            return Value("scalar")
+        if name in self.ctx.imports.names:
+            return Value("module")
+        return Value("unknown", name=name)
+
+    def _attribute(self: Analyzer, node: cst.Attribute) -> Value:
+        qual = self.resolve(node)
+        if qual is not None:
+            if qual in NEG_INF_NAMES or qual.endswith(".inf") or qual.endswith(".Inf"):
+                return Value("scalar", constant(INF))
+            if qual in ("math.pi", "numpy.pi", "torch.pi"):
+                return Value("scalar", constant(math.pi))
+            if qual in ("math.e", "numpy.e"):
+                return Value("scalar", constant(math.e))
+            return Value("module")
+        base = self.ev(node.value)
+        attr = node.attr.value
+        if base.kind == "module":
+            return Value("module")
+        if base.kind == "finfo":
+            return self._finfo_attr(base, attr)
+        if attr in ("shape", "ndim", "dtype", "device", "is_cuda", "requires_grad"):
+            return Value("scalar")
+        if attr in ("T", "mT", "H", "data", "real", "values"):
+            return base.with_(name=None) if base.kind == "tensor" else base
+        if attr in ("grad", "weight", "bias"):
+            return Value("tensor")
+        if base.name == "self" and self.cls is not None and attr in self.cls.attr_calls:
+            return self._constructed(self.cls.attr_calls[attr])
+        return Value("unknown")
+
+    def _finfo_attr(self: Analyzer, base: Value, attr: str) -> Value:
+        lim = limits(base.origin or self.dtype)
+        table = {"eps": lim.eps, "tiny": lim.tiny, "smallest_normal": lim.tiny,
+                 "max": lim.max, "min": -lim.max}
+        if attr in table:
+            return Value("scalar", constant(table[attr]))
+        return Value("scalar")
+
+    def _constructed(self: Analyzer, qual: str) -> Value:
+        """`nn.BCELoss()` and friends: a value that behaves like the op when called."""
+        found = CATALOGUE.lookup(qual)
+        if found and found[0].kind == "risky" and qual.rsplit(".", 1)[-1][:1].isupper():
+            return Value("callable", callable_op=found[0].op)
+        return Value("callable")
+
+    def _binop(self: Analyzer, node: cst.CSTNode, symbol: str | None, left: Value, right: Value,
+               left_node: cst.BaseExpression, right_node: cst.BaseExpression) -> Value:
+        kind = tensor_kind(left, right)
+        dtype = self.dtype
+        if symbol in ("/", "//"):
+            if right.is_tensor:
+                self._check_division(node, right, right_node)
+            return Value(kind, div(left.interval, right.interval, dtype),
+                         neg_inf_filled=left.neg_inf_filled)
+        if symbol == "**":
+            exponent = right.interval.lo if right.interval.lo == right.interval.hi else None
+            if left.is_tensor:
+                self._check_pow(node, left, left_node, exponent)
+            if exponent == 2:
+                return Value(kind, square(left.interval), producer="square")
+            if exponent is not None and exponent > 0 and left.interval.nonnegative():
+                return Value(kind, Interval(0.0, INF, left.interval.positive()))
+            return Value(kind)
+        if symbol == "+":
+            return self._add(node, left, right, left_node, right_node, kind)
+        if symbol == "-":
+            result = Value(kind, sub(left.interval, right.interval, dtype),
+                           neg_inf_filled=left.neg_inf_filled)
+            if right.max_of is not None and left.name == right.max_of:
+                result = result.with_(interval=Interval(-INF, 0.0))  # x - max(x) <= 0
+            if left.interval == constant(1.0) and right.producer == "sigmoid":
+                result = result.with_(producer="one_minus_sigmoid", name=right.name)
+            if left.producer == "exp" and right.interval == constant(1.0) and left.is_tensor:
+                self._emit_pattern(node, CATALOGUE.by_op["exp"], "expm1", left_node, left,
+                                   self._framework(None), absorb=("exp",))
+            if left.absorbed_eps or right.absorbed_eps:
+                result = result.with_(absorbed_eps=left.absorbed_eps or right.absorbed_eps)
+            if left.interval.lo == left.interval.hi and right.producer is not None \
+                    and result.producer is None:
+                result = result.with_(producer=right.producer if right.producer in (
+                    "softmax", "sigmoid") else None, name=right.name)
+            return result
+        if symbol == "*":
+            same = isinstance(left_node, cst.Name) and isinstance(right_node, cst.Name) \
+                and left_node.value == right_node.value
+            if same:
+                return Value(kind, square(left.interval), producer="square")
+            return Value(kind, mul(left.interval, right.interval, dtype),
+                         neg_inf_filled=left.neg_inf_filled or right.neg_inf_filled)
+        return Value(kind)
+
+    def _add(self: Analyzer, node: cst.CSTNode, left: Value, right: Value,
+             left_node: cst.BaseExpression, right_node: cst.BaseExpression,
+             kind: str) -> Value:
+        dtype = self.dtype
+        a, b = left.interval, right.interval
+        absorbed = left.absorbed_eps or right.absorbed_eps
+        if a.lo == a.hi and b.lo == b.hi and not math.isinf(a.lo) and not math.isinf(b.lo):
+            total, note = fold_add(a.lo, b.lo, dtype)
+            return Value("scalar" if kind == "scalar" else kind,  # type: ignore[arg-type]
+                         constant(total), absorbed_eps=note or absorbed)
+        result = Value(kind, add(a, b, dtype), absorbed_eps=absorbed)  # type: ignore[arg-type]
+        for value, other in ((left, right), (right, left)):
+            iv = other.interval
+            if iv.lo == iv.hi == 1.0 and value.is_tensor and result.producer is None:
+                result = result.with_(producer="one_plus")
+        eps_value = next((v.interval.lo for v in (left, right)
+                          if v.interval.lo == v.interval.hi and 0 < v.interval.lo < 1e-3), None)
+        other = right if eps_value is not None and left.interval.lo == eps_value else left
+        if eps_value is not None:
+            if round_to(eps_value, "float16") == 0.0:
+                result = result.with_(fp16_zero_eps=eps_value, fp16_interval=other.interval)
+            if other.producer in ("norm", "std", "sumsq"):
+                result = result.with_(producer=None)
+            if result.producer == "one_plus":
+                result = result.with_(producer=None)
+        elif left.fp16_zero_eps or right.fp16_zero_eps:
+            carrier = left if left.fp16_zero_eps else right
+            rest = right if carrier is left else left
+            if carrier.fp16_interval is not None:
+                result = result.with_(fp16_zero_eps=carrier.fp16_zero_eps,
+                                      fp16_interval=add(carrier.fp16_interval, rest.interval,
+                                                        dtype))
+        if left.producer == "square" and right.producer == "square":
+            result = result.with_(producer="square")
+        return result

@@ -1,0 +1,262 @@
+# mypy: disable-error-code="misc"
+# (each method is typed with `self: Analyzer`, the class that mixes these in; mypy asks
+# for a supertype there, but the concrete class is what the bodies need to be checked against)
+"""Statements in order: assignments, branches joined, loops run twice, guards applied.
+
+A mixin of FunctionAnalyzer (analyzer.py), which holds the state these methods share.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from analyzers.static.conditions import Fact, facts_from, refine
+from analyzers.static.prefilter import ClassFacts
+from analyzers.static.records import AnalyzerState
+from analyzers.static.values import (
+    FULL,
+    INF,
+    NONNEG,
+    POSITIVE,
+    UNKNOWN,
+    Interval,
+    Kind,
+    Value,
+    join,
+)
+from analyzers.static.vocabulary import (
+    MODEL_METHODS,
+    SCALAR_ANNOTATION,
+    TENSOR_ANNOTATION,
+)
+
+if TYPE_CHECKING:
+    from analyzers.static.analyzer import FunctionAnalyzer as Analyzer
+
+
+class StatementsMixin(AnalyzerState):
+    def _block(self: Analyzer, body: cst.BaseSuite | cst.Module | Sequence[cst.CSTNode]) -> bool:
+        """Run statements in order; True when the block always leaves (return/raise)."""
+        stmts: Sequence[cst.CSTNode]
+        if isinstance(body, cst.IndentedBlock | cst.Module | cst.SimpleStatementSuite):
+            stmts = body.body
+        else:
+            stmts = body  # type: ignore[assignment]
+        return any(self._stmt(stmt) for stmt in stmts)
+
+    def _stmt(self: Analyzer, stmt: cst.CSTNode) -> bool:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                self.stmt = stmt
+                if self._small(small):
+                    return True
+            return False
+        self.stmt = stmt
+        if isinstance(stmt, cst.If):
+            return self._if(stmt)
+        if isinstance(stmt, cst.For | cst.While):
+            self._loop(stmt)
+            return False
+        if isinstance(stmt, cst.With):
+            for item in stmt.items:
+                self.ev(item.item)
+            return self._block(stmt.body)
+        if isinstance(stmt, cst.Try | cst.TryStar):
+            self._block(stmt.body)
+            for handler in stmt.handlers:
+                self._block(handler.body)
+            if stmt.orelse:
+                self._block(stmt.orelse.body)
+            if stmt.finalbody:
+                self._block(stmt.finalbody.body)
+            return False
+        if isinstance(stmt, cst.FunctionDef):
+            saved = dict(self.env), self.function
+            self._function(stmt, f"{self.function}.{stmt.name.value}"
+                           if self.function != "<module>" else stmt.name.value, None)
+            self.env, self.function = saved
+            return False
+        if isinstance(stmt, cst.ClassDef):
+            saved_env, saved_fn = dict(self.env), self.function
+            for member in stmt.body.body:
+                if isinstance(member, cst.FunctionDef):
+                    self._function(member, f"{stmt.name.value}.{member.name.value}", None)
+                    self.env = dict(saved_env)
+            self.function = saved_fn
+            return False
+        self._children(stmt)
+        return False
+
+    def _small(self: Analyzer, small: cst.BaseSmallStatement) -> bool:
+        if isinstance(small, cst.Assign):
+            value = self.ev(small.value)
+            for target in small.targets:
+                self._assign(target.target, value, small.value)
+        elif isinstance(small, cst.AnnAssign):
+            if small.value is not None:
+                self._assign(small.target, self.ev(small.value), small.value)
+        elif isinstance(small, cst.AugAssign):
+            left = self.ev(small.target)
+            right = self.ev(small.value)
+            symbol = {"DivideAssign": "/", "FloorDivideAssign": "//", "PowerAssign": "**",
+                      "AddAssign": "+", "SubtractAssign": "-", "MultiplyAssign": "*"}.get(
+                small.operator.__class__.__name__)
+            result = self._binop(small, symbol, left, right, small.target, small.value) \
+                if symbol else UNKNOWN
+            self._assign(small.target, result, small.value)
+        elif isinstance(small, cst.Expr):
+            self.ev(small.value)
+            self._discarded_guard(small.value)
+        elif isinstance(small, cst.Return):
+            if small.value is not None:
+                self.ev(small.value)
+            return True
+        elif isinstance(small, cst.Raise):
+            if small.exc is not None:
+                self.ev(small.exc)
+            return True
+        elif isinstance(small, cst.Assert):
+            self.ev(small.test)
+            self._apply(facts_from(small.test, True, self.const))
+        elif isinstance(small, cst.Continue | cst.Break):
+            return True
+        elif isinstance(small, cst.Del | cst.Global | cst.Nonlocal | cst.Import
+                        | cst.ImportFrom | cst.Pass):
+            return False
+        else:
+            self._children(small)
+        return False
+
+    def _assign(self: Analyzer, target: cst.BaseExpression, value: Value,
+                source: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            name = target.value
+            self.env[name] = value.with_(name=name) if value.name is None else value
+        elif isinstance(target, cst.Tuple | cst.List):
+            kind: Kind = "tensor" if value.kind == "tensor" else "unknown"
+            for element in target.elements:
+                self._assign(element.value, Value(kind), source)
+        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+            name = target.value.value
+            old = self.env.get(name, Value("tensor"))
+            merged = join(old, value).with_(kind=old.kind, producer=old.producer,
+                                            name=name)
+            if value.interval.hi == -INF:
+                merged = merged.with_(neg_inf_filled=True)
+            self.env[name] = merged
+
+    def _if(self: Analyzer, stmt: cst.If) -> bool:
+        self.ev(stmt.test)
+        before = dict(self.env)
+        self._apply(facts_from(stmt.test, True, self.const))
+        body_leaves = self._block(stmt.body)
+        after_body = self.env
+        self.env = dict(before)
+        self._apply(facts_from(stmt.test, False, self.const))
+        else_leaves = False
+        if isinstance(stmt.orelse, cst.If):
+            self.stmt = stmt.orelse
+            else_leaves = self._if(stmt.orelse)
+        elif isinstance(stmt.orelse, cst.Else):
+            else_leaves = self._block(stmt.orelse.body)
+        after_else = self.env
+        if body_leaves and else_leaves:
+            return True
+        if body_leaves:
+            self.env = after_else
+        elif else_leaves:
+            self.env = after_body
+        else:
+            self.env = self._join_envs(after_body, after_else)
+        return False
+
+    def _loop(self: Analyzer, stmt: cst.For | cst.While) -> None:
+        if isinstance(stmt, cst.For):
+            iterable = self.ev(stmt.iter)
+            self._assign(stmt.target, Value("tensor" if iterable.is_tensor else "unknown"),
+                         stmt.iter)
+        else:
+            self.ev(stmt.test)
+        before = dict(self.env)
+        self._block(stmt.body)
+        self.env = self._join_envs(before, self.env)
+        self._block(stmt.body)  # once more with what the first iteration may have changed
+        self.env = self._join_envs(before, self.env)
+        if stmt.orelse is not None:
+            self._block(stmt.orelse.body)
+
+    @staticmethod
+    def _join_envs(a: dict[str, Value], b: dict[str, Value]) -> dict[str, Value]:
+        out: dict[str, Value] = {}
+        for name in a.keys() | b.keys():
+            if name in a and name in b:
+                out[name] = join(a[name], b[name])
+            else:
+                out[name] = (a.get(name) or b[name]).with_(interval=FULL, producer=None)
+        return out
+
+    def _apply(self: Analyzer, facts: list[Fact]) -> None:
+        for fact in facts:
+            value = self.env.get(fact.name)
+            if value is None:
+                continue
+            iv = value.interval
+            lo, hi, lo_open = refine(iv.lo, iv.hi, iv.lo_open, fact)
+            refined = Interval(lo, hi, lo_open, iv.not_zero or fact.nonzero)
+            self.env[fact.name] = value.with_(interval=refined, fp16_interval=None)
+
+    def _function(self: Analyzer, func: cst.FunctionDef, qualname: str,
+                  cls: ClassFacts | None) -> None:
+        self.function = qualname
+        model_method = cls is not None and cls.is_model and func.name.value in MODEL_METHODS
+        params = func.params
+        all_params = [*params.posonly_params, *params.params, *params.kwonly_params]
+        for param in all_params:
+            name = param.name.value
+            if name in ("self", "cls"):
+                self.env[name] = Value("unknown", name=name)
+                continue
+            value = Value("unknown", name=name)
+            if param.annotation is not None:
+                text = self.code(param.annotation.annotation)
+                if TENSOR_ANNOTATION.search(text):
+                    value = Value("tensor", name=name)
+                elif SCALAR_ANNOTATION.match(text):
+                    value = Value("scalar", name=name)
+            elif model_method:
+                value = Value("tensor", name=name)
+            if param.default is not None and value.kind != "tensor":
+                value = self._from_default(param.default, value)
+            self.env[name] = value
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                self.env[star.name.value] = Value("unknown", name=star.name.value)
+        self._block(func.body)
+
+    def _from_default(self: Analyzer, default_node: cst.BaseExpression, value: Value) -> Value:
+        """A caller may pass another value, but rarely one of the other sign: `eps=1e-6`
+        stays positive, while `gamma=2.0` is not taken to be exactly 2."""
+        default = self.ev(default_node)
+        iv = default.interval
+        if default.kind != "scalar" or iv.lo != iv.hi or math.isinf(iv.lo):
+            return value
+        if iv.lo > 0:
+            return value.with_(kind="scalar", interval=POSITIVE)
+        if iv.lo == 0:
+            return value.with_(kind="scalar", interval=NONNEG)
+        return value.with_(kind="scalar")
+
+    def _children(self: Analyzer, node: cst.CSTNode) -> None:
+        for child in node.children:
+            if isinstance(child, cst.BaseExpression):
+                self.ev(child)
+            elif isinstance(child, cst.BaseSuite):
+                self._block(child)
+            elif isinstance(child, cst.BaseStatement):
+                self._stmt(child)
+            else:
+                self._children(child)

@@ -1,0 +1,40 @@
+"""The vocabulary of the analysis: method names, annotations and constants it recognises.
+
+Tables, not logic: add a name here when a real codebase uses a spelling we miss.
+"""
+
+from __future__ import annotations
+
+import re
+
+TENSOR_ANNOTATION = re.compile(
+    r"\b(Tensor|ndarray|Array|ArrayLike|Variable|Float\[|Int\[|Shaped\[|TensorType)")
+SCALAR_ANNOTATION = re.compile(r"^(int|float|bool|str|complex)$")
+MODEL_METHODS = ("forward", "call", "__call__", "training_step", "validation_step")
+FRAMEWORK_ROOTS = ("torch", "tensorflow", "keras", "numpy", "jax", "scipy", "tf_keras")
+
+# Tensor methods that hand back the same values (or a view of them).
+SAME_VALUE_METHODS = frozenset({
+    "detach", "float", "double", "half", "bfloat16", "to", "cuda", "cpu", "contiguous", "view",
+    "view_as", "reshape", "reshape_as", "unsqueeze", "squeeze", "flatten", "permute",
+    "transpose", "t", "expand", "expand_as", "repeat", "clone", "type_as", "type", "numpy",
+    "squeeze_", "unsqueeze_", "requires_grad_", "movedim", "narrow", "chunk", "split",
+    "gather", "index_select", "masked_select", "roll", "flip", "tile", "astype",
+})
+SAME_RANGE_REDUCTIONS = frozenset({"mean", "max", "min", "amax", "amin", "median", "nanmean",
+                                   "reduce_mean", "reduce_max", "reduce_min", "nanmedian"})
+SUM_REDUCTIONS = frozenset({"sum", "reduce_sum", "nansum", "cumsum"})
+SCALAR_METHODS = frozenset({"item", "size", "dim", "numel", "tolist", "nelement", "ndimension",
+                            "get_shape", "element_size"})
+BOOL_METHODS = frozenset({"all", "any", "gt", "ge", "lt", "le", "eq", "ne", "isnan", "isinf",
+                          "isfinite", "logical_and", "logical_or", "logical_not"})
+CONST_LIKE = {"ones_like": 1.0, "zeros_like": 0.0, "ones": 1.0, "zeros": 0.0}
+NEG_INF_NAMES = ("math.inf", "numpy.inf", "torch.inf", "jax.numpy.inf", "numpy.Inf")
+TENSOR_FACTORIES = frozenset({"tensor", "as_tensor", "constant", "convert_to_tensor", "array",
+                              "asarray", "scalar_tensor", "full", "full_like", "Variable"})
+# log(producer(x)) with a stable API: the rule each producer triggers.
+LOG_PATTERNS = {"softmax": "log-softmax", "sigmoid": "log-sigmoid",
+                "one_minus_sigmoid": "log-sigmoid", "sum_exp": "log-sum-exp",
+                "one_plus": "log1p"}
+
+
