@@ -112,9 +112,9 @@ def consequence(spec: OpSpec, interval: Interval, dtype: str, requirement: str) 
 def domain_hint(spec: OpSpec, operand_src: str, framework: str, requirement: str,
                 interval: Interval, dtype: str) -> str:
     """A short hint until the fix pass proposes a checked patch."""
-    x = _short(operand_src, 40)
-    if not re.fullmatch(r"[\w.]+(\(.*\))?", x) or x.count("(") > 1:
-        x = f"({x})"
+    plain = _short(operand_src, 40)
+    simple = re.fullmatch(r"[\w.]+(\([^()]*\))?", plain) is not None
+    x = plain if simple else f"({plain})"  # the receiver of `.clamp_min(...)` and friends
     eps = DEFAULT_EPS.get(dtype, "1e-6")
     tf_like = framework in ("tensorflow", "keras")
     np_like = framework in ("numpy", "jax", "math")
@@ -124,22 +124,23 @@ def domain_hint(spec: OpSpec, operand_src: str, framework: str, requirement: str
         if requirement == "nonzero" and not interval.nonnegative():
             return "guard the divisor: keep it away from 0 with its sign, or mask the zeros"
         if interval.nonnegative() and requirement != "ge_one":
-            return f"add an epsilon the dtype can represent: `{x} + {eps}`"
+            return f"add an epsilon the dtype can represent: `{plain} + {eps}`"
         if tf_like or np_like:
-            return f"clamp the operand: `{mod}.maximum({x}, {floor})`"
+            return f"clamp the operand: `{mod}.maximum({plain}, {floor})`"
         return f"clamp the operand: `{x}.clamp_min({floor})`"
     if requirement == "gt_minus_one":
         return f"clamp the operand: `{x}.clamp_min(-1 + {eps})`"
     if requirement == "open_unit":
         if tf_like:
-            return f"clip strictly inside (-1, 1): `tf.clip_by_value({x}, -1 + {eps}, 1 - {eps})`"
+            return f"clip strictly inside (-1, 1): `tf.clip_by_value({plain}, -1 + {eps}, " \
+                   f"1 - {eps})`"
         if np_like:
-            return f"clip strictly inside (-1, 1): `{mod}.clip({x}, -1 + {eps}, 1 - {eps})`"
+            return f"clip strictly inside (-1, 1): `{mod}.clip({plain}, -1 + {eps}, 1 - {eps})`"
         return f"clamp strictly inside (-1, 1): `{x}.clamp(-1 + {eps}, 1 - {eps})`"
     if requirement == "below_exp_max":
         threshold = spec.thresholds.get(dtype, limits(dtype).exp_max)
         if tf_like or np_like:
-            return f"bound the exponent: `{mod}.minimum({x}, {threshold:.0f})`, or work in " \
+            return f"bound the exponent: `{mod}.minimum({plain}, {threshold:.0f})`, or work in " \
                    "log space"
         return f"bound the exponent: `{x}.clamp_max({threshold:.0f})`, or work in log space"
     return ""

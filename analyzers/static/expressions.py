@@ -94,6 +94,12 @@ class ExpressionsMixin(AnalyzerState):
         if isinstance(node, cst.SimpleString | cst.ConcatenatedString | cst.FormattedString):
             self._children(node)
             return Value("scalar")
+        if isinstance(node, cst.List | cst.Tuple) and node.elements:
+            values = [self.ev(e.value) for e in node.elements]
+            hull = values[0]
+            for value in values[1:]:
+                hull = join(hull, value)
+            return Value(hull.kind if hull.kind == "scalar" else "unknown", hull.interval)
         if isinstance(node, cst.Lambda):
             return Value("callable")
         if isinstance(node, cst.ListComp | cst.GeneratorExp | cst.SetComp | cst.DictComp):
