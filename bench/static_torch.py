@@ -120,19 +120,37 @@ def sample_files(files: Sequence[Source], every: int) -> list[Source]:
     return list(files[::max(1, every)])
 
 
-def run_numcheck(files: Sequence[Source]) -> tuple[float, list[Any], list[float]]:
-    """(seconds, FileScans, per-file seconds) for numcheck's static pass over `files`."""
+@dataclass
+class NumcheckRun:
+    """One timed pass: `scans` holds a FileScan per file that did not crash the analyser."""
+
+    seconds: float
+    scans: list[Any]
+    per_file: list[float]
+    crashes: list[dict[str, str]]
+
+
+def run_numcheck(files: Sequence[Source]) -> NumcheckRun:
+    """numcheck's static pass over `files`.
+
+    `scan_source` promises never to raise; when it does anyway, the file is recorded as a
+    crash and the run goes on, so one analyser bug costs one file, not the whole benchmark.
+    """
     from analyzers.static import scan_source
 
     scans: list[Any] = []
     per_file: list[float] = []
+    crashes: list[dict[str, str]] = []
     clock = time.perf_counter
     start = clock()
     for src in files:
         t0 = clock()
-        scans.append(scan_source(src.text, src.path))
+        try:
+            scans.append(scan_source(src.text, src.path))
+        except Exception as exc:  # a benchmark must survive analyser bugs
+            crashes.append({"path": src.path, "error": f"{type(exc).__name__}: {exc}"})
         per_file.append(clock() - t0)
-    return clock() - start, scans, per_file
+    return NumcheckRun(clock() - start, scans, per_file, crashes)
 
 
 def run_naive(files: Sequence[Source]) -> tuple[float, int]:
@@ -184,16 +202,16 @@ def benchmark(corpus: Corpus, sample_every: int, repeat: int, repeat_baseline: i
     """All measurements as one JSON-able dict (printing is separate so tests can use this)."""
     sample = sample_files(corpus.files, sample_every)
 
-    whole_scans: list[Any] = []
-    whole_per_file: list[float] = []
+    first: list[NumcheckRun] = []
 
     def whole() -> float:
-        nonlocal whole_scans, whole_per_file
-        seconds, whole_scans, whole_per_file = run_numcheck(corpus.files)
-        return seconds
+        run = run_numcheck(corpus.files)
+        if not first:
+            first.append(run)  # findings and per-file times come from the first run
+        return run.seconds
 
     whole_runs = timed(repeat, whole)
-    sample_runs = timed(repeat, lambda: run_numcheck(sample)[0])
+    sample_runs = timed(repeat, lambda: run_numcheck(sample).seconds)
     naive_errors = 0
 
     def naive() -> float:
@@ -209,6 +227,7 @@ def benchmark(corpus: Corpus, sample_every: int, repeat: int, repeat_baseline: i
     sample_t = Timing(len(sample), sample_lines, sample_runs)
     naive_t = Timing(len(sample), sample_lines, naive_runs)
 
+    whole_scans = first[0].scans
     findings = [f for scan in whole_scans for f in scan.findings]
     findings.sort(key=lambda f: (f.path, f.line, f.column, f.op))
     errors = [{"path": s.path, "error": s.error} for s in whole_scans if s.error]
@@ -218,7 +237,8 @@ def benchmark(corpus: Corpus, sample_every: int, repeat: int, repeat_baseline: i
     texts = {f.path: f.text for f in corpus.files}
     rng = random.Random(seed)
     picked = rng.sample(findings, min(max(0, findings_sample), len(findings)))
-    slowest = sorted(zip(whole_per_file, corpus.files, strict=True), key=lambda p: -p[0])[:10]
+    slowest = sorted(zip(first[0].per_file, corpus.files, strict=True),
+                     key=lambda p: -p[0])[:10]
 
     return {
         "root": str(corpus.root),
@@ -240,6 +260,7 @@ def benchmark(corpus: Corpus, sample_every: int, repeat: int, repeat_baseline: i
         "suppressed": sum(s.suppressed for s in whole_scans),
         "parse_errors": len(errors),
         "errors": errors,
+        "crashes": first[0].crashes,
         "findings_total": len(findings),
         "findings_per_kloc": 1000.0 * len(findings) / corpus.lines if corpus.lines else 0.0,
         "files_with_findings": len({f.path for f in findings}),
@@ -299,10 +320,14 @@ def render(result: dict[str, Any]) -> str:
             f"findings: {result['findings_total']:,} in {result['files_with_findings']:,} files"
             f" = {result['findings_per_kloc']:.2f} per 1,000 lines   "
             f"(units analysed: {result['units']:,}, suppressed: {result['suppressed']})",
-            f"files numcheck could not parse: {result['parse_errors']}   "
+            f"files numcheck did not analyse (parse error, too large): {result['parse_errors']}   "
             f"(naive libcst on the sample: {result['naive_parse_errors']})"]
     for err in result["errors"][:10]:
         out.append(f"  {err['error']}")
+    if result["crashes"]:
+        out.append(f"ANALYSER CRASHES (scan_source raised; files skipped): "
+                   f"{len(result['crashes'])}")
+        out += [f"  {c['path']}: {c['error']}" for c in result["crashes"][:10]]
     for title, key in (("by op", "by_op"), ("by rule", "by_rule"),
                        ("by severity", "by_severity")):
         out += ["", title]

@@ -126,3 +126,20 @@ def test_sample_every_takes_every_nth_sorted_file() -> None:
     files = [Source(f"f{i:02d}.py", "", 0) for i in range(25)]
     assert [s.path for s in sample_files(files, 10)] == ["f00.py", "f10.py", "f20.py"]
     assert sample_files(files, 0) == files
+
+
+def test_analyser_crash_costs_one_file(tree: Path, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import analyzers.static
+
+    real = analyzers.static.scan_source
+
+    def flaky(source: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        if path == "pkg/b_safe.py":
+            raise NameError("boom")
+        return real(source, path, *args, **kwargs)
+
+    monkeypatch.setattr(analyzers.static, "scan_source", flaky)
+    data, _ = run_bench(tree, tmp_path)
+    assert data["crashes"] == [{"path": "pkg/b_safe.py", "error": "NameError: boom"}]
+    assert any(f["op"] == "log" for f in data["findings"])

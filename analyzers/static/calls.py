@@ -35,6 +35,7 @@ from analyzers.static.vocabulary import (
     FRAMEWORK_ROOTS,
     SAME_RANGE_REDUCTIONS,
     SAME_VALUE_METHODS,
+    SCALAR_HELPER,
     SCALAR_METHODS,
     SUM_REDUCTIONS,
     TENSOR_FACTORIES,
@@ -168,6 +169,13 @@ class CallsMixin(AnalyzerState):
             return values[0].with_(kind="tensor", name=None)
         if leaf in SUM_REDUCTIONS and values:
             return self._sum(values[0])
+        positional = [v for k, v in args if k is None]
+        if leaf in ("max", "min") and len(positional) == 2 and positional[1].kind == "tensor":
+            first, second = positional[0].interval, positional[1].interval  # elementwise
+            if leaf == "max":
+                return Value("tensor", first.meet_lo(second.lo, second.lo_open)
+                             if second.lo != -INF else first)
+            return Value("tensor", first.meet_hi(second.hi) if second.hi != INF else first)
         if leaf in SAME_RANGE_REDUCTIONS and values:
             keep = values[0].producer if values[0].producer in ("exp", "softmax", "sigmoid") \
                 else None
@@ -177,14 +185,16 @@ class CallsMixin(AnalyzerState):
             return self._masked_fill(values[0], values[2])
         if leaf == "sign":
             return Value("tensor", Interval(-1.0, 1.0))
-        if root == "math":
+        if root == "math" or SCALAR_HELPER.search(leaf):
             return Value("scalar")
-        if root in FRAMEWORK_ROOTS:
+        if root in FRAMEWORK_ROOTS and not leaf.startswith("_"):
             return Value("tensor")
         return Value("unknown")
 
     def _sum(self: Analyzer, value: Value) -> Value:
         producer = {"exp": "sum_exp", "square": "sumsq"}.get(value.producer or "")
+        if producer == "sum_exp" and value.interval.hi != INF:
+            producer = None  # the max was subtracted first: this is logsumexp done right
         if value.interval.nonnegative():
             return Value("tensor", NONNEG if not value.interval.positive() else POSITIVE,
                          producer=producer)

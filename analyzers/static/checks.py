@@ -139,6 +139,8 @@ class ChecksMixin(AnalyzerState):
             hi = math.sqrt(iv.hi) if iv.hi != INF else INF
             return Value("tensor", Interval(math.sqrt(iv.lo), hi, iv.positive()),
                          producer=producer)
+        if spec.op in ("sqrt", "rsqrt"):  # NaN where the input is negative, else >= 0
+            return Value("tensor", NONNEG)
         if spec.op == "log" and iv.lo > 0:
             hi = math.log(iv.hi) if iv.hi != INF else INF
             return Value("tensor", Interval(math.log(iv.lo), hi))
@@ -207,7 +209,7 @@ class ChecksMixin(AnalyzerState):
                              explain.pattern_hint("eps-underflow-fp16", framework))
             return
         operand_src = self.code(operand_node)
-        consequence = explain.consequence(spec, iv, self.dtype, requirement)
+        consequence = explain.consequence(spec, iv, self.dtype, requirement, framework)
         if operand.absorbed_eps:
             self._record(node, spec, "eps-absorbed", framework, operand_src,
                          f"the epsilon in `{operand_src}` is absorbed ({operand.absorbed_eps}), "
@@ -249,6 +251,8 @@ class ChecksMixin(AnalyzerState):
         """`torch.clamp(x, min=eps)` as a statement: the guard's result is thrown away."""
         if not isinstance(expr, cst.Call):
             return
+        if any(a.keyword is not None and a.keyword.value == "out" for a in expr.args):
+            return  # `torch.maximum(a, b, out=a)` writes its result
         qual = self.resolve(expr.func)
         spec: OpSpec | None = None
         target: cst.BaseExpression | None = None

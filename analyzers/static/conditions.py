@@ -76,18 +76,31 @@ MODULE_ALIASES = frozenset({"torch", "tf", "np", "jnp", "numpy", "jax", "K", "op
                             "tensorflow"})
 
 
+def _dotted(node: cst.BaseExpression) -> str | None:
+    """`x` or `self.scale`: the key a guarded value has in the environment."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        return ".".join([node.value, *reversed(parts)])
+    return None
+
+
 def _subject(node: cst.BaseExpression) -> tuple[str, str] | None:
     """(variable, how): how is 'each', 'min' or 'max' of that variable."""
     node = _strip(node)
-    if isinstance(node, cst.Name):
-        return node.value, "each"
+    dotted = _dotted(node)
+    if dotted is not None:
+        return dotted, "each"
     if isinstance(node, cst.Call):
         leaf = _leaf(node.func)
         target = _reduced(node)
-        if isinstance(target, cst.Name) and leaf in MIN_FUNCS:
-            return target.value, "min"
-        if isinstance(target, cst.Name) and leaf in MAX_FUNCS:
-            return target.value, "max"
+        name = _dotted(target) if target is not None else None
+        if name is not None and leaf in MIN_FUNCS:
+            return name, "min"
+        if name is not None and leaf in MAX_FUNCS:
+            return name, "max"
     return None
 
 

@@ -75,8 +75,13 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def consequence(spec: OpSpec, interval: Interval, dtype: str, requirement: str) -> str:
+def consequence(spec: OpSpec, interval: Interval, dtype: str, requirement: str,
+                framework: str = "torch") -> str:
     op = spec.op
+    if framework == "math":  # Python floats raise instead of returning inf/NaN
+        error = {"div": "ZeroDivisionError", "exp": "OverflowError", "expm1": "OverflowError",
+                 "cosh": "OverflowError", "sinh": "OverflowError"}.get(op, "ValueError")
+        return f"math.{op} raises {error} there, which stops the training step"
     if requirement == "positive":
         if op in ("sqrt", "pow") and interval.nonnegative():
             return (f"{op} is finite at 0 but its gradient is inf there, which turns into "

@@ -138,6 +138,9 @@ class ExpressionsMixin(AnalyzerState):
         return Value("unknown", name=name)
 
     def _attribute(self: Analyzer, node: cst.Attribute) -> Value:
+        dotted = self.dotted(node)
+        if dotted is not None and dotted in self.env:
+            return self.env[dotted]
         qual = self.resolve(node)
         if qual is not None:
             if qual in NEG_INF_NAMES or qual.endswith(".inf") or qual.endswith(".Inf"):

@@ -66,6 +66,8 @@ class ClassFacts:
     name: str
     is_model: bool
     attr_calls: dict[str, str] = field(default_factory=dict)  # self.attr -> qualname assigned
+    # self.attr -> (lo, lo_open, hi), from torch.distributions' `arg_constraints`
+    attr_ranges: dict[str, tuple[float, bool, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -153,6 +155,8 @@ def _class_facts(node: ast.ClassDef, imports: ImportMap) -> ClassFacts:
     bases = " ".join(ast.unparse(b) for b in node.bases)
     facts = ClassFacts(node.name, any(h in bases for h in MODULE_BASE_HINTS))
     for item in node.body:
+        if isinstance(item, ast.Assign | ast.AnnAssign):
+            _constraints(item, facts)
         if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         for sub in ast.walk(item):
@@ -165,6 +169,39 @@ def _class_facts(node: ast.ClassDef, imports: ImportMap) -> ClassFacts:
                         and isinstance(target.value, ast.Name) and target.value.id == "self"):
                     facts.attr_calls[target.attr] = qual
     return facts
+
+
+INF = float("inf")
+CONSTRAINT_RANGES: dict[str, tuple[float, bool, float]] = {
+    "positive": (0.0, True, INF), "nonnegative": (0.0, False, INF),
+    "unit_interval": (0.0, False, 1.0), "positive_integer": (1.0, False, INF),
+    "nonnegative_integer": (0.0, False, INF), "simplex": (0.0, False, 1.0),
+}
+
+
+def _constraints(stmt: ast.Assign | ast.AnnAssign, facts: ClassFacts) -> None:
+    """`arg_constraints = {"scale": constraints.positive, ...}`: the parameters' ranges."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    if not any(isinstance(t, ast.Name) and t.id == "arg_constraints" for t in targets):
+        return
+    if not isinstance(stmt.value, ast.Dict):
+        return
+    for key, value in zip(stmt.value.keys, stmt.value.values, strict=False):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            continue
+        if isinstance(value, ast.Attribute) and value.attr in CONSTRAINT_RANGES:
+            facts.attr_ranges[key.value] = CONSTRAINT_RANGES[value.attr]
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                and value.args:
+            bound = _literal_number(value.args[0])
+            name = value.func.attr
+            if bound is not None and name in ("greater_than", "greater_than_eq"):
+                facts.attr_ranges[key.value] = (bound, name == "greater_than", INF)
+            elif bound is not None and name in ("interval", "half_open_interval") \
+                    and len(value.args) == 2:
+                upper = _literal_number(value.args[1])
+                if upper is not None:
+                    facts.attr_ranges[key.value] = (bound, False, upper)
 
 
 def _first_line(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> int:

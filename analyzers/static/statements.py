@@ -136,6 +136,8 @@ class StatementsMixin(AnalyzerState):
         if isinstance(target, cst.Name):
             name = target.value
             self.env[name] = value.with_(name=name) if value.name is None else value
+        elif isinstance(target, cst.Attribute) and (dotted := self.dotted(target)) is not None:
+            self.env[dotted] = value.with_(name=dotted)
         elif isinstance(target, cst.Tuple | cst.List):
             kind: Kind = "tensor" if value.kind == "tensor" else "unknown"
             for element in target.elements:
@@ -201,9 +203,7 @@ class StatementsMixin(AnalyzerState):
 
     def _apply(self: Analyzer, facts: list[Fact]) -> None:
         for fact in facts:
-            value = self.env.get(fact.name)
-            if value is None:
-                continue
+            value = self.env.get(fact.name) or Value("unknown", name=fact.name)
             iv = value.interval
             lo, hi, lo_open = refine(iv.lo, iv.hi, iv.lo_open, fact)
             refined = Interval(lo, hi, lo_open, iv.not_zero or fact.nonzero)
@@ -213,6 +213,9 @@ class StatementsMixin(AnalyzerState):
                   cls: ClassFacts | None) -> None:
         self.function = qualname
         model_method = cls is not None and cls.is_model and func.name.value in MODEL_METHODS
+        for attr, (lo, lo_open, hi) in (cls.attr_ranges.items() if cls else ()):
+            self.env[f"self.{attr}"] = Value("tensor", Interval(lo, hi, lo_open),
+                                             name=f"self.{attr}")
         params = func.params
         all_params = [*params.posonly_params, *params.params, *params.kwonly_params]
         for param in all_params:

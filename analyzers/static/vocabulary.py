@@ -38,3 +38,5 @@ LOG_PATTERNS = {"softmax": "log-softmax", "sigmoid": "log-sigmoid",
                 "one_plus": "log1p"}
 
 
+# Framework helpers whose names say they return a Python number, not a tensor.
+SCALAR_HELPER = re.compile(r"(size|numel|ndim|dim|shape|len|count|rank)s?$|^(is_|has_)")
