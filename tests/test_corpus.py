@@ -57,11 +57,31 @@ def _describe(case: CorpusCase, missing: list[Expectation], unexpected: list[Fou
 # ------------------------------------------------------------------------ the analyser
 
 
+HOLDOUT_DIR = CORPUS_DIR.parent / "corpus_holdout"
+HOLDOUT_PATHS = corpus_paths(HOLDOUT_DIR)
+
+
 @pytest.mark.parametrize("path", PATHS, ids=IDS)
 def test_snippet_findings_match_labels(path: Path) -> None:
+    _check_snippet(path, CORPUS_DIR)
+
+
+@pytest.mark.parametrize("path", HOLDOUT_PATHS,
+                         ids=[case_id(p, HOLDOUT_DIR) for p in HOLDOUT_PATHS])
+def test_holdout_snippet_findings_match_labels(path: Path) -> None:
+    """The held-out set was written blind to the analyser and measured before any tuning
+    (see tests/corpus_holdout/README.md); it now guards against regressions."""
+    _check_snippet(path, HOLDOUT_DIR)
+
+
+def test_holdout_set_is_there() -> None:
+    assert len(HOLDOUT_PATHS) >= 60
+
+
+def _check_snippet(path: Path, corpus_dir: Path) -> None:
     from analyzers.static import scan_source
 
-    case = load_case(path)
+    case = load_case(path, corpus_dir)
     scan = scan_source(case.source, case.rel)
     assert scan.error is None, f"{case.rel}: the analyser could not scan it: {scan.error}"
     result = compare(case.expectations, findings_of(scan))

@@ -197,7 +197,7 @@ class CallsMixin(AnalyzerState):
             producer = None  # the max was subtracted first: this is logsumexp done right
         if value.interval.nonnegative():
             return Value("tensor", NONNEG if not value.interval.positive() else POSITIVE,
-                         producer=producer)
+                         producer=producer, norm_of=value.norm_of)
         return Value("tensor", producer=producer)
 
     def _masked_fill(self: Analyzer, base: Value, fill: Value) -> Value:

@@ -71,7 +71,8 @@ class ChecksMixin(AnalyzerState):
             exponent = self.const(exponent_node) if exponent_node is not None else None
             self._check_pow(node, operand, operand_node, exponent, framework)
             if exponent == 2:
-                return Value("tensor", square(operand.interval), producer="square")
+                return Value("tensor", square(operand.interval), producer="square",
+                             norm_of=operand.name)
             return Value("tensor")
         if spec.op == "atan2":
             other_node = self._arg(node, 1 if not receiver else 0, ("other", "x"))
@@ -83,9 +84,9 @@ class ChecksMixin(AnalyzerState):
                              "NaN (pytorch#98276).", None)
             return Value("tensor", Interval(-math.pi, math.pi))
         if spec.op == "div":
-            self._check_division(node, operand, operand_node, framework)
             numerator = values[0] if receiver is None and values else (
                 receiver[1] if receiver else UNKNOWN)
+            self._check_division(node, operand, operand_node, numerator, framework)
             return Value("tensor", div(numerator.interval, operand.interval, self.dtype))
         self._check_domain(node, spec, operand_node, operand, framework)
         result = self._result_of(spec, operand)
@@ -112,12 +113,13 @@ class ChecksMixin(AnalyzerState):
         if op == "abs":
             return Value("tensor", absolute(operand.interval), producer="abs")
         if op == "square":
-            return Value("tensor", square(operand.interval), producer="square")
+            return Value("tensor", square(operand.interval), producer="square",
+                         norm_of=operand.name)
         if op == "relu":
             return Value("tensor", operand.interval.meet_lo(0.0) if not
                          operand.interval.unknown else NONNEG, producer="relu")
         if op == "norm":
-            return Value("tensor", NONNEG, producer="norm")
+            return Value("tensor", NONNEG, producer="norm", norm_of=operand.name)
         if op == "std":
             return Value("tensor", NONNEG, producer="std")
         if op == "softplus":
@@ -138,7 +140,7 @@ class ChecksMixin(AnalyzerState):
             producer = "norm" if operand.producer == "sumsq" else None
             hi = math.sqrt(iv.hi) if iv.hi != INF else INF
             return Value("tensor", Interval(math.sqrt(iv.lo), hi, iv.positive()),
-                         producer=producer)
+                         producer=producer, norm_of=operand.norm_of if producer else None)
         if spec.op in ("sqrt", "rsqrt"):  # NaN where the input is negative, else >= 0
             return Value("tensor", NONNEG)
         if spec.op == "log" and iv.lo > 0:
@@ -228,10 +230,16 @@ class ChecksMixin(AnalyzerState):
                                          self.dtype))
 
     def _check_division(self: Analyzer, node: cst.CSTNode, divisor: Value,
-                        divisor_node: cst.BaseExpression, framework: str | None = None) -> None:
+                        divisor_node: cst.BaseExpression, numerator: Value,
+                        framework: str | None = None) -> None:
+        """`x / x.norm()` is the normalisation pattern; a scalar over a norm is a plain
+        division (clip coefficients, ratios)."""
         spec = CATALOGUE.by_op["div"]
         framework = framework or self._framework(None)
-        if divisor.producer == "norm" and not divisor.interval.nonzero():
+        same_vector = numerator.kind != "scalar" and (
+            divisor.norm_of is None or numerator.name is None
+            or numerator.name == divisor.norm_of)
+        if divisor.producer == "norm" and same_vector and not divisor.interval.nonzero():
             self._emit_pattern(node, spec, "manual-normalize", divisor_node, divisor, framework,
                                absorb=("sqrt",))
             return

@@ -177,8 +177,11 @@ class ExpressionsMixin(AnalyzerState):
     def _constructed(self: Analyzer, qual: str) -> Value:
         """`nn.BCELoss()` and friends: a value that behaves like the op when called."""
         found = CATALOGUE.lookup(qual)
-        if found and found[0].kind == "risky" and qual.rsplit(".", 1)[-1][:1].isupper():
+        leaf = qual.rsplit(".", 1)[-1]
+        if found and found[0].kind == "risky" and leaf[:1].isupper():
             return Value("callable", callable_op=found[0].op)
+        if leaf in ("Parameter", "Tensor", "Variable", "Buffer") or not leaf[:1].isupper():
+            return Value("tensor")  # `nn.Parameter(...)`, `torch.zeros(...)`: data, not a layer
         return Value("callable")
 
     def _binop(self: Analyzer, node: cst.CSTNode, symbol: str | None, left: Value, right: Value,
@@ -187,7 +190,7 @@ class ExpressionsMixin(AnalyzerState):
         dtype = self.dtype
         if symbol in ("/", "//"):
             if right.is_tensor:
-                self._check_division(node, right, right_node)
+                self._check_division(node, right, right_node, left)
             return Value(kind, div(left.interval, right.interval, dtype),
                          neg_inf_filled=left.neg_inf_filled)
         if symbol == "**":
@@ -195,7 +198,7 @@ class ExpressionsMixin(AnalyzerState):
             if left.is_tensor:
                 self._check_pow(node, left, left_node, exponent)
             if exponent == 2:
-                return Value(kind, square(left.interval), producer="square")
+                return Value(kind, square(left.interval), producer="square", norm_of=left.name)
             if exponent is not None and exponent > 0 and left.interval.nonnegative():
                 return Value(kind, Interval(0.0, INF, left.interval.positive()))
             return Value(kind)
@@ -222,7 +225,7 @@ class ExpressionsMixin(AnalyzerState):
             same = isinstance(left_node, cst.Name) and isinstance(right_node, cst.Name) \
                 and left_node.value == right_node.value
             if same:
-                return Value(kind, square(left.interval), producer="square")
+                return Value(kind, square(left.interval), producer="square", norm_of=left.name)
             return Value(kind, mul(left.interval, right.interval, dtype),
                          neg_inf_filled=left.neg_inf_filled or right.neg_inf_filled)
         return Value(kind)

@@ -145,7 +145,8 @@ def div(a: Interval, b: Interval, dtype: str) -> Interval:
         if a.nonnegative() and b.positive():
             return Interval(0.0, INF, a.positive())
         return FULL
-    inv = Interval(1 / b.hi if b.hi != INF else 0.0, 1 / b.lo if b.lo > 0 else INF)
+    inv = Interval(1 / b.hi if b.hi != INF else 0.0, 1 / b.lo if b.lo > 0 else INF,
+                   lo_open=b.positive())
     if b.hi < 0:
         inv = Interval(1 / b.hi, 1 / b.lo if b.lo != -INF else 0.0)
     return mul(a, inv, dtype)
@@ -166,6 +167,7 @@ class Value:
     callable_op: str | None = None  # `nn.BCELoss()`: calling it is that op
     name: str | None = None  # the local variable it was read from
     max_of: str | None = None  # `x.max(...)`: so `x - x.max(...)` is known to be <= 0
+    norm_of: str | None = None  # `x.norm()`, `(x ** 2).sum()`: so `x / x.norm()` is recognised
 
     @property
     def is_tensor(self) -> bool:
@@ -197,6 +199,7 @@ def join(a: Value, b: Value) -> Value:
         callable_op=a.callable_op if a.callable_op == b.callable_op else None,
         name=a.name if a.name == b.name else None,
         max_of=a.max_of if a.max_of == b.max_of else None,
+        norm_of=a.norm_of if a.norm_of == b.norm_of else None,
     )
 
 

@@ -39,4 +39,4 @@ LOG_PATTERNS = {"softmax": "log-softmax", "sigmoid": "log-sigmoid",
 
 
 # Framework helpers whose names say they return a Python number, not a tensor.
-SCALAR_HELPER = re.compile(r"(size|numel|ndim|dim|shape|len|count|rank)s?$|^(is_|has_)")
+SCALAR_HELPER = re.compile(r"(^|_)(size|numel|ndim|dim|shape|len|count|rank)s?$|^(is_|has_)")
