@@ -85,11 +85,20 @@ def _tf(*names: str) -> tuple[str, ...]:
     return tuple(f"tensorflow.{n}" for n in names)
 
 
+# Keras 2's backend (tf.keras.backend in TF <= 2.15, `tf_keras`) had these; Keras 3's has not.
+KERAS2_BACKEND = frozenset({
+    "log", "sqrt", "exp", "pow", "abs", "square", "clip", "maximum", "minimum", "softmax",
+    "sigmoid", "tanh", "cos", "sin", "std", "var", "binary_crossentropy",
+})
+
+
 def _keras(*names: str) -> tuple[str, ...]:
+    """Keras 3 ops (numpy-style names) and, where it existed, the Keras 2 backend function."""
     out: list[str] = []
     for n in names:
-        out += [f"keras.ops.{n}", f"keras.backend.{n}", f"tensorflow.keras.backend.{n}",
-                f"tensorflow.keras.ops.{n}"]
+        out += [f"keras.ops.{n}", f"tensorflow.keras.ops.{n}"]
+        if n in KERAS2_BACKEND:
+            out += [f"keras.backend.{n}", f"tensorflow.keras.backend.{n}"]
     return tuple(out)
 
 
@@ -112,12 +121,12 @@ def _everywhere(name: str, *, special: bool = False, np_name: str | None = None,
     np_name = np_name or name
     funcs: dict[str, tuple[str, ...]] = {
         "torch": _torch(name) + (_torch(f"special.{name}") if special else ()),
-        "tensorflow": (_tf(f"math.{name}", name) if tf_math else ()),
+        "tensorflow": (_tf(f"math.{name}", name) if tf_math else _tf(f"experimental.numpy.{name}")),
         "numpy": _np(np_name),
         "jax": _jnp(jax_name or np_name),
     }
     if keras:
-        funcs["keras"] = _keras(name)
+        funcs["keras"] = _keras(np_name)
     if math_mod:
         funcs["math"] = _math(name)
     return funcs
@@ -138,13 +147,13 @@ _ENTRIES: tuple[OpSpec, ...] = (
         suspect_loss="x", fixes=(ADD_EPS, CLAMP_TINY, WHERE_SAFE), patterns=(8, 10, 15),
     ),
     OpSpec(
-        "log2", "risky", "base-2 logarithm", functions=_everywhere("log2", math_mod=True),
+        "log2", "risky", "base-2 logarithm", functions=_everywhere("log2", tf_math=False),
         methods=("log2", "log2_"), requires="positive",
         forward_invalid="x <= 0", gradient_invalid="x = 0", suspect_loss="x",
         fixes=(ADD_EPS, CLAMP_TINY),
     ),
     OpSpec(
-        "log10", "risky", "base-10 logarithm", functions=_everywhere("log10"),
+        "log10", "risky", "base-10 logarithm", functions=_everywhere("log10", tf_math=False),
         methods=("log10", "log10_"), requires="positive",
         forward_invalid="x <= 0", gradient_invalid="x = 0", suspect_loss="x",
         fixes=(ADD_EPS, CLAMP_TINY),
@@ -175,7 +184,7 @@ _ENTRIES: tuple[OpSpec, ...] = (
     OpSpec(
         "rsqrt", "risky", "1 / sqrt(x)",
         functions={"torch": _torch("rsqrt"), "tensorflow": _tf("math.rsqrt", "rsqrt"),
-                   "jax": ("jax.lax.rsqrt",), "keras": _keras("rsqrt")},
+                   "jax": ("jax.lax.rsqrt",), "keras": ("keras.ops.rsqrt",)},
         methods=("rsqrt", "rsqrt_"), requires="positive",
         forward_invalid="x <= 0", gradient_invalid="x = 0", suspect_loss="x",
         fixes=(ADD_EPS, CLAMP_TINY), patterns=(3, 13),
@@ -194,9 +203,9 @@ _ENTRIES: tuple[OpSpec, ...] = (
         functions={
             "torch": _torch("div", "divide", "true_divide", "floor_divide"),
             "tensorflow": _tf("div", "divide", "truediv", "realdiv", "floordiv",
-                              "math.divide", "math.truediv", "math.floordiv", "math.realdiv",
+                              "math.divide", "math.truediv", "math.floordiv",
                               "floor_div"),
-            "keras": _keras("divide", "true_divide"),
+            "keras": _keras("divide", "true_divide", "floor_divide"),
             "numpy": _np("divide", "true_divide", "floor_divide"),
             "jax": _jnp("divide", "true_divide", "floor_divide"),
         },
@@ -264,7 +273,7 @@ _ENTRIES: tuple[OpSpec, ...] = (
     OpSpec(
         "pow", "risky", "x ** y",
         functions={"torch": _torch("pow", "float_power"),
-                   "tensorflow": _tf("pow", "math.pow"), "keras": _keras("power", "pow"),
+                   "tensorflow": _tf("pow", "math.pow"), "keras": _keras("power") + ("keras.backend.pow", "tensorflow.keras.backend.pow"),
                    "numpy": _np("power", "float_power"), "jax": _jnp("power", "float_power"),
                    "math": _math("pow")},
         methods=("pow", "pow_", "float_power"), operators=("**",),
@@ -344,7 +353,7 @@ _ENTRIES: tuple[OpSpec, ...] = (
     OpSpec(
         "erfinv", "risky", "inverse error function",
         functions={"torch": _torch("erfinv", "special.erfinv"),
-                   "tensorflow": _tf("math.erfinv", "erfinv"),
+                   "tensorflow": _tf("math.erfinv"),
                    "scipy": ("scipy.special.erfinv",), "jax": ("jax.scipy.special.erfinv",)},
         methods=("erfinv", "erfinv_"), requires="open_unit",
         forward_invalid="|x| >= 1", gradient_invalid="|x| = 1", suspect_loss="1 - abs(x)",
@@ -468,8 +477,7 @@ _ENTRIES: tuple[OpSpec, ...] = (
     OpSpec(
         "std", "producer", "standard deviation; 0 for a constant input, NaN for one element",
         functions={"torch": _torch("std", "var", "std_mean", "var_mean"),
-                   "tensorflow": _tf("math.reduce_std", "math.reduce_variance", "reduce_std",
-                                     "nn.moments"),
+                   "tensorflow": _tf("math.reduce_std", "math.reduce_variance", "nn.moments"),
                    "numpy": _np("std", "var", "nanstd", "nanvar"), "jax": _jnp("std", "var"),
                    "keras": ("keras.ops.std", "keras.ops.var", "keras.backend.std",
                              "keras.backend.var")},

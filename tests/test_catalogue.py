@@ -114,3 +114,48 @@ def test_epsilon_absorption_and_underflow_are_as_numerics_md_says() -> None:
     assert add_in(1.0, 1e-10, "float64") != 1.0
     assert round_to(1e-8, "float16") == 0.0
     assert add_in(1.0, 1e-3, "bfloat16") == 1.0
+
+
+def _lookup_path(root: object, parts: list[str]) -> bool:
+    obj = root
+    try:
+        for part in parts:
+            obj = getattr(obj, part)
+    except AttributeError:
+        return False
+    return callable(obj)
+
+
+TF_NAMES = sorted(q for s in CATALOGUE.entries for _, q in s.qualnames()
+                  if q.split(".")[0] in ("tensorflow", "keras"))
+
+
+@pytest.mark.parametrize("qualname", TF_NAMES)
+def test_tensorflow_and_keras_names_exist(qualname: str) -> None:
+    """TF2 names in `tf`, TF1 names in `tf.compat.v1` (what `tf.log` means), Keras 3 in
+    `keras`, Keras 2 backend functions (`K.log`) in `tf_keras`."""
+    import keras
+    import tensorflow as tf
+    import tf_keras
+
+    parts = qualname.split(".")
+    roots: list[tuple[object, list[str]]] = []
+    if parts[0] == "tensorflow":
+        roots = [(tf, parts[1:]), (tf.compat.v1, parts[1:])]
+        if parts[1] == "keras":
+            roots.append((tf_keras, parts[2:]))
+    else:
+        roots = [(keras, parts[1:]), (tf_keras, parts[1:])]
+    assert any(_lookup_path(root, rest) for root, rest in roots), qualname
+
+
+NUMPY_MATH_NAMES = sorted(q for s in CATALOGUE.entries for _, q in s.qualnames()
+                          if q.split(".")[0] in ("numpy", "math"))
+
+
+@pytest.mark.parametrize("qualname", NUMPY_MATH_NAMES)
+def test_numpy_and_math_names_exist(qualname: str) -> None:
+    import importlib
+
+    parts = qualname.split(".")
+    assert _lookup_path(importlib.import_module(parts[0]), parts[1:]), qualname
