@@ -19,6 +19,7 @@ Requirement = Literal[
     "nonzero",  # x != 0
     "gt_minus_one",  # x > -1
     "open_unit",  # -1 < x < 1 (acos/asin/atanh: gradient inf at ±1)
+    "open_probability",  # 0 < x < 1 (logit: -inf at 0, +inf at 1)
     "below_exp_max",  # x <= log(max) of the dtype
     "ge_one",  # x >= 1 (acosh)
     "none",  # nothing the generic rule can check; patterns or the dynamic pass handle it
@@ -169,7 +170,7 @@ _ENTRIES: tuple[OpSpec, ...] = (
         "logit", "risky", "log(p / (1 - p))",
         functions={"torch": _torch("logit", "special.logit"),
                    "scipy": ("scipy.special.logit",)},
-        methods=("logit",), requires="open_unit",
+        methods=("logit",), requires="open_probability",
         forward_invalid="p <= 0 or p >= 1", gradient_invalid="p = 0 or p = 1",
         suspect_loss="min(x, 1 - x)",
         fixes=(FixCandidate("stable-api", "torch.logit({x}, eps={eps})"),),
@@ -273,7 +274,8 @@ _ENTRIES: tuple[OpSpec, ...] = (
     OpSpec(
         "pow", "risky", "x ** y",
         functions={"torch": _torch("pow", "float_power"),
-                   "tensorflow": _tf("pow", "math.pow"), "keras": _keras("power") + ("keras.backend.pow", "tensorflow.keras.backend.pow"),
+                   "tensorflow": _tf("pow", "math.pow"),
+                   "keras": _keras("power") + ("keras.backend.pow", "tensorflow.keras.backend.pow"),
                    "numpy": _np("power", "float_power"), "jax": _jnp("power", "float_power"),
                    "math": _math("pow")},
         methods=("pow", "pow_", "float_power"), operators=("**",),
@@ -341,14 +343,21 @@ _ENTRIES: tuple[OpSpec, ...] = (
     OpSpec(
         "digamma", "risky", "derivative of lgamma",
         functions={"torch": _torch("digamma", "special.digamma", "special.psi",
-                                   "polygamma", "special.polygamma", "mvlgamma",
-                                   "special.multigammaln"),
+                                   "polygamma", "special.polygamma"),
                    "tensorflow": _tf("math.digamma", "digamma", "math.polygamma"),
                    "scipy": ("scipy.special.digamma", "scipy.special.psi"),
                    "jax": ("jax.scipy.special.digamma",)},
-        methods=("digamma", "digamma_", "polygamma", "mvlgamma"), requires="positive",
+        methods=("digamma", "digamma_", "polygamma"), requires="positive",
         forward_invalid="x in {0, -1, -2, ...}", gradient_invalid="same",
         suspect_loss="distance to the nearest non-positive integer",
+    ),
+    OpSpec(
+        "mvlgamma", "risky", "multivariate log-gamma of dimension p",
+        functions={"torch": _torch("mvlgamma", "special.multigammaln"),
+                   "scipy": ("scipy.special.multigammaln",)},
+        methods=("mvlgamma", "mvlgamma_"),
+        forward_invalid="x <= (p - 1) / 2", gradient_invalid="same",
+        suspect_loss="x - (p - 1) / 2",
     ),
     OpSpec(
         "erfinv", "risky", "inverse error function",

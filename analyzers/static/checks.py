@@ -182,6 +182,8 @@ class ChecksMixin(AnalyzerState):
             return iv.lo > -1
         if requirement == "open_unit":
             return iv.lo > -1 and iv.hi < 1
+        if requirement == "open_probability":
+            return iv.lo > 0 and iv.hi < 1
         if requirement == "ge_one":
             return iv.lo >= 1
         if requirement == "below_exp_max":

@@ -108,6 +108,8 @@ def consequence(spec: OpSpec, interval: Interval, dtype: str, requirement: str,
         return f"{op} returns NaN outside [-1, 1] and its gradient is inf at ±1"
     if requirement == "ge_one":
         return f"{op} returns NaN below 1"
+    if requirement == "open_probability":
+        return f"{op} is -inf at 0, +inf at 1 and NaN outside [0, 1]"
     if requirement == "below_exp_max":
         threshold = spec.thresholds.get(dtype, limits(dtype).exp_max)
         return f"{op} overflows to inf above {threshold:.2f} in {dtype}"
@@ -135,6 +137,8 @@ def domain_hint(spec: OpSpec, operand_src: str, framework: str, requirement: str
         return f"clamp the operand: `{x}.clamp_min({floor})`"
     if requirement == "gt_minus_one":
         return f"clamp the operand: `{x}.clamp_min(-1 + {eps})`"
+    if requirement == "open_probability":
+        return f"clamp inside (0, 1): `{x}.clamp({eps}, 1 - {eps})`, or pass `eps=` to logit"
     if requirement == "open_unit":
         if tf_like:
             return f"clip strictly inside (-1, 1): `tf.clip_by_value({plain}, -1 + {eps}, " \

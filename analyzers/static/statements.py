@@ -29,6 +29,8 @@ from analyzers.static.values import (
     join,
 )
 from analyzers.static.vocabulary import (
+    ASSERT_BOUNDS,
+    CHECK_FUNCTIONS,
     MODEL_METHODS,
     SCALAR_ANNOTATION,
     TENSOR_ANNOTATION,
@@ -111,6 +113,7 @@ class StatementsMixin(AnalyzerState):
         elif isinstance(small, cst.Expr):
             self.ev(small.value)
             self._discarded_guard(small.value)
+            self._apply(self._checked_condition(small.value))
         elif isinstance(small, cst.Return):
             if small.value is not None:
                 self.ev(small.value)
@@ -130,6 +133,21 @@ class StatementsMixin(AnalyzerState):
         else:
             self._children(small)
         return False
+
+    def _checked_condition(self: Analyzer, expr: cst.BaseExpression) -> list[Fact]:
+        """`torch._check(x > 0, ...)` and `tf.debugging.assert_positive(x)` act as asserts."""
+        if not isinstance(expr, cst.Call) or not expr.args:
+            return []
+        qual = self.resolve(expr.func) or ""
+        first = expr.args[0].value
+        if qual in CHECK_FUNCTIONS:
+            return facts_from(first, True, self.const)
+        bound = ASSERT_BOUNDS.get(qual)
+        name = self.dotted(first)
+        if bound is None or name is None:
+            return []
+        lo, lo_open = bound
+        return [Fact(name, lo=lo, lo_open=lo_open)]
 
     def _assign(self: Analyzer, target: cst.BaseExpression, value: Value,
                 source: cst.BaseExpression) -> None:

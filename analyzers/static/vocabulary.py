@@ -40,3 +40,14 @@ LOG_PATTERNS = {"softmax": "log-softmax", "sigmoid": "log-sigmoid",
 
 # Framework helpers whose names say they return a Python number, not a tensor.
 SCALAR_HELPER = re.compile(r"(^|_)(size|numel|ndim|dim|shape|len|count|rank)s?$|^(is_|has_)")
+# Calls that stop the program unless their first argument holds, like `assert`.
+CHECK_FUNCTIONS = frozenset({"torch._check", "torch._check_value", "torch._assert",
+                             "torch._check_with", "jax.debug.check"})
+# `tf.debugging.assert_positive(x)` and friends: the bound they establish on x.
+ASSERT_BOUNDS: dict[str, tuple[float, bool]] = {
+    "tensorflow.debugging.assert_positive": (0.0, True),
+    "tensorflow.debugging.assert_non_negative": (0.0, False),
+    "tensorflow.compat.v1.assert_positive": (0.0, True),
+    "tensorflow.assert_positive": (0.0, True),
+    "tensorflow.assert_non_negative": (0.0, False),
+}
