@@ -203,6 +203,11 @@ class Config:
                                         hash=False)
     max_file_bytes: int = 1_000_000
     fail_on: str = "any"
+    dynamic: bool = True  # confirm findings by running the code (in the sandbox)
+    search_seconds: float = 5.0  # search budget per finding
+    dynamic_timeout: int = 300  # wall clock for the whole sandboxed run
+    seed: int = 0
+    entries: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
     source: str | None = None
 
     def __post_init__(self) -> None:
@@ -222,6 +227,14 @@ class Config:
         _int("context_lines", self.context_lines, 0, where)
         _int("max_file_bytes", self.max_file_bytes, 1, where)
         set_("severity", _severity_map(self.severity, where))
+        if not isinstance(self.dynamic, bool):
+            raise ConfigError(f"'dynamic' in {where} must be true or false")
+        if not isinstance(self.search_seconds, int | float) or isinstance(
+                self.search_seconds, bool) or not 0 < self.search_seconds <= 600:
+            raise ConfigError(f"'search_seconds' in {where} must be a number in (0, 600]")
+        _int("dynamic_timeout", self.dynamic_timeout, 1, where)
+        _int("seed", self.seed, 0, where)
+        set_("entries", _entries(self.entries, where))
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types, for the `config` field of a result."""
@@ -236,6 +249,11 @@ class Config:
             "severity": dict(self.severity),
             "max_file_bytes": self.max_file_bytes,
             "fail_on": self.fail_on,
+            "dynamic": self.dynamic,
+            "search_seconds": self.search_seconds,
+            "dynamic_timeout": self.dynamic_timeout,
+            "seed": self.seed,
+            "entries": [dict(e) for e in self.entries],
             "source": self.source,
         }
 
@@ -303,6 +321,47 @@ def config_from_mapping(data: Mapping[str, Any], where: str = "configuration",
     if known_ops is not None:
         config.validate_ops(known_ops)
     return config
+
+
+ENTRY_KEYS = ("target", "inputs", "init", "dtype")
+
+
+def _entries(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
+    """`[[tool.numcheck.entries]]`: how the dynamic pass calls the code (DESIGN.md)."""
+    from analyzers.dynamic.specs import SpecError, parse_spec  # no torch: specs only
+
+    if not isinstance(value, list | tuple):
+        raise ConfigError(f"'entries' in {where} must be an array of tables "
+                          "([[tool.numcheck.entries]])")
+    out: list[Mapping[str, Any]] = []
+    for i, table in enumerate(value):
+        at = f"entries[{i}] in {where}"
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{at} must be a table")
+        for key in table:
+            if key not in ENTRY_KEYS:
+                raise ConfigError(f"unknown key {key!r} in {at}{_suggest(key, ENTRY_KEYS)}")
+        target = table.get("target")
+        if not isinstance(target, str) or ":" not in target:
+            raise ConfigError(f"{at} needs target = \"package.module:name\"")
+        inputs = table.get("inputs", [])
+        if not isinstance(inputs, list) or not all(isinstance(s, str) for s in inputs):
+            raise ConfigError(f"{at}: inputs must be a list of specs like "
+                              "\"float32[8,16] in [-100, 100]\"")
+        for spec in inputs:
+            try:
+                parse_spec(spec)
+            except SpecError as exc:
+                raise ConfigError(f"{at}: {exc}") from exc
+        init = table.get("init", {})
+        if not isinstance(init, Mapping):
+            raise ConfigError(f"{at}: init must be a table of constructor arguments")
+        dtype = table.get("dtype")
+        if dtype is not None and dtype not in DTYPES:
+            raise ConfigError(f"{at}: dtype must be one of {', '.join(DTYPES)}")
+        out.append(MappingProxyType({"target": target, "inputs": list(inputs),
+                                     "init": dict(init), "dtype": dtype}))
+    return tuple(out)
 
 
 def _display(path: Path, repo_dir: Path) -> str:

@@ -19,9 +19,9 @@ from analyzers.catalogue import KNOWN_OPS
 from analyzers.config import SCOPES, Config, ConfigError, load_config
 from analyzers.diffscope import DiffError
 from analyzers.model import AnalysisResult
-from analyzers.pipeline import analyze, scan_paths
 from analyzers.report import FORMATS, render
 from bot.demo import build_sample_repo
+from runners.pipeline import analyze, scan
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--output", "-o", type=Path, metavar="FILE",
                          help="write the report to FILE instead of stdout")
         sub.add_argument("--static-only", action="store_true",
-                         help="run only the static pass (today the only stage there is)")
+                         help="skip the dynamic pass (no code is run)")
 
     review = commands.add_parser("review", help="review the diff between two git refs",
                                  description="Review the lines a branch adds, like a PR.")
@@ -81,6 +81,8 @@ def _config(args: argparse.Namespace, repo: Path) -> Config:
         config = replace(config, dtype=args.dtype)
     if getattr(args, "scope", None):
         config = replace(config, scope=args.scope)
+    if args.static_only:
+        config = replace(config, dynamic=False)
     return config
 
 
@@ -113,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = analyze(args.repo, args.base, args.head, config)
         elif args.command == "scan":
             config = _config(args, Path.cwd())
-            result = scan_paths(args.paths, config)
+            result = scan(args.paths, config, Path.cwd())
             missing = [str(p) for p in args.paths if not p.exists()]
         elif args.keep is not None:
             repo, base, head = build_sample_repo(args.keep)

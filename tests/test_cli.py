@@ -174,9 +174,12 @@ def test_json_matches_schema_and_contract(risky_pr: GitRepo, run_cli: RunCli) ->
     assert finding["op"] == "log"  # canonical name, not "torch.log"
     assert finding["framework"] == "torch"
     assert finding["call"] == "torch.log(p)"
-    assert finding["status"] == "potential"
+    # The dynamic pass ran the PR's code in the sandbox and proved it.
+    assert finding["status"] == "confirmed", finding["error"]
+    assert finding["trigger"]["where"] in ("forward", "backward")
+    assert "from model import" in finding["reproducer"]
     assert re.fullmatch(r"[0-9a-f]{8,}", finding["fingerprint"])
-    assert set(data["timings"]) >= {"diff", "static"}
+    assert set(data["timings"]) >= {"diff", "static", "dynamic"}
 
 
 def test_json_paths_are_relative_in_subdirectories(git_repo: GitRepoFactory,
@@ -322,7 +325,11 @@ def test_demo_keep_leaves_a_repository(tmp_path: Path, run_main: RunMain) -> Non
     code, out, err = run_main(["review", str(where), "--base", "main", "--head", "feature",
                                "--format", "json"])
     assert code == 1, err
-    assert json.loads(out)["findings"] == data["findings"]
+
+    def stable(findings: list[dict[str, object]]) -> list[tuple[object, ...]]:
+        return [(f["fingerprint"], f["line"], f["status"], f["reproducer"]) for f in findings]
+
+    assert stable(json.loads(out)["findings"]) == stable(data["findings"])
 
 
 def test_demo_keep_refuses_a_non_empty_directory(tmp_path: Path, run_main: RunMain) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -248,7 +249,8 @@ def test_to_json_is_plain() -> None:
     assert data["severity"] == {"log": "error"}
     assert data["include"] == ["**/*.py"] and data["source"] == "x"
     assert set(data) == {"enable", "disable", "include", "exclude", "dtype", "scope",
-                         "context_lines", "severity", "max_file_bytes", "fail_on", "source"}
+                         "context_lines", "severity", "max_file_bytes", "fail_on", "dynamic",
+                         "search_seconds", "dynamic_timeout", "seed", "entries", "source"}
 
 
 def test_config_is_hashable_and_comparable() -> None:
@@ -342,3 +344,34 @@ def test_exclude_matches_parent_directories() -> None:
 )
 def test_glob_match(pattern: str, path: str, expected: bool) -> None:
     assert glob_match(pattern, path) is expected
+
+
+def test_entries_are_validated_and_normalised() -> None:
+    config = config_from_mapping({"entries": [
+        {"target": "model.losses:ce", "inputs": ["float32[4,10] in [-100, 100]", "int64[4]"]},
+        {"target": "model.attn:Attention", "inputs": ["float32[2,5,16]"], "init": {"dim": 16}},
+    ]}, "pyproject.toml")
+    assert config.entries[0]["target"] == "model.losses:ce"
+    assert config.entries[1]["init"] == {"dim": 16}
+    assert config.to_json()["entries"][0]["inputs"][1] == "int64[4]"
+    hash(config)
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ({"target": "no_colon"}, "package.module:name"),
+    ({"target": "m:f", "inputs": ["float32[4 in [0, 1]"]}, "cannot read input spec"),
+    ({"target": "m:f", "inputs": ["complex64[4]"]}, "unknown dtype"),
+    ({"target": "m:f", "inptus": []}, "did you mean 'inputs'"),
+    ({"target": "m:f", "inputs": ["float32[2] in [5, 1]"]}, "empty box"),
+])
+def test_bad_entries_are_clear_errors(entry: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        config_from_mapping({"entries": [entry]}, "pyproject.toml")
+
+
+def test_dynamic_settings_are_checked() -> None:
+    with pytest.raises(ConfigError, match="search_seconds"):
+        config_from_mapping({"search_seconds": 0}, "x")
+    with pytest.raises(ConfigError, match="dynamic"):
+        config_from_mapping({"dynamic": "yes"}, "x")
+    assert config_from_mapping({"dynamic": False}, "x").dynamic is False

@@ -1,0 +1,221 @@
+"""Entries: how the PR's code gets called, with which inputs, inside which box.
+
+Configured entries (`[[tool.numcheck.entries]]`) win; otherwise a call is synthesised from the
+enclosing function's signature (tensor annotations, jaxtyping shape strings, defaults) or,
+for an `nn.Module` method, from the module's first layer. This code runs only inside the
+sandboxed harness: it imports the PR's code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec
+
+EntrySource = Literal["config", "synthesised"]
+TENSOR_HINT = re.compile(r"Tensor|ndarray|Array|Float\[|Int\[|Shaped\[")
+JAXTYPING_DIMS = re.compile(r"""\[\s*[\w.]+\s*,\s*["']([^"']*)["']\s*\]""")
+DEFAULT_BATCH, DEFAULT_FEATURES = 4, 8
+TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+                "float64": torch.float64, "int64": torch.int64, "int32": torch.int32,
+                "bool": torch.bool}
+
+
+class EntryError(Exception):
+    """No way to call the code; the message says what to configure."""
+
+
+@dataclass(frozen=True)
+class EntryConfig:
+    """One `[[tool.numcheck.entries]]` table."""
+
+    target: str  # "package.module:qualname"
+    inputs: tuple[str, ...]
+    init: dict[str, Any] = field(default_factory=dict)
+    dtype: str | None = None
+
+
+@dataclass
+class Entry:
+    target: str
+    specs: list[InputSpec]
+    fn: Callable[..., Any]
+    source: EntrySource
+    constants: dict[str, Any] = field(default_factory=dict)  # keyword args not searched
+    init: dict[str, Any] = field(default_factory=dict)
+    is_method: bool = False
+
+    def call(self, inputs: Sequence[torch.Tensor]) -> Any:
+        return self.fn(*inputs, **self.constants)
+
+    def describe_box(self) -> list[dict[str, Any]]:
+        return [spec.to_json() for spec in self.specs]
+
+
+def module_name_for(path: str) -> str:
+    """`pkg/sub/mod.py` -> `pkg.sub.mod` (relative to the repository root on sys.path)."""
+    parts = list(Path(path).with_suffix("").parts)
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def import_module(repo_dir: Path, module: str) -> Any:
+    root = str(repo_dir.resolve())
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    return importlib.import_module(module)
+
+
+def _resolve(module: Any, qualname: str) -> Any:
+    obj = module
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def build_configured(repo_dir: Path, config: EntryConfig, seed: int) -> Entry:
+    module_name, _, qualname = config.target.partition(":")
+    if not qualname:
+        raise EntryError(f"entry target {config.target!r} must be 'package.module:name'")
+    try:
+        module = import_module(repo_dir, module_name)
+        obj = _resolve(module, qualname)
+    except (ImportError, AttributeError) as exc:
+        raise EntryError(f"cannot import entry {config.target}: {exc}") from exc
+    try:
+        specs = [parse_spec(text) for text in config.inputs]
+    except SpecError as exc:
+        raise EntryError(str(exc)) from exc
+    if inspect.isclass(obj) and issubclass(obj, torch.nn.Module):
+        torch.manual_seed(seed)
+        instance = obj(**config.init)
+        return Entry(config.target, specs, instance, "config", init=dict(config.init))
+    return Entry(config.target, specs, obj, "config")
+
+
+def synthesise(repo_dir: Path, path: str, function: str, seed: int) -> Entry:
+    """A call for the function enclosing a finding, from what its code says."""
+    module_name = module_name_for(path)
+    try:
+        module = import_module(repo_dir, module_name)
+    except Exception as exc:  # the PR's module may fail to import for any reason
+        raise EntryError(f"importing {module_name} failed: {type(exc).__name__}: {exc}") \
+            from exc
+    parts = function.split(".")
+    if "<locals>" in parts or function == "<module>":
+        raise EntryError(f"{function} is not reachable from the module; configure an entry")
+    try:
+        obj = _resolve(module, function)
+    except AttributeError as exc:
+        raise EntryError(f"{module_name} has no {function}; configure an entry") from exc
+    target = f"{module_name}:{function}"
+    if len(parts) >= 2:
+        owner = _resolve(module, ".".join(parts[:-1]))
+        if inspect.isclass(owner):
+            return _method_entry(owner, parts[-1], target, seed)
+    specs, constants = _specs_from_signature(obj, None)
+    return Entry(target, specs, obj, "synthesised", constants=constants)
+
+
+def _method_entry(owner: type, method: str, target: str, seed: int) -> Entry:
+    if not issubclass(owner, torch.nn.Module):
+        raise EntryError(f"{owner.__name__} is not an nn.Module; configure an entry")
+    torch.manual_seed(seed)
+    try:
+        instance = owner()
+    except TypeError as exc:
+        raise EntryError(f"{owner.__name__}() needs constructor arguments ({exc}); "
+                         "configure an entry with `init`") from exc
+    bound = getattr(instance, method)
+    first = _first_layer_spec(instance)
+    specs, constants = _specs_from_signature(bound, first)
+    return Entry(target, specs, bound, "synthesised", constants=constants, is_method=True)
+
+
+def _first_layer_spec(module: torch.nn.Module) -> InputSpec | None:
+    """Shape of the input a module expects, read off its first shape-defining layer."""
+    for layer in module.modules():
+        if isinstance(layer, torch.nn.Linear):
+            return default_spec((DEFAULT_BATCH, layer.in_features))
+        if isinstance(layer, torch.nn.Conv2d):
+            return default_spec((DEFAULT_BATCH, layer.in_channels, 16, 16))
+        if isinstance(layer, torch.nn.Conv1d):
+            return default_spec((DEFAULT_BATCH, layer.in_channels, 32))
+        if isinstance(layer, torch.nn.Embedding):
+            return InputSpec("int64", (DEFAULT_BATCH, 16), 0, layer.num_embeddings - 1,
+                             "default")
+        if isinstance(layer, torch.nn.LayerNorm):
+            return default_spec((DEFAULT_BATCH, *layer.normalized_shape))
+        if isinstance(layer, torch.nn.RNNBase):
+            return default_spec((DEFAULT_BATCH, 8, layer.input_size))
+    return None
+
+
+def _specs_from_signature(fn: Callable[..., Any], first: InputSpec | None) -> \
+        tuple[list[InputSpec], dict[str, Any]]:
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise EntryError(f"cannot read the signature of {fn!r}: {exc}") from exc
+    specs: list[InputSpec] = []
+    constants: dict[str, Any] = {}
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = "" if param.annotation is inspect.Parameter.empty else (
+            param.annotation if isinstance(param.annotation, str) else
+            getattr(param.annotation, "__name__", repr(param.annotation)))
+        tensorish = bool(TENSOR_HINT.search(str(annotation))) or (
+            not annotation and param.default is inspect.Parameter.empty)
+        if not tensorish:
+            if param.default is inspect.Parameter.empty:
+                raise EntryError(f"parameter {param.name!r} ({annotation}) has no default and "
+                                 "is not a tensor; configure an entry")
+            constants[param.name] = param.default
+            continue
+        if param.kind is param.KEYWORD_ONLY:
+            raise EntryError(f"keyword-only tensor parameter {param.name!r}; configure an "
+                             "entry")
+        specs.append(first if first is not None and not specs else
+                     default_spec(_shape_from_annotation(str(annotation))))
+    if not specs:
+        raise EntryError("no tensor parameters to search over; configure an entry")
+    return specs, constants
+
+
+def _shape_from_annotation(annotation: str) -> tuple[int, ...]:
+    """jaxtyping `Float[Tensor, "b d"]`: one dimension per name, named sizes kept equal."""
+    match = JAXTYPING_DIMS.search(annotation)
+    if match is None:
+        return (DEFAULT_BATCH, DEFAULT_FEATURES)
+    sizes: list[int] = []
+    for i, dim in enumerate(match[1].split()):
+        if dim.isdigit():
+            sizes.append(int(dim))
+        elif dim in ("...", "*batch", "#batch"):
+            continue
+        else:
+            sizes.append(DEFAULT_BATCH if i == 0 else DEFAULT_FEATURES)
+    return tuple(sizes) or (DEFAULT_FEATURES,)
+
+
+def sample(spec: InputSpec, generator: torch.Generator) -> torch.Tensor:
+    """A uniform draw from the box; integers inclusive of both ends."""
+    dtype = TORCH_DTYPES[spec.dtype]
+    if spec.dtype == "bool":
+        return torch.randint(0, 2, spec.shape, generator=generator).to(torch.bool)
+    if not spec.is_float:
+        return torch.randint(int(spec.lo), int(spec.hi) + 1, spec.shape, generator=generator,
+                             dtype=dtype)
+    values = torch.rand(spec.shape, generator=generator, dtype=torch.float64)
+    return (spec.lo + (spec.hi - spec.lo) * values).to(dtype)

@@ -1,0 +1,70 @@
+"""Watch one op at one source location through PyTorch's own dispatch.
+
+A `TorchFunctionMode` sees every torch function, Tensor method and operator; the probe keeps
+the calls whose name is the finding's op and whose nearest frame in the finding's file is on
+the finding's lines, and records the operand and the output of each.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from analyzers.dynamic.suspect import op_names, operand_of
+
+MAX_FRAMES = 12  # how far up from __torch_function__ the user's line may be
+
+
+@dataclass
+class Hit:
+    """One call of the watched op: what went in, what came out."""
+
+    func_name: str
+    operand: torch.Tensor
+    output: torch.Tensor
+
+
+class OpProbe(TorchFunctionMode):
+    def __init__(self, path: str, lines: frozenset[int], op: str) -> None:
+        super().__init__()
+        self.path = os.path.realpath(path)
+        self.lines = lines
+        self.op = op
+        self.hits: list[Hit] = []
+        self._names = op_names(op)
+        self._code_paths: dict[str, bool] = {}
+
+    def _on_watched_line(self) -> bool:
+        frame: FrameType | None = sys._getframe(2)
+        for _ in range(MAX_FRAMES):
+            if frame is None:
+                return False
+            filename = frame.f_code.co_filename
+            same = self._code_paths.get(filename)
+            if same is None:
+                same = os.path.realpath(filename) == self.path
+                self._code_paths[filename] = same
+            if same:
+                return frame.f_lineno in self.lines
+            frame = frame.f_back
+        return False
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        if name in self._names and self._on_watched_line():
+            operand = operand_of(self.op, name, args, kwargs)
+            if isinstance(operand, torch.Tensor) and isinstance(out, torch.Tensor):
+                self.hits.append(Hit(name, operand, out))
+        return out
+
+    def reset(self) -> None:
+        self.hits.clear()

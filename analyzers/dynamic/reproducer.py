@@ -1,0 +1,187 @@
+"""Turn a trigger into a short standalone test that fails on the PR head.
+
+The trigger is first minimised (delta debugging toward a plain base value: 0 where the box
+allows it), so the script shows the few values that matter instead of a wall of numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from analyzers.dynamic.entries import Entry
+from analyzers.dynamic.specs import InputSpec
+
+INLINE_LIMIT = 12  # tensors with at most this many elements are written out in full
+MAX_POINTS = 24  # beyond this many non-base values the tensor is written out in full
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the reproducer says the bug is."""
+
+    path: str
+    line: int
+    op: str
+    call: str
+    where: str  # "forward" | "backward"
+
+
+def base_value(spec: InputSpec) -> float:
+    return 0.0 if spec.lo <= 0 <= spec.hi else spec.lo
+
+
+def minimise(inputs: list[torch.Tensor], specs: list[InputSpec],
+             still_fails: Callable[[list[torch.Tensor]], bool], budget: int = 300) -> \
+        list[torch.Tensor]:
+    """ddmin over elements: reset chunks to the base value while the trigger persists."""
+    current = [x.clone() for x in inputs]
+    spent = 0
+    for which, spec in enumerate(specs):
+        flat = current[which].reshape(-1)
+        base = base_value(spec)
+        differing = [int(i) for i in torch.nonzero(flat != base).reshape(-1)]
+        chunks = 2
+        while differing and spent < budget:
+            size = max(1, len(differing) // chunks)
+            removed_any = False
+            for start in range(0, len(differing), size):
+                if spent >= budget:
+                    break
+                chunk = differing[start:start + size]
+                trial = [x.clone() for x in current]
+                trial_flat = trial[which].reshape(-1)
+                trial_flat[chunk] = base
+                trial[which] = trial_flat.reshape(current[which].shape)
+                spent += 1
+                if still_fails(trial):
+                    current = trial
+                    differing = [i for i in differing if i not in set(chunk)]
+                    removed_any = True
+                    break
+            if not removed_any:
+                if size == 1:
+                    break
+                chunks = min(len(differing), chunks * 2)
+    return current
+
+
+def _literal(value: float | int | bool) -> str:
+    if isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, float):
+        if value != value:
+            return "float('nan')"
+        if value in (float("inf"), float("-inf")):
+            return "float('inf')" if value > 0 else "float('-inf')"
+    return repr(value)
+
+
+def tensor_code(name: str, x: torch.Tensor, spec: InputSpec) -> list[str]:
+    dtype = f"torch.{spec.dtype}"
+    grad = ", requires_grad=True" if spec.is_float else ""
+    values = x.detach().to(torch.float64 if spec.is_float else torch.int64)
+    if spec.dtype == "bool":
+        values = x.detach()
+    base = base_value(spec)
+    flat = values.reshape(-1)
+    points = [int(i) for i in torch.nonzero(flat != base).reshape(-1)]
+    shape = tuple(x.shape)
+    if x.numel() <= INLINE_LIMIT or len(points) > MAX_POINTS:
+        return [f"{name} = torch.tensor({_nested(values.tolist())}, dtype={dtype}{grad})"]
+    lines = [f"{name} = torch.full({shape!r}, {_literal(base)}, dtype={dtype})"]
+    for index in points:
+        position = tuple(int(i) for i in _unravel(index, shape))
+        lines.append(f"{name}[{', '.join(map(str, position))}] = "
+                     f"{_literal(flat[index].item())}")
+    if spec.is_float:
+        lines.append(f"{name}.requires_grad_()")
+    return lines
+
+
+def _nested(value: object) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_nested(v) for v in value) + "]"
+    return _literal(value)  # type: ignore[arg-type]
+
+
+def _unravel(index: int, shape: tuple[int, ...]) -> list[int]:
+    out: list[int] = []
+    for size in reversed(shape):
+        out.append(index % size)
+        index //= size
+    return list(reversed(out))
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"\W+", "_", text).strip("_").lower() or "entry"
+
+
+def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) -> str:
+    """The reproducer's source: pytest-style, and runnable as a plain script."""
+    module, _, qualname = entry.target.partition(":")
+    parts = qualname.split(".")
+    names = [f"x{i}" for i in range(len(inputs))]
+    body: list[str] = [f"torch.manual_seed({seed})"]
+    if entry.is_method or entry.init or (len(parts) == 1 and isinstance(entry.fn,
+                                                                        torch.nn.Module)):
+        owner = parts[0]
+        imported = owner
+        init = ", ".join(f"{k}={v!r}" for k, v in entry.init.items())
+        body.append(f"model = {owner}({init})")
+        call = "model" if len(parts) == 1 else f"model.{parts[-1]}"
+    else:
+        imported = parts[0]
+        call = qualname
+    for name, x, spec in zip(names, inputs, entry.specs, strict=True):
+        body.extend(tensor_code(name, x, spec))
+    body.append(f"out = {call}({', '.join(names)})")
+    label = f"{target.op} at {target.path}:{target.line}"
+    body.append(f"assert _finite(out), \"{label} makes the output NaN/Inf\"")
+    if target.where == "backward":
+        grads = [n for n, spec in zip(names, entry.specs, strict=True) if spec.is_float]
+        body.append("total = sum(t.sum() for t in _tensors(out) if t.requires_grad)")
+        body.append("total.backward()")
+        for name in grads:
+            body.append(f"assert {name}.grad is None or bool(torch.isfinite({name}.grad).all())"
+                        f", \"{label}: the gradient reaching {name} is NaN/Inf\"")
+    test_name = f"test_{_slug(qualname)}_{target.op}_is_finite"
+    lines = [
+        f'"""numcheck reproducer: `{target.call}` ({label}) gives NaN/Inf '
+        f'in the {target.where} pass.',
+        "",
+        "Save it at the repository root and run `python -m pytest <this file>` (or run it",
+        "with python). It fails while the bug is there and passes once it is fixed.",
+        '"""',
+        "import torch",
+        "",
+        f"from {module} import {imported}",
+        "",
+        "",
+        "def _tensors(value):",
+        "    if isinstance(value, torch.Tensor):",
+        "        return [value]",
+        "    if isinstance(value, (tuple, list)):",
+        "        return [t for v in value for t in _tensors(v)]",
+        "    if isinstance(value, dict):",
+        "        return [t for v in value.values() for t in _tensors(v)]",
+        "    return []",
+        "",
+        "",
+        "def _finite(value):",
+        "    return all(bool(torch.isfinite(t).all()) for t in _tensors(value)",
+        "               if t.is_floating_point())",
+        "",
+        "",
+        f"def {test_name}():",
+        *[f"    {line}" for line in body],
+        "",
+        "",
+        'if __name__ == "__main__":',
+        f"    {test_name}()",
+        "",
+    ]
+    return "\n".join(lines)

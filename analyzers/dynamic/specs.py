@@ -1,0 +1,75 @@
+"""Input specs and the valid box: `float32[8,16] in [-100, 100]`.
+
+The box bounds every value the search may try, and it is stated in every comment, so a reader
+can judge whether the trigger is realistic (DESIGN.md, "The dynamic pass").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+BoxSource = Literal["config", "observed", "default"]
+DEFAULT_LO, DEFAULT_HI = -100.0, 100.0
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+INT_DTYPES = ("int64", "int32", "bool")
+
+_SPEC = re.compile(
+    r"^\s*(?P<dtype>[a-z0-9]+)\s*\[(?P<shape>[0-9,\s]*)\]\s*"
+    r"(?:in\s*\[\s*(?P<lo>[-+0-9.eEinf]+)\s*,\s*(?P<hi>[-+0-9.eEinf]+)\s*\])?\s*$")
+
+
+class SpecError(ValueError):
+    """An input spec that cannot be read; the message shows the accepted form."""
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    dtype: str
+    shape: tuple[int, ...]
+    lo: float
+    hi: float
+    source: BoxSource = "config"
+
+    @property
+    def is_float(self) -> bool:
+        return self.dtype in FLOAT_DTYPES
+
+    def describe(self) -> str:
+        dims = ",".join(str(d) for d in self.shape)
+        return f"{self.dtype}[{dims}] in [{self.lo:g}, {self.hi:g}]"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dtype": self.dtype, "shape": list(self.shape), "lo": self.lo, "hi": self.hi,
+                "source": self.source}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> InputSpec:
+        return cls(data["dtype"], tuple(data["shape"]), float(data["lo"]), float(data["hi"]),
+                   data.get("source", "config"))
+
+
+def parse_spec(text: str, source: BoxSource = "config") -> InputSpec:
+    match = _SPEC.match(text)
+    if match is None:
+        raise SpecError(f"cannot read input spec {text!r}; write it as "
+                        "'float32[8,16] in [-100, 100]' (dtype[shape] in [lo, hi])")
+    dtype = match["dtype"]
+    if dtype not in FLOAT_DTYPES + INT_DTYPES:
+        raise SpecError(f"unknown dtype {dtype!r} in {text!r}; use one of "
+                        f"{', '.join(FLOAT_DTYPES + INT_DTYPES)}")
+    shape = tuple(int(d) for d in match["shape"].replace(" ", "").split(",") if d)
+    if match["lo"] is None:
+        lo, hi, source = (0.0, 1.0, "default") if dtype == "bool" else (
+            DEFAULT_LO, DEFAULT_HI, "default")
+    else:
+        lo, hi = float(match["lo"]), float(match["hi"])
+    if lo > hi:
+        raise SpecError(f"empty box in {text!r}: {lo:g} > {hi:g}")
+    return InputSpec(dtype, shape, lo, hi, source)
+
+
+def default_spec(shape: tuple[int, ...] = (4, 8), dtype: str = "float32") -> InputSpec:
+    """What a synthesised entry assumes when nothing says otherwise."""
+    return InputSpec(dtype, shape, DEFAULT_LO, DEFAULT_HI, "default")

@@ -1,0 +1,199 @@
+"""The harness: runs INSIDE the sandbox, imports the PR's code, confirms findings.
+
+Protocol: one JSON job on stdin; one JSON line per finding on stdout, flushed as each one
+finishes (so a run killed for time or memory still returns the findings done before), then
+a final `{"done": true}` line. Nothing here may reach the network or see a secret: the runner
+starts this process with a scrubbed environment.
+
+    python -m runners.harness < job.json
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+SUPPORTED_FRAMEWORKS = ("torch",)
+
+
+def _emit(record: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+class FindingTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """A hard stop for one finding, even when the PR's code loops forever in Python."""
+    def expire(signum: int, frame: object) -> None:
+        raise FindingTimeout(f"the code did not finish within {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _check_reproducer(repo: Path, source: str) -> tuple[bool, str]:
+    """Run the script once: it must fail (AssertionError) on the PR head."""
+    with tempfile.NamedTemporaryFile("w", suffix="_numcheck_repro.py", dir=repo,
+                                     delete=False) as handle:
+        handle.write(source)
+        script = Path(handle.name)
+    try:
+        proc = subprocess.run([sys.executable, str(script)], cwd=repo, capture_output=True,
+                              text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(repo)})
+    except subprocess.TimeoutExpired:
+        return False, "the reproducer did not finish within 60 s"
+    finally:
+        script.unlink(missing_ok=True)
+    failed = proc.returncode != 0 and "AssertionError" in proc.stderr
+    return failed, proc.stderr[-2000:]
+
+
+def confirm(job: dict[str, Any], finding: dict[str, Any]) -> dict[str, Any]:
+    """One finding through entry building, search, minimisation and the reproducer."""
+    import torch
+
+    from analyzers.dynamic.entries import (
+        EntryConfig,
+        EntryError,
+        build_configured,
+        module_name_for,
+        synthesise,
+    )
+    from analyzers.dynamic.reproducer import Target, minimise, render
+    from analyzers.dynamic.search import Budget, Searcher
+    from analyzers.dynamic.suspect import has_loss
+
+    repo = Path(job["repo"])
+    seed = int(job.get("seed", 0))
+    base = {"fingerprint": finding["fingerprint"]}
+    if finding["framework"] not in SUPPORTED_FRAMEWORKS:
+        return {**base, "status": "potential",
+                "error": f"dynamic confirmation of {finding['framework']} code is not "
+                         "supported yet; the finding stays a static one"}
+    if not has_loss(finding["op"]):
+        return {**base, "status": "potential",
+                "error": f"no search objective for {finding['op']} yet"}
+    path = str(repo / finding["path"])
+    lines = frozenset(range(finding["line"], finding["end_line"] + 1))
+    module = module_name_for(finding["path"])
+    configured = [t for t in job.get("entries", [])
+                  if t["target"].split(":", 1)[0] == module]
+
+    def candidates() -> Iterator[Any]:
+        """Configured entries of the finding's module first, then a synthesised call."""
+        for table in configured:
+            yield lambda table=table: build_configured(repo, EntryConfig(
+                table["target"], tuple(table["inputs"]), dict(table.get("init", {})),
+                table.get("dtype")), seed)
+        yield lambda: synthesise(repo, finding["path"], finding["function"], seed)
+
+    budget = Budget(seconds=float(job.get("search_seconds", 5.0)))
+    last = None
+    problems: list[str] = []
+    for build in candidates():
+        try:
+            entry = build()
+        except EntryError as exc:
+            problems.append(str(exc))
+            continue
+        except Exception as exc:  # constructing the PR's objects can fail in any way
+            problems.append(f"building the entry failed: {type(exc).__name__}: {exc}")
+            continue
+        searcher = Searcher(entry, path, lines, finding["op"], seed=seed, budget=budget)
+        outcome = searcher.run()
+        last = (entry, outcome, searcher)
+        if outcome.reached:
+            break
+        problems.append(outcome.error or f"{entry.target} never reached line "
+                                          f"{finding['line']}")
+    if last is None or not last[1].reached:
+        return {**base, "status": "error",
+                "error": "no entry reaches the op: " + "; ".join(problems)}
+    entry, outcome, searcher = last
+    box = {"source": entry.source, "target": entry.target, "inputs": entry.describe_box()}
+    if not outcome.triggered:
+        return {**base, "status": "not-triggered", "box": box,
+                "trigger": {"seconds": round(outcome.seconds, 4),
+                            "evaluations": outcome.evaluations, "seed": seed,
+                            "best_loss": outcome.best_loss, "device": "cpu"}}
+
+    def still_fails(trial: list[torch.Tensor]) -> bool:
+        evaluation = searcher.evaluate(trial)
+        return (evaluation.forward if outcome.where == "forward" else
+                (evaluation.backward or evaluation.forward))
+
+    small = minimise(outcome.inputs, entry.specs, still_fails)
+    target = Target(finding["path"], finding["line"], finding["op"], finding["call"],
+                    outcome.where or "forward")
+    script = render(entry, small, target, seed)
+    fails, stderr = _check_reproducer(repo, script)
+    trigger = {
+        "where": outcome.where, "stage": outcome.stage, "op": finding["op"],
+        "reaches_output": outcome.reaches_output, "seconds": round(outcome.seconds, 4),
+        "evaluations": outcome.evaluations, "device": "cpu", "seed": seed,
+        "inputs": [_summary(x) for x in small], "trace": outcome.trace[-50:],
+    }
+    if not fails:
+        return {**base, "status": "not-triggered", "box": box, "trigger": trigger,
+                "error": "the search found a trigger but its reproducer did not fail; not "
+                         f"reported as confirmed ({stderr.strip()[-300:]})"}
+    return {**base, "status": "confirmed", "box": box, "trigger": trigger,
+            "reproducer": script}
+
+
+def _summary(x: Any) -> dict[str, Any]:
+    """Small tensors in full; large ones by shape, range and the values that matter."""
+    data: dict[str, Any] = {"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
+    if x.numel() <= 64:
+        data["values"] = x.detach().tolist()
+    else:
+        flat = x.detach().double().reshape(-1)
+        data["min"], data["max"] = float(flat.min()), float(flat.max())
+    return data
+
+
+def main() -> int:
+    job = json.load(sys.stdin)
+    os.chdir(job["repo"])
+    for finding in job["findings"]:
+        started = time.perf_counter()
+        try:
+            with _deadline(float(job.get("finding_timeout", 60.0))):
+                record = confirm(job, finding)
+        except FindingTimeout as exc:
+            record = {"fingerprint": finding["fingerprint"], "status": "error",
+                      "error": f"timeout: {exc}"}
+        except MemoryError:
+            record = {"fingerprint": finding["fingerprint"], "status": "error",
+                      "error": "out-of-memory while running the code"}
+        except Exception as exc:
+            record = {"fingerprint": finding["fingerprint"], "status": "error",
+                      "error": f"crashed: {type(exc).__name__}: {exc}",
+                      "traceback": traceback.format_exc(limit=5)[-2000:]}
+        record["elapsed"] = round(time.perf_counter() - started, 4)
+        _emit(record)
+    _emit({"done": True})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,121 @@
+"""`analyze()`: the static pass, then the dynamic pass in a sandboxed runner.
+
+It lives in `runners/` because it needs a runner (DESIGN.md: imports run bot -> runners ->
+analyzers). A failing dynamic stage is recorded in `errors` and never costs the static
+findings.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from analyzers.config import Config
+from analyzers.model import AnalysisResult, Finding, StageError
+from analyzers.pipeline import analyze as analyze_static
+from analyzers.pipeline import scan_paths
+from runners.local import LocalRunner, RunResult
+
+FINDING_SECONDS_SLACK = 20.0  # building the entry, minimising and the reproducer run
+
+
+def analyze(repo_dir: Path, base_ref: str | None, head_ref: str | None, config: Config,
+            runner: LocalRunner | None = None) -> AnalysisResult:
+    result = analyze_static(repo_dir, base_ref, head_ref, config)
+    if config.dynamic and result.findings and result.head:
+        confirm(Path(repo_dir), result, config, runner or LocalRunner())
+    return result
+
+
+def scan(paths: list[Path], config: Config, root: Path,
+         runner: LocalRunner | None = None) -> AnalysisResult:
+    """`numcheck scan`: whole files; the dynamic pass runs on a copy of the Python files
+    under `root` (the code the findings import)."""
+    result = scan_paths(paths, config, root)
+    if config.dynamic and result.findings:
+        started = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="numcheck-scan-") as workspace:
+            try:
+                _copy_python_tree(root, Path(workspace), config)
+            except OSError as exc:
+                result.errors.append(StageError("dynamic", f"could not copy {root}: {exc}"))
+            else:
+                job = _job(Path(workspace), result.findings, config)
+                _merge(result, (runner or LocalRunner()).run(job,
+                                                              timeout=config.dynamic_timeout))
+        result.timings["dynamic"] = round(time.perf_counter() - started, 4)
+    return result
+
+
+def _copy_python_tree(root: Path, into: Path, config: Config) -> None:
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root).as_posix()
+        if config.path_selected(rel):
+            target = into / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+
+
+def confirm(repo_dir: Path, result: AnalysisResult, config: Config,
+            runner: LocalRunner) -> None:
+    """Run the dynamic pass on the head commit, exported to a private workspace."""
+    started = time.perf_counter()
+    try:
+        with tempfile.TemporaryDirectory(prefix="numcheck-head-") as workspace:
+            _export(repo_dir, result.head or "HEAD", Path(workspace))
+            job = _job(Path(workspace), result.findings, config)
+            run = runner.run(job, timeout=config.dynamic_timeout)
+            _merge(result, run)
+    except (OSError, subprocess.CalledProcessError, tarfile.TarError) as exc:
+        result.errors.append(StageError("dynamic", f"could not prepare the workspace: {exc}"))
+    result.timings["dynamic"] = round(time.perf_counter() - started, 4)
+
+
+def _export(repo_dir: Path, ref: str, into: Path) -> None:
+    """`git archive` of the head: exactly the committed files, no .git, no local changes."""
+    archive = subprocess.run(["git", "-C", str(repo_dir), "archive", "--format=tar", ref],
+                             check=True, capture_output=True).stdout
+    tar_path = into / ".head.tar"
+    tar_path.write_bytes(archive)
+    with tarfile.open(tar_path) as tar:
+        tar.extractall(into, filter="data")
+    tar_path.unlink()
+
+
+def _job(workspace: Path, findings: list[Finding], config: Config) -> dict[str, Any]:
+    return {
+        "repo": str(workspace),
+        "findings": [f.to_json() for f in findings],
+        "entries": [dict(e) for e in config.entries],
+        "seed": config.seed,
+        "search_seconds": config.search_seconds,
+        "finding_timeout": config.search_seconds + FINDING_SECONDS_SLACK,
+    }
+
+
+def _merge(result: AnalysisResult, run: RunResult) -> None:
+    by_fingerprint = {f.fingerprint: f for f in result.findings}
+    for record in run.records:
+        finding = by_fingerprint.get(record.get("fingerprint", ""))
+        if finding is None:
+            continue
+        finding.status = record.get("status", finding.status)
+        if record.get("trigger") is not None:
+            finding.trigger = {**record["trigger"], "box": record.get("box")}
+        elif record.get("box") is not None:
+            finding.trigger = {"box": record["box"]}
+        finding.reproducer = record.get("reproducer")
+        finding.error = record.get("error")
+    if run.outcome != "ok":
+        done = {r.get("fingerprint") for r in run.records}
+        for finding in result.findings:
+            if finding.fingerprint not in done:
+                finding.status = "error"
+                finding.error = f"{run.outcome}: {run.reason}"
+        result.errors.append(StageError("dynamic", f"{run.outcome}: {run.reason}"
+                                        + (f"; stderr: {run.stderr[-500:]}" if run.stderr
+                                           else "")))
