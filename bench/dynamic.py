@@ -159,7 +159,7 @@ def report(rows: list[Row], budget: float) -> dict[str, Any]:
     confirmed = [r for r in ran if r.confirmed]
     times = [r.seconds for r in confirmed if r.seconds is not None]
     both = [r for r in confirmed if r.random_seconds is not None and r.seconds]
-    speedups = [r.random_seconds / max(r.seconds, 1e-6) for r in both  # type: ignore[operator]
+    speedups = [r.random_seconds / max(r.seconds, 1e-6) for r in both
                 if r.random_seconds is not None and r.seconds is not None]
     summary = {
         "cases": len(rows), "run": len(ran), "confirmed": len(confirmed),
