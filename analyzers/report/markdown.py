@@ -28,6 +28,7 @@ from analyzers.report.summary import (
     format_bound,
     op_counts,
     plural,
+    proof_sentence,
     replacement_lines,
     sorted_findings,
     status_counts,
@@ -119,6 +120,15 @@ def _diff_section(finding: Finding) -> str | None:
     return _details("Patch", fenced(truncate(diff, _DIFF_CAP), "diff"))
 
 
+def _proof_paragraph(finding: Finding) -> str | None:
+    """What the dynamic pass found, with the box the inputs came from."""
+    sentence = proof_sentence(finding)
+    if not sentence or finding.status not in ("confirmed", "not-triggered"):
+        return None
+    label = "Proof" if finding.status == "confirmed" else "Search"
+    return f"**{label}:** {escape_text(sentence)}"
+
+
 def _trigger_section(finding: Finding) -> str | None:
     if not finding.trigger:
         return None
@@ -153,6 +163,9 @@ def inline_comment(finding: Finding) -> str:
         parts.append(operand)
     if finding.status == "error" and finding.error:
         parts.append(f"Error: {escape_text(truncate(one_line(finding.error), _ERROR_CAP))}")
+    proof = _proof_paragraph(finding)
+    if proof:
+        parts.append(proof)
     for section in (_suggestion_section(finding), _diff_section(finding),
                     _trigger_section(finding)):
         if section:

@@ -85,3 +85,25 @@ def replacement_lines(finding: Finding) -> list[str] | None:
     if isinstance(replacement, list) and all(isinstance(x, str) for x in replacement):
         return list(replacement)
     return None
+
+
+def proof_sentence(finding: Finding) -> str:
+    """What the dynamic pass did: the trigger it found, or the budget it spent."""
+    trigger = finding.trigger or {}
+    if "evaluations" not in trigger:
+        return finding.error or "" if finding.status == "potential" else ""
+    box = trigger.get("box") or {}
+    inputs = "; ".join(f"{spec.get('dtype')}{spec.get('shape')} in [{spec.get('lo'):g}, "
+                       f"{spec.get('hi'):g}]" for spec in box.get("inputs", []))
+    entry = f"{box.get('target', '?')} ({box.get('source', '?')} entry)" if box else ""
+    if finding.status == "confirmed":
+        return (f"NaN/Inf in the {trigger.get('where')} pass after "
+                f"{trigger.get('evaluations')} runs ({trigger.get('seconds', 0):.2f} s, stage "
+                f"{trigger.get('stage')}) of {entry}, inputs in {inputs or 'the box'}")
+    if finding.status == "not-triggered":
+        return (f"no trigger in {trigger.get('evaluations')} runs "
+                f"({trigger.get('seconds', 0):.2f} s) of {entry}, inputs in "
+                f"{inputs or 'the box'}" + (f"; {finding.error}" if finding.error else ""))
+    if finding.status == "potential" and finding.error:
+        return finding.error
+    return ""

@@ -14,6 +14,7 @@ from analyzers.report.summary import (
     file_count,
     format_interval,
     plural,
+    proof_sentence,
     replacement_lines,
     sorted_findings,
     status_counts,
@@ -71,7 +72,9 @@ def _finding_lines(finding: Finding, paint: _Paint) -> list[str]:
         lines.append(paint(_DIM, f"{_INDENT}{operand} in {format_interval(finding.interval)}"))
     if finding.status == "error" and finding.error:
         lines.extend(_indented("error", finding.error))
-    proof = _proof_line(finding)
+    proof = proof_sentence(finding)
+    if proof and finding.reproducer:
+        proof += "; the reproducer is in --format json or markdown"
     if proof:
         lines.extend(_indented(finding.status, proof))
     replacement = replacement_lines(finding)
@@ -80,29 +83,6 @@ def _finding_lines(finding: Finding, paint: _Paint) -> list[str]:
     elif finding.suggestion:
         lines.extend(_indented("suggestion", finding.suggestion))
     return lines
-
-
-def _proof_line(finding: Finding) -> str:
-    """What the dynamic pass did: the trigger it found, or the budget it spent."""
-    trigger = finding.trigger or {}
-    if "evaluations" not in trigger:
-        return finding.error or "" if finding.status == "potential" else ""
-    box = trigger.get("box") or {}
-    inputs = "; ".join(f"{spec.get('dtype')}{spec.get('shape')} in [{spec.get('lo'):g}, "
-                       f"{spec.get('hi'):g}]" for spec in box.get("inputs", []))
-    entry = f"{box.get('target', '?')} ({box.get('source', '?')} entry)" if box else ""
-    if finding.status == "confirmed":
-        return (f"NaN/Inf in the {trigger.get('where')} pass after "
-                f"{trigger.get('evaluations')} runs ({trigger.get('seconds', 0):.2f} s, stage "
-                f"{trigger.get('stage')}) of {entry}, inputs in {inputs or 'the box'}; "
-                f"reproducer in --format json/markdown")
-    if finding.status == "not-triggered":
-        return (f"no trigger in {trigger.get('evaluations')} runs "
-                f"({trigger.get('seconds', 0):.2f} s) of {entry}, inputs in "
-                f"{inputs or 'the box'}" + (f"; {finding.error}" if finding.error else ""))
-    if finding.status == "potential" and finding.error:
-        return finding.error
-    return ""
 
 
 def _summary_line(result: AnalysisResult) -> str:
