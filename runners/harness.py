@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-SUPPORTED_FRAMEWORKS = ("torch",)
+SUPPORTED_FRAMEWORKS = ("torch", "tensorflow")
 
 
 def _emit(record: dict[str, Any]) -> None:

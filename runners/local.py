@@ -37,7 +37,7 @@ def scrubbed_env(home: Path) -> dict[str, str]:
     env = {k: os.environ[k] for k in PASSED_THROUGH if k in os.environ}
     env.update({"HOME": str(home), "TMPDIR": str(home), "PYTHONHASHSEED": "0",
                 "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
-                "MKL_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "2",
+                "MKL_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3",
                 "CUDA_VISIBLE_DEVICES": os.environ.get("NUMCHECK_CUDA_DEVICES", "")})
     return env
 

@@ -53,6 +53,8 @@ class Entry:
     constants: dict[str, Any] = field(default_factory=dict)  # keyword args not searched
     init: dict[str, Any] = field(default_factory=dict)
     is_method: bool = False
+    framework: str = "torch"
+    param_names: list[str] = field(default_factory=list)
 
     def call(self, inputs: Sequence[torch.Tensor]) -> Any:
         return self.fn(*inputs, **self.constants)
@@ -96,11 +98,15 @@ def build_configured(repo_dir: Path, config: EntryConfig, seed: int) -> Entry:
         specs = [parse_spec(text) for text in config.inputs]
     except SpecError as exc:
         raise EntryError(str(exc)) from exc
-    if inspect.isclass(obj) and issubclass(obj, torch.nn.Module):
+    framework = framework_of(obj)
+    if inspect.isclass(obj):
         torch.manual_seed(seed)
-        instance = obj(**config.init)
-        return Entry(config.target, specs, instance, "config", init=dict(config.init))
-    return Entry(config.target, specs, obj, "config")
+        _seed_tensorflow(framework, seed)
+        instance: Any = obj(**config.init)
+        return Entry(config.target, specs, instance, "config", init=dict(config.init),
+                     framework=framework, param_names=_param_names(instance))
+    return Entry(config.target, specs, obj, "config", framework=framework,
+                 param_names=_param_names(obj))
 
 
 def synthesise(repo_dir: Path, path: str, function: str, seed: int) -> Entry:
@@ -124,7 +130,8 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int) -> Entry:
         if inspect.isclass(owner):
             return _method_entry(owner, parts[-1], target, seed)
     specs, constants = _specs_from_signature(obj, None)
-    return Entry(target, specs, obj, "synthesised", constants=constants)
+    return Entry(target, specs, obj, "synthesised", constants=constants,
+                 framework=framework_of(obj), param_names=_param_names(obj))
 
 
 def _method_entry(owner: type, method: str, target: str, seed: int) -> Entry:
@@ -139,7 +146,36 @@ def _method_entry(owner: type, method: str, target: str, seed: int) -> Entry:
     bound = getattr(instance, method)
     first = _first_layer_spec(instance)
     specs, constants = _specs_from_signature(bound, first)
-    return Entry(target, specs, bound, "synthesised", constants=constants, is_method=True)
+    return Entry(target, specs, bound, "synthesised", constants=constants, is_method=True,
+                 param_names=_param_names(bound))
+
+
+def framework_of(obj: Any) -> str:
+    """"tensorflow" when the code's module works with TensorFlow/Keras and not PyTorch."""
+    module = inspect.getmodule(obj if not isinstance(obj, torch.nn.Module) else type(obj))
+    roots = {getattr(v, "__name__", "").split(".", 1)[0] for v in vars(module).values()
+             if inspect.ismodule(v)} if module else set()
+    if "torch" not in roots and roots & {"tensorflow", "keras", "tf_keras"}:
+        return "tensorflow"
+    return "torch"
+
+
+def _seed_tensorflow(framework: str, seed: int) -> None:
+    if framework == "tensorflow":
+        import tensorflow as tf
+
+        tf.random.set_seed(seed)
+
+
+def _param_names(fn: Any) -> list[str]:
+    """Positional parameter names, for readable reproducers (`logits`, not `x0`)."""
+    target = fn.forward if isinstance(fn, torch.nn.Module) else (
+        fn.call if hasattr(fn, "call") and not inspect.isfunction(fn) else fn)
+    try:
+        params = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 def _first_layer_spec(module: torch.nn.Module) -> InputSpec | None:

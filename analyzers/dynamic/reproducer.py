@@ -80,7 +80,10 @@ def _literal(value: float | int | bool) -> str:
     return repr(value)
 
 
-def tensor_code(name: str, x: torch.Tensor, spec: InputSpec) -> list[str]:
+def tensor_code(name: str, x: torch.Tensor, spec: InputSpec, framework: str = "torch") -> \
+        list[str]:
+    if framework == "tensorflow":
+        return _tf_tensor_code(name, x, spec)
     dtype = f"torch.{spec.dtype}"
     grad = ", requires_grad=True" if spec.is_float else ""
     values = x.detach().to(torch.float64 if spec.is_float else torch.int64)
@@ -102,6 +105,27 @@ def tensor_code(name: str, x: torch.Tensor, spec: InputSpec) -> list[str]:
     return lines
 
 
+def _tf_tensor_code(name: str, x: torch.Tensor, spec: InputSpec) -> list[str]:
+    """TensorFlow tensors are immutable: small ones inline, large ones via a numpy array."""
+    values = x.detach().to(torch.float64 if spec.is_float else torch.int64)
+    if spec.dtype == "bool":
+        values = x.detach()
+    dtype = f"tf.{spec.dtype}"
+    base = base_value(spec)
+    flat = values.reshape(-1)
+    points = [int(i) for i in torch.nonzero(flat != base).reshape(-1)]
+    if x.numel() <= INLINE_LIMIT or len(points) > MAX_POINTS:
+        return [f"{name} = tf.constant({_nested(values.tolist())}, dtype={dtype})"]
+    shape = tuple(x.shape)
+    lines = [f"{name} = np.full({shape!r}, {_literal(base)})"]
+    for index in points:
+        position = tuple(int(i) for i in _unravel(index, shape))
+        lines.append(f"{name}[{', '.join(map(str, position))}] = "
+                     f"{_literal(flat[index].item())}")
+    lines.append(f"{name} = tf.constant({name}, dtype={dtype})")
+    return lines
+
+
 def _nested(value: object) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_nested(v) for v in value) + "]"
@@ -120,14 +144,22 @@ def _slug(text: str) -> str:
     return re.sub(r"\W+", "_", text).strip("_").lower() or "entry"
 
 
+def _names(entry: Entry, count: int) -> list[str]:
+    names = [n for n in entry.param_names if n not in ("self", "model", "out", "total")]
+    if len(names) >= count and len(set(names[:count])) == count:
+        return names[:count]
+    return [f"x{i}" for i in range(count)]
+
+
 def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) -> str:
     """The reproducer's source: pytest-style, and runnable as a plain script."""
     module, _, qualname = entry.target.partition(":")
     parts = qualname.split(".")
-    names = [f"x{i}" for i in range(len(inputs))]
-    body: list[str] = [f"torch.manual_seed({seed})"]
-    if entry.is_method or entry.init or (len(parts) == 1 and isinstance(entry.fn,
-                                                                        torch.nn.Module)):
+    tf_mode = entry.framework == "tensorflow"
+    names = _names(entry, len(inputs))
+    body: list[str] = [f"tf.random.set_seed({seed})" if tf_mode else f"torch.manual_seed({seed})"]
+    constructed = entry.is_method or entry.init or (len(parts) == 1 and not _is_function(entry))
+    if constructed:
         owner = parts[0]
         imported = owner
         init = ", ".join(f"{k}={v!r}" for k, v in entry.init.items())
@@ -137,43 +169,39 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         imported = parts[0]
         call = qualname
     for name, x, spec in zip(names, inputs, entry.specs, strict=True):
-        body.extend(tensor_code(name, x, spec))
-    body.append(f"out = {call}({', '.join(names)})")
+        body.extend(tensor_code(name, x, spec, entry.framework))
     label = f"{target.op} at {target.path}:{target.line}"
-    body.append(f"assert _finite(out), \"{label} makes the output NaN/Inf\"")
-    if target.where == "backward":
-        grads = [n for n, spec in zip(names, entry.specs, strict=True) if spec.is_float]
-        body.append("total = sum(t.sum() for t in _tensors(out) if t.requires_grad)")
-        body.append("total.backward()")
-        for name in grads:
-            body.append(f"assert {name}.grad is None or bool(torch.isfinite({name}.grad).all())"
-                        f", \"{label}: the gradient reaching {name} is NaN/Inf\"")
+    floats = [n for n, spec in zip(names, entry.specs, strict=True) if spec.is_float]
+    if tf_mode:
+        body.extend(_tf_check(call, names, floats, label, target.where))
+    else:
+        body.append(f"out = {call}({', '.join(names)})")
+        body.append(f"assert _finite(out), \"{label} makes the output NaN/Inf\"")
+        if target.where == "backward":
+            body.append("total = sum(t.sum() for t in _tensors(out) if t.requires_grad)")
+            body.append("total.backward()")
+            for name in floats:
+                body.append(f"assert {name}.grad is None or "
+                            f"bool(torch.isfinite({name}.grad).all()), "
+                            f"\"{label}: the gradient reaching {name} is NaN/Inf\"")
     test_name = f"test_{_slug(qualname)}_{target.op}_is_finite"
-    lines = [
+    header = [
         f'"""numcheck reproducer: `{target.call}` ({label}) gives NaN/Inf '
         f'in the {target.where} pass.',
         "",
         "Save it at the repository root and run `python -m pytest <this file>` (or run it",
         "with python). It fails while the bug is there and passes once it is fixed.",
         '"""',
-        "import torch",
+    ]
+    helpers = TF_HELPERS if tf_mode else TORCH_HELPERS
+    lines = [
+        *header,
+        *(["import numpy as np", "import tensorflow as tf"] if tf_mode else ["import torch"]),
         "",
         f"from {module} import {imported}",
         "",
         "",
-        "def _tensors(value):",
-        "    if isinstance(value, torch.Tensor):",
-        "        return [value]",
-        "    if isinstance(value, (tuple, list)):",
-        "        return [t for v in value for t in _tensors(v)]",
-        "    if isinstance(value, dict):",
-        "        return [t for v in value.values() for t in _tensors(v)]",
-        "    return []",
-        "",
-        "",
-        "def _finite(value):",
-        "    return all(bool(torch.isfinite(t).all()) for t in _tensors(value)",
-        "               if t.is_floating_point())",
+        *helpers,
         "",
         "",
         f"def {test_name}():",
@@ -185,3 +213,47 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         "",
     ]
     return "\n".join(lines)
+
+
+def _is_function(entry: Entry) -> bool:
+    import inspect
+
+    return inspect.isfunction(entry.fn) or inspect.ismethod(entry.fn)
+
+
+def _tf_check(call: str, names: list[str], floats: list[str], label: str,
+              where: str) -> list[str]:
+    lines = ["with tf.GradientTape(persistent=True) as tape:"]
+    lines += [f"    tape.watch({name})" for name in floats]
+    lines += [f"    out = {call}({', '.join(names)})"]
+    if where == "backward":  # the sum must be taken under the tape to be differentiated
+        lines += ["    total = tf.add_n([tf.reduce_sum(t) for t in tf.nest.flatten(out)])"]
+    lines += [f"assert _finite(out), \"{label} makes the output NaN/Inf\""]
+    if where == "backward":
+        for name in floats:
+            lines += [f"grad = tape.gradient(total, {name})",
+                      f"assert grad is None or bool(tf.reduce_all(tf.math.is_finite(grad))), "
+                      f"\"{label}: the gradient reaching {name} is NaN/Inf\""]
+    return lines
+
+
+TORCH_HELPERS = [
+    "def _tensors(value):",
+    "    if isinstance(value, torch.Tensor):",
+    "        return [value]",
+    "    if isinstance(value, (tuple, list)):",
+    "        return [t for v in value for t in _tensors(v)]",
+    "    if isinstance(value, dict):",
+    "        return [t for v in value.values() for t in _tensors(v)]",
+    "    return []",
+    "",
+    "",
+    "def _finite(value):",
+    "    return all(bool(torch.isfinite(t).all()) for t in _tensors(value)",
+    "               if t.is_floating_point())",
+]
+TF_HELPERS = [
+    "def _finite(value):",
+    "    return all(bool(tf.reduce_all(tf.math.is_finite(t))) for t in tf.nest.flatten(value)",
+    "               if isinstance(t, tf.Tensor) and t.dtype.is_floating)",
+]

@@ -96,6 +96,10 @@ class Searcher:
         self.op = op
         self.dtype = dtype
         self.probe = OpProbe(path, lines, op)
+        if entry.framework == "tensorflow":
+            from analyzers.dynamic.tf_backend import TFProbe
+
+            self.tf_probe = TFProbe(path, lines, op)
         self.budget = budget or Budget()
         self.generator = torch.Generator().manual_seed(seed)
         self.count = 0
@@ -106,6 +110,10 @@ class Searcher:
     # ------------------------------------------------------------------ one evaluation
     def evaluate(self, inputs: Sequence[torch.Tensor], want_grad: bool = False) -> Evaluation:
         self.count += 1
+        if self.entry.framework == "tensorflow":
+            from analyzers.dynamic.tf_backend import evaluate_tf
+
+            return evaluate_tf(self, list(inputs), want_grad)
         leaves = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
         self.probe.reset()
         try:
