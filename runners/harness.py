@@ -118,7 +118,8 @@ def confirm(job: dict[str, Any], finding: dict[str, Any]) -> dict[str, Any]:
         except Exception as exc:  # constructing the PR's objects can fail in any way
             problems.append(f"building the entry failed: {type(exc).__name__}: {exc}")
             continue
-        searcher = Searcher(entry, path, lines, finding["op"], seed=seed, budget=budget)
+        searcher = Searcher(entry, path, lines, finding["op"], dtype=entry.dtype, seed=seed,
+                            budget=budget)
         outcome = searcher.run()
         last = (entry, outcome, searcher)
         if outcome.reached:

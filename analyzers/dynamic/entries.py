@@ -13,7 +13,7 @@ import inspect
 import re
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -55,6 +55,7 @@ class Entry:
     is_method: bool = False
     framework: str = "torch"
     param_names: list[str] = field(default_factory=list)
+    dtype: str = "float32"  # the float dtype the entry runs in (float16: the fp16 bugs)
 
     def call(self, inputs: Sequence[torch.Tensor]) -> Any:
         return self.fn(*inputs, **self.constants)
@@ -98,15 +99,20 @@ def build_configured(repo_dir: Path, config: EntryConfig, seed: int) -> Entry:
         specs = [parse_spec(text) for text in config.inputs]
     except SpecError as exc:
         raise EntryError(str(exc)) from exc
+    if config.dtype:
+        specs = [replace(s, dtype=config.dtype) if s.is_float else s for s in specs]
     framework = framework_of(obj)
     if inspect.isclass(obj):
         torch.manual_seed(seed)
         _seed_tensorflow(framework, seed)
         instance: Any = obj(**config.init)
+        if config.dtype and isinstance(instance, torch.nn.Module):
+            instance = instance.to(TORCH_DTYPES[config.dtype])
         return Entry(config.target, specs, instance, "config", init=dict(config.init),
-                     framework=framework, param_names=_param_names(instance))
+                     framework=framework, param_names=_param_names(instance),
+                     dtype=config.dtype or "float32")
     return Entry(config.target, specs, obj, "config", framework=framework,
-                 param_names=_param_names(obj))
+                 param_names=_param_names(obj), dtype=config.dtype or "float32")
 
 
 def synthesise(repo_dir: Path, path: str, function: str, seed: int) -> Entry:

@@ -163,7 +163,8 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         owner = parts[0]
         imported = owner
         init = ", ".join(f"{k}={v!r}" for k, v in entry.init.items())
-        body.append(f"model = {owner}({init})")
+        cast = f".to(torch.{entry.dtype})" if entry.dtype != "float32" and not tf_mode else ""
+        body.append(f"model = {owner}({init}){cast}")
         call = "model" if len(parts) == 1 else f"model.{parts[-1]}"
     else:
         imported = parts[0]

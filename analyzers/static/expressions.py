@@ -50,7 +50,11 @@ class ExpressionsMixin(AnalyzerState):
                 number = float(node.evaluated_value)
             except (ValueError, OverflowError):
                 return Value("scalar")
-            return Value("scalar", constant(round_to(number, self.dtype)))
+            stored = round_to(number, self.dtype)
+            if stored == 0.0 and number != 0.0:  # `1e-8` in float16: the literal vanishes
+                return Value("scalar", constant(0.0), fp16_zero_eps=number,
+                             fp16_interval=constant(0.0))
+            return Value("scalar", constant(stored))
         if isinstance(node, cst.UnaryOperation):
             inner = self.ev(node.expression)
             if isinstance(node.operator, cst.Minus):
@@ -258,7 +262,10 @@ class ExpressionsMixin(AnalyzerState):
         elif left.fp16_zero_eps or right.fp16_zero_eps:
             carrier = left if left.fp16_zero_eps else right
             rest = right if carrier is left else left
-            if carrier.fp16_interval is not None:
+            if carrier.interval == constant(0.0):  # the vanished literal itself
+                result = result.with_(fp16_zero_eps=carrier.fp16_zero_eps,
+                                      fp16_interval=rest.interval)
+            elif carrier.fp16_interval is not None:
                 result = result.with_(fp16_zero_eps=carrier.fp16_zero_eps,
                                       fp16_interval=add(carrier.fp16_interval, rest.interval,
                                                         dtype))
