@@ -207,6 +207,8 @@ class Config:
     search_seconds: float = 5.0  # search budget per finding
     dynamic_timeout: int = 300  # wall clock for the whole sandboxed run
     seed: int = 0
+    harvest: bool = True  # record calls while the repository's own tests run
+    harvest_seconds: float = 60.0
     entries: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
     source: str | None = None
 
@@ -234,6 +236,11 @@ class Config:
             raise ConfigError(f"'search_seconds' in {where} must be a number in (0, 600]")
         _int("dynamic_timeout", self.dynamic_timeout, 1, where)
         _int("seed", self.seed, 0, where)
+        if not isinstance(self.harvest, bool):
+            raise ConfigError(f"'harvest' in {where} must be true or false")
+        if not isinstance(self.harvest_seconds, int | float) or isinstance(
+                self.harvest_seconds, bool) or not 0 < self.harvest_seconds <= 3600:
+            raise ConfigError(f"'harvest_seconds' in {where} must be a number in (0, 3600]")
         set_("entries", _entries(self.entries, where))
 
     def to_json(self) -> dict[str, Any]:
@@ -253,6 +260,8 @@ class Config:
             "search_seconds": self.search_seconds,
             "dynamic_timeout": self.dynamic_timeout,
             "seed": self.seed,
+            "harvest": self.harvest,
+            "harvest_seconds": self.harvest_seconds,
             "entries": [dict(e) for e in self.entries],
             "source": self.source,
         }

@@ -67,7 +67,22 @@ def _check_reproducer(repo: Path, source: str) -> tuple[bool, str]:
     return failed, proc.stderr[-2000:]
 
 
-def confirm(job: dict[str, Any], finding: dict[str, Any]) -> dict[str, Any]:
+def _harvested_entry(repo: Path, key: str, call: Any) -> Any:
+    from analyzers.dynamic.entries import EntryError, import_module
+    from analyzers.dynamic.harvest import entry_from_call
+
+    module_name, _, qualname = key.partition(":")
+    fn: Any = import_module(repo, module_name)
+    for part in qualname.split("."):
+        fn = getattr(fn, part)
+    try:
+        return entry_from_call(key, call, getattr(fn, "__wrapped__", fn))
+    except ValueError as exc:
+        raise EntryError(f"recorded call of {key} cannot be replayed: {exc}") from exc
+
+
+def confirm(job: dict[str, Any], finding: dict[str, Any],
+            harvested: Any = None) -> dict[str, Any]:
     """One finding through entry building, search, minimisation and the reproducer."""
     import torch
 
@@ -99,11 +114,15 @@ def confirm(job: dict[str, Any], finding: dict[str, Any]) -> dict[str, Any]:
                   if t["target"].split(":", 1)[0] == module]
 
     def candidates() -> Iterator[Any]:
-        """Configured entries of the finding's module first, then a synthesised call."""
+        """Configured entries of the finding's module, then calls recorded while the
+        repository's tests ran, then a synthesised call."""
         for table in configured:
             yield lambda table=table: build_configured(repo, EntryConfig(
                 table["target"], tuple(table["inputs"]), dict(table.get("init", {})),
                 table.get("dtype")), seed)
+        key = f"{module}:{finding['function']}"
+        for call in harvested.calls.get(key, []) if harvested else []:
+            yield lambda call=call, key=key: _harvested_entry(repo, key, call)
         yield lambda: synthesise(repo, finding["path"], finding["function"], seed)
 
     budget = Budget(seconds=float(job.get("search_seconds", 5.0)))
@@ -120,7 +139,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any]) -> dict[str, Any]:
             continue
         searcher = Searcher(entry, path, lines, finding["op"], dtype=entry.dtype, seed=seed,
                             budget=budget)
-        outcome = searcher.run()
+        outcome = searcher.run(entry.start)
         last = (entry, outcome, searcher)
         if outcome.reached:
             break
@@ -172,14 +191,28 @@ def _summary(x: Any) -> dict[str, Any]:
     return data
 
 
+def _harvest(job: dict[str, Any]) -> Any:
+    """Run the repository's tests once, recording calls of every function with a finding."""
+    if not job.get("harvest", True):
+        return None
+    try:
+        from analyzers.dynamic.harvest import harvest
+
+        targets = [(f["path"], f["function"]) for f in job["findings"]]
+        return harvest(Path(job["repo"]), targets, float(job.get("harvest_seconds", 60.0)))
+    except Exception:  # the tests are the PR's code too: any failure leaves synthesis
+        return None
+
+
 def main() -> int:
     job = json.load(sys.stdin)
     os.chdir(job["repo"])
+    harvested = _harvest(job)
     for finding in job["findings"]:
         started = time.perf_counter()
         try:
             with _deadline(float(job.get("finding_timeout", 60.0))):
-                record = confirm(job, finding)
+                record = confirm(job, finding, harvested)
         except FindingTimeout as exc:
             record = {"fingerprint": finding["fingerprint"], "status": "error",
                       "error": f"timeout: {exc}"}

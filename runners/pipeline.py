@@ -92,6 +92,8 @@ def _job(workspace: Path, findings: list[Finding], config: Config) -> dict[str, 
         "findings": [f.to_json() for f in findings],
         "entries": [dict(e) for e in config.entries],
         "seed": config.seed,
+        "harvest": config.harvest,
+        "harvest_seconds": config.harvest_seconds,
         "search_seconds": config.search_seconds,
         "finding_timeout": config.search_seconds + FINDING_SECONDS_SLACK,
     }

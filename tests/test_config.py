@@ -250,7 +250,8 @@ def test_to_json_is_plain() -> None:
     assert data["include"] == ["**/*.py"] and data["source"] == "x"
     assert set(data) == {"enable", "disable", "include", "exclude", "dtype", "scope",
                          "context_lines", "severity", "max_file_bytes", "fail_on", "dynamic",
-                         "search_seconds", "dynamic_timeout", "seed", "entries", "source"}
+                         "search_seconds", "dynamic_timeout", "seed", "harvest",
+                         "harvest_seconds", "entries", "source"}
 
 
 def test_config_is_hashable_and_comparable() -> None:

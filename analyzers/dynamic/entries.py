@@ -21,7 +21,7 @@ import torch
 
 from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec
 
-EntrySource = Literal["config", "synthesised"]
+EntrySource = Literal["config", "harvested", "synthesised"]
 TENSOR_HINT = re.compile(r"Tensor|ndarray|Array|Float\[|Int\[|Shaped\[")
 JAXTYPING_DIMS = re.compile(r"""\[\s*[\w.]+\s*,\s*["']([^"']*)["']\s*\]""")
 DEFAULT_BATCH, DEFAULT_FEATURES = 4, 8
@@ -56,8 +56,16 @@ class Entry:
     framework: str = "torch"
     param_names: list[str] = field(default_factory=list)
     dtype: str = "float32"  # the float dtype the entry runs in (float16: the fp16 bugs)
+    start: list[torch.Tensor] | None = None  # a known-good input to start the search from
+    # harvested calls: positional arguments with None where a searched input goes
+    template: list[Any] | None = None
+    template_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def call(self, inputs: Sequence[torch.Tensor]) -> Any:
+        if self.template is not None:
+            it = iter(inputs)
+            args = [next(it) if slot is None else slot for slot in self.template]
+            return self.fn(*args, **self.template_kwargs)
         return self.fn(*inputs, **self.constants)
 
     def describe_box(self) -> list[dict[str, Any]]:

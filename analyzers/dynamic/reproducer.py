@@ -171,12 +171,15 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         call = qualname
     for name, x, spec in zip(names, inputs, entry.specs, strict=True):
         body.extend(tensor_code(name, x, spec, entry.framework))
+    arguments = ", ".join(names)
+    if entry.template is not None:
+        arguments = _replayed_arguments(entry, names, body)
     label = f"{target.op} at {target.path}:{target.line}"
     floats = [n for n, spec in zip(names, entry.specs, strict=True) if spec.is_float]
     if tf_mode:
         body.extend(_tf_check(call, names, floats, label, target.where))
     else:
-        body.append(f"out = {call}({', '.join(names)})")
+        body.append(f"out = {call}({arguments})")
         body.append(f"assert _finite(out), \"{label} makes the output NaN/Inf\"")
         if target.where == "backward":
             body.append("total = sum(t.sum() for t in _tensors(out) if t.requires_grad)")
@@ -214,6 +217,26 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         "",
     ]
     return "\n".join(lines)
+
+
+def _replayed_arguments(entry: Entry, names: list[str], body: list[str]) -> str:
+    """A harvested call: searched inputs by name, the recorded rest spelled out."""
+    searched = iter(names)
+    parts: list[str] = []
+    for i, slot in enumerate(entry.template or []):
+        if slot is None:
+            parts.append(next(searched))
+        elif isinstance(slot, torch.Tensor):
+            name = f"arg{i}"
+            dtype = str(slot.dtype).replace("torch.", "")
+            spec = InputSpec(dtype, tuple(slot.shape), float(slot.min()) if slot.numel() else 0,
+                             float(slot.max()) if slot.numel() else 0, "observed")
+            body.extend(tensor_code(name, slot, spec, entry.framework))
+            parts.append(name)
+        else:
+            parts.append(repr(slot))
+    parts += [f"{k}={v!r}" for k, v in entry.template_kwargs.items()]
+    return ", ".join(parts)
 
 
 def _is_function(entry: Entry) -> bool:
