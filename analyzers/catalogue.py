@@ -468,6 +468,7 @@ _ENTRIES: tuple[OpSpec, ...] = (
         "kl_div", "risky", "KL divergence on log-probabilities",
         functions={"torch": _torch("nn.functional.kl_div", "nn.KLDivLoss"),
                    "tensorflow": _tf("keras.losses.kl_divergence", "keras.losses.KLDivergence")},
+        operand=1, operand_keywords=("target",),
         forward_invalid="target = 0 where computed as target * log(target)",
         gradient_invalid="same", suspect_loss="x",
         fixes=(FixCandidate("stable-api", "kl_div(..., log_target=True)"),), patterns=(15,),

@@ -26,13 +26,27 @@ from typing import Any
 SUPPORTED_FRAMEWORKS = ("torch", "tensorflow")
 
 
+_RECORDS: Any = None  # a private duplicate of the original stdout (see _own_stdout)
+
+
+def _own_stdout() -> None:
+    """Keep stdout for our records: the PR's code prints go to stderr from here on, so a
+    `print(..., end="")` cannot glue itself onto a record."""
+    global _RECORDS
+    _RECORDS = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+
 def _emit(record: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.flush()
+    out = _RECORDS or sys.stdout
+    out.write(json.dumps(record) + "\n")
+    out.flush()
 
 
-class FindingTimeout(Exception):
-    pass
+class FindingTimeout(BaseException):
+    """A BaseException, like KeyboardInterrupt, so `except Exception` in the PR's code (or
+    in the search) cannot swallow it."""
 
 
 @contextlib.contextmanager
@@ -42,7 +56,7 @@ def _deadline(seconds: float) -> Iterator[None]:
         raise FindingTimeout(f"the code did not finish within {seconds:g} s")
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)  # and again every second if swallowed
     try:
         yield
     finally:
@@ -206,6 +220,8 @@ def _harvest(job: dict[str, Any]) -> Any:
 
 def main() -> int:
     job = json.load(sys.stdin)
+    _own_stdout()
+    nonce = job.get("nonce")
     os.chdir(job["repo"])
     harvested = _harvest(job)
     for finding in job["findings"]:
@@ -224,8 +240,9 @@ def main() -> int:
                       "error": f"crashed: {type(exc).__name__}: {exc}",
                       "traceback": traceback.format_exc(limit=5)[-2000:]}
         record["elapsed"] = round(time.perf_counter() - started, 4)
+        record["nonce"] = nonce
         _emit(record)
-    _emit({"done": True})
+    _emit({"done": True, "nonce": nonce})
     return 0
 
 

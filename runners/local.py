@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -48,6 +49,8 @@ class LocalRunner:
         self.max_output_bytes = max_output_bytes
 
     def run(self, job: dict[str, Any], timeout: float) -> RunResult:
+        nonce = secrets.token_hex(16)  # records without it were not written by the harness
+        job = {**job, "nonce": nonce}
         with tempfile.TemporaryDirectory(prefix="numcheck-home-") as home:
             proc = subprocess.Popen(
                 [self.python, "-m", "runners.harness"], cwd=job["repo"],
@@ -61,7 +64,7 @@ class LocalRunner:
                 _kill_group(proc)
                 out, err = proc.communicate()
                 timed_out = True
-        records, done = _parse(out[: self.max_output_bytes])
+        records, done = _parse(out[: self.max_output_bytes], nonce)
         stderr = err.decode("utf-8", "replace")[-4000:]
         if timed_out:
             return RunResult("timeout", records, f"the sandboxed run passed its {timeout:g} s "
@@ -82,7 +85,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _parse(out: bytes) -> tuple[list[dict[str, Any]], bool]:
+def _parse(out: bytes, nonce: str) -> tuple[list[dict[str, Any]], bool]:
     records: list[dict[str, Any]] = []
     done = False
     for line in out.decode("utf-8", "replace").splitlines():
@@ -90,7 +93,7 @@ def _parse(out: bytes) -> tuple[list[dict[str, Any]], bool]:
             record = json.loads(line)
         except json.JSONDecodeError:
             continue  # the PR's code printed something; only our JSON lines count
-        if not isinstance(record, dict):
+        if not isinstance(record, dict) or record.pop("nonce", None) != nonce:
             continue
         if record.get("done"):
             done = True

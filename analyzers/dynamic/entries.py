@@ -249,13 +249,16 @@ def _shape_from_annotation(annotation: str) -> tuple[int, ...]:
     if match is None:
         return (DEFAULT_BATCH, DEFAULT_FEATURES)
     sizes: list[int] = []
-    for i, dim in enumerate(match[1].split()):
+    named: dict[str, int] = {}
+    for dim in match[1].split():
         if dim.isdigit():
             sizes.append(int(dim))
-        elif dim in ("...", "*batch", "#batch"):
+        elif dim.startswith(("...", "*", "#")):
             continue
         else:
-            sizes.append(DEFAULT_BATCH if i == 0 else DEFAULT_FEATURES)
+            if dim not in named:  # the first name is the batch; the same name, the same size
+                named[dim] = DEFAULT_BATCH if not sizes and not named else DEFAULT_FEATURES
+            sizes.append(named[dim])
     return tuple(sizes) or (DEFAULT_FEATURES,)
 
 

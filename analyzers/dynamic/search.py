@@ -243,6 +243,8 @@ class Searcher:
                     yield point
                     return
                 self._note(point, evaluation, "gradient")
+                if all(g is None or not bool(g.any()) for g in evaluation.grads):
+                    break  # nothing to follow here (masks, ints, saturation): next stages
                 if evaluation.loss >= previous:
                     step = [s * 0.5 for s in step]
                 previous = evaluation.loss

@@ -6,6 +6,7 @@ can judge whether the trigger is realistic (DESIGN.md, "The dynamic pass").
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -64,7 +65,13 @@ def parse_spec(text: str, source: BoxSource = "config") -> InputSpec:
         lo, hi, source = (0.0, 1.0, "default") if dtype == "bool" else (
             DEFAULT_LO, DEFAULT_HI, "default")
     else:
-        lo, hi = float(match["lo"]), float(match["hi"])
+        try:
+            lo, hi = float(match["lo"]), float(match["hi"])
+        except ValueError:
+            raise SpecError(f"cannot read the bounds in {text!r}; write numbers, as in "
+                            "'float32[8] in [-1.5, 2e3]'") from None
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise SpecError(f"the box in {text!r} must be finite: the search samples it")
     if lo > hi:
         raise SpecError(f"empty box in {text!r}: {lo:g} > {hi:g}")
     return InputSpec(dtype, shape, lo, hi, source)

@@ -39,15 +39,12 @@ LOSSES: dict[str, Callable[[torch.Tensor, OpSpec, str], torch.Tensor]] = {
     "distance to the nearest non-positive integer":
         lambda x, spec, dt: _nonpositive_integer_distance(x).amin(),
     "abs(step)": lambda x, spec, dt: x.abs().amin(),
-    "x - (p - 1) / 2": lambda x, spec, dt: x.amin(),
-    "abs(x) + abs(y)": lambda x, spec, dt: x.abs().amin(),
-    "min distance": lambda x, spec, dt: x.abs().amin(),
     "number of finite entries in the row":
         lambda x, spec, dt: torch.isfinite(x).sum(-1).amin().to(torch.float32),
-    "number of non-ignored targets": lambda x, spec, dt: x.new_tensor(1.0),
-    "smallest gap between eigenvalues (or the smallest eigenvalue)":
-        lambda x, spec, dt: x.new_tensor(1.0),
 }
+# Not here yet (the op needs more than its one operand, or a non-numeric objective):
+# atan2 (both arguments), cdist (pairwise distances), mvlgamma (its p), cross_entropy (the
+# ignored targets), linalg (eigenvalue gaps). Findings on them stay static, and say so.
 
 
 def suspect_loss(op: str, operand: torch.Tensor, dtype: str = "float32") -> torch.Tensor:
