@@ -109,7 +109,6 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
     )
     from analyzers.dynamic.reproducer import Target, minimise, render
     from analyzers.dynamic.search import Budget, Searcher
-    from analyzers.dynamic.suspect import has_loss
 
     repo = Path(job["repo"])
     seed = int(job.get("seed", 0))
@@ -118,9 +117,6 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         return {**base, "status": "potential",
                 "error": f"dynamic confirmation of {finding['framework']} code is not "
                          "supported yet; the finding stays a static one"}
-    if not has_loss(finding["op"]):
-        return {**base, "status": "potential",
-                "error": f"no search objective for {finding['op']} yet"}
     path = str(repo / finding["path"])
     lines = frozenset(range(finding["line"], finding["end_line"] + 1))
     module = module_name_for(finding["path"])

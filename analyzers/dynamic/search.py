@@ -2,10 +2,11 @@
 
 Stages, cheapest first, each stopping at the first trigger:
 1. random restarts inside the box (RANUM);
-2. sign-gradient steps on the suspect loss from the best starts (GRIST), clipped to the box;
-3. snapping: rounding the best point to coarser grids, zeroing small values and equalising,
-   which hits the measure-zero sets gradients only approach (std of a constant batch, the
-   norm of a zero vector, lgamma at -2);
+2. snapping the best point: rounding to coarser grids, zeroing small values, equalising and
+   the box's corners, which hits the measure-zero sets gradients only approach (std of a
+   constant batch, the norm of a zero vector, lgamma at -2); a dozen runs, so it goes first;
+3. sign-gradient steps on the suspect loss from the best starts (GRIST), clipped to the box,
+   then snapping again from where they ended;
 4. a gradient-free evolutionary fallback where gradients vanish (saturation, masks, ints).
 Deterministic under a seed; bounded by seconds and evaluations.
 """
@@ -25,7 +26,7 @@ from analyzers.dynamic.probe import OpProbe
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.suspect import suspect_loss
 
-STAGES = ("restarts", "gradient", "snap", "evolution")
+STAGES = ("restarts", "snap", "gradient", "snap", "evolution")
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,9 @@ class Searcher:
             if operand_ok and not _finite(hit.output):
                 result.forward = True
             if operand_ok and hit.operand.is_floating_point():
-                losses.append(suspect_loss(self.op, hit.operand, self.dtype))
+                loss_value = suspect_loss(self.op, hit.operand, self.dtype)
+                if loss_value is not None:
+                    losses.append(loss_value)
             if not result.forward and hit.operand.requires_grad and hit.output.requires_grad:
                 (local,) = torch.autograd.grad(hit.output, hit.operand,
                                                torch.ones_like(hit.output), retain_graph=True,

@@ -47,10 +47,14 @@ LOSSES: dict[str, Callable[[torch.Tensor, OpSpec, str], torch.Tensor]] = {
 # ignored targets), linalg (eigenvalue gaps). Findings on them stay static, and say so.
 
 
-def suspect_loss(op: str, operand: torch.Tensor, dtype: str = "float32") -> torch.Tensor:
-    """A scalar; the op is at or past its invalid boundary when it is <= 0."""
+def suspect_loss(op: str, operand: torch.Tensor,
+                 dtype: str = "float32") -> torch.Tensor | None:
+    """A scalar; the op is at or past its invalid boundary when it is <= 0. None where the
+    op has no objective yet: the search then relies on its gradient-free stages."""
     spec = CATALOGUE.by_op[op]
-    fn = LOSSES[spec.suspect_loss]
+    fn = LOSSES.get(spec.suspect_loss)
+    if fn is None:
+        return None
     return fn(operand.to(torch.float64) if operand.is_floating_point() else
               operand.to(torch.float64), spec, dtype)
 

@@ -59,9 +59,13 @@ class TFProbe:
         return False
 
     def _wrap(self, original: Callable[..., Any], operand_at: int) -> Callable[..., Any]:
+        import tensorflow as tf
+
         probe = self
 
         def watched(*args: Any, **kwargs: Any) -> Any:
+            if not tf.executing_eagerly():  # Keras traces `call` once to build the layer
+                return original(*args, **kwargs)
             on_line = probe._on_line()
             operand = args[operand_at] if on_line and operand_at < len(args) else None
             if operand is not None and probe.tape is not None and hasattr(operand, "dtype"):
