@@ -1,0 +1,22 @@
+"""Single-head graph attention layer (GAT-style scaled dot product over neighbours)."""
+
+import math
+
+import torch
+from torch import nn
+
+
+class NeighborAttention(nn.Module):
+    def __init__(self, dim: int = 8) -> None:
+        super().__init__()
+        self.query = nn.Linear(dim, dim)
+        self.key = nn.Linear(dim, dim)
+        self.value = nn.Linear(dim, dim)
+        self.scale = 1.0 / math.sqrt(dim)
+
+    def forward(self, x: torch.Tensor, adjacency: torch.Tensor) -> torch.Tensor:
+        # x: [nodes, dim]; adjacency: [nodes, nodes] bool, True where j is a neighbour of i
+        scores = self.query(x) @ self.key(x).t() * self.scale
+        scores = scores.masked_fill(~adjacency, float("-inf"))
+        attn = torch.softmax(scores, dim=-1)  # numcheck-bug: softmax
+        return attn @ self.value(x)
