@@ -1,6 +1,8 @@
-"""Where untrusted PR code runs (sandboxed runners and the in-sandbox harness).
+"""Where untrusted PR code runs.
 
-Nothing in numcheck executes repository code yet: the static pass only parses it. The dynamic
-confirmation pass (issue 3) and the sandboxes (issue 6) land here; `analyzers/` never imports
-this package and this package never imports `bot/`.
+`harness.py` executes inside the child process and is the only code that imports the PR's
+modules; `local.py` starts it with a scrubbed environment and a time limit; `pipeline.py`
+holds `analyze()`, the static pass followed by the dynamic pass. `analyzers/` never imports
+this package and this package never imports `bot/`. The hardened sandboxes (rlimits, an
+unprivileged user, no network, Docker) come with the sandbox issue.
 """
