@@ -107,6 +107,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         module_name_for,
         synthesise,
     )
+    from analyzers.dynamic.localise import localise
     from analyzers.dynamic.reproducer import Target, minimise, render
     from analyzers.dynamic.search import Budget, Searcher
 
@@ -172,6 +173,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
                 (evaluation.backward or evaluation.forward))
 
     small = minimise(outcome.inputs, entry.specs, still_fails)
+    first = localise(entry, small, str(repo))
     target = Target(finding["path"], finding["line"], finding["op"], finding["call"],
                     outcome.where or "forward")
     script = render(entry, small, target, seed)
@@ -181,6 +183,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         "reaches_output": outcome.reaches_output, "seconds": round(outcome.seconds, 4),
         "evaluations": outcome.evaluations, "device": "cpu", "seed": seed,
         "inputs": [_summary(x) for x in small], "trace": outcome.trace[-50:],
+        "first_nonfinite": first,
     }
     if not fails:
         return {**base, "status": "not-triggered", "box": box, "trigger": trigger,

@@ -634,3 +634,27 @@ def test_reproducer_rebuilds_a_module_with_the_searched_weights(fixture_copy: Pa
     script.write_text(source, encoding="utf-8")
     with pytest.raises(AssertionError, match="makes the output NaN/Inf"):
         runpy.run_path(str(script), run_name="__main__")
+
+
+# ---------------------------------------------------------------- localisation
+
+
+def test_localise_names_the_first_op_that_made_the_nan() -> None:
+    """x = 0: the division makes 0/0 = NaN one line before the log the search watched."""
+    from analyzers.dynamic.localise import localise
+
+    entry = build_configured(FIXTURES, EntryConfig("dynfix.localise_cases:log_of_normalised",
+                                                   ("float32[4]",)), seed=0)
+    found = localise(entry, [torch.zeros(4)], str(FIXTURES))
+    assert found is not None
+    assert found["path"] == "dynfix/localise_cases.py"
+    assert found["line"] == marker_line("dynfix/localise_cases.py", "@first-nan")
+    assert found["op"] in ("div", "__truediv__")
+
+
+def test_localise_is_silent_when_the_forward_stays_finite() -> None:
+    from analyzers.dynamic.localise import localise
+
+    entry = build_configured(FIXTURES, EntryConfig("dynfix.localise_cases:gradient_only",
+                                                   ("float32[4]",)), seed=0)
+    assert localise(entry, [torch.zeros(4)], str(FIXTURES)) is None

@@ -97,9 +97,18 @@ def proof_sentence(finding: Finding) -> str:
                        f"{spec.get('hi'):g}]" for spec in box.get("inputs", []))
     entry = f"{box.get('target', '?')} ({box.get('source', '?')} entry)" if box else ""
     if finding.status == "confirmed":
+        first = trigger.get("first_nonfinite") or {}
+        origin = ""
+        if first.get("line") is not None and (first.get("path"), first.get("line")) != (
+                finding.path, finding.line):
+            origin = f"; the first NaN/Inf is made by {first.get('op')} at " \
+                     f"{first.get('path')}:{first.get('line')}"
+        reach = "" if trigger.get("reaches_output", True) else \
+            " (it does not reach the entry's output)"
         return (f"NaN/Inf in the {trigger.get('where')} pass after "
                 f"{trigger.get('evaluations')} runs ({trigger.get('seconds', 0):.2f} s, stage "
-                f"{trigger.get('stage')}) of {entry}, inputs in {inputs or 'the box'}")
+                f"{trigger.get('stage')}) of {entry}, inputs in {inputs or 'the box'}"
+                f"{reach}{origin}")
     if finding.status == "not-triggered":
         return (f"no trigger in {trigger.get('evaluations')} runs "
                 f"({trigger.get('seconds', 0):.2f} s) of {entry}, inputs in "
