@@ -332,7 +332,8 @@ def config_from_mapping(data: Mapping[str, Any], where: str = "configuration",
     return config
 
 
-ENTRY_KEYS = ("target", "inputs", "init", "dtype")
+ENTRY_KEYS = ("target", "inputs", "init", "dtype", "autocast")
+AUTOCAST_DTYPES = ("float16", "bfloat16")
 
 
 def _entries(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
@@ -368,8 +369,13 @@ def _entries(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
         dtype = table.get("dtype")
         if dtype is not None and dtype not in DTYPES:
             raise ConfigError(f"{at}: dtype must be one of {', '.join(DTYPES)}")
+        autocast = table.get("autocast")
+        if autocast is not None and autocast not in AUTOCAST_DTYPES:
+            raise ConfigError(f"{at}: autocast must be one of {', '.join(AUTOCAST_DTYPES)} "
+                              "(the model runs in float32 under torch.autocast)")
         out.append(MappingProxyType({"target": target, "inputs": list(inputs),
-                                     "init": dict(init), "dtype": dtype}))
+                                     "init": dict(init), "dtype": dtype,
+                                     "autocast": autocast}))
     return tuple(out)
 
 

@@ -130,7 +130,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         for table in configured:
             yield lambda table=table: build_configured(repo, EntryConfig(
                 table["target"], tuple(table["inputs"]), dict(table.get("init", {})),
-                table.get("dtype")), seed)
+                table.get("dtype"), table.get("autocast")), seed)
         key = f"{module}:{finding['function']}"
         for call in harvested.calls.get(key, []) if harvested else []:
             yield lambda call=call, key=key: _harvested_entry(repo, key, call)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import math
+import os
 import runpy
 import shutil
 import subprocess
@@ -658,3 +659,26 @@ def test_localise_is_silent_when_the_forward_stays_finite() -> None:
     entry = build_configured(FIXTURES, EntryConfig("dynfix.localise_cases:gradient_only",
                                                    ("float32[4]",)), seed=0)
     assert localise(entry, [torch.zeros(4)], str(FIXTURES)) is None
+
+
+def test_autocast_entry_runs_under_autocast_and_its_reproducer_says_so(tmp_path: Path) -> None:
+    from analyzers.dynamic.reproducer import Target, render
+
+    entry = build_configured(FIXTURES, EntryConfig(
+        "dynfix.localise_cases:attention_weights", ("float32[2,4] in [-6, 6]",
+                                                    "float32[2,4] in [-6, 6]"),
+        autocast="bfloat16"), seed=0)
+    assert entry.autocast == "bfloat16" and entry.dtype == "bfloat16"
+    out = entry.call([torch.ones(2, 4), torch.ones(2, 4)])
+    assert out.dtype == torch.bfloat16  # the matmul ran in bfloat16
+    outcome = searcher(entry, "dynfix/localise_cases.py", "@autocast-exp", "exp").run()
+    assert outcome.triggered and outcome.where == "forward"
+    source = render(entry, outcome.inputs, Target("dynfix/localise_cases.py", 1, "exp",
+                                                   "torch.exp(...)", "forward"), seed=0)
+    assert 'with torch.autocast("cpu", dtype=torch.bfloat16):' in source
+    script = tmp_path / "repro.py"
+    script.write_text(source, encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(script)], cwd=FIXTURES, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(FIXTURES)},
+                          timeout=120)
+    assert proc.returncode != 0 and "AssertionError" in proc.stderr

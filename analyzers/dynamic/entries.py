@@ -42,6 +42,7 @@ class EntryConfig:
     inputs: tuple[str, ...]
     init: dict[str, Any] = field(default_factory=dict)
     dtype: str | None = None
+    autocast: str | None = None  # "float16" | "bfloat16": run under torch.autocast
 
 
 @dataclass
@@ -60,8 +61,15 @@ class Entry:
     # harvested calls: positional arguments with None where a searched input goes
     template: list[Any] | None = None
     template_kwargs: dict[str, Any] = field(default_factory=dict)
+    autocast: str | None = None
 
     def call(self, inputs: Sequence[torch.Tensor]) -> Any:
+        if self.autocast is not None:
+            with torch.autocast("cpu", dtype=TORCH_DTYPES[self.autocast]):
+                return self._call(inputs)
+        return self._call(inputs)
+
+    def _call(self, inputs: Sequence[torch.Tensor]) -> Any:
         if self.template is not None:
             it = iter(inputs)
             args = [next(it) if slot is None else slot for slot in self.template]
@@ -118,9 +126,11 @@ def build_configured(repo_dir: Path, config: EntryConfig, seed: int) -> Entry:
             instance = instance.to(TORCH_DTYPES[config.dtype])
         return Entry(config.target, specs, instance, "config", init=dict(config.init),
                      framework=framework, param_names=_param_names(instance),
-                     dtype=config.dtype or "float32")
+                     dtype=config.autocast or config.dtype or "float32",
+                     autocast=config.autocast)
     return Entry(config.target, specs, obj, "config", framework=framework,
-                 param_names=_param_names(obj), dtype=config.dtype or "float32")
+                 param_names=_param_names(obj), dtype=config.autocast or config.dtype or "float32",
+                 autocast=config.autocast)
 
 
 def synthesise(repo_dir: Path, path: str, function: str, seed: int) -> Entry:

@@ -179,7 +179,11 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
     if tf_mode:
         body.extend(_tf_check(call, names, floats, label, target.where))
     else:
-        body.append(f"out = {call}({arguments})")
+        if entry.autocast:
+            body.append(f"with torch.autocast(\"cpu\", dtype=torch.{entry.autocast}):")
+            body.append(f"    out = {call}({arguments})")
+        else:
+            body.append(f"out = {call}({arguments})")
         body.append(f"assert _finite(out), \"{label} makes the output NaN/Inf\"")
         if target.where == "backward":
             body.append("total = sum(t.sum() for t in _tensors(out) if t.requires_grad)")
