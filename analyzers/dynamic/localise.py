@@ -17,18 +17,9 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from analyzers.dynamic.entries import Entry
+from analyzers.dynamic.probe import tensors_in
 
 MAX_FRAMES = 40
-
-
-def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, list | tuple):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    return []
 
 
 def _finite(values: list[torch.Tensor]) -> bool:
@@ -72,8 +63,8 @@ class FirstNonFinite(TorchFunctionMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         if self.found is None and not _writes_infinity(args, kwargs):
-            inputs = _tensors(args) + _tensors(kwargs)
-            outputs = _tensors(out)
+            inputs = tensors_in(args) + tensors_in(kwargs)
+            outputs = tensors_in(out)
             made_nan = not _any_nan(inputs) and _any_nan(outputs)
             if made_nan or (_finite(inputs) and not _finite(outputs)):
                 where = self._user_frame()

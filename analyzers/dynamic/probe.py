@@ -30,37 +30,60 @@ class Hit:
     output: torch.Tensor
 
 
-class OpProbe(TorchFunctionMode):
-    def __init__(self, path: str, lines: frozenset[int], op: str) -> None:
-        super().__init__()
+def tensors_in(value: Any) -> list[torch.Tensor]:
+    """Every tensor in a value as code returns it: a tensor, or nested tuples, lists, dicts."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, tuple | list):
+        return [t for v in value for t in tensors_in(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in tensors_in(v)]
+    return []
+
+
+class LineWatch:
+    """Is the code that called into the framework on one of the watched lines of one file?
+
+    Shared by the PyTorch and TensorFlow probes; `realpath` is cached per code file because
+    this runs on every framework call of every evaluation.
+    """
+
+    def __init__(self, path: str, lines: frozenset[int]) -> None:
         self.path = os.path.realpath(path)
         self.lines = lines
-        self.op = op
-        self.hits: list[Hit] = []
-        self._names = op_names(op)
-        self._code_paths: dict[str, bool] = {}
+        self._same_file: dict[str, bool] = {}
 
-    def _on_watched_line(self) -> bool:
+    def caller_on_line(self) -> bool:
+        """Called from the hook (`__torch_function__`, a TF wrapper): its caller's frames."""
         frame: FrameType | None = sys._getframe(2)
         for _ in range(MAX_FRAMES):
             if frame is None:
                 return False
             filename = frame.f_code.co_filename
-            same = self._code_paths.get(filename)
+            same = self._same_file.get(filename)
             if same is None:
                 same = os.path.realpath(filename) == self.path
-                self._code_paths[filename] = same
+                self._same_file[filename] = same
             if same:
                 return frame.f_lineno in self.lines
             frame = frame.f_back
         return False
+
+
+class OpProbe(TorchFunctionMode):
+    def __init__(self, path: str, lines: frozenset[int], op: str) -> None:
+        super().__init__()
+        self.op = op
+        self.hits: list[Hit] = []
+        self._names = op_names(op)
+        self._watch = LineWatch(path, lines)
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = getattr(func, "__name__", "")
-        if name in self._names and self._on_watched_line():
+        if name in self._names and self._watch.caller_on_line():
             operand = operand_of(self.op, name, args, kwargs)
             if isinstance(operand, torch.Tensor) and isinstance(out, torch.Tensor):
                 self.hits.append(Hit(name, operand, out))

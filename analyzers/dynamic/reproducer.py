@@ -80,49 +80,50 @@ def _literal(value: float | int | bool) -> str:
     return repr(value)
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """A tensor as the script writes it: in full, or a base value plus the points that differ."""
+
+    values: torch.Tensor
+    base: float
+    points: list[tuple[tuple[int, ...], float | int | bool]]
+    inline: bool
+
+
+def _layout(x: torch.Tensor, spec: InputSpec) -> _Layout:
+    values = x.detach() if spec.dtype == "bool" else x.detach().to(
+        torch.float64 if spec.is_float else torch.int64)
+    base = base_value(spec)
+    flat = values.reshape(-1)
+    indices = [int(i) for i in torch.nonzero(flat != base).reshape(-1)]
+    inline = x.numel() <= INLINE_LIMIT or len(indices) > MAX_POINTS
+    points = [(tuple(_unravel(i, tuple(x.shape))), flat[i].item()) for i in indices]
+    return _Layout(values, base, points, inline)
+
+
+def _assignments(name: str, layout: _Layout) -> list[str]:
+    return [f"{name}[{', '.join(map(str, position))}] = {_literal(value)}"
+            for position, value in layout.points]
+
+
 def tensor_code(name: str, x: torch.Tensor, spec: InputSpec, framework: str = "torch") -> \
         list[str]:
-    if framework == "tensorflow":
-        return _tf_tensor_code(name, x, spec)
+    layout = _layout(x, spec)
+    shape = tuple(x.shape)
+    if framework == "tensorflow":  # tf tensors are immutable: large ones go via numpy
+        dtype = f"tf.{spec.dtype}"
+        if layout.inline:
+            return [f"{name} = tf.constant({_nested(layout.values.tolist())}, dtype={dtype})"]
+        return [f"{name} = np.full({shape!r}, {_literal(layout.base)})",
+                *_assignments(name, layout), f"{name} = tf.constant({name}, dtype={dtype})"]
     dtype = f"torch.{spec.dtype}"
     grad = ", requires_grad=True" if spec.is_float else ""
-    values = x.detach().to(torch.float64 if spec.is_float else torch.int64)
-    if spec.dtype == "bool":
-        values = x.detach()
-    base = base_value(spec)
-    flat = values.reshape(-1)
-    points = [int(i) for i in torch.nonzero(flat != base).reshape(-1)]
-    shape = tuple(x.shape)
-    if x.numel() <= INLINE_LIMIT or len(points) > MAX_POINTS:
-        return [f"{name} = torch.tensor({_nested(values.tolist())}, dtype={dtype}{grad})"]
-    lines = [f"{name} = torch.full({shape!r}, {_literal(base)}, dtype={dtype})"]
-    for index in points:
-        position = tuple(int(i) for i in _unravel(index, shape))
-        lines.append(f"{name}[{', '.join(map(str, position))}] = "
-                     f"{_literal(flat[index].item())}")
+    if layout.inline:
+        return [f"{name} = torch.tensor({_nested(layout.values.tolist())}, dtype={dtype}{grad})"]
+    lines = [f"{name} = torch.full({shape!r}, {_literal(layout.base)}, dtype={dtype})",
+             *_assignments(name, layout)]
     if spec.is_float:
         lines.append(f"{name}.requires_grad_()")
-    return lines
-
-
-def _tf_tensor_code(name: str, x: torch.Tensor, spec: InputSpec) -> list[str]:
-    """TensorFlow tensors are immutable: small ones inline, large ones via a numpy array."""
-    values = x.detach().to(torch.float64 if spec.is_float else torch.int64)
-    if spec.dtype == "bool":
-        values = x.detach()
-    dtype = f"tf.{spec.dtype}"
-    base = base_value(spec)
-    flat = values.reshape(-1)
-    points = [int(i) for i in torch.nonzero(flat != base).reshape(-1)]
-    if x.numel() <= INLINE_LIMIT or len(points) > MAX_POINTS:
-        return [f"{name} = tf.constant({_nested(values.tolist())}, dtype={dtype})"]
-    shape = tuple(x.shape)
-    lines = [f"{name} = np.full({shape!r}, {_literal(base)})"]
-    for index in points:
-        position = tuple(int(i) for i in _unravel(index, shape))
-        lines.append(f"{name}[{', '.join(map(str, position))}] = "
-                     f"{_literal(flat[index].item())}")
-    lines.append(f"{name} = tf.constant({name}, dtype={dtype})")
     return lines
 
 

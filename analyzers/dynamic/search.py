@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from analyzers.dynamic.entries import Entry, sample
-from analyzers.dynamic.probe import OpProbe
+from analyzers.dynamic.probe import OpProbe, tensors_in
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.suspect import suspect_loss
 
@@ -81,13 +81,7 @@ def _finite(value: Any) -> bool:
 
 
 def _float_outputs(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value] if value.is_floating_point() and value.requires_grad else []
-    if isinstance(value, tuple | list):
-        return [t for v in value for t in _float_outputs(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _float_outputs(v)]
-    return []
+    return [t for t in tensors_in(value) if t.is_floating_point() and t.requires_grad]
 
 
 class Searcher:

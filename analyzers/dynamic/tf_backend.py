@@ -10,11 +10,8 @@ back, so every search stage serves both frameworks.
 from __future__ import annotations
 
 import importlib
-import os
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,6 +19,7 @@ import torch
 
 from analyzers.catalogue import CATALOGUE
 from analyzers.dtypes import limits
+from analyzers.dynamic.probe import LineWatch
 
 if TYPE_CHECKING:
     from analyzers.dynamic.search import Evaluation, Searcher
@@ -29,7 +27,6 @@ if TYPE_CHECKING:
 OPERATORS = {"div": ("__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__"),
              "pow": ("__pow__",)}
 REVERSED = frozenset({"__rtruediv__", "__rfloordiv__"})
-MAX_FRAMES = 12
 
 
 @dataclass
@@ -47,16 +44,8 @@ class TFProbe:
     hits: list[TFHit] = field(default_factory=list)
     _patched: list[tuple[Any, str, Any]] = field(default_factory=list)
 
-    def _on_line(self) -> bool:
-        frame: FrameType | None = sys._getframe(2)
-        target = os.path.realpath(self.path)
-        for _ in range(MAX_FRAMES):
-            if frame is None:
-                return False
-            if os.path.realpath(frame.f_code.co_filename) == target:
-                return frame.f_lineno in self.lines
-            frame = frame.f_back
-        return False
+    def __post_init__(self) -> None:
+        self._watch = LineWatch(self.path, self.lines)
 
     def _wrap(self, original: Callable[..., Any], operand_at: int) -> Callable[..., Any]:
         import tensorflow as tf
@@ -66,7 +55,7 @@ class TFProbe:
         def watched(*args: Any, **kwargs: Any) -> Any:
             if not tf.executing_eagerly():  # Keras traces `call` once to build the layer
                 return original(*args, **kwargs)
-            on_line = probe._on_line()
+            on_line = probe._watch.caller_on_line()
             operand = args[operand_at] if on_line and operand_at < len(args) else None
             if operand is not None and probe.tape is not None and hasattr(operand, "dtype"):
                 probe.tape.watch(operand)

@@ -321,28 +321,19 @@ def corners(specs: list[Spec]) -> Iterator[list[np.ndarray]]:
 # --------------------------------------------------------------------------- frameworks
 
 
+DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64", "int64", "bool")
+
+
 def torch_dtype(name: str) -> Any:
-    t = import_torch()
-    return {
-        "float16": t.float16,
-        "bfloat16": t.bfloat16,
-        "float32": t.float32,
-        "float64": t.float64,
-        "int64": t.int64,
-        "bool": t.bool,
-    }[name]
+    if name not in DTYPE_NAMES:
+        raise KeyError(name)
+    return getattr(import_torch(), name)
 
 
 def tf_dtype(name: str) -> Any:
-    t = import_tf()
-    return {
-        "float16": t.float16,
-        "bfloat16": t.bfloat16,
-        "float32": t.float32,
-        "float64": t.float64,
-        "int64": t.int64,
-        "bool": t.bool,
-    }[name]
+    if name not in DTYPE_NAMES:
+        raise KeyError(name)
+    return getattr(import_tf(), name)
 
 
 def to_framework(framework: str, value: np.ndarray, spec: Spec) -> Any:
