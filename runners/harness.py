@@ -82,13 +82,11 @@ def _check_reproducer(repo: Path, source: str) -> tuple[bool, str]:
 
 
 def _harvested_entry(repo: Path, key: str, call: Any) -> Any:
-    from analyzers.dynamic.entries import EntryError, import_module
+    from analyzers.dynamic.entries import EntryError, import_module, resolve_attr
     from analyzers.dynamic.harvest import entry_from_call
 
     module_name, _, qualname = key.partition(":")
-    fn: Any = import_module(repo, module_name)
-    for part in qualname.split("."):
-        fn = getattr(fn, part)
+    fn = resolve_attr(import_module(repo, module_name), qualname)
     try:
         return entry_from_call(key, call, getattr(fn, "__wrapped__", fn))
     except ValueError as exc:

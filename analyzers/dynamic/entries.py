@@ -95,7 +95,7 @@ def import_module(repo_dir: Path, module: str) -> Any:
     return importlib.import_module(module)
 
 
-def _resolve(module: Any, qualname: str) -> Any:
+def resolve_attr(module: Any, qualname: str) -> Any:
     obj = module
     for part in qualname.split("."):
         obj = getattr(obj, part)
@@ -108,7 +108,7 @@ def build_configured(repo_dir: Path, config: EntryConfig, seed: int) -> Entry:
         raise EntryError(f"entry target {config.target!r} must be 'package.module:name'")
     try:
         module = import_module(repo_dir, module_name)
-        obj = _resolve(module, qualname)
+        obj = resolve_attr(module, qualname)
     except (ImportError, AttributeError) as exc:
         raise EntryError(f"cannot import entry {config.target}: {exc}") from exc
     try:
@@ -145,12 +145,12 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int) -> Entry:
     if "<locals>" in parts or function == "<module>":
         raise EntryError(f"{function} is not reachable from the module; configure an entry")
     try:
-        obj = _resolve(module, function)
+        obj = resolve_attr(module, function)
     except AttributeError as exc:
         raise EntryError(f"{module_name} has no {function}; configure an entry") from exc
     target = f"{module_name}:{function}"
     if len(parts) >= 2:
-        owner = _resolve(module, ".".join(parts[:-1]))
+        owner = resolve_attr(module, ".".join(parts[:-1]))
         if inspect.isclass(owner):
             return _method_entry(owner, parts[-1], target, seed)
     specs, constants = _specs_from_signature(obj, None)
