@@ -62,10 +62,13 @@ class Entry:
     template: list[Any] | None = None
     template_kwargs: dict[str, Any] = field(default_factory=dict)
     autocast: str | None = None
+    device: str = "cpu"  # where the code runs; the search samples on CPU and moves inputs
 
     def call(self, inputs: Sequence[torch.Tensor]) -> Any:
+        if self.device != "cpu":  # differentiable moves: gradients reach the CPU leaves
+            inputs = [x.to(self.device) for x in inputs]
         if self.autocast is not None:
-            with torch.autocast("cpu", dtype=TORCH_DTYPES[self.autocast]):
+            with torch.autocast(device_type(self.device), dtype=TORCH_DTYPES[self.autocast]):
                 return self._call(inputs)
         return self._call(inputs)
 
@@ -78,6 +81,30 @@ class Entry:
 
     def describe_box(self) -> list[dict[str, Any]]:
         return [spec.to_json() for spec in self.specs]
+
+
+def device_type(device: str) -> str:
+    """`cuda:1` -> `cuda`: what torch.autocast wants."""
+    return device.split(":", 1)[0]
+
+
+def resolve_device(requested: str) -> str:
+    """`auto` is CUDA when this process can see a GPU, else CPU; asking for CUDA where there
+    is none is an error rather than a silent fallback, so a timing is never mislabelled."""
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device_type(requested) == "cuda" and not torch.cuda.is_available():
+        raise EntryError(f"device {requested!r} was asked for but torch sees no CUDA device")
+    if device_type(requested) not in ("cpu", "cuda"):
+        raise EntryError(f"unknown device {requested!r}; use auto, cpu or cuda")
+    return requested
+
+
+def _place(obj: Any, device: str) -> Any:
+    """Move an nn.Module to the entry's device (other callables are left alone)."""
+    if device != "cpu" and isinstance(obj, torch.nn.Module):
+        return obj.to(device)
+    return obj
 
 
 def module_name_for(path: str) -> str:
@@ -102,7 +129,8 @@ def resolve_attr(module: Any, qualname: str) -> Any:
     return obj
 
 
-def build_configured(repo_dir: Path, config: EntryConfig, seed: int) -> Entry:
+def build_configured(repo_dir: Path, config: EntryConfig, seed: int,
+                     device: str = "cpu") -> Entry:
     module_name, _, qualname = config.target.partition(":")
     if not qualname:
         raise EntryError(f"entry target {config.target!r} must be 'package.module:name'")
@@ -118,22 +146,26 @@ def build_configured(repo_dir: Path, config: EntryConfig, seed: int) -> Entry:
     if config.dtype:
         specs = [replace(s, dtype=config.dtype) if s.is_float else s for s in specs]
     framework = framework_of(obj)
+    if framework == "tensorflow":
+        device = "cpu"  # the TF path runs eagerly on the CPU build (tensorflow-cpu)
     if inspect.isclass(obj):
         torch.manual_seed(seed)
         _seed_tensorflow(framework, seed)
         instance: Any = obj(**config.init)
         if config.dtype and isinstance(instance, torch.nn.Module):
             instance = instance.to(TORCH_DTYPES[config.dtype])
-        return Entry(config.target, specs, instance, "config", init=dict(config.init),
-                     framework=framework, param_names=_param_names(instance),
+        return Entry(config.target, specs, _place(instance, device), "config",
+                     init=dict(config.init), framework=framework,
+                     param_names=_param_names(instance),
                      dtype=config.autocast or config.dtype or "float32",
-                     autocast=config.autocast)
+                     autocast=config.autocast, device=device)
     return Entry(config.target, specs, obj, "config", framework=framework,
                  param_names=_param_names(obj), dtype=config.autocast or config.dtype or "float32",
-                 autocast=config.autocast)
+                 autocast=config.autocast, device=device)
 
 
-def synthesise(repo_dir: Path, path: str, function: str, seed: int) -> Entry:
+def synthesise(repo_dir: Path, path: str, function: str, seed: int,
+               device: str = "cpu") -> Entry:
     """A call for the function enclosing a finding, from what its code says."""
     module_name = module_name_for(path)
     try:
@@ -152,13 +184,15 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int) -> Entry:
     if len(parts) >= 2:
         owner = resolve_attr(module, ".".join(parts[:-1]))
         if inspect.isclass(owner):
-            return _method_entry(owner, parts[-1], target, seed)
+            return _method_entry(owner, parts[-1], target, seed, device)
     specs, constants = _specs_from_signature(obj, None)
+    framework = framework_of(obj)
     return Entry(target, specs, obj, "synthesised", constants=constants,
-                 framework=framework_of(obj), param_names=_param_names(obj))
+                 framework=framework, param_names=_param_names(obj),
+                 device="cpu" if framework == "tensorflow" else device)
 
 
-def _method_entry(owner: type, method: str, target: str, seed: int) -> Entry:
+def _method_entry(owner: type, method: str, target: str, seed: int, device: str) -> Entry:
     if not issubclass(owner, torch.nn.Module):
         raise EntryError(f"{owner.__name__} is not an nn.Module; configure an entry")
     torch.manual_seed(seed)
@@ -167,11 +201,11 @@ def _method_entry(owner: type, method: str, target: str, seed: int) -> Entry:
     except TypeError as exc:
         raise EntryError(f"{owner.__name__}() needs constructor arguments ({exc}); "
                          "configure an entry with `init`") from exc
-    bound = getattr(instance, method)
     first = _first_layer_spec(instance)
+    bound = getattr(_place(instance, device), method)
     specs, constants = _specs_from_signature(bound, first)
     return Entry(target, specs, bound, "synthesised", constants=constants, is_method=True,
-                 param_names=_param_names(bound))
+                 param_names=_param_names(bound), device=device)
 
 
 def framework_of(obj: Any) -> str:
