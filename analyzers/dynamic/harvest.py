@@ -4,10 +4,19 @@ Before pytest imports anything, each function (or method) enclosing a finding is
 that its first calls are recorded: the arguments (tensors cloned), the module instance for a
 method. A recorded call is the best entry there is: real shapes, real dtypes, real module state,
 and values that say what range an input lives in. Runs only inside the sandboxed harness.
+
+Methods of `nn.Module` subclasses are replayed on the module as the test had it when it made
+the call (a deep copy taken then). The class's constructor is wrapped too, so the arguments
+it was built with are known: a standalone reproducer rebuilds the module from them, under the
+seed the test had set when there was one, and embeds only the state that differs from that
+fresh build. When that cannot be written as a script (arguments a script cannot spell, state
+too large to embed, a rebuilt module that does not behave like the recorded one), the entry
+still serves the search and `ModuleScript.reason` says why there is no reproducer.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import copy
 import functools
@@ -16,6 +25,7 @@ import inspect
 import io
 import signal
 import sys
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,9 +33,24 @@ from typing import Any
 import torch
 
 from analyzers.dynamic.entries import Entry, module_name_for
+from analyzers.dynamic.probe import tensors_in
+from analyzers.dynamic.reproducer import spell, state_literal
 from analyzers.dynamic.specs import InputSpec
 
 CALLS_KEPT = 3
+STATE_LIMIT = 48 * 1024  # bytes of torch.save output a reproducer may embed (base64: 4/3 more)
+LITERAL_LIMIT = 64  # differing state of at most this many values is written out as numbers
+COMMON_SEEDS = (0, 42, 1, 1234, 123)  # tried when the test seeded through another function
+
+
+@dataclass
+class Construction:
+    """How a recorded module was built: the constructor's arguments (copied before it ran),
+    and the seed `torch.manual_seed` had just set, when the RNG was untouched since."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    seed: int | None = None
 
 
 @dataclass
@@ -34,7 +59,8 @@ class Recorded:
 
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
-    owner: Any = None  # `self` for a method
+    owner: Any = None  # `self` for a method (a deep copy taken before the call)
+    init: Construction | None = None  # how `owner` was built, when that was recorded
 
 
 @dataclass
@@ -42,6 +68,11 @@ class Harvest:
     calls: dict[str, list[Recorded]] = field(default_factory=dict)  # "module:qualname" -> calls
     ran: bool = False
     note: str = ""
+
+
+# module instance -> how it was built (weak: the tests' modules die as usual)
+_BUILT: weakref.WeakKeyDictionary[Any, Construction] = weakref.WeakKeyDictionary()
+_LAST_SEED: list[int] = []
 
 
 def _clone(value: Any) -> Any:
@@ -52,21 +83,79 @@ def _clone(value: Any) -> Any:
     return value
 
 
+def _copied(value: Any) -> Any:
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # an argument that cannot be copied is kept as is (never spelled)
+        return value
+
+
+def _construction_seed() -> int | None:
+    """The seed whose fresh state the global RNG is in right now, if one of the likely ones."""
+    try:
+        state = torch.random.get_rng_state()
+        for seed in dict.fromkeys([*_LAST_SEED[-1:], *COMMON_SEEDS]):
+            if torch.equal(torch.Generator().manual_seed(seed).get_state(), state):
+                return seed
+    except Exception:  # odd seeds (negative, huge) are simply not matched
+        return None
+    return None
+
+
 def _wrap(store: list[Recorded], original: Any, is_method: bool) -> Any:
     @functools.wraps(original)
     def recording(*args: Any, **kwargs: Any) -> Any:
         if len(store) < CALLS_KEPT:
             owner = None
+            init = None
             rest = args
             if is_method and args:
                 with contextlib.suppress(Exception):
                     owner = copy.deepcopy(args[0])
+                with contextlib.suppress(Exception):
+                    init = _BUILT.get(args[0])
                 rest = args[1:]
             store.append(Recorded(tuple(_clone(a) for a in rest),
-                                  {k: _clone(v) for k, v in kwargs.items()}, owner))
+                                  {k: _clone(v) for k, v in kwargs.items()}, owner, init))
         return original(*args, **kwargs)
 
     return recording
+
+
+def _wrap_init(cls: type, original: Any) -> Any:
+    """Record the arguments an instance of exactly `cls` is built with (a subclass passes
+    its own arguments to its own constructor: those are not these)."""
+    @functools.wraps(original)
+    def recording_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        built = None
+        if type(self) is cls:
+            built = Construction(tuple(_copied(a) for a in args),
+                                 {k: _copied(v) for k, v in kwargs.items()},
+                                 _construction_seed())
+        original(self, *args, **kwargs)
+        if built is not None:
+            with contextlib.suppress(Exception):
+                _BUILT.setdefault(self, built)
+
+    return recording_init
+
+
+def _wrap_seed(original: Any) -> Any:
+    @functools.wraps(original)
+    def seeding(seed: Any) -> Any:
+        with contextlib.suppress(Exception):
+            _LAST_SEED[:] = [int(seed)]
+        return original(seed)
+
+    return seeding
+
+
+def _patch(patched: list[tuple[Any, str, Any, bool]], owner: Any, name: str,
+           replacement: Any) -> None:
+    """Set `owner.name`, remembering how to undo it (delete what was only inherited)."""
+    own = name in vars(owner)
+    patched.append((owner, name, vars(owner).get(name), own))
+    setattr(owner, name, replacement)
 
 
 def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harvest:
@@ -77,7 +166,8 @@ def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harve
     if not tests:
         result.note = "no tests found"
         return result
-    patched: list[tuple[Any, str, Any]] = []
+    patched: list[tuple[Any, str, Any, bool]] = []
+    classes: set[type] = set()
     root = str(repo.resolve())
     if root not in sys.path:
         sys.path.insert(0, root)
@@ -100,13 +190,21 @@ def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harve
         function_obj = original.__func__ if isinstance(original, staticmethod) else original
         if not callable(function_obj):
             continue
-        setattr(owner, parts[-1], _wrap(store, function_obj, is_method))
-        patched.append((owner, parts[-1], original))
+        _patch(patched, owner, parts[-1], _wrap(store, function_obj, is_method))
+        if is_method and issubclass(owner, torch.nn.Module) and owner not in classes:
+            classes.add(owner)
+            _patch(patched, owner, "__init__", _wrap_init(owner, owner.__init__))
+    if classes:
+        for home in (torch, torch.random):
+            _patch(patched, home, "manual_seed", _wrap_seed(vars(home)["manual_seed"]))
     try:
         result.ran = _run_pytest(repo, tests, seconds)
     finally:
-        for owner, name, original in patched:
-            setattr(owner, name, original)
+        for owner, name, original, own in reversed(patched):
+            if own:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)
     return result
 
 
@@ -152,12 +250,88 @@ def observed_box(values: torch.Tensor) -> tuple[float, float]:
 REPLAYABLE = (int, float, bool, str, type(None))
 
 
-def entry_from_call(key: str, call: Recorded, fn: Any) -> Entry:
+@dataclass
+class ModuleScript:
+    """How a standalone script rebuilds the recorded module, or (`reason`) why it cannot."""
+
+    class_path: str = ""  # "Net" or "Outer.Inner", imported from the entry's module
+    init_source: str = ""  # the constructor's arguments as Python source: `4, eps=0.0`
+    base_seed: int = 0  # torch.manual_seed before the constructor runs
+    call_seed: int = 0  # torch.manual_seed before the method runs (dropout in train mode)
+    dtype: str | None = None  # `.to(torch.<dtype>)` after construction, when the test did
+    # what differs from a fresh build: a dict literal when small, else base64 of torch.save
+    state_source: str = ""
+    state: str = ""
+    state_keys: list[str] = field(default_factory=list)
+    training: bool = True
+    modes: list[tuple[str, bool]] = field(default_factory=list)  # submodules unlike the root
+    reason: str | None = None
+
+
+@dataclass
+class HarvestedMethod(Entry):
+    """A recorded method call: `fn` is a `ModuleReplay` of the recorded module."""
+
+    module_script: ModuleScript = field(default_factory=ModuleScript)
+
+
+class ModuleReplay:
+    """Calls the method on the recorded module, under a fixed seed (dropout in train mode is
+    the same every time); on a fresh copy per call when the method changes the module's state
+    (BatchNorm's running statistics in train mode), so evaluations stay independent."""
+
+    def __init__(self, module: torch.nn.Module, method: str, fresh: bool,
+                 seed: int = 0) -> None:
+        self.module = module
+        self.method = method
+        self.fresh = fresh
+        self.seed = seed
+        self.last_module: torch.nn.Module = module  # the instance the last call ran on
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        module = copy.deepcopy(self.module) if self.fresh else self.module
+        self.last_module = module
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            return getattr(module, self.method)(*args, **kwargs)
+
+
+def _snapshot(module: torch.nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    tensors = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    scalars = {f"{name}.{attr}": value for name, sub in module.named_modules()
+               for attr, value in vars(sub).items() if isinstance(value, REPLAYABLE)}
+    return tensors, scalars
+
+
+def _same_state(a: tuple[dict[str, torch.Tensor], dict[str, Any]],
+                b: tuple[dict[str, torch.Tensor], dict[str, Any]]) -> bool:
+    return a[1] == b[1] and a[0].keys() == b[0].keys() and all(
+        _same_tensor(a[0][k], b[0][k]) for k in a[0])
+
+
+def _same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+    return torch.equal(a, b)
+
+
+def _mutates(module: torch.nn.Module, method: str, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> bool:
+    """Does one call of the method change the module's state? (Raising counts as yes.)"""
+    try:
+        probe = copy.deepcopy(module)
+        before = _snapshot(probe)
+        ModuleReplay(probe, method, fresh=False)(*_clone(args), **_clone(kwargs))
+        return not _same_state(before, _snapshot(probe))
+    except Exception:
+        return True
+
+
+def _call_parts(call: Recorded) -> tuple[list[InputSpec], list[Any], list[torch.Tensor]]:
     """Searched inputs are the call's float tensors; the other arguments are replayed as
-    recorded. Only plain functions whose other arguments a script can spell (numbers,
-    strings, integer tensors) qualify: the reproducer must stand alone."""
-    if call.owner is not None:
-        raise ValueError("recorded method calls need the test's module state")
+    recorded when a script can spell them (numbers, strings, integer tensors)."""
     specs: list[InputSpec] = []
     template: list[Any] = []
     for value in call.args:
@@ -175,11 +349,166 @@ def entry_from_call(key: str, call: Recorded, fn: Any) -> Entry:
     if not specs:
         raise ValueError("the recorded call has no float tensor arguments")
     start = [a for a in call.args if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    return specs, template, start
+
+
+def _parameter_names(fn: Any, template: list[Any], skip: int) -> list[str]:
     try:
-        params = list(inspect.signature(fn).parameters)
+        params = list(inspect.signature(fn).parameters)[skip:]
     except (TypeError, ValueError):
         params = []
     names = [params[i] for i, slot in enumerate(template) if slot is None and i < len(params)]
+    return names if len(names) == template.count(None) else []
+
+
+def entry_from_call(key: str, call: Recorded, fn: Any) -> Entry:
+    """Searched inputs are the call's float tensors, starting from the recorded values inside
+    observed boxes; the other arguments are replayed as recorded. A plain function qualifies
+    when a script can spell its other arguments; a method, when its owner is an nn.Module
+    (the recorded state is replayed; `module_script` says how a script rebuilds it)."""
+    specs, template, start = _call_parts(call)
+    dtype = specs[0].dtype
+    if call.owner is not None:
+        return _method_entry(key, call, fn, specs, template, start)
     return Entry(key, specs, fn, "harvested", template=template,
-                 template_kwargs=dict(call.kwargs), start=start,
-                 param_names=names if len(names) == len(specs) else [])
+                 template_kwargs=dict(call.kwargs), start=start, dtype=dtype,
+                 param_names=_parameter_names(fn, template, 0))
+
+
+def _method_entry(key: str, call: Recorded, fn: Any, specs: list[InputSpec],
+                  template: list[Any], start: list[torch.Tensor]) -> HarvestedMethod:
+    owner = call.owner
+    if not isinstance(owner, torch.nn.Module):
+        raise ValueError(f"recorded calls of {type(owner).__name__} methods need the test's "
+                         "object state; only nn.Module state is replayed")
+    method = key.rpartition(".")[2]
+    replay = ModuleReplay(owner, method, fresh=_mutates(owner, method, call.args, call.kwargs))
+    return HarvestedMethod(key, specs, replay, "harvested", template=template,
+                           template_kwargs=dict(call.kwargs), start=start, dtype=specs[0].dtype,
+                           is_method=True, param_names=_parameter_names(fn, template, 1),
+                           module_script=module_script(key, call, replay))
+
+
+def module_script(key: str, call: Recorded, replay: ModuleReplay) -> ModuleScript:
+    """Plan the rebuild a reproducer writes, and check it here: the module rebuilt exactly
+    as the script will rebuild it must hold the recorded state and answer the recorded call
+    with the same outputs. Any step that fails becomes the reason there is no reproducer."""
+    try:
+        return _plan(key, call, replay)
+    except Exception as exc:  # the PR's module may fail to compare, save or copy in any way
+        return ModuleScript(reason=f"checking a rebuild of the recorded module failed: "
+                                   f"{type(exc).__name__}: {exc}")
+
+
+def _plan(key: str, call: Recorded, replay: ModuleReplay) -> ModuleScript:
+    module_name, _, qualname = key.partition(":")
+    class_path = qualname.rpartition(".")[0]
+    owner = replay.module
+    kind = type(owner)
+    if kind.__module__ != module_name or kind.__qualname__ != class_path:
+        return ModuleScript(reason=f"the tests called {qualname} on a "
+                                   f"{kind.__module__}.{kind.__qualname__}, a subclass whose "
+                                   "constructor call is not recorded")
+    if call.init is None:
+        return ModuleScript(reason=f"the call that built the {class_path} was not recorded "
+                                   "(it was built before the harvest, or copied)")
+    try:
+        init_source = ", ".join(
+            [spell(a) for a in call.init.args]
+            + [f"{k}={spell(v)}" for k, v in call.init.kwargs.items()])
+    except ValueError as exc:
+        return ModuleScript(reason=f"an argument of the {class_path} constructor is {exc}, "
+                                   "which a script cannot spell")
+    plan = ModuleScript(class_path, init_source,
+                        base_seed=call.init.seed if call.init.seed is not None else 0,
+                        call_seed=replay.seed, training=owner.training)
+    try:
+        rebuilt = _rebuild(kind, call.init, plan, owner)
+    except _NoScript as exc:
+        return ModuleScript(reason=str(exc))
+    except Exception as exc:
+        return ModuleScript(reason=f"rebuilding {class_path}({init_source}) outside the tests "
+                                   f"failed: {type(exc).__name__}: {exc}")
+    if not _same_state(_snapshot(owner), _snapshot(rebuilt)):
+        return ModuleScript(reason=f"{class_path}({init_source}) with the recorded state_dict "
+                                   "loaded does not hold the recorded state")
+    if not _same_answer(replay, rebuilt, call):
+        return ModuleScript(reason=f"{class_path}({init_source}) with the recorded state_dict "
+                                   f"loaded does not answer the recorded call like the "
+                                   "module the tests built (it keeps state outside its "
+                                   "state_dict)")
+    return plan
+
+
+class _NoScript(Exception):
+    """The rebuild cannot be written as a script; the message says why."""
+
+
+def _float_dtype(module: torch.nn.Module) -> torch.dtype | None:
+    dtypes = {t.dtype for t in (*module.parameters(), *module.buffers())
+              if t.is_floating_point()}
+    return dtypes.pop() if len(dtypes) == 1 else None
+
+
+def _rebuild(kind: type, init: Construction, plan: ModuleScript,
+             owner: torch.nn.Module) -> torch.nn.Module:
+    """Build the module as the reproducer will, filling in the plan's state and modes."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(plan.base_seed)
+        module = kind(*_copied(init.args), **_copied(init.kwargs))
+    assert isinstance(module, torch.nn.Module)
+    wanted = _float_dtype(owner)
+    if wanted is not None and _float_dtype(module) not in (None, wanted):
+        plan.dtype = str(wanted).replace("torch.", "")
+        module = module.to(wanted)
+    recorded = owner.state_dict()
+    fresh = module.state_dict()
+    if recorded.keys() != fresh.keys():
+        extra = sorted(set(recorded) ^ set(fresh))[:3]
+        raise _NoScript(f"a freshly built {plan.class_path} has other state entries than the "
+                        f"recorded one ({', '.join(extra)})")
+    differing = {k: v.detach().clone().contiguous() for k, v in recorded.items()
+                 if not _same_tensor(v, fresh[k])}
+    if differing:
+        plan.state_keys = sorted(differing)
+        if sum(t.numel() for t in differing.values()) <= LITERAL_LIMIT:
+            plan.state_source = state_literal(differing)
+            loaded = eval(plan.state_source, {"torch": torch})  # exactly what the script runs
+        else:
+            buffer = io.BytesIO()
+            torch.save(differing, buffer)
+            size = buffer.getbuffer().nbytes
+            if size > STATE_LIMIT:
+                raise _NoScript(f"the recorded state of the {plan.class_path} differs from a "
+                                f"freshly built one in {len(differing)} tensors "
+                                f"({size / 1024:.0f} KiB saved), more than the "
+                                f"{STATE_LIMIT // 1024} KiB a reproducer embeds")
+            plan.state = base64.b64encode(buffer.getvalue()).decode("ascii")
+            loaded = torch.load(io.BytesIO(base64.b64decode(plan.state)), weights_only=True)
+        module.load_state_dict(loaded, strict=False)
+    module.train(plan.training)
+    plan.modes = [(name, sub.training) for name, sub in owner.named_modules()
+                  if name and sub.training != plan.training]
+    for name, mode in plan.modes:
+        module.get_submodule(name).training = mode
+    return module
+
+
+def _same_answer(replay: ModuleReplay, rebuilt: torch.nn.Module, call: Recorded) -> bool:
+    """The recorded call on the recorded module and on the rebuilt one: the same outputs."""
+    def answer(module: torch.nn.Module) -> list[torch.Tensor]:
+        again = ModuleReplay(copy.deepcopy(module), replay.method, False, replay.seed)
+        with torch.no_grad():
+            return [t.detach() for t in
+                    tensors_in(again(*_clone(call.args), **_clone(call.kwargs)))]
+
+    try:
+        expected = answer(replay.module)
+    except Exception:  # the recorded call itself raises here: nothing to compare
+        return True
+    try:
+        got = answer(rebuilt)
+    except Exception:
+        return False
+    return len(got) == len(expected) and all(
+        _same_tensor(a, b) for a, b in zip(expected, got, strict=True))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -17,6 +18,7 @@ from analyzers.dynamic.specs import InputSpec
 
 INLINE_LIMIT = 12  # tensors with at most this many elements are written out in full
 MAX_POINTS = 24  # beyond this many non-base values the tensor is written out in full
+STATE_WIDTH = 76  # characters of base64 per line of an embedded module state
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,30 @@ def _literal(value: float | int | bool) -> str:
         if value in (float("inf"), float("-inf")):
             return "float('inf')" if value > 0 else "float('-inf')"
     return repr(value)
+
+
+def spell(value: object) -> str:
+    """A constructor argument as Python source a script can run, or ValueError naming what
+    it is (exact types only: an IntEnum or a namedtuple would not print as source)."""
+    kind = type(value)
+    if value is None or kind in (bool, int, str, bytes):
+        return repr(value)
+    if kind is float:
+        return _literal(value)  # type: ignore[arg-type]
+    if isinstance(value, torch.dtype):
+        return str(value)
+    if kind is torch.device:
+        return f"torch.device({str(value)!r})"
+    if kind is list:
+        return "[" + ", ".join(spell(v) for v in value) + "]"  # type: ignore[attr-defined]
+    if kind is tuple:
+        items = [spell(v) for v in value]  # type: ignore[attr-defined]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if kind is dict:
+        return "{" + ", ".join(f"{spell(k)}: {spell(v)}"
+                               for k, v in value.items()) + "}"  # type: ignore[attr-defined]
+    raise ValueError(f"a {kind.__module__}.{kind.__qualname__}"
+                     if kind.__module__ != "builtins" else f"a {kind.__qualname__}")
 
 
 @dataclass(frozen=True)
@@ -156,11 +182,19 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
     """The reproducer's source: pytest-style, and runnable as a plain script."""
     module, _, qualname = entry.target.partition(":")
     parts = qualname.split(".")
+    rebuild = getattr(entry, "module_script", None)  # a recorded method call (harvest.py)
+    reason = no_reproducer_reason(entry)
+    if reason is not None:
+        return _no_reproducer(target, reason)
     tf_mode = entry.framework == "tensorflow"
     names = _names(entry, len(inputs))
     body: list[str] = [f"tf.random.set_seed({seed})" if tf_mode else f"torch.manual_seed({seed})"]
     constructed = entry.is_method or entry.init or (len(parts) == 1 and not _is_function(entry))
-    if constructed:
+    if rebuild is not None:
+        imported = parts[0]
+        body.extend(_rebuild_lines(rebuild, seed))
+        call = f"model.{parts[-1]}"
+    elif constructed:
         owner = parts[0]
         imported = owner
         init = ", ".join(f"{k}={v!r}" for k, v in entry.init.items())
@@ -177,6 +211,8 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         arguments = _replayed_arguments(entry, names, body)
     label = f"{target.op} at {target.path}:{target.line}"
     floats = [n for n, spec in zip(names, entry.specs, strict=True) if spec.is_float]
+    if rebuild is not None:  # the search ran the method under this seed (dropout)
+        body.append(f"torch.manual_seed({rebuild.call_seed})")
     if tf_mode:
         body.extend(_tf_check(call, names, floats, label, target.where))
     else:
@@ -205,6 +241,7 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
     helpers = TF_HELPERS if tf_mode else TORCH_HELPERS
     lines = [
         *header,
+        *(["import base64", "import io", ""] if rebuild is not None and rebuild.state else []),
         *(["import numpy as np", "import tensorflow as tf"] if tf_mode else ["import torch"]),
         "",
         f"from {module} import {imported}",
@@ -213,6 +250,7 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         *helpers,
         "",
         "",
+        *(_state_lines(rebuild) if rebuild is not None and rebuild.state else []),
         f"def {test_name}():",
         *[f"    {line}" for line in body],
         "",
@@ -222,6 +260,65 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         "",
     ]
     return "\n".join(lines)
+
+
+def _rebuild_lines(rebuild: Any, seed: int) -> list[str]:
+    """Construct the recorded module as the tests did, then load what differs and set the
+    train/eval modes (a harvest.ModuleScript, checked in the harness before it is written)."""
+    lines = [] if rebuild.base_seed == seed else [f"torch.manual_seed({rebuild.base_seed})"]
+    cast = f".to(torch.{rebuild.dtype})" if rebuild.dtype else ""
+    lines.append(f"model = {rebuild.class_path}({rebuild.init_source}){cast}")
+    if rebuild.state_source or rebuild.state:
+        lines.append(f"# the recorded values of {', '.join(rebuild.state_keys[:6])}"
+                     + (", ..." if len(rebuild.state_keys) > 6 else ""))
+        if rebuild.state_source:
+            lines += f"state = {rebuild.state_source}".splitlines()
+        else:
+            lines.append("state = torch.load(io.BytesIO(base64.b64decode(STATE)), "
+                         "weights_only=True)")
+        lines.append("model.load_state_dict(state, strict=False)")
+    lines.append(f"model.train({rebuild.training})")
+    lines += [f"model.get_submodule({name!r}).training = {mode}"
+              for name, mode in rebuild.modes]
+    return lines
+
+
+def state_literal(state: dict[str, torch.Tensor]) -> str:
+    """A small state_dict as a dict literal a script (and `eval`) can run, values exact."""
+    entries = []
+    for key, value in state.items():
+        dtype = str(value.dtype).replace("torch.", "")
+        entries.append(f"    {key!r}: torch.tensor({_nested(value.tolist())}, "
+                       f"dtype=torch.{dtype}),")
+    return "\n".join(["{", *entries, "}"])
+
+
+def _state_lines(rebuild: Any) -> list[str]:
+    """The recorded state that differs from a fresh build: torch.save bytes, base64."""
+    chunks = [rebuild.state[i:i + STATE_WIDTH]
+              for i in range(0, len(rebuild.state), STATE_WIDTH)]
+    return ["STATE = (", *[f'    "{chunk}"' for chunk in chunks], ")", "", ""]
+
+
+def no_reproducer_reason(entry: Entry) -> str | None:
+    """Why no standalone script can rebuild this entry's state (a recorded module whose
+    constructor arguments or state a script cannot carry), or None. `render` then writes a
+    script that exits with this reason instead of failing an assertion."""
+    rebuild = getattr(entry, "module_script", None)
+    return rebuild.reason if rebuild is not None and rebuild.reason else None
+
+
+def _no_reproducer(target: Target, reason: str) -> str:
+    """No standalone script can rebuild the code's state: a script that says so and exits
+    without an AssertionError, so the harness never reports it as a failing reproducer."""
+    message = f"numcheck: no standalone reproducer for {target.op} at " \
+              f"{target.path}:{target.line}: {reason}"
+    return "\n".join([
+        f'"""{message.replace(chr(34), chr(39))}."""',
+        "",
+        f"raise SystemExit({message!r})",
+        "",
+    ])
 
 
 def _replayed_arguments(entry: Entry, names: list[str], body: list[str]) -> str:

@@ -1,0 +1,398 @@
+"""Harvested method calls: the repository's own tests build a module with constructor
+arguments and call it; the finding inside the method is searched on the recorded module (its
+state, its observed input range) and the reproducer rebuilds the module without the tests.
+
+The harness runs once per module (a real child process, the real local runner); the rest runs
+in process on `entry_from_call` with recorded calls made by hand.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from analyzers.dynamic.harvest import (
+    STATE_LIMIT,
+    Construction,
+    HarvestedMethod,
+    ModuleReplay,
+    Recorded,
+    entry_from_call,
+)
+from analyzers.dynamic.reproducer import Target, render, spell
+from analyzers.static import scan_source
+from runners.local import LocalRunner, RunResult
+
+NET = '''\
+import torch
+from torch import nn
+
+
+class Centred(nn.Module):
+    """log of the squared distance to a centre: -inf when x sits on it. A fresh centre is
+    -1, outside every input the tests use; the tests move it to 0.5."""
+
+    def __init__(self, features: int, eps: float = 0.0) -> None:
+        super().__init__()
+        self.proj = nn.Linear(features, features)
+        self.register_buffer("centre", torch.full((features,), -1.0))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        d = x - self.centre
+        return torch.log((d * d).sum(-1) + self.eps) + self.proj(x).sum(-1)  # @centred
+
+
+class Config:
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+
+class Configured(nn.Module):
+    def __init__(self, config: Config) -> None:
+        super().__init__()
+        self.scale = config.scale
+        self.norm = nn.BatchNorm1d(3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(self.norm(x).abs() * self.scale)  # @configured
+
+
+def row_norm(x: torch.Tensor) -> torch.Tensor:
+    return torch.sqrt((x ** 2).sum(-1))  # @row-norm
+'''
+
+TESTS = '''\
+import torch
+
+from mods.net import Centred, Config, Configured, row_norm
+
+
+def test_centred():
+    torch.manual_seed(0)
+    model = Centred(4, eps=0.0)
+    model.centre.fill_(0.5)
+    out = model(torch.rand(3, 4))
+    assert out.shape == (3,)
+
+
+def test_configured():
+    model = Configured(Config(2.0))
+    out = model(torch.rand(5, 3) * 4)
+    assert out.shape == (5, 3)
+
+
+def test_row_norm():
+    assert row_norm(torch.rand(3, 4)).shape == (3,)
+'''
+
+
+@dataclass
+class Run:
+    repo: Path
+    result: RunResult
+    fingerprints: dict[str, str]
+
+    def record(self, function: str) -> dict[str, Any]:
+        (found,) = [r for r in self.result.records
+                    if r["fingerprint"] == self.fingerprints[function]]
+        return found
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    repo = tmp_path_factory.mktemp("harvest-methods") / "repo"
+    for rel, text in {"mods/__init__.py": "", "mods/net.py": NET,
+                      "tests/test_net.py": TESTS}.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text, encoding="utf-8")
+    scan = scan_source(NET, "mods/net.py")
+    assert scan.error is None, scan.error
+    findings = [f.to_json() for f in scan.findings]
+    assert sorted(f["function"] for f in findings) == [
+        "Centred.forward", "Configured.forward", "row_norm"]
+    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
+           "search_seconds": 3.0, "finding_timeout": 60.0}
+    result = LocalRunner().run(job, timeout=240)
+    assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
+    return Run(repo, result, {f["function"]: f["fingerprint"] for f in findings})
+
+
+def line_of(marker: str) -> int:
+    (line,) = [i for i, text in enumerate(NET.splitlines(), 1) if text.endswith(marker)]
+    return line
+
+
+def run_script(repo: Path, source: str) -> subprocess.CompletedProcess[str]:
+    script = repo / "repro_check.py"
+    script.write_text(source, encoding="utf-8")
+    try:
+        return subprocess.run([sys.executable, str(script)], cwd=repo, capture_output=True,
+                              text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(repo)})
+    finally:
+        script.unlink()
+
+
+def test_method_finding_is_confirmed_on_the_recorded_module(run: Run) -> None:
+    record = run.record("Centred.forward")
+    assert record["status"] == "confirmed", record
+    assert record["box"] == {"source": "harvested", "target": "mods.net:Centred.forward",
+                             "inputs": [{"dtype": "float32", "shape": [3, 4], "lo": 0.0,
+                                         "hi": 1.0, "source": "observed"}]}
+    trigger = record["trigger"]
+    assert trigger["where"] == "forward"
+    # only the recorded centre (0.5) is reachable from the observed box [0, 1]
+    assert [0.5] * 4 in trigger["inputs"][0]["values"]
+    assert trigger["first_nonfinite"] == {"op": "log", "path": "mods/net.py",
+                                          "line": line_of("@centred"), "where": "forward"}
+
+
+def test_reproducer_rebuilds_the_module_from_its_recorded_constructor_call(run: Run) -> None:
+    script = run.record("Centred.forward")["reproducer"]
+    assert "from mods.net import Centred" in script
+    assert "model = Centred(4, eps=0.0)" in script
+    # the test seeded with 0 before building: only the moved centre differs from a fresh build
+    assert "'centre': torch.tensor([0.5, 0.5, 0.5, 0.5], dtype=torch.float32)" in script
+    assert "proj.weight" not in script
+    assert "model.train(True)" in script and "model.forward(x)" in script
+
+
+def test_reproducer_fails_standalone_and_only_because_of_the_recorded_state(run: Run) -> None:
+    script = run.record("Centred.forward")["reproducer"]
+    failed = run_script(run.repo, script)
+    assert failed.returncode != 0 and "AssertionError" in failed.stderr, failed.stderr[-2000:]
+    without_state = script.replace("model.load_state_dict(state, strict=False)", "pass")
+    assert without_state != script
+    passed = run_script(run.repo, without_state)
+    assert passed.returncode == 0, passed.stderr[-2000:]
+
+
+def test_unspellable_constructor_is_searched_but_gets_an_honest_reason(run: Run) -> None:
+    record = run.record("Configured.forward")
+    assert record["status"] != "confirmed" and "reproducer" not in record, record
+    assert record["box"]["source"] == "harvested"
+    assert record["box"]["inputs"][0]["source"] == "observed"
+    assert record["trigger"]["first_nonfinite"]["line"] == line_of("@configured")
+    assert "no standalone reproducer" in record["error"]
+    assert "mods.net.Config, which a script cannot spell" in record["error"]
+
+
+def test_backward_trigger_of_a_harvested_function_is_localised_in_the_gradient(
+        run: Run) -> None:
+    record = run.record("row_norm")
+    assert record["status"] == "confirmed", record
+    assert record["box"]["inputs"][0]["source"] == "observed"
+    first = record["trigger"]["first_nonfinite"]
+    assert record["trigger"]["where"] == "backward"
+    assert (first["where"], first["op"], first["line"], first["node"]) == (
+        "backward", "sqrt", line_of("@row-norm"), "SqrtBackward0")
+    assert first["reaches_inputs"] is True and first["inputs"] == ["x"]
+
+
+# ---------------------------------------------------------------- in process
+
+
+class Normalised(nn.Module):
+    def __init__(self, features: int) -> None:
+        super().__init__()
+        self.norm = nn.BatchNorm1d(features)
+        self.head = nn.Linear(features, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(self.head(self.norm(x)).abs())
+
+
+class Wide(nn.Module):
+    def __init__(self, features: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(features, features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(self.lin(x).abs())
+
+    def length(self, x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+        return torch.sqrt((self.lin(x) ** 2).sum(-1)) * scale
+
+
+class WiderStill(Wide):
+    pass
+
+
+class Shifted(nn.Module):
+    """-inf when a row of x sits on the centre; a fresh centre is -1."""
+
+    def __init__(self, features: int) -> None:
+        super().__init__()
+        self.register_buffer("centre", torch.full((features,), -1.0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(((x - self.centre) ** 2).sum(-1))
+
+
+def recorded(module: nn.Module, x: torch.Tensor, init: Construction | None) -> Recorded:
+    return Recorded((x.clone(),), {}, copy.deepcopy(module), init)
+
+
+def key_of(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}.forward"
+
+
+def test_method_that_updates_running_stats_runs_on_a_fresh_copy_each_time() -> None:
+    torch.manual_seed(3)
+    model = Normalised(4).train()
+    x = torch.randn(6, 4)
+    entry = entry_from_call(key_of(Normalised), recorded(model, x, Construction((4,), {}, 3)),
+                            Normalised.forward)
+    assert isinstance(entry, HarvestedMethod) and isinstance(entry.fn, ModuleReplay)
+    assert entry.fn.fresh is True
+    before = entry.fn.module.norm.running_mean.clone()
+    first, second = entry.call([x]), entry.call([x])
+    assert torch.equal(first, second)
+    assert torch.equal(entry.fn.module.norm.running_mean, before)
+    assert entry.specs[0].source == "observed" and entry.start is not None
+    assert torch.equal(entry.start[0], x)
+    assert entry.module_script.reason is None
+
+
+def test_method_that_leaves_state_alone_is_not_copied() -> None:
+    torch.manual_seed(3)
+    model = Normalised(4).eval()
+    entry = entry_from_call(key_of(Normalised), recorded(model, torch.randn(6, 4),
+                                                         Construction((4,), {}, 3)),
+                            Normalised.forward)
+    assert isinstance(entry.fn, ModuleReplay) and entry.fn.fresh is False
+
+
+def test_mixed_train_and_eval_modes_are_restored_by_the_script() -> None:
+    torch.manual_seed(3)
+    model = Normalised(4).eval()
+    model.norm.train()
+    entry = entry_from_call(key_of(Normalised), recorded(model, torch.randn(6, 4),
+                                                         Construction((4,), {}, 3)),
+                            Normalised.forward)
+    assert isinstance(entry, HarvestedMethod)
+    assert entry.module_script.reason is None
+    source = render(entry, [torch.zeros(6, 4)], Target("x.py", 1, "log", "log", "forward"), 0)
+    assert "torch.manual_seed(3)\n    model = Normalised(4)" in source
+    assert "model.train(False)" in source
+    assert "model.get_submodule('norm').training = True" in source
+
+
+def test_state_too_large_to_embed_keeps_the_search_and_gives_the_reason() -> None:
+    """Built under seed 7 but recorded as unseeded: every weight differs from the rebuild."""
+    torch.manual_seed(7)
+    model = Wide(128)
+    x = torch.rand(2, 128)
+    entry = entry_from_call(key_of(Wide), recorded(model, x, Construction((128,), {}, None)),
+                            Wide.forward)
+    assert isinstance(entry, HarvestedMethod)
+    reason = entry.module_script.reason
+    assert reason is not None and f"more than the {STATE_LIMIT // 1024} KiB" in reason
+    assert torch.equal(entry.call([x]), model(x)), "the search still runs the real module"
+    source = render(entry, [x], Target("mods/wide.py", 9, "log", "torch.log(...)", "forward"),
+                    0)
+    assert "assert" not in source and "model" not in source
+    namespace: dict[str, Any] = {}
+    with pytest.raises(SystemExit, match="no standalone reproducer.*KiB"):
+        exec(compile(source, "repro.py", "exec"), namespace)
+
+
+def test_larger_state_is_embedded_as_saved_bytes_and_the_script_fails_on_it() -> None:
+    """100 moved values: more than a literal is written for, few enough to embed."""
+    model = Shifted(100)
+    model.centre.fill_(0.5)
+    entry = entry_from_call(key_of(Shifted), recorded(model, torch.rand(2, 100),
+                                                      Construction((100,), {}, 0)),
+                            Shifted.forward)
+    assert isinstance(entry, HarvestedMethod) and entry.module_script.reason is None
+    assert entry.module_script.state and not entry.module_script.state_source
+    source = render(entry, [torch.full((2, 100), 0.5)],
+                    Target("tests/x.py", 1, "log", "torch.log(...)", "forward"), 0)
+    assert "import base64" in source and "STATE = (" in source
+    with pytest.raises(AssertionError, match="makes the output NaN/Inf"):
+        exec(compile(source, "repro.py", "exec"), {"__name__": "__main__"})
+    fresh = source.replace("model.load_state_dict(state, strict=False)", "pass")
+    exec(compile(fresh, "repro.py", "exec"), {"__name__": "__main__"})  # passes without it
+
+
+def test_the_recorded_seed_makes_the_same_module_small() -> None:
+    torch.manual_seed(7)
+    model = Wide(128)
+    entry = entry_from_call(key_of(Wide), recorded(model, torch.rand(2, 128),
+                                                   Construction((128,), {}, 7)), Wide.forward)
+    assert isinstance(entry, HarvestedMethod)
+    assert entry.module_script.reason is None
+    assert entry.module_script.state == entry.module_script.state_source == ""
+
+
+def test_module_built_without_a_recorded_constructor_call_gets_the_reason() -> None:
+    entry = entry_from_call(key_of(Wide), recorded(Wide(4), torch.rand(2, 4), None),
+                            Wide.forward)
+    assert isinstance(entry, HarvestedMethod)
+    assert entry.module_script.reason is not None
+    assert "was not recorded" in entry.module_script.reason
+
+
+def test_other_methods_replay_too_and_their_gradient_failure_names_the_parameters() -> None:
+    """length() at a point where lin(x) = 0: sqrt's gradient is inf there, and NaN reaches
+    the input and the Linear's parameters of the module the entry ran on."""
+    from analyzers.dynamic.localise import localise
+
+    torch.manual_seed(0)
+    model = Wide(3)
+    with torch.no_grad():
+        model.lin.bias.zero_()
+    call = Recorded((torch.rand(2, 3),), {"scale": 2.0}, copy.deepcopy(model),
+                    Construction((3,), {}, 0))
+    entry = entry_from_call(f"{__name__}:Wide.length", call, Wide.length)
+    assert isinstance(entry.fn, ModuleReplay) and entry.fn.method == "length"
+    assert entry.param_names == ["x"] and entry.template_kwargs == {"scale": 2.0}
+    assert torch.allclose(entry.call([call.args[0]]), model.length(call.args[0], scale=2.0))
+    found = localise(entry, [torch.zeros(2, 3)], str(Path(__file__).parent), where="backward")
+    assert found is not None and found["where"] == "backward"
+    assert (found["op"], found["node"]) == ("sqrt", "SqrtBackward0")
+    assert found["path"] == Path(__file__).name
+    assert found["inputs"] == ["x"] and found["parameters"] == ["lin.bias", "lin.weight"]
+    assert model.lin.weight.grad is None and entry.fn.module.lin.weight.grad is None
+
+
+def test_a_subclass_instance_gets_the_reason_instead_of_the_base_class_script() -> None:
+    entry = entry_from_call(key_of(Wide), recorded(WiderStill(4), torch.rand(2, 4),
+                                                   Construction((4,), {}, 0)), Wide.forward)
+    assert isinstance(entry, HarvestedMethod)
+    reason = entry.module_script.reason
+    assert reason is not None and "WiderStill, a subclass" in reason
+
+
+def test_methods_of_plain_objects_are_still_refused() -> None:
+    class Plain:
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x
+
+    with pytest.raises(ValueError, match="only nn.Module state"):
+        entry_from_call("m:Plain.forward", Recorded((torch.rand(2),), {}, Plain()),
+                        Plain.forward)
+
+
+@pytest.mark.parametrize(("value", "source"), [
+    ((4,), "(4,)"), ([1, 2.5], "[1, 2.5]"), ({"eps": float("inf")}, "{'eps': float('inf')}"),
+    (torch.float16, "torch.float16"), (None, "None"), ("gelu", "'gelu'"),
+])
+def test_spell_writes_constructor_arguments_as_source(value: Any, source: str) -> None:
+    assert spell(value) == source
+
+
+def test_spell_refuses_what_a_script_cannot_write() -> None:
+    with pytest.raises(ValueError, match=re.escape("torch.nn.modules.linear.Linear")):
+        spell([1, nn.Linear(2, 2)])
