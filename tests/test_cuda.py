@@ -7,9 +7,12 @@ for CUDA without one is a clear error, never a CPU run labelled "cuda".
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -126,3 +129,39 @@ def test_float16_autocast_on_cuda_loses_the_epsilon_float32_keeps(tmp_path: Path
     assert results["float16"].triggered
     assert results["float16"].where == "forward"
     assert not results[None].triggered
+
+
+def _render(entry: Any, inputs: list[torch.Tensor], path: Path, op: str, text: str) -> str:
+    from analyzers.dynamic.reproducer import Target, render
+
+    return render(entry, inputs, Target(str(path.relative_to(path.parents[1])),
+                                        _line(path, text), op, text, "forward"), seed=0)
+
+
+def test_a_cuda_entry_writes_a_reproducer_that_runs_on_cuda(tmp_path: Path) -> None:
+    """Rendering only (runs everywhere): the script builds the model and the inputs on the
+    device the trigger was found on, and autocasts for that device type."""
+    path = _write(tmp_path)
+    entry = build_configured(tmp_path, EntryConfig(
+        "cudapkg.models:Normaliser", ("float32[2,3] in [-30, 30]",), autocast="float16"),
+        seed=0)
+    entry.device = "cuda"  # as build_configured(device="cuda") sets it on a GPU machine
+    source = _render(entry, [torch.zeros(2, 3)], path, "div", "h / (scale + 1e-8)")
+    assert "model = Normaliser().to('cuda')" in source
+    assert "device='cuda', requires_grad=True)" in source
+    assert 'with torch.autocast("cuda", dtype=torch.float16):' in source
+
+
+@needs_cuda
+def test_the_cuda_reproducer_fails_on_the_gpu(tmp_path: Path) -> None:
+    path = _write(tmp_path)
+    entry = build_configured(tmp_path, EntryConfig(
+        "cudapkg.models:Normaliser", ("float32[4,8] in [-30, 30]",), autocast="float16"),
+        seed=0, device="cuda")
+    source = _render(entry, [torch.zeros(4, 8)], path, "div", "h / (scale + 1e-8)")
+    script = tmp_path / "repro.py"
+    script.write_text(source, encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)},
+                          timeout=300)
+    assert proc.returncode != 0 and "AssertionError" in proc.stderr, proc.stderr[-2000:]

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from analyzers.dynamic.entries import Entry
+from analyzers.dynamic.entries import Entry, device_type
 from analyzers.dynamic.specs import InputSpec
 
 INLINE_LIMIT = 12  # tensors with at most this many elements are written out in full
@@ -132,8 +132,8 @@ def _assignments(name: str, layout: _Layout) -> list[str]:
             for position, value in layout.points]
 
 
-def tensor_code(name: str, x: torch.Tensor, spec: InputSpec, framework: str = "torch") -> \
-        list[str]:
+def tensor_code(name: str, x: torch.Tensor, spec: InputSpec, framework: str = "torch",
+                device: str = "cpu") -> list[str]:
     layout = _layout(x, spec)
     shape = tuple(x.shape)
     if framework == "tensorflow":  # tf tensors are immutable: large ones go via numpy
@@ -143,10 +143,12 @@ def tensor_code(name: str, x: torch.Tensor, spec: InputSpec, framework: str = "t
         return [f"{name} = np.full({shape!r}, {_literal(layout.base)})",
                 *_assignments(name, layout), f"{name} = tf.constant({name}, dtype={dtype})"]
     dtype = f"torch.{spec.dtype}"
+    place = "" if device == "cpu" else f", device={device!r}"
     grad = ", requires_grad=True" if spec.is_float else ""
     if layout.inline:
-        return [f"{name} = torch.tensor({_nested(layout.values.tolist())}, dtype={dtype}{grad})"]
-    lines = [f"{name} = torch.full({shape!r}, {_literal(layout.base)}, dtype={dtype})",
+        return [f"{name} = torch.tensor({_nested(layout.values.tolist())}, "
+                f"dtype={dtype}{place}{grad})"]
+    lines = [f"{name} = torch.full({shape!r}, {_literal(layout.base)}, dtype={dtype}{place})",
              *_assignments(name, layout)]
     if spec.is_float:
         lines.append(f"{name}.requires_grad_()")
@@ -198,14 +200,18 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         owner = parts[0]
         imported = owner
         init = ", ".join(f"{k}={v!r}" for k, v in entry.init.items())
-        cast = f".to(torch.{entry.dtype})" if entry.dtype != "float32" and not tf_mode else ""
+        # under autocast the module keeps float32 weights: entry.dtype is the autocast one
+        cast = f".to(torch.{entry.dtype})" if entry.dtype != "float32" and not tf_mode \
+            and not entry.autocast else ""
+        if entry.device != "cpu":
+            cast += f".to({entry.device!r})"
         body.append(f"model = {owner}({init}){cast}")
         call = "model" if len(parts) == 1 else f"model.{parts[-1]}"
     else:
         imported = parts[0]
         call = qualname
     for name, x, spec in zip(names, inputs, entry.specs, strict=True):
-        body.extend(tensor_code(name, x, spec, entry.framework))
+        body.extend(tensor_code(name, x, spec, entry.framework, entry.device))
     arguments = ", ".join(names)
     if entry.template is not None:
         arguments = _replayed_arguments(entry, names, body)
@@ -217,7 +223,8 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         body.extend(_tf_check(call, names, floats, label, target.where))
     else:
         if entry.autocast:
-            body.append(f"with torch.autocast(\"cpu\", dtype=torch.{entry.autocast}):")
+            body.append(f"with torch.autocast(\"{device_type(entry.device)}\", "
+                        f"dtype=torch.{entry.autocast}):")
             body.append(f"    out = {call}({arguments})")
         else:
             body.append(f"out = {call}({arguments})")
@@ -333,7 +340,7 @@ def _replayed_arguments(entry: Entry, names: list[str], body: list[str]) -> str:
             dtype = str(slot.dtype).replace("torch.", "")
             spec = InputSpec(dtype, tuple(slot.shape), float(slot.min()) if slot.numel() else 0,
                              float(slot.max()) if slot.numel() else 0, "observed")
-            body.extend(tensor_code(name, slot, spec, entry.framework))
+            body.extend(tensor_code(name, slot, spec, entry.framework, entry.device))
             parts.append(name)
         else:
             parts.append(repr(slot))
