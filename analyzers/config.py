@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 import re
+import shlex
 import tomllib
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
@@ -34,6 +36,7 @@ __all__ = [
     "config_from_mapping",
     "glob_match",
     "load_config",
+    "script_argv",
 ]
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -210,6 +213,7 @@ class Config:
     harvest: bool = True  # record calls while the repository's own tests run
     harvest_seconds: float = 60.0
     entries: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
+    script: Mapping[str, Any] | None = field(default=None, hash=False)  # script mode
     source: str | None = None
 
     def __post_init__(self) -> None:
@@ -242,6 +246,7 @@ class Config:
                 self.harvest_seconds, bool) or not 0 < self.harvest_seconds <= 3600:
             raise ConfigError(f"'harvest_seconds' in {where} must be a number in (0, 3600]")
         set_("entries", _entries(self.entries, where))
+        set_("script", None if self.script is None else _script(self.script, where))
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types, for the `config` field of a result."""
@@ -263,6 +268,7 @@ class Config:
             "harvest": self.harvest,
             "harvest_seconds": self.harvest_seconds,
             "entries": [dict(e) for e in self.entries],
+            "script": _script_json(self.script),
             "source": self.source,
         }
 
@@ -377,6 +383,102 @@ def _entries(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
                                      "init": dict(init), "dtype": dtype,
                                      "autocast": autocast}))
     return tuple(out)
+
+
+SCRIPT_KEYS = ("command", "run_seconds", "max_values", "bounds")
+SCRIPT_KINDS = ("data", "random")
+_SITE = re.compile(r"^[^:\s][^:]*\.py:[1-9][0-9]*$")
+
+
+def script_argv(command: str | Sequence[str]) -> tuple[str, ...]:
+    """`"train.py --steps 2"` or a list; a leading `python` is dropped. Raises ValueError with
+    the accepted forms."""
+    try:
+        argv = shlex.split(command) if isinstance(command, str) else list(command)
+    except ValueError as exc:
+        raise ValueError(f"cannot split {command!r} into arguments: {exc}") from None
+    if argv and re.fullmatch(r"python[0-9.]*", PurePosixPath(argv[0]).name):
+        argv = argv[1:]
+    if not argv:
+        raise ValueError("it is empty; write the script and its arguments, as in "
+                         "\"train.py --steps 2\" or \"-m pkg.train\"")
+    if argv[0] == "-m":
+        if len(argv) < 2 or not re.fullmatch(r"[A-Za-z_][\w.]*", argv[1]):
+            raise ValueError(f"{shlex.join(argv)!r}: -m needs a module name, as in "
+                             "\"-m pkg.train --steps 2\"")
+        return tuple(argv)
+    script = PurePosixPath(argv[0])
+    if script.is_absolute() or ".." in script.parts or script.suffix != ".py":
+        raise ValueError(f"{argv[0]!r} must be a .py file given relative to the repository "
+                         "root (or use -m package.module)")
+    return tuple(argv)
+
+
+def _script(value: Any, where: str) -> Mapping[str, Any]:
+    """`[tool.numcheck.script]`: a script of the repository that the dynamic pass runs with
+    its external values (data batches, random draws) substituted (DESIGN.md, script mode)."""
+    at = f"[script] in {where}"
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"'script' in {where} must be a table ([tool.numcheck.script]) "
+                          "with command = \"train.py --steps 2\"")
+    spelled: dict[str, str] = {}
+    table: dict[str, Any] = {}
+    for raw_key, item in value.items():
+        key = str(raw_key).replace("-", "_")
+        if key not in SCRIPT_KEYS:
+            hint = _suggest(key, SCRIPT_KEYS) or f" (known keys: {', '.join(SCRIPT_KEYS)})"
+            raise ConfigError(f"unknown key {raw_key!r} in {at}{hint}")
+        if key in spelled:
+            raise ConfigError(f"{at} sets both {spelled[key]!r} and {raw_key!r}; keep one")
+        spelled[key] = str(raw_key)
+        table[key] = item
+    if "command" not in table:
+        raise ConfigError(f"{at} needs command = \"train.py --steps 2\" (a Python script of "
+                          "the repository and its arguments, or \"-m package.module ...\")")
+    command = table["command"]
+    if not isinstance(command, str) and not (
+            isinstance(command, list | tuple) and all(isinstance(c, str) for c in command)):
+        raise ConfigError(f"'command' in {at} must be a string or a list of strings, "
+                          f"got {command!r}")
+    try:
+        argv = script_argv(command)
+    except ValueError as exc:
+        raise ConfigError(f"'command' in {at}: {exc}") from None
+    run_seconds = table.get("run_seconds", 10.0)
+    if not isinstance(run_seconds, int | float) or isinstance(run_seconds, bool) \
+            or not 0 < run_seconds <= 600:
+        raise ConfigError(f"'run_seconds' in {at} must be a number in (0, 600] (the limit "
+                          f"for one run of the script), got {run_seconds!r}")
+    max_values = _int("max_values", table.get("max_values", 8), 1, at)
+    bounds = table.get("bounds", {})
+    if not isinstance(bounds, Mapping):
+        raise ConfigError(f"'bounds' in {at} must be a table such as "
+                          "{ data = [-1, 1], random = [-3, 3], \"train.py:41\" = [0, 1] }")
+    checked: dict[str, tuple[float, float]] = {}
+    for name, box in bounds.items():
+        if name not in SCRIPT_KINDS and not _SITE.match(str(name)):
+            raise ConfigError(f"unknown value {name!r} in 'bounds' of {at}: use a kind "
+                              f"({', '.join(SCRIPT_KINDS)}) or a call site \"path.py:LINE\""
+                              f"{_suggest(str(name), SCRIPT_KINDS)}")
+        if not isinstance(box, list | tuple) or len(box) != 2 or not all(
+                isinstance(b, int | float) and not isinstance(b, bool) and math.isfinite(b)
+                for b in box):
+            raise ConfigError(f"bounds.{name} in {at} must be [lo, hi], two finite numbers, "
+                              f"got {box!r}")
+        if box[0] > box[1]:
+            raise ConfigError(f"bounds.{name} in {at} is empty: {box[0]:g} > {box[1]:g}")
+        checked[str(name)] = (float(box[0]), float(box[1]))
+    return MappingProxyType({"command": list(argv), "run_seconds": float(run_seconds),
+                             "max_values": max_values,
+                             "bounds": MappingProxyType(checked)})
+
+
+def _script_json(script: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if script is None:
+        return None
+    return {"command": list(script["command"]), "run_seconds": script["run_seconds"],
+            "max_values": script["max_values"],
+            "bounds": {k: list(v) for k, v in script["bounds"].items()}}
 
 
 def _display(path: Path, repo_dir: Path) -> str:

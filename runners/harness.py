@@ -93,6 +93,35 @@ def _harvested_entry(repo: Path, key: str, call: Any) -> Any:
         raise EntryError(f"recorded call of {key} cannot be replayed: {exc}") from exc
 
 
+def _script_entry(repo: Path, table: dict[str, Any], finding: dict[str, Any],
+                  lines: frozenset[int], seed: int) -> Any:
+    """Script mode: the configured script, recorded up to the finding's op."""
+    from analyzers.dynamic.script import ScriptConfig, build_script_entry
+
+    return build_script_entry(repo, ScriptConfig.from_json(table), finding["path"], lines,
+                              finding["op"], seed)
+
+
+def _minimise(entry: Any, inputs: list[Any], still_fails: Any) -> list[Any]:
+    """Script entries shrink toward what the seeded script draws and loads; others toward
+    plain values."""
+    from analyzers.dynamic.reproducer import minimise
+    from analyzers.dynamic.script import ScriptEntry, minimise_script
+
+    if isinstance(entry, ScriptEntry):
+        return minimise_script(entry, inputs, still_fails)
+    return minimise(inputs, entry.specs, still_fails)
+
+
+def _render(entry: Any, inputs: list[Any], target: Any, seed: int) -> str:
+    from analyzers.dynamic.reproducer import render
+    from analyzers.dynamic.script import ScriptEntry, render_script
+
+    if isinstance(entry, ScriptEntry):
+        return render_script(entry, inputs, target, seed)
+    return render(entry, inputs, target, seed)
+
+
 def confirm(job: dict[str, Any], finding: dict[str, Any],
             harvested: Any = None) -> dict[str, Any]:
     """One finding through entry building, search, minimisation and the reproducer."""
@@ -106,7 +135,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         synthesise,
     )
     from analyzers.dynamic.localise import localise
-    from analyzers.dynamic.reproducer import Target, minimise, render
+    from analyzers.dynamic.reproducer import Target
     from analyzers.dynamic.search import Budget, Searcher
 
     repo = Path(job["repo"])
@@ -124,7 +153,8 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
 
     def candidates() -> Iterator[Any]:
         """Configured entries of the finding's module, then calls recorded while the
-        repository's tests ran, then a synthesised call."""
+        repository's tests ran, then a synthesised call, then the configured script run
+        with its external values substituted."""
         for table in configured:
             yield lambda table=table: build_configured(repo, EntryConfig(
                 table["target"], tuple(table["inputs"]), dict(table.get("init", {})),
@@ -133,6 +163,8 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         for call in harvested.calls.get(key, []) if harvested else []:
             yield lambda call=call, key=key: _harvested_entry(repo, key, call)
         yield lambda: synthesise(repo, finding["path"], finding["function"], seed)
+        if job.get("script"):
+            yield lambda: _script_entry(repo, job["script"], finding, lines, seed)
 
     budget = Budget(seconds=float(job.get("search_seconds", 5.0)))
     last = None
@@ -170,11 +202,11 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         return (evaluation.forward if outcome.where == "forward" else
                 (evaluation.backward or evaluation.forward))
 
-    small = minimise(outcome.inputs, entry.specs, still_fails)
-    first = localise(entry, small, str(repo))
+    small = _minimise(entry, outcome.inputs, still_fails)
+    first = localise(entry, small, str(repo), where=outcome.where or "forward")
     target = Target(finding["path"], finding["line"], finding["op"], finding["call"],
                     outcome.where or "forward")
-    script = render(entry, small, target, seed)
+    script = _render(entry, small, target, seed)
     fails, stderr = _check_reproducer(repo, script)
     trigger = {
         "where": outcome.where, "stage": outcome.stage, "op": finding["op"],

@@ -21,6 +21,7 @@ from analyzers.pipeline import scan_paths
 from runners.local import LocalRunner, RunResult
 
 FINDING_SECONDS_SLACK = 20.0  # building the entry, minimising and the reproducer run
+SCRIPT_RUNS_SLACK = 3  # script mode: the recording run, localising and the reproducer's run
 
 
 def analyze(repo_dir: Path, base_ref: str | None, head_ref: str | None, config: Config,
@@ -95,8 +96,15 @@ def _job(workspace: Path, findings: list[Finding], config: Config) -> dict[str, 
         "harvest": config.harvest,
         "harvest_seconds": config.harvest_seconds,
         "search_seconds": config.search_seconds,
-        "finding_timeout": config.search_seconds + FINDING_SECONDS_SLACK,
+        "script": _script_job(config),
+        "finding_timeout": config.search_seconds + FINDING_SECONDS_SLACK + (
+            SCRIPT_RUNS_SLACK * config.script["run_seconds"] if config.script else 0.0),
     }
+
+
+def _script_job(config: Config) -> dict[str, Any] | None:
+    """Script mode's settings as plain JSON (the job crosses a process boundary)."""
+    return None if config.script is None else config.to_json()["script"]
 
 
 def _merge(result: AnalysisResult, run: RunResult) -> None:

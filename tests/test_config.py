@@ -251,7 +251,7 @@ def test_to_json_is_plain() -> None:
     assert set(data) == {"enable", "disable", "include", "exclude", "dtype", "scope",
                          "context_lines", "severity", "max_file_bytes", "fail_on", "dynamic",
                          "search_seconds", "dynamic_timeout", "seed", "harvest",
-                         "harvest_seconds", "entries", "source"}
+                         "harvest_seconds", "entries", "script", "source"}
 
 
 def test_config_is_hashable_and_comparable() -> None:
@@ -368,6 +368,82 @@ def test_entries_are_validated_and_normalised() -> None:
 def test_bad_entries_are_clear_errors(entry: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         config_from_mapping({"entries": [entry]}, "pyproject.toml")
+
+
+def test_script_table_in_pyproject_is_validated_and_normalised(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", """
+[tool.numcheck]
+seed = 3
+
+[tool.numcheck.script]
+command = "python train.py --epochs 2 --name 'a b'"
+run-seconds = 4
+max_values = 3
+bounds = { data = [-1, 1], "train.py:41" = [0, 0.5] }
+""")
+    config = load_config(tmp_path)
+    assert config.script is not None
+    assert config.to_json()["script"] == {
+        "command": ["train.py", "--epochs", "2", "--name", "a b"], "run_seconds": 4.0,
+        "max_values": 3, "bounds": {"data": [-1.0, 1.0], "train.py:41": [0.0, 0.5]}}
+    assert json.loads(json.dumps(config.to_json())) == config.to_json()
+    hash(config)
+    again = dataclasses.replace(config, seed=4)  # re-validated, and still the same table
+    assert again.to_json()["script"] == config.to_json()["script"]
+    assert Config().script is None and Config().to_json()["script"] is None
+
+
+def test_script_table_in_numcheck_toml(tmp_path: Path) -> None:
+    write(tmp_path / ".numcheck.toml", '[script]\ncommand = ["-m", "pkg.train", "--fast"]\n')
+    config = load_config(tmp_path)
+    assert config.script is not None
+    assert (config.script["command"], config.script["run_seconds"],
+            config.script["max_values"], dict(config.script["bounds"])) == (
+        ["-m", "pkg.train", "--fast"], 10.0, 8, {})
+
+
+@pytest.mark.parametrize(("script", "message"), [
+    ("train.py", "'script' in pyproject.toml must be a table ([tool.numcheck.script])"),
+    ({}, "needs command = \"train.py --steps 2\""),
+    ({"comand": "train.py"}, "unknown key 'comand' in [script] in pyproject.toml "
+                             "(did you mean 'command'?)"),
+    ({"command": "train.py", "run_seconds": 1, "run-seconds": 2}, "sets both"),
+    ({"command": 3}, "must be a string or a list of strings"),
+    ({"command": ""}, "it is empty"),
+    ({"command": "train.sh"}, "'train.sh' must be a .py file given relative to the repository"),
+    ({"command": "/abs/train.py"}, "must be a .py file given relative"),
+    ({"command": "../other/train.py"}, "must be a .py file given relative"),
+    ({"command": "-m"}, "-m needs a module name"),
+    ({"command": "train.py 'unclosed"}, "cannot split"),
+    ({"command": "train.py", "run_seconds": 0}, "'run_seconds' in [script] in pyproject.toml "
+                                                "must be a number in (0, 600]"),
+    ({"command": "train.py", "run_seconds": True}, "'run_seconds'"),
+    ({"command": "train.py", "max_values": 0}, "'max_values' in [script] in pyproject.toml "
+                                               "must be an integer >= 1"),
+    ({"command": "train.py", "bounds": [0, 1]}, "'bounds' in [script] in pyproject.toml must be "
+                                                "a table"),
+    ({"command": "train.py", "bounds": {"dta": [0, 1]}}, "unknown value 'dta' in 'bounds' of "
+                                                         "[script] in pyproject.toml: use a kind "
+                                                         "(data, random) or a call site "
+                                                         "\"path.py:LINE\" (did you mean "
+                                                         "'data'?)"),
+    ({"command": "train.py", "bounds": {"train.py:0": [0, 1]}}, "unknown value 'train.py:0'"),
+    ({"command": "train.py", "bounds": {"data": [0]}}, "bounds.data in [script] in "
+                                                       "pyproject.toml must be [lo, hi]"),
+    ({"command": "train.py", "bounds": {"data": [0, "inf"]}}, "two finite numbers"),
+    ({"command": "train.py", "bounds": {"random": [0, float("inf")]}}, "two finite numbers"),
+    ({"command": "train.py", "bounds": {"data": [2, 1]}}, "bounds.data in [script] in "
+                                                          "pyproject.toml is empty: 2 > 1"),
+])
+def test_bad_script_tables_are_clear_errors(script: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        config_from_mapping({"script": script}, "pyproject.toml")
+
+
+def test_misspelt_script_table_is_named() -> None:
+    with pytest.raises(ConfigError, match=re.escape("unknown key 'scrpit' in pyproject.toml "
+                                                    "(did you mean 'script'?)")):
+        config_from_mapping({"scrpit": {"command": "train.py"}}, "pyproject.toml")
 
 
 def test_dynamic_settings_are_checked() -> None:

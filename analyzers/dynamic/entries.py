@@ -21,7 +21,7 @@ import torch
 
 from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec
 
-EntrySource = Literal["config", "harvested", "synthesised"]
+EntrySource = Literal["config", "harvested", "synthesised", "script"]
 TENSOR_HINT = re.compile(r"Tensor|ndarray|Array|Float\[|Int\[|Shaped\[")
 JAXTYPING_DIMS = re.compile(r"""\[\s*[\w.]+\s*,\s*["']([^"']*)["']\s*\]""")
 DEFAULT_BATCH, DEFAULT_FEATURES = 4, 8

@@ -1,0 +1,761 @@
+"""Script mode (GRIST's driver): run a configured command with its external values substituted.
+
+`[tool.numcheck.script]` names a Python script of the repository (a training script for a few
+steps, say). The script runs in-process (runpy, its own `sys.argv`, the repository as working
+directory) while `ExternalValues` intercepts the values that come from outside the code, at
+their call sites:
+
+* random draws made by the repository's own code (`torch.randn`, `rand_like`, `normal`,
+  `bernoulli`, `Tensor.uniform_`, ...); draws made inside libraries (weight initialisation,
+  dropout, samplers) are not external values: they follow the seed;
+* data batches: whatever a `torch.utils.data.DataLoader` iterator yields, tensor by tensor
+  inside tuples, lists and dicts, keyed at the nearest repository frame that asked for it.
+
+A value's label is its kind, call site and occurrence there: `data train.py:41 #0[0]` is the
+first tensor of the first batch the loop on line 41 of train.py received. A recording run
+stops shortly after the watched op first ran (at the next framework call off the op's line, or
+the next external value); the float values seen before that are the entry's inputs, their
+observed ranges (widened, as for harvested calls) or configured bounds its box. Every
+evaluation of the search re-runs the script with its values substituted, stopped the same way
+and bounded by a per-run limit. The reproducer carries a copy of the interception code
+(`_runtime_source`), so it stands alone: it re-runs the script with the triggering values
+substituted and asserts that the flagged line stays finite.
+
+Runs only inside the sandboxed harness: it executes the PR's code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import os
+import random
+import re
+import runpy
+import shlex
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from analyzers.config import script_argv
+from analyzers.dynamic.entries import Entry, EntryError
+from analyzers.dynamic.harvest import observed_box
+from analyzers.dynamic.probe import MAX_FRAMES as PROBE_FRAMES
+from analyzers.dynamic.specs import InputSpec
+from analyzers.dynamic.suspect import op_names, operand_of
+
+DEFAULT_RUN_SECONDS = 10.0
+DEFAULT_MAX_VALUES = 8
+VALUE_KINDS = ("data", "random")
+
+# ---------------------------------------------------------------- the runtime
+# `RANDOM_DRAWS` to `run_script` below need only os, random, runpy, sys, torch (and numpy
+# when the script uses it): the reproducer carries a copy of their source, so it substitutes
+# exactly as the search did.
+
+RANDOM_DRAWS = frozenset({
+    "rand", "randn", "rand_like", "randn_like", "normal", "bernoulli", "poisson",
+    "uniform_", "normal_", "bernoulli_", "exponential_", "log_normal_", "cauchy_",
+    "geometric_", "random_", "randint", "randint_like", "randperm", "multinomial",
+})
+NUMPY_DRAWS = (  # numpy.random's module-level functions that return floats
+    "rand", "randn", "random", "random_sample", "ranf", "sample", "uniform", "normal",
+    "standard_normal", "exponential", "standard_exponential", "gamma", "standard_gamma",
+    "beta", "laplace", "logistic", "lognormal", "chisquare", "standard_t", "standard_cauchy",
+    "rayleigh", "weibull", "pareto", "power", "gumbel", "triangular", "vonmises", "wald",
+)
+DISPATCH_FILES = ("overrides.py", "_tensor.py", "_device.py")  # torch's plumbing, not a caller
+MAX_FRAMES = 16  # how far up a value's call site may be (past wrappers such as tqdm)
+WATCH_FRAMES = PROBE_FRAMES  # the op's line is found exactly as the search's probe finds it
+
+
+class StopScript(BaseException):
+    """The watched op has run: the rest of the script is not needed. A BaseException, so the
+    script's own `except Exception` cannot swallow it."""
+
+
+class ExternalValues(TorchFunctionMode):
+    """Intercepts external values at their call sites and watches one op on given lines.
+
+    `on_value(label, natural)` returns the value the script gets: `natural` (what the code
+    drew or loaded) or a substitute of the same shape.
+    """
+
+    active: list[Any] = []  # the modes in force, innermost last (numpy's draws look here)
+
+    def __init__(self, root: str, watch_path: str, watch_lines: Any, watch_names: Any,
+                 on_value: Any) -> None:
+        super().__init__()
+        self.root = os.path.realpath(root) + os.sep
+        self.watch_path = os.path.realpath(watch_path)
+        self.watch_lines = frozenset(watch_lines)
+        self.watch_names = frozenset(watch_names)
+        self.on_value = on_value
+        self.ran = False  # the watched op has run
+        self.hits: list[Any] = []  # (output, args, kwargs, name) of each call of the op
+        self.counts: dict[str, int] = {}
+        self._real: dict[str, str] = {}
+        self._restore: list[Any] = []
+
+    def _realpath(self, filename: str) -> str:
+        path = self._real.get(filename)
+        if path is None:
+            path = self._real[filename] = os.path.realpath(filename)
+        return path
+
+    def _repo_file(self, filename: str) -> str | None:
+        path = self._realpath(filename)
+        if not path.startswith(self.root) or "site-packages" in path:
+            return None
+        return path[len(self.root):].replace(os.sep, "/")
+
+    def _on_watched_line(self, frame: Any) -> bool:
+        for _ in range(WATCH_FRAMES):
+            if frame is None:
+                return False
+            if self._realpath(frame.f_code.co_filename) == self.watch_path:
+                return frame.f_lineno in self.watch_lines
+            frame = frame.f_back
+        return False
+
+    def _site(self, frame: Any, walk: bool) -> tuple[str, int] | None:
+        """The repository line that asked for a value: the caller itself (past torch's
+        dispatch plumbing) for a random draw, the nearest repository frame for a batch."""
+        for _ in range(MAX_FRAMES):
+            if frame is None:
+                return None
+            filename = frame.f_code.co_filename
+            rel = self._repo_file(filename)
+            if rel is not None:
+                return rel, frame.f_lineno
+            if not walk and not filename.endswith(DISPATCH_FILES):
+                return None
+            frame = frame.f_back
+        return None
+
+    def _label(self, kind: str, site: tuple[str, int]) -> str:
+        key = f"{kind} {site[0]}:{site[1]}"
+        count = self.counts.get(key, 0)
+        self.counts[key] = count + 1
+        return f"{key} #{count}"
+
+    def _put(self, natural: Any, value: Any, in_place: bool) -> Any:
+        if value is natural or not isinstance(value, torch.Tensor) \
+                or tuple(value.shape) != tuple(natural.shape):
+            return natural
+        value = value.to(dtype=natural.dtype, device=natural.device)
+        if in_place:  # x.uniform_(): the script holds x itself
+            try:
+                natural.copy_(value)
+            except RuntimeError:  # a leaf that requires grad (a parameter)
+                with torch.no_grad():
+                    natural.copy_(value)
+            return natural
+        if natural.requires_grad and natural.is_leaf:  # randn(..., requires_grad=True)
+            return value.detach().clone().requires_grad_(True)
+        return value.clone()
+
+    def _batch(self, label: str, batch: Any, where: str = "") -> Any:
+        if isinstance(batch, torch.Tensor):
+            return self._put(batch, self.on_value(label + where, batch), False)
+        if isinstance(batch, dict):
+            items = {k: self._batch(label, v, f"{where}[{k!r}]") for k, v in batch.items()}
+            try:
+                return type(batch)(items)
+            except TypeError:
+                return items
+        if isinstance(batch, (list, tuple)):  # noqa: UP038 (the reproducer may run on 3.9)
+            parts = [self._batch(label, v, f"{where}[{i}]") for i, v in enumerate(batch)]
+            if hasattr(batch, "_fields"):  # a namedtuple
+                return type(batch)(*parts)
+            return type(batch)(parts)
+        return batch
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (),
+                           kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        caller = sys._getframe(1)
+        on_line = self._on_watched_line(caller)
+        if self.ran and not on_line:
+            raise StopScript()
+        out = func(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        if name in RANDOM_DRAWS and not self.ran and isinstance(out, torch.Tensor):
+            site = self._site(caller, walk=False)
+            if site is not None:
+                label = self._label("random", site)
+                out = self._put(out, self.on_value(label, out), name.endswith("_"))
+        if name in self.watch_names and on_line:
+            self.ran = True
+            self.hits.append((out, args, kwargs, name))
+        return out
+
+    def _array(self, label: str, natural: Any) -> Any:
+        """A numpy draw: searched as a float64 tensor, handed back as numpy (or a float)."""
+        import numpy
+
+        array = numpy.asarray(natural)
+        if array.dtype.kind != "f":
+            return natural
+        tensor = torch.from_numpy(array.copy())
+        value = self.on_value(label, tensor)
+        if value is tensor or not isinstance(value, torch.Tensor) \
+                or tuple(value.shape) != array.shape:
+            return natural
+        out = value.detach().cpu().numpy().astype(array.dtype)
+        return out if isinstance(natural, numpy.ndarray) else out.item()
+
+    def __enter__(self) -> Any:
+        from torch.utils.data import dataloader
+
+        base = dataloader._BaseDataLoaderIter
+        original = getattr(base.__next__, "_numcheck_original", base.__next__)
+        mode = self
+
+        def __next__(iterator: Any) -> Any:
+            site = mode._site(sys._getframe(1), walk=True)
+            if site is not None and mode.ran:
+                raise StopScript()
+            batch = original(iterator)
+            if site is None:
+                return batch
+            return mode._batch(mode._label("data", site), batch)
+
+        __next__._numcheck_original = original  # type: ignore[attr-defined]
+        self._restore = [(base, "__next__", original)]
+        setattr(base, "__next__", __next__)  # noqa: B010 (a method, patched for the run)
+        numpy_random: Any = None
+        with contextlib.suppress(ImportError):
+            import numpy.random as numpy_random
+        for name in NUMPY_DRAWS if numpy_random is not None else ():
+            draw = getattr(numpy_random, name, None)
+            if callable(draw):
+                draw = getattr(draw, "_numcheck_original", draw)
+                self._restore.append((numpy_random, name, draw))
+                setattr(numpy_random, name, _numpy_draw(draw))
+        ExternalValues.active.append(self)
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        ExternalValues.active.remove(self)
+        for owner, name, original in reversed(self._restore):
+            setattr(owner, name, original)
+        return super().__exit__(*exc)
+
+
+def _numpy_draw(draw: Any) -> Any:
+    """numpy.random.<draw>, recorded at its call site while a mode is in force (a module that
+    imported the function during a run keeps this wrapper: it asks for the mode of the day)."""
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        natural = draw(*args, **kwargs)
+        mode = ExternalValues.active[-1] if ExternalValues.active else None
+        if mode is None or mode.ran:
+            return natural
+        site = mode._site(sys._getframe(1), walk=False)
+        if site is None:
+            return natural
+        return mode._array(mode._label("random", site), natural)
+
+    wrapper._numcheck_original = draw  # type: ignore[attr-defined]
+    return wrapper
+
+
+def run_script(root: str, argv: Any, seed: int, mode: Any) -> None:
+    """Run `python argv...` in this process from `root`, under `mode`, seeded; returns when
+    the script ends or when the watched op has run (the rest is cut off)."""
+    torch.manual_seed(seed)
+    random.seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed)
+    except ImportError:
+        pass
+    saved_argv, saved_path, saved_cwd = sys.argv[:], sys.path[:], os.getcwd()
+    os.chdir(root)
+    try:
+        with mode:
+            if argv[0] == "-m":
+                sys.argv = [argv[1], *argv[2:]]
+                sys.path.insert(0, root)
+                runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+            else:
+                script = os.path.join(root, argv[0])
+                sys.argv = list(argv)
+                sys.path.insert(0, os.path.dirname(script))
+                runpy.run_path(script, run_name="__main__")
+    except StopScript:
+        pass
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        os.chdir(saved_cwd)
+
+
+# ---------------------------------------------------------------- the configuration
+
+
+@dataclass(frozen=True)
+class ScriptConfig:
+    """`[tool.numcheck.script]`, as the job carries it (validated by analyzers.config)."""
+
+    argv: tuple[str, ...]  # ("train.py", "--steps", "2") or ("-m", "pkg.train", ...)
+    run_seconds: float = DEFAULT_RUN_SECONDS
+    max_values: int = DEFAULT_MAX_VALUES
+    bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+
+    @property
+    def command(self) -> str:
+        return shlex.join(self.argv)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ScriptConfig:
+        return cls(script_argv(data["command"]),
+                   float(data.get("run_seconds", DEFAULT_RUN_SECONDS)),
+                   int(data.get("max_values", DEFAULT_MAX_VALUES)),
+                   {str(k): (float(v[0]), float(v[1]))
+                    for k, v in dict(data.get("bounds", {})).items()})
+
+    def bounds_for(self, label: str) -> tuple[float, float] | None:
+        """The configured box of a value: by its site (`train.py:41`), else by its kind."""
+        kind, _, rest = label.partition(" ")
+        site = rest.split(" #", 1)[0]
+        return self.bounds.get(site) or self.bounds.get(kind)
+
+
+# ---------------------------------------------------------------- runs in the harness
+
+
+FIRST_RUN_FACTOR = 3  # the first run in a process imports what the script needs (torch.optim
+# pulls in torch._dynamo: over a second), so it gets this many times run_seconds
+_WARM: list[bool] = []  # not empty once a script has run in this process
+
+
+class ScriptFailed(Exception):
+    """One run of the script went wrong; the message says how."""
+
+
+class ScriptTimeout(BaseException):
+    """The per-run limit: a BaseException, so the script cannot swallow it."""
+
+
+@contextlib.contextmanager
+def _run_limit(seconds: float) -> Iterator[None]:
+    """SIGALRM after `seconds`, nested inside the harness's own deadline for the finding:
+    whichever comes first fires, and the outer one is re-armed with what is left of it."""
+    try:
+        outer_handler = signal.getsignal(signal.SIGALRM)
+        outer_left, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+    except ValueError:  # not the main thread: no per-run limit here
+        yield
+        return
+    started = time.monotonic()
+
+    def expire(signum: int, frame: Any) -> None:
+        if outer_left and time.monotonic() - started >= outer_left - 0.01 \
+                and callable(outer_handler):
+            outer_handler(signum, frame)  # the finding's deadline came first
+        raise ScriptTimeout()
+
+    signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, min(seconds, outer_left) if outer_left else seconds,
+                     1.0)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, outer_handler)
+        if outer_left:  # the finding's deadline goes on (if it already fired: fires again)
+            left = outer_left - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, left if left > 0 else outer_interval or 0.001,
+                             outer_interval)
+
+
+class _Tail(io.TextIOBase):
+    """Where the script's prints go during runs: only the end is kept, for error messages."""
+
+    def __init__(self, keep: int = 2000) -> None:
+        self.keep = keep
+        self.text = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.text = (self.text + text)[-self.keep:]
+        return len(text)
+
+
+@dataclass
+class Recorded:
+    label: str
+    value: torch.Tensor
+
+
+class ScriptRun:
+    """The Entry's callable: one run of the script with the searched values substituted.
+    Returns the watched op's outputs (empty when the script ended without reaching it)."""
+
+    def __init__(self, repo: Path, config: ScriptConfig, path: str, lines: frozenset[int],
+                 op: str, seed: int) -> None:
+        self.repo = Path(repo).resolve()
+        self.config = config
+        self.path = path  # relative to the repository
+        self.lines = lines
+        self.op = op
+        self.names = tuple(sorted(op_names(op)))
+        self.seed = seed
+        self.labels: list[str] = []  # the searched values, in the entry's order
+        self.last: ExternalValues | None = None
+
+    def where(self) -> str:
+        return f"{self.path}:{min(self.lines)}"
+
+    def run(self, on_value: Callable[[str, torch.Tensor], Any]) -> ExternalValues:
+        mode = ExternalValues(str(self.repo), str(self.repo / self.path), self.lines,
+                              self.names, on_value)
+        tail = _Tail()
+        first = not _WARM
+        limit = self.config.run_seconds * (FIRST_RUN_FACTOR if first else 1)
+        _WARM.append(True)
+        try:
+            with _run_limit(limit), contextlib.redirect_stdout(tail), \
+                    contextlib.redirect_stderr(tail):
+                run_script(str(self.repo), self.config.argv, self.seed, mode)
+        except ScriptTimeout:
+            why = f"run_seconds, times {FIRST_RUN_FACTOR} for the first run, which pays the " \
+                  "imports" if first else "run_seconds"
+            raise ScriptFailed(f"the script did not reach {self.where()} within its per-run "
+                               f"limit of {limit:g} s ({why})") from None
+        except SystemExit as exc:
+            raise ScriptFailed(f"the script exited with status {exc.code!r} before reaching "
+                               f"{self.where()}{_said(tail)}") from None
+        except Exception as exc:
+            raise ScriptFailed(f"the script raised {type(exc).__name__}: {exc}"
+                               f"{self._raised_at(exc)} before reaching {self.where()}"
+                               f"{_said(tail)}") from None
+        self.last = mode
+        return mode
+
+    def _raised_at(self, exc: BaseException) -> str:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                  if _inside(f.filename, self.repo)]
+        if not frames:
+            return ""
+        return f" at {Path(frames[-1].filename).resolve().relative_to(self.repo)}:" \
+               f"{frames[-1].lineno}"
+
+    def __call__(self, *values: torch.Tensor) -> Any:
+        table = dict(zip(self.labels, values, strict=True))
+        mode = self.run(lambda label, natural: table.get(label, natural))
+        return [out for out, _, _, _ in mode.hits]
+
+    def operand_index(self) -> int | None:
+        """Which tensor argument of the last run's first hit is the op's operand (for the
+        reproducer's gradient check)."""
+        if self.last is None or not self.last.hits:
+            return None
+        _, args, kwargs, name = self.last.hits[0]
+        operand = operand_of(self.op, name, args, kwargs)
+        tensors = _tensors((args, kwargs))
+        return next((i for i, t in enumerate(tensors) if t is operand), None)
+
+
+def _said(tail: _Tail) -> str:
+    text = tail.text.strip()
+    return f" (its last output: {text[-300:]!r})" if text else ""
+
+
+def _inside(filename: str, root: Path) -> bool:
+    try:
+        Path(filename).resolve().relative_to(root)
+    except ValueError:
+        return False
+    return "site-packages" not in filename
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, tuple | list):
+        return [t for v in value for t in _tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    return []
+
+
+class ScriptEntry(Entry):
+    """An Entry whose inputs are a script's external values; its box names their sites."""
+
+    @property
+    def script(self) -> ScriptRun:
+        return cast(ScriptRun, self.fn)
+
+    def describe_box(self) -> list[dict[str, Any]]:
+        boxes = super().describe_box()
+        for box, label in zip(boxes, self.script.labels, strict=True):
+            box["site"] = label
+        return boxes
+
+
+def build_script_entry(repo: Path, config: ScriptConfig, path: str, lines: frozenset[int],
+                       op: str, seed: int) -> ScriptEntry:
+    """Record one run of the script up to the op; its float external values become the
+    entry's inputs. EntryError with the reason when the script cannot get there."""
+    runner = ScriptRun(repo, config, path, lines, op, seed)
+    recorded: list[Recorded] = []
+
+    def record(label: str, natural: torch.Tensor) -> torch.Tensor:
+        # values are only asked for before the op ran: after it, the run stops
+        recorded.append(Recorded(label, natural.detach().clone()))
+        return natural
+
+    command = f"script `{config.command}`"
+    try:
+        mode = runner.run(record)
+    except ScriptFailed as exc:
+        raise EntryError(f"{command}: {exc}") from None
+    if not mode.ran:
+        raise EntryError(f"{command} ran to completion without reaching {runner.where()} "
+                         f"({op} there never ran)")
+    floats = [r for r in recorded if r.value.is_floating_point()
+              and r.value.numel() > 0]
+    if not floats:
+        raise EntryError(f"{command} reaches {runner.where()}, but no float external value "
+                         "(data batch, random draw) came before it: nothing to search")
+    chosen = floats[-config.max_values:]  # the values nearest the op
+    specs: list[InputSpec] = []
+    for item in chosen:
+        configured = config.bounds_for(item.label)
+        lo, hi = configured or observed_box(item.value)
+        specs.append(InputSpec(str(item.value.dtype).replace("torch.", ""),
+                               tuple(item.value.shape), lo, hi,
+                               "config" if configured else "observed"))
+    runner.labels = [item.label for item in chosen]
+    return ScriptEntry(f"script: {config.command}", specs, runner,
+                       "script", start=[item.value for item in chosen])
+
+
+
+# ---------------------------------------------------------------- minimising and the reproducer
+
+INLINE_LIMIT = 12  # values with at most this many elements are written out in full
+MAX_POINTS = 64  # beyond this many changed elements the value is written out in full
+
+
+def minimise_script(entry: ScriptEntry, inputs: list[torch.Tensor],
+                    still_fails: Callable[[list[torch.Tensor]], bool], budget: int = 200,
+                    seconds: float = 8.0) -> list[torch.Tensor]:
+    """ddmin toward the recorded values (what the seeded script draws and loads): elements
+    go back to their natural value while the trigger persists, so the reproducer states only
+    the changes that matter."""
+    bases = [x.detach() for x in entry.start or inputs]
+    current = [x.detach().clone() for x in inputs]
+    spent, started = 0, time.perf_counter()
+
+    def exhausted() -> bool:
+        return spent >= budget or time.perf_counter() - started > seconds
+
+    for which, base in enumerate(bases):
+        if current[which].shape != base.shape:
+            continue
+        natural = base.reshape(-1).to(current[which].dtype)
+        differing = [int(i) for i in
+                     torch.nonzero(current[which].reshape(-1) != natural).reshape(-1)]
+        chunks = 2
+        while differing and not exhausted():
+            size = max(1, len(differing) // chunks)
+            removed = False
+            for start in range(0, len(differing), size):
+                if exhausted():
+                    break
+                chunk = differing[start:start + size]
+                trial = [x.clone() for x in current]
+                flat = trial[which].reshape(-1)
+                flat[chunk] = natural[chunk]
+                trial[which] = flat.reshape(current[which].shape)
+                spent += 1
+                if still_fails(trial):
+                    current = trial
+                    gone = set(chunk)
+                    differing = [i for i in differing if i not in gone]
+                    removed = True
+                    break
+            if not removed:
+                if size == 1:
+                    break
+                chunks = min(len(differing), chunks * 2)
+    return current
+
+
+def _literal(value: float | int | bool) -> str:
+    if isinstance(value, float) and value != value:
+        return "float('nan')"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return "float('inf')" if value > 0 else "float('-inf')"
+    return repr(value)
+
+
+def _nested(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_nested(v) for v in value) + "]"
+    return _literal(value)
+
+
+def _unravel(index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    out: list[int] = []
+    for size in reversed(shape):
+        out.append(index % size)
+        index //= size
+    return tuple(reversed(out))
+
+
+def _value_code(number: int, label: str, value: torch.Tensor, natural: torch.Tensor | None,
+                spec: InputSpec) -> list[str]:
+    """One substitute: small values in full, large ones as the seeded value plus changes."""
+    dtype = f"torch.{spec.dtype}"
+    grad = ".requires_grad_()" if spec.is_float else ""
+    lines = [f"def value_{number}(natural):"]
+    flat = value.detach().reshape(-1)
+    changed: list[int] = []
+    if natural is not None and natural.shape == value.shape:
+        changed = [int(i) for i in torch.nonzero(flat != natural.reshape(-1).to(flat.dtype))
+                   .reshape(-1)]
+    if value.numel() <= INLINE_LIMIT or natural is None or len(changed) > MAX_POINTS:
+        lines += [f'    """{label}: written out in full."""',
+                  f"    return torch.tensor({_nested(value.detach().tolist())}, "
+                  f"dtype={dtype}){grad}"]
+        return lines
+    lines += [f'    """{label}: what the seeded script gives, with {len(changed)} element(s) '
+              'changed."""',
+              "    x = natural.detach().clone()"]
+    shape = tuple(value.shape)
+    lines += [f"    x[{', '.join(map(str, _unravel(i, shape)))}] = {_literal(flat[i].item())}"
+              for i in changed]
+    lines.append(f"    return x{grad}")
+    return lines
+
+
+def _runtime_source() -> list[str]:
+    draws = ", ".join(repr(name) for name in sorted(RANDOM_DRAWS))
+    lines = [f"RANDOM_DRAWS = frozenset({{{draws}}})", f"NUMPY_DRAWS = {NUMPY_DRAWS!r}",
+             f"DISPATCH_FILES = {DISPATCH_FILES!r}", f"MAX_FRAMES = {MAX_FRAMES}",
+             f"WATCH_FRAMES = {WATCH_FRAMES}", "", ""]
+    for obj in (StopScript, ExternalValues, _numpy_draw, run_script):
+        lines += inspect.getsource(obj).rstrip("\n").split("\n") + ["", ""]
+    return lines
+
+
+def render_script(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
+                  seed: int) -> str:
+    """The reproducer: pytest-style and runnable with python, standing alone (it carries its
+    own copy of the interception code)."""
+    runner = entry.script
+    naturals = list(entry.start or [])
+    values: list[str] = []
+    table: list[str] = []
+    for number, (label, x, spec) in enumerate(zip(runner.labels, inputs, entry.specs,
+                                                  strict=True)):
+        natural = naturals[number] if number < len(naturals) else None
+        if natural is not None and natural.shape == x.shape and bool(
+                (x.detach() == natural.to(x.dtype)).all()):
+            continue  # the search left it as the script makes it
+        values += [*_value_code(number, label, x, natural, spec), "", ""]
+        table.append(f"    {label!r}: value_{number},")
+    label = f"{target.op} at {target.path}:{target.line}"
+    operand = runner.operand_index() if target.where == "backward" else None
+    slug = re.sub(r"\W+", "_", Path(runner.config.argv[1 if runner.config.argv[0] == "-m"
+                                                       else 0]).stem).strip("_").lower()
+    test_name = f"test_{slug or 'script'}_{target.op}_is_finite"
+    check = ["    for out, _, _, _ in mode.hits:",
+             f"        assert _finite(out), \"{label} makes NaN/Inf\""]
+    if target.where == "backward" and operand is not None:
+        check += [
+            "    out, args, kwargs, _ = mode.hits[0]",
+            f"    operand = _tensors((args, kwargs))[{operand}]",
+            "    if operand.requires_grad and out.requires_grad:",
+            "        (grad,) = torch.autograd.grad(out, operand, torch.ones_like(out),",
+            "                                      allow_unused=True)",
+            f"        assert grad is None or _finite(grad), \"{label}: its gradient is NaN/Inf\"",
+        ]
+    lines = [
+        f'"""numcheck reproducer: `{target.call}` ({label}) gives NaN/Inf in the '
+        f"{target.where} pass",
+        f"when `{runner.config.command}` runs with the external values below substituted at "
+        "their call",
+        f"sites (everything else is what the script draws and loads under seed {seed}).",
+        "",
+        "Save it at the repository root and run `python -m pytest <this file>` (or run it",
+        "with python). It fails while the bug is there and passes once it is fixed.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "import contextlib",
+        "import os",
+        "import random",
+        "import runpy",
+        "import sys",
+        "",
+        "import torch",
+        "from torch.overrides import TorchFunctionMode",
+        "",
+        "ROOT = os.path.dirname(os.path.abspath(__file__))",
+        f"ARGV = {list(runner.config.argv)!r}",
+        f"SEED = {seed}",
+        f"WATCHED = ({runner.path!r}, {sorted(runner.lines)!r}, {list(runner.names)!r})",
+        "",
+        "",
+        *values,
+        "SUBSTITUTES = {",
+        *table,
+        "}",
+        "",
+        "",
+        *_runtime_source(),
+        "def _tensors(value):",
+        "    if isinstance(value, torch.Tensor):",
+        "        return [value]",
+        "    if isinstance(value, (tuple, list)):",
+        "        return [t for v in value for t in _tensors(v)]",
+        "    if isinstance(value, dict):",
+        "        return [t for v in value.values() for t in _tensors(v)]",
+        "    return []",
+        "",
+        "",
+        "def _finite(value):",
+        "    return all(bool(torch.isfinite(t).all()) for t in _tensors(value)",
+        "               if t.is_floating_point())",
+        "",
+        "",
+        "def _substitute(label, natural):",
+        "    build = SUBSTITUTES.get(label)",
+        "    return natural if build is None else build(natural)",
+        "",
+        "",
+        f"def {test_name}():",
+        "    mode = ExternalValues(ROOT, os.path.join(ROOT, WATCHED[0]), WATCHED[1], WATCHED[2],",
+        "                          _substitute)",
+        "    run_script(ROOT, ARGV, SEED, mode)",
+        "    if not mode.hits:",
+        f"        print(\"{label} no longer runs\")",
+        "        return",
+        *check,
+        "",
+        "",
+        'if __name__ == "__main__":',
+        f"    {test_name}()",
+        "",
+    ]
+    return "\n".join(lines)
