@@ -41,6 +41,7 @@ __all__ = [
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 SCOPES = ("added", "diff_context", "file")
+DEVICES = ("auto", "cpu", "cuda")
 SEVERITIES = ("error", "warning", "note")
 FAIL_ON = ("any", "none", "error")
 DEFAULT_INCLUDE: tuple[str, ...] = ("**/*.py",)
@@ -212,6 +213,7 @@ class Config:
     seed: int = 0
     harvest: bool = True  # record calls while the repository's own tests run
     harvest_seconds: float = 60.0
+    device: str = "auto"  # where the dynamic pass runs the code: auto (CUDA if visible), cpu, cuda
     entries: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
     script: Mapping[str, Any] | None = field(default=None, hash=False)  # script mode
     source: str | None = None
@@ -245,6 +247,7 @@ class Config:
         if not isinstance(self.harvest_seconds, int | float) or isinstance(
                 self.harvest_seconds, bool) or not 0 < self.harvest_seconds <= 3600:
             raise ConfigError(f"'harvest_seconds' in {where} must be a number in (0, 3600]")
+        _choice("device", self.device, DEVICES, where)
         set_("entries", _entries(self.entries, where))
         set_("script", None if self.script is None else _script(self.script, where))
 
@@ -267,6 +270,7 @@ class Config:
             "seed": self.seed,
             "harvest": self.harvest,
             "harvest_seconds": self.harvest_seconds,
+            "device": self.device,
             "entries": [dict(e) for e in self.entries],
             "script": _script_json(self.script),
             "source": self.source,

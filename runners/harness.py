@@ -132,10 +132,11 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         EntryError,
         build_configured,
         module_name_for,
+        resolve_device,
         synthesise,
     )
     from analyzers.dynamic.localise import localise
-    from analyzers.dynamic.reproducer import Target
+    from analyzers.dynamic.reproducer import Target, no_reproducer_reason
     from analyzers.dynamic.search import Budget, Searcher
 
     repo = Path(job["repo"])
@@ -145,6 +146,10 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         return {**base, "status": "potential",
                 "error": f"dynamic confirmation of {finding['framework']} code is not "
                          "supported yet; the finding stays a static one"}
+    try:
+        device = resolve_device(str(job.get("device", "auto")))
+    except EntryError as exc:
+        return {**base, "status": "error", "error": str(exc)}
     path = str(repo / finding["path"])
     lines = frozenset(range(finding["line"], finding["end_line"] + 1))
     module = module_name_for(finding["path"])
@@ -158,11 +163,11 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         for table in configured:
             yield lambda table=table: build_configured(repo, EntryConfig(
                 table["target"], tuple(table["inputs"]), dict(table.get("init", {})),
-                table.get("dtype"), table.get("autocast")), seed)
+                table.get("dtype"), table.get("autocast")), seed, device)
         key = f"{module}:{finding['function']}"
         for call in harvested.calls.get(key, []) if harvested else []:
             yield lambda call=call, key=key: _harvested_entry(repo, key, call)
-        yield lambda: synthesise(repo, finding["path"], finding["function"], seed)
+        yield lambda: synthesise(repo, finding["path"], finding["function"], seed, device)
         if job.get("script"):
             yield lambda: _script_entry(repo, job["script"], finding, lines, seed)
 
@@ -195,7 +200,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         return {**base, "status": "not-triggered", "box": box,
                 "trigger": {"seconds": round(outcome.seconds, 4),
                             "evaluations": outcome.evaluations, "seed": seed,
-                            "best_loss": outcome.best_loss, "device": "cpu"}}
+                            "best_loss": outcome.best_loss, "device": entry.device}}
 
     def still_fails(trial: list[torch.Tensor]) -> bool:
         evaluation = searcher.evaluate(trial)
@@ -206,15 +211,20 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
     first = localise(entry, small, str(repo), where=outcome.where or "forward")
     target = Target(finding["path"], finding["line"], finding["op"], finding["call"],
                     outcome.where or "forward")
-    script = _render(entry, small, target, seed)
-    fails, stderr = _check_reproducer(repo, script)
     trigger = {
         "where": outcome.where, "stage": outcome.stage, "op": finding["op"],
         "reaches_output": outcome.reaches_output, "seconds": round(outcome.seconds, 4),
-        "evaluations": outcome.evaluations, "device": "cpu", "seed": seed,
+        "evaluations": outcome.evaluations, "device": entry.device, "seed": seed,
         "inputs": [_summary(x) for x in small], "trace": outcome.trace[-50:],
         "first_nonfinite": first,
     }
+    unscriptable = no_reproducer_reason(entry)
+    if unscriptable is not None:  # proof needs a script anyone can run: not confirmed
+        return {**base, "status": "potential", "box": box, "trigger": trigger,
+                "error": "the search triggered it on the module the tests built, but no "
+                         f"standalone reproducer can rebuild that module: {unscriptable}"}
+    script = _render(entry, small, target, seed)
+    fails, stderr = _check_reproducer(repo, script)
     if not fails:
         return {**base, "status": "not-triggered", "box": box, "trigger": trigger,
                 "error": "the search found a trigger but its reproducer did not fail; not "

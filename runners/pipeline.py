@@ -95,6 +95,7 @@ def _job(workspace: Path, findings: list[Finding], config: Config) -> dict[str, 
         "seed": config.seed,
         "harvest": config.harvest,
         "harvest_seconds": config.harvest_seconds,
+        "device": config.device,
         "search_seconds": config.search_seconds,
         "script": _script_job(config),
         "finding_timeout": config.search_seconds + FINDING_SECONDS_SLACK + (

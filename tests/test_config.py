@@ -251,7 +251,7 @@ def test_to_json_is_plain() -> None:
     assert set(data) == {"enable", "disable", "include", "exclude", "dtype", "scope",
                          "context_lines", "severity", "max_file_bytes", "fail_on", "dynamic",
                          "search_seconds", "dynamic_timeout", "seed", "harvest",
-                         "harvest_seconds", "entries", "script", "source"}
+                         "harvest_seconds", "device", "entries", "script", "source"}
 
 
 def test_config_is_hashable_and_comparable() -> None:
@@ -452,3 +452,10 @@ def test_dynamic_settings_are_checked() -> None:
     with pytest.raises(ConfigError, match="dynamic"):
         config_from_mapping({"dynamic": "yes"}, "x")
     assert config_from_mapping({"dynamic": False}, "x").dynamic is False
+
+
+def test_the_device_setting_is_one_of_auto_cpu_cuda() -> None:
+    assert Config().device == "auto"
+    assert config_from_mapping({"device": "cuda"}, "x").device == "cuda"
+    with pytest.raises(ConfigError, match="'device'.*gpu"):
+        config_from_mapping({"device": "gpu"}, "x")

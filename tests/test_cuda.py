@@ -165,3 +165,38 @@ def test_the_cuda_reproducer_fails_on_the_gpu(tmp_path: Path) -> None:
                           text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)},
                           timeout=300)
     assert proc.returncode != 0 and "AssertionError" in proc.stderr, proc.stderr[-2000:]
+
+
+def _harness_run(tmp_path: Path, device: str) -> dict[str, Any]:
+    from analyzers.static import scan_source
+    from runners.local import LocalRunner
+
+    path = _write(tmp_path)
+    scan = scan_source(path.read_text(encoding="utf-8"), "cudapkg/models.py")
+    found = [f.to_json() for f in scan.findings if f.function == "Scorer.forward"]
+    assert len(found) == 1, [(f.function, f.op) for f in scan.findings]
+    job = {"repo": str(tmp_path), "findings": found, "entries": [], "seed": 0,
+           "search_seconds": 5.0, "finding_timeout": 120.0, "harvest": False,
+           "device": device}
+    result = LocalRunner().run(job, timeout=300)
+    assert len(result.records) == 1, result.stderr[-2000:]
+    return result.records[0]
+
+
+def test_the_harness_refuses_cuda_when_the_runner_shows_it_no_gpu(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local runner hides GPUs unless NUMCHECK_CUDA_DEVICES names some: asking for CUDA
+    then is an error for the finding, on any machine, never a CPU run called CUDA."""
+    monkeypatch.delenv("NUMCHECK_CUDA_DEVICES", raising=False)
+    record = _harness_run(tmp_path, "cuda")
+    assert record["status"] == "error" and "no CUDA device" in record["error"], record
+
+
+@needs_cuda
+def test_the_harness_confirms_on_the_gpu_it_is_shown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NUMCHECK_CUDA_DEVICES", "0")
+    record = _harness_run(tmp_path, "auto")
+    assert record["status"] == "confirmed", record
+    assert record["trigger"]["device"] == "cuda"
+    assert "device='cuda'" in record["reproducer"]

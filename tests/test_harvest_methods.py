@@ -180,7 +180,9 @@ def test_reproducer_fails_standalone_and_only_because_of_the_recorded_state(run:
 
 def test_unspellable_constructor_is_searched_but_gets_an_honest_reason(run: Run) -> None:
     record = run.record("Configured.forward")
-    assert record["status"] != "confirmed" and "reproducer" not in record, record
+    # triggered, yet without a script anyone can run it stays a potential finding
+    assert record["status"] == "potential" and "reproducer" not in record, record
+    assert record["trigger"]["where"] in ("forward", "backward")
     assert record["box"]["source"] == "harvested"
     assert record["box"]["inputs"][0]["source"] == "observed"
     assert record["trigger"]["first_nonfinite"]["line"] == line_of("@configured")
