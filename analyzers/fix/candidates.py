@@ -1,0 +1,105 @@
+"""Candidate fixes for one finding, in the order they should be tried.
+
+    candidates(source, FixRequest.from_finding(finding)) -> [Candidate, ...]
+
+Each candidate is the whole patched file (for the sandbox to validate), the same file without
+the imports it adds (for the suggestion block), and its `Patch`. Candidates come in developers'
+order (NUMERICS.md, the issue): a fused stable API, the pattern's own fix (double `where`,
+masked fill with finfo.min), an epsilon sized for the dtype, a clamp from the op's invalid
+domain, a `where`. The first one the validation accepts is the one suggested.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+
+from analyzers.catalogue import FixKind
+from analyzers.fix.patch import Patch, make_patch
+from analyzers.fix.site import Edit, FixRequest, parse_site
+from analyzers.fix.transforms import edits_for
+
+KIND_ORDER: tuple[FixKind, ...] = ("stable-api", "epsilon", "clamp", "where", "masked-fill")
+# Fixes are suggested only once validated, and the sandbox runs PyTorch and TensorFlow code.
+FRAMEWORKS = ("torch", "tensorflow")
+PATTERN_FIXES = ("double-where", "finfo-min", "assign-guard")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    kind: FixKind
+    name: str
+    description: str
+    source: str  # the patched file, imports included: what the sandbox runs
+    patch: Patch
+    watch: tuple[str, ...]  # risky ops left on the patched lines (the re-search watches them)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "description": self.description,
+                "watch": list(self.watch), "patch": self.patch.to_json()}
+
+
+def add_imports(module: cst.Module, statements: tuple[str, ...]) -> cst.Module:
+    """After the last top-level import (else after the docstring and __future__ imports)."""
+    if not statements:
+        return module
+    body = list(module.body)
+    index = 0
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(s, cst.Import | cst.ImportFrom) for s in stmt.body):
+            index = i + 1
+    if index == 0 and body and isinstance(body[0], cst.SimpleStatementLine) and \
+            isinstance(body[0].body[0], cst.Expr) and \
+            isinstance(body[0].body[0].value, cst.SimpleString):
+        index = 1
+    new = [cst.parse_statement(s + "\n") for s in statements]
+    return module.with_changes(body=body[:index] + new + body[index:])
+
+
+def apply(module: cst.Module, edit: Edit) -> tuple[str, str]:
+    """(rewritten, rewritten with imports)."""
+    rewritten = module.deep_replace(edit.old, edit.new)
+    assert isinstance(rewritten, cst.Module)
+    return rewritten.code, add_imports(rewritten, edit.imports).code
+
+
+def candidates(source: str, request: FixRequest, strict: bool = False) -> list[Candidate]:
+    """Every candidate that applies, best first; [] when the finding's node is not found.
+    `strict`: a transform that crashes raises instead of being skipped (for the tests)."""
+    if request.framework not in FRAMEWORKS:
+        return []
+    try:
+        site = parse_site(source, request)
+    except (LookupError, cst.ParserSyntaxError, SyntaxError):
+        return []
+    edits = edits_for(site, strict)
+    rank = {kind: i for i, kind in enumerate(KIND_ORDER)}
+    # stable APIs first; pattern fixes (double where, masked fill) next; then eps/clamp/where
+    ordered = sorted(enumerate(edits), key=lambda item: (
+        0 if item[1].kind == "stable-api" else
+        1 if item[1].name in PATTERN_FIXES else 2,
+        rank[item[1].kind], item[0]))
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for _, edit in ordered:
+        try:
+            rewritten, full = apply(site.module, edit)
+            cst.parse_module(full)
+        except (cst.ParserSyntaxError, ValueError):
+            continue
+        if full == source or full in seen:
+            continue
+        seen.add(full)
+        patch = make_patch(request.path, source, rewritten, full, line=request.line,
+                           end_line=request.end_line, kind=edit.kind, name=edit.name,
+                           description=edit.description, imports=edit.imports)
+        out.append(Candidate(edit.kind, edit.name, edit.description, full, patch, edit.watch))
+    return out
+
+
+def first_of_kind(source: str, request: FixRequest, kind: str,
+                  strict: bool = False) -> Candidate | None:
+    return next((c for c in candidates(source, request, strict) if c.kind == kind), None)

@@ -1,0 +1,1013 @@
+"""Candidate fixes as libcst rewrites of the PR's source.
+
+Each transform looks at a `Site` (site.py: the flagged node in the parsed file) and yields
+zero or more `Edit`s: a node of the original tree and the node to put in its place, so the
+rest of the file, comments and formatting included, stays as it was. `TRANSFORMS` lists them
+in the order developers prefer their kinds (NUMERICS.md): fused stable APIs, the pattern's own
+fix (the double `where`, a masked fill with finfo.min), an epsilon, a clamp, a `where`. The
+generic domain fixes (epsilon, clamp, where) are tried only for ops whose catalogue entry lists
+that kind; their bounds come from the op's invalid domain and the dtype (bounds.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+import libcst as cst
+
+from analyzers.catalogue import CATALOGUE
+from analyzers.fix import bounds
+from analyzers.fix.site import (
+    ATOMS,
+    CallView,
+    Edit,
+    FixRequest,
+    Site,
+    Unsupported,
+    arg_list,
+    atomic,
+    atomic_text,
+    dotted_name,
+    expr,
+    flat,
+    is_one,
+    is_simple,
+    operand_node,
+    positional,
+    replace_call,
+    sibling,
+    substitute_operand,
+    view,
+    with_keyword,
+)
+
+__all__ = ["TRANSFORMS", "Edit", "FixRequest", "Site", "edits_for"]
+
+
+# ---------------------------------------------------------------------------------- stable API
+
+def _log_call(site: Site) -> tuple[CallView, cst.BaseExpression] | None:
+    """The flagged node as a log call, with the log's argument."""
+    v = view(site, site.node)
+    if v is None or v.spec is None or v.spec.op != "log":
+        return None
+    inner = v.operand()
+    return (v, inner) if inner is not None else None
+
+
+def _unwrap_call(site: Site, node: cst.BaseExpression, op: str) -> CallView | None:
+    """`node` as a call of `op`, or a name assigned one earlier in the same block
+    (`p = torch.sigmoid(z)` ... `torch.log(p)`) whose inputs are not reassigned since."""
+    v = view(site, node)
+    if v is not None and v.spec is not None and v.spec.op == op:
+        return v
+    if not isinstance(node, cst.Name):
+        return None
+    assigned = _assignment(site, node.value)
+    if assigned is None:
+        return None
+    v = view(site, assigned)
+    return v if v is not None and v.spec is not None and v.spec.op == op else None
+
+
+def _assignment(site: Site, name: str) -> cst.BaseExpression | None:
+    statement = _statement_of(site, site.node)
+    block = site.parent(statement) if statement is not None else None
+    body = getattr(block, "body", None)
+    if statement is None or not isinstance(body, Sequence) or statement not in body:
+        return None
+    before = list(body[: list(body).index(statement)])
+    for i in range(len(before) - 1, -1, -1):
+        stmt = before[i]
+        targets = _assigned_names(stmt)
+        if name not in targets:
+            continue
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and
+                isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1 and
+                isinstance(stmt.body[0].targets[0].target, cst.Name)):
+            return None
+        value = stmt.body[0].value
+        used = _names_in(value)
+        if any(used & _assigned_names(later) for later in before[i + 1:]):
+            return None  # an input of the producer changed in between
+        return value
+    return None
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+
+    class Names(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            names.add(node.value)
+
+    node.visit(Names())
+    return names
+
+
+def _assigned_names(statement: cst.CSTNode) -> set[str]:
+    """Names a statement may rebind (compound statements: every name bound inside)."""
+    names: set[str] = set()
+
+    class Targets(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            names.update(_names_in(node.target))
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            names.update(_names_in(node.target))
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            names.update(_names_in(node.target))
+
+        def visit_For(self, node: cst.For) -> None:
+            names.update(_names_in(node.target))
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            names.update(_names_in(node.target))
+
+    statement.visit(Targets())
+    return names
+
+
+def _strip(node: cst.BaseExpression) -> cst.BaseExpression:
+    return node.with_changes(lpar=[], rpar=[]) if node.lpar else node
+
+
+def _log_factor(site: Site, product: cst.BaseExpression) -> \
+        tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """`a * log(b)` (either order) as (a, b)."""
+    if not (isinstance(product, cst.BinaryOperation) and
+            isinstance(product.operator, cst.Multiply)):
+        return None
+    for factor, other in ((product.right, product.left), (product.left, product.right)):
+        v = view(site, factor)
+        if v is not None and v.spec is not None and v.spec.op == "log":
+            arg = v.operand()
+            if arg is not None:
+                return other, arg
+    return None
+
+
+def t_bce_hand_written(site: Site) -> Iterator[Edit]:
+    """-(y * log(sigmoid(z)) + (1 - y) * log(1 - sigmoid(z))): the whole loss, with logits."""
+    if _log_call(site) is None:
+        return
+    add = site.parent(site.parent(site.node) or site.node)
+    if not (isinstance(add, cst.BinaryOperation) and isinstance(add.operator, cst.Add)):
+        return
+    first, second = _log_factor(site, add.left), _log_factor(site, add.right)
+    if first is None or second is None:
+        return
+    y, p = first
+    one_minus_y, one_minus_p = second
+    if not (isinstance(_strip(one_minus_p), cst.BinaryOperation)):
+        y, p, one_minus_y, one_minus_p = one_minus_y, one_minus_p, y, p
+    q, r = _strip(one_minus_y), _strip(one_minus_p)
+    if not (isinstance(q, cst.BinaryOperation) and isinstance(q.operator, cst.Subtract) and
+            is_one(q.left) and isinstance(r, cst.BinaryOperation) and
+            isinstance(r.operator, cst.Subtract) and is_one(r.left)):
+        return
+    sig, sig2 = _unwrap_call(site, p, "sigmoid"), _unwrap_call(site, r.right, "sigmoid")
+    if sig is None or sig2 is None:
+        return
+    z, z2 = sig.operand(), sig2.operand()
+    if z is None or z2 is None or flat(site.code(_strip(z))) != flat(site.code(_strip(z2))) \
+            or flat(site.code(_strip(y))) != flat(site.code(_strip(q.right))):
+        return
+    labels, logits = site.code(_strip(y)).strip(), site.code(_strip(z)).strip()
+    if site.is_tf:
+        call = f"{site.spell('tensorflow.nn.sigmoid_cross_entropy_with_logits')}(" \
+               f"labels={labels}, logits={logits})"
+        what = "tf.nn.sigmoid_cross_entropy_with_logits"
+    else:
+        call = f"{site.spell('torch.nn.functional.binary_cross_entropy_with_logits')}(" \
+               f"{logits}, {labels}, reduction=\"none\")"
+        what = "binary_cross_entropy_with_logits(reduction='none')"
+    target: cst.BaseExpression = add
+    parent = site.parent(add)
+    reduction = site.parent(parent) if isinstance(parent, cst.Attribute) else None
+    negated = site.parent(reduction) if isinstance(reduction, cst.Call) else None
+    new: cst.BaseExpression
+    if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus):
+        target, new = parent, expr(call)
+    elif isinstance(negated, cst.UnaryOperation) and isinstance(negated.operator, cst.Minus) \
+            and isinstance(reduction, cst.Call) and isinstance(parent, cst.Attribute) \
+            and add.lpar:  # -(sum).mean() -> loss(...).mean()
+        target = negated
+        new = reduction.with_changes(func=parent.with_changes(value=expr(call)),
+                                     lpar=negated.lpar, rpar=negated.rpar)
+    else:
+        new = expr(f"-{call}")
+    if not isinstance(new, ATOMS):
+        new = new.with_changes(lpar=target.lpar or [cst.LeftParen()],
+                               rpar=target.rpar or [cst.RightParen()]) \
+            if target.lpar or not isinstance(site.parent(target), cst.Arg | cst.Return) \
+            else new
+    yield Edit("stable-api", "bce-with-logits", f"hand-written binary cross-entropy on "
+               f"sigmoid(z) -> {what} on the logits", target, new, site.take_imports(), ())
+
+
+def t_log_softmax(site: Site) -> Iterator[Edit]:
+    found = _log_call(site)
+    if found is None:
+        return
+    outer, inner = found
+    soft = _unwrap_call(site, inner, "softmax")
+    if soft is None:
+        return
+    if soft.receiver is not None:  # x.softmax(dim) -> x.log_softmax(dim)
+        func = soft.node.func
+        assert isinstance(func, cst.Attribute)
+        new_call = soft.node.with_changes(func=func.with_changes(attr=cst.Name("log_softmax")))
+        new: cst.BaseExpression = new_call.with_changes(lpar=site.node.lpar, rpar=site.node.rpar)
+    else:
+        canonical = "tensorflow.nn.log_softmax" if site.is_tf \
+            else "torch.nn.functional.log_softmax"
+        func_text = sibling(site, soft, "log_softmax", canonical)
+        new = replace_call(outer.node, func_text, soft.node.args) if outer.receiver is None \
+            else soft.node.with_changes(func=expr(func_text), lpar=site.node.lpar,
+                                        rpar=site.node.rpar)
+    yield Edit("stable-api", "log-softmax", "log(softmax(x)) -> log_softmax(x): finite for "
+               "any logits", site.node, new, site.take_imports())
+
+
+def t_log_sigmoid(site: Site) -> Iterator[Edit]:
+    found = _log_call(site)
+    if found is None:
+        return
+    outer, inner = found
+    negate = False
+    if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract) \
+            and is_one(inner.left):
+        negate, inner = True, inner.right
+    sig = _unwrap_call(site, inner, "sigmoid")
+    if sig is None:
+        return
+    x = sig.operand()
+    if x is None:
+        return
+    if negate:
+        if isinstance(x, cst.UnaryOperation) and isinstance(x.operator, cst.Minus) \
+                and not x.lpar:
+            arg_text = site.code(x.expression)
+        else:
+            arg_text = "-" + atomic_text(site, x)
+    else:
+        arg_text = site.code(x)
+    canonical = "tensorflow.math.log_sigmoid" if site.is_tf \
+        else "torch.nn.functional.logsigmoid"
+    func_text = site.spell(canonical)
+    new: cst.BaseExpression
+    if outer.receiver is None:
+        new = replace_call(outer.node, func_text, [positional(expr(arg_text))])
+    else:
+        new = expr(f"{func_text}({arg_text})").with_changes(lpar=site.node.lpar,
+                                                             rpar=site.node.rpar)
+    what = "log(1 - sigmoid(x)) -> logsigmoid(-x)" if negate else "log(sigmoid(x)) -> " \
+        "logsigmoid(x)"
+    yield Edit("stable-api", "log-sigmoid", what + ": finite once the sigmoid saturates",
+               site.node, new, site.take_imports())
+
+
+def t_bce_logits(site: Site) -> Iterator[Edit]:
+    node = site.node
+    if not isinstance(node, cst.Call):
+        return
+    v = view(site, node)
+    loss_object: CallView | None = None
+    if v is None and isinstance(node.func, cst.Call):  # nn.BCELoss(...)(p, y)
+        loss_object = view(site, node.func)
+        if loss_object is None or loss_object.spec is None or \
+                loss_object.spec.op != "binary_cross_entropy":
+            return
+    elif v is None or v.spec is None or v.spec.op != "binary_cross_entropy":
+        return
+    called = loss_object or v
+    qual = (called.qual or "") if called is not None else ""
+    tf_style = qual.startswith(("tensorflow.", "keras."))
+    index = 1 if tf_style else 0
+    target_view = CallView(node, None, "", None, None)
+    arg = target_view.arg(index, ("input", "y_pred", "output"))
+    if arg is None:
+        return
+    sig = _unwrap_call(site, arg.value, "sigmoid")
+    if sig is None:
+        return
+    logits = sig.operand()
+    if logits is None:
+        return
+    new_args = [a.with_changes(value=logits) if a is arg else a for a in node.args]
+    new: cst.Call = node.with_changes(args=new_args)
+    if tf_style:
+        if loss_object is not None:  # BinaryCrossentropy(...)(y, sigmoid(x))
+            new = new.with_changes(func=with_keyword(loss_object.node, "from_logits", "True"))
+        else:
+            new = with_keyword(new, "from_logits", "True")
+        description = "binary cross-entropy on sigmoid(x) -> from_logits=True on x (the " \
+                      "stable sigmoid_cross_entropy_with_logits form)"
+    elif loss_object is not None:
+        func = loss_object.node.func
+        leaf = "BCEWithLogitsLoss"
+        func_text = site.code(func.with_changes(attr=cst.Name(leaf))) \
+            if isinstance(func, cst.Attribute) else site.spell("torch.nn." + leaf)
+        new = new.with_changes(func=loss_object.node.with_changes(func=expr(func_text)))
+        description = "BCELoss()(sigmoid(x), y) -> BCEWithLogitsLoss()(x, y)"
+    else:
+        assert v is not None
+        func_text = sibling(site, v, "binary_cross_entropy_with_logits",
+                            "torch.nn.functional.binary_cross_entropy_with_logits")
+        new = new.with_changes(func=expr(func_text))
+        description = "binary_cross_entropy(sigmoid(x), y) -> " \
+                      "binary_cross_entropy_with_logits(x, y)"
+    yield Edit("stable-api", "bce-with-logits", description, site.node, new,
+               site.take_imports())
+
+
+SUM_KEYWORDS = frozenset({"dim", "keepdim", "axis", "keepdims", "keep_dims", "name",
+                          "reduction_indices"})
+
+
+def t_logsumexp(site: Site) -> Iterator[Edit]:
+    found = _log_call(site)
+    if found is None:
+        return
+    outer, inner = found
+    total = view(site, inner)
+    if total is None or total.name not in ("sum", "reduce_sum"):
+        return
+    if total.qual is not None and not total.qual.startswith(("torch.", "tensorflow.")):
+        return
+    expo = total.operand()
+    if expo is None:
+        return
+    e = _unwrap_call(site, expo, "exp")
+    if e is None:
+        return
+    x = e.operand()
+    if x is None:
+        return
+    rest = total.rest()
+    if any(a.keyword is not None and a.keyword.value not in SUM_KEYWORDS for a in rest) or \
+            any(a.star for a in rest):
+        return
+    tf = total.name == "reduce_sum"
+    new: cst.BaseExpression
+    if tf:
+        func_text = sibling(site, total, "reduce_logsumexp",
+                            "tensorflow.math.reduce_logsumexp")
+        new = replace_call(outer.node, func_text, [positional(x), *rest]) \
+            if outer.receiver is None else _with_parens(
+                total.node.with_changes(func=expr(func_text),
+                                        args=arg_list([x, *rest])), site.node)
+    else:
+        if not rest:  # torch.logsumexp needs a dim (pytorch#144339): over all elements
+            x_arg: cst.BaseExpression = expr(f"{atomic_text(site, x)}.flatten()")
+            rest = [positional(cst.Integer("0"))]
+        else:
+            x_arg = x
+        if total.receiver is not None:  # x.exp().sum(dim).log() -> x.logsumexp(dim)
+            new = _with_parens(total.node.with_changes(
+                func=cst.Attribute(value=atomic(x_arg), attr=cst.Name("logsumexp")),
+                args=arg_list(rest) if len(rest) != len(total.node.args) else rest),
+                site.node)
+        else:
+            func_text = sibling(site, total, "logsumexp", "torch.logsumexp")
+            args = [positional(x_arg), *rest]
+            new = replace_call(outer.node, func_text, args) if outer.receiver is None else \
+                _with_parens(total.node.with_changes(func=expr(func_text),
+                                                     args=arg_list(args)), site.node)
+    yield Edit("stable-api", "logsumexp", "log(sum(exp(x))) -> logsumexp(x) over the same "
+               "dims: shifts by the max, so it cannot overflow", site.node, new,
+               site.take_imports())
+
+
+def _with_parens(new: cst.BaseExpression, old: cst.BaseExpression) -> cst.BaseExpression:
+    return new.with_changes(lpar=old.lpar, rpar=old.rpar)
+
+
+def t_log1p(site: Site) -> Iterator[Edit]:
+    found = _log_call(site)
+    if found is None:
+        return
+    outer, inner = found
+    if not isinstance(inner, cst.BinaryOperation):
+        return
+    if isinstance(inner.operator, cst.Add) and is_one(inner.left):
+        x_text = site.code(inner.right.with_changes(lpar=[], rpar=[])) \
+            if inner.right.lpar else site.code(inner.right)
+        x_node = inner.right
+    elif isinstance(inner.operator, cst.Add) and is_one(inner.right):
+        x_node = inner.left
+        x_text = site.code(x_node)
+    elif isinstance(inner.operator, cst.Subtract) and is_one(inner.left):
+        x_node = inner.right
+        x_text = "-" + atomic_text(site, x_node)
+    else:
+        return
+    new: cst.BaseExpression
+    if outer.receiver is not None:
+        receiver = expr(x_text)
+        new = _with_parens(outer.node.with_changes(
+            func=cst.Attribute(value=atomic(receiver), attr=cst.Name("log1p"))), site.node)
+    else:
+        canonical = "tensorflow.math.log1p" if site.is_tf else "torch.log1p"
+        func_text = sibling(site, outer, "log1p", canonical)
+        new = replace_call(outer.node, func_text, [positional(expr(x_text))])
+    yield Edit("stable-api", "log1p", "log(1 + x) -> log1p(x): exact for small x",
+               site.node, new, site.take_imports(), ("log1p",))
+
+
+def t_expm1(site: Site) -> Iterator[Edit]:
+    node: cst.BaseExpression = site.node
+    parent = site.parent(node)
+    if not isinstance(node, cst.BinaryOperation) and isinstance(parent, cst.BinaryOperation) \
+            and parent.left is node:
+        node = parent
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract)
+            and is_one(node.right)):
+        return
+    e = _unwrap_call(site, node.left, "exp")
+    if e is None:
+        return
+    x = e.operand()
+    if x is None:
+        return
+    new: cst.BaseExpression
+    if e.receiver is not None:
+        func = e.node.func
+        assert isinstance(func, cst.Attribute)
+        new = e.node.with_changes(func=func.with_changes(attr=cst.Name("expm1")))
+    else:
+        canonical = "tensorflow.math.expm1" if site.is_tf else "torch.expm1"
+        new = e.node.with_changes(func=expr(sibling(site, e, "expm1", canonical)))
+    new = new.with_changes(lpar=node.lpar, rpar=node.rpar)
+    yield Edit("stable-api", "expm1", "exp(x) - 1 -> expm1(x): exact for small x", node, new,
+               site.take_imports(), ("expm1",))
+
+
+def t_normalize(site: Site) -> Iterator[Edit]:
+    node = site.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        numerator, denominator = node.left, node.right
+    else:
+        d = view(site, node)
+        if d is None or d.spec is None or d.spec.op != "div" or d.receiver is not None or \
+                not isinstance(node, cst.Call) or len(node.args) != 2 or \
+                any(a.keyword for a in node.args):
+            return
+        numerator, denominator = node.args[0].value, node.args[1].value
+    n = view(site, denominator)
+    if n is None or n.spec is None or n.spec.op != "norm":
+        return
+    x = n.operand()
+    if x is None or flat(site.code(x.with_changes(lpar=[], rpar=[]))) != \
+            flat(site.code(numerator.with_changes(lpar=[], rpar=[]))):
+        return
+    rest = n.rest()
+    keywords = {a.keyword.value: a.value for a in rest if a.keyword is not None}
+    plain = [a.value for a in rest if a.keyword is None]
+    tf = site.is_tf
+    p_node = keywords.get("ord" if tf or (n.qual or "").startswith("torch.linalg") else "p")
+    if p_node is None and plain and not tf:
+        p_node = plain.pop(0)
+    if p_node is not None and site.code(p_node) not in ("2", "2.0", "'euclidean'",
+                                                        '"euclidean"'):
+        return
+    dim = keywords.get("axis" if tf else "dim")
+    if dim is None and plain:
+        dim = plain.pop(0)
+    keep = keywords.get("keepdims" if tf else "keepdim")
+    if keep is None and plain:
+        keep = plain.pop(0)
+    if dim is None or keep is None or site.code(keep) != "True" or plain:
+        return  # without keepdim the division broadcasts differently; without dim, rank
+    if tf:
+        text = f"{site.spell('tensorflow.math.l2_normalize')}({site.code(x)}, " \
+               f"axis={site.code(dim)})"
+    else:
+        text = f"{site.spell('torch.nn.functional.normalize')}({site.code(x)}, " \
+               f"dim={site.code(dim)})"
+    new = expr(text)
+    yield Edit("stable-api", "normalize", "x / x.norm(dim, keepdim=True) -> normalize(x, dim):"
+               " divides by max(norm, eps)", node, new, site.take_imports(), ())
+
+
+def t_xlogy(site: Site) -> Iterator[Edit]:
+    found = _log_call(site)
+    if found is None:
+        return
+    outer, y = found
+    parent = site.parent(site.node)
+    if not (isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator,
+                                                                   cst.Multiply)):
+        return
+    other = parent.left if parent.right is site.node else parent.right
+    if other is site.node:
+        return
+    name = "tensorflow.math.xlogy" if site.is_tf else "torch.xlogy"
+    text = f"{site.spell(name)}({site.code(other)}, {site.code(y)})"
+    new = expr(text)  # a call: the product's parentheses are not needed any more
+    yield Edit("stable-api", "xlogy", "x * log(y) -> xlogy(x, y): 0 where x is 0", parent,
+               new, site.take_imports(), ())
+
+
+def t_logit_eps(site: Site) -> Iterator[Edit]:
+    v = view(site, site.node)
+    if v is None or v.spec is None or v.spec.op != "logit" or v.receiver is not None and \
+            site.is_tf:
+        return
+    eps = bounds.literal(bounds.epsilon(site.request.dtype))
+    yield Edit("stable-api", "logit-eps", f"logit(p) -> logit(p, eps={eps}): clamps p into "
+               "[eps, 1 - eps] first", site.node, with_keyword(v.node, "eps", eps), (),
+               ("logit",))
+
+
+def t_divide_no_nan(site: Site) -> Iterator[Edit]:
+    node = site.node
+    if not site.is_tf or site.request.op != "div" or site.request.nonnegative:
+        return
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        num, den = node.left, node.right
+    else:
+        v = view(site, node)
+        if v is None or v.receiver is not None or not isinstance(node, cst.Call) or \
+                len(node.args) < 2:
+            return
+        num, den = node.args[0].value, node.args[1].value
+    text = f"{site.spell('tensorflow.math.divide_no_nan')}({site.code(num)}, {site.code(den)})"
+    new = expr(text)
+    yield Edit("stable-api", "divide-no-nan", "x / y -> tf.math.divide_no_nan(x, y): 0 where "
+               "y is 0", node, new, site.take_imports(), ())
+
+
+def t_pow_abs(site: Site) -> Iterator[Edit]:
+    """Catalogue: `x.abs() ** y` for a fractional power of a value whose sign is meaningless."""
+    if site.request.op != "pow" or site.is_tf or "stable-api" not in catalogue_kinds("pow"):
+        return
+    node = site.node
+    exponent: cst.BaseExpression | None = None
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power):
+        exponent = node.right
+    else:
+        v = view(site, node)
+        if v is not None:
+            arg = v.arg(0 if v.receiver is not None else 1, ("exponent",))
+            exponent = arg.value if arg is not None else None
+    if not isinstance(exponent, cst.Float):
+        return
+    yield substitute_operand(site, lambda x: f"{atomic_text(site, x)}.abs()", "stable-api",
+                             "pow-abs", "x ** y -> x.abs() ** y for a fractional y")
+
+
+# ---------------------------------------------------------------------------------- epsilon
+
+def catalogue_kinds(op: str) -> frozenset[str]:
+    """The fix kinds the catalogue lists for an op: the generic domain fixes (epsilon, clamp,
+    where) are tried only where it lists them."""
+    spec = CATALOGUE.by_op.get(op)
+    return frozenset(f.kind for f in spec.fixes) if spec is not None else frozenset()
+
+
+POSITIVE_OPS = ("log", "log2", "log10", "sqrt", "rsqrt", "lgamma", "digamma", "pow")
+NONZERO_OPS = ("div", "reciprocal")
+NONNEG_LEAVES = frozenset({"abs", "absolute", "square", "relu", "relu6", "norm", "vector_norm",
+                           "exp", "softmax", "sigmoid", "softplus", "std", "var",
+                           "reduce_euclidean_norm", "reduce_std", "reduce_variance"})
+
+
+def _syntactically_nonneg(site: Site, node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power) and \
+            isinstance(node.right, cst.Integer) and node.right.evaluated_value % 2 == 0:
+        return True
+    v = view(site, node)
+    if v is None:
+        return False
+    if v.name in ("sum", "mean", "reduce_sum", "reduce_mean"):
+        inner = v.operand()
+        return inner is not None and _syntactically_nonneg(site, inner)
+    return v.name in NONNEG_LEAVES
+
+
+SMALL = 1e-3
+
+
+def _terms(node: cst.BaseExpression, sign: int = 1) -> list[tuple[int, cst.BaseExpression]]:
+    if isinstance(node, cst.BinaryOperation) and not node.lpar and \
+            isinstance(node.operator, cst.Add | cst.Subtract):
+        right_sign = sign if isinstance(node.operator, cst.Add) else -sign
+        return _terms(node.left, sign) + [(right_sign, node.right)]
+    return [(sign, node)]
+
+
+def _small_literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Float | cst.Integer) and 0 < float(node.evaluated_value) < SMALL
+
+
+def t_epsilon(site: Site) -> Iterator[Edit]:
+    request = site.request
+    if request.op not in POSITIVE_OPS + NONZERO_OPS or "epsilon" not in \
+            catalogue_kinds(request.op):
+        return
+    operand = operand_node(site)
+    eps = bounds.epsilon(request.dtype, request.hi if request.nonnegative else None)
+    eps_text = bounds.literal(eps)
+    terms = _terms(operand.with_changes(lpar=[], rpar=[]))
+    intended = [t for t in terms if t[0] > 0 and _small_literal(t[1])]
+    if intended and len(terms) > 1:
+        # the author meant an epsilon: keep theirs out of the way of rounding (absorbed next
+        # to a large term, or 0.0 in float16) and add one the dtype represents, last
+        kept = [t for t in terms if t[1] is not intended[0][1]]
+
+        def rebuild(_: cst.BaseExpression) -> str:
+            text = site.code(kept[0][1]) if kept[0][0] > 0 else \
+                "-" + atomic_text(site, kept[0][1])
+            for sign, term in kept[1:]:
+                text += (" + " if sign > 0 else " - ") + site.code(term)
+            return f"{text} + {eps_text}"
+
+        old = site.code(intended[0][1])
+        yield substitute_operand(site, rebuild, "epsilon", "epsilon",
+                                 f"the epsilon {old} guards nothing in {request.dtype}; "
+                                 f"add {eps_text} next to the value that reaches 0")
+        return
+    if not (request.nonnegative or _syntactically_nonneg(site, operand)):
+        return
+    if request.op == "pow":
+        return
+    yield substitute_operand(site, lambda x: f"{site.code(x)} + {eps_text}", "epsilon",
+                             "epsilon", f"add {eps_text} (normal in {request.dtype}) to the "
+                             "non-negative operand: keeps the gradient flowing")
+
+
+# ---------------------------------------------------------------------------------- clamp
+
+def _tf_call(site: Site, name: str, *args: str) -> str:
+    return f"{site.spell('tensorflow.' + name)}({', '.join(args)})"
+
+
+def t_clamp(site: Site) -> Iterator[Edit]:
+    request = site.request
+    spec = CATALOGUE.by_op.get(request.op)
+    if spec is None or "clamp" not in catalogue_kinds(request.op):
+        return
+    dtype = request.dtype
+    tf = site.is_tf
+    eps = bounds.literal(bounds.unit_margin(dtype))
+    requirement = spec.requires
+    if request.op == "pow":
+        requirement = "positive"
+
+    def torch_min(x: cst.BaseExpression, bound: str) -> str:
+        return f"{atomic_text(site, x)}.clamp_min({bound})"
+
+    def tiny(x: cst.BaseExpression) -> str:
+        if is_simple(x):
+            return f"{site.spell('torch.finfo')}({site.code(x)}.dtype).tiny"
+        return bounds.tiny_literal(dtype)
+
+    make: Callable[[cst.BaseExpression], str] | None = None
+    description = ""
+    if requirement == "positive" and request.op in ("log", "log2", "log10", "sqrt", "pow"):
+        if tf:
+            def make(x: cst.BaseExpression) -> str:
+                return _tf_call(site, "maximum", site.code(x), bounds.tiny_literal(dtype))
+        else:
+            def make(x: cst.BaseExpression) -> str:
+                return torch_min(x, tiny(x))
+        description = f"clamp the operand to the smallest normal {dtype} (RANUM's " \
+                      "precondition): finite, but no gradient below it"
+    elif request.op in ("rsqrt", "reciprocal") or (request.op == "div" and (
+            request.nonnegative or _syntactically_nonneg(site, operand_node(site)))):
+        bound = bounds.literal(bounds.epsilon(dtype))
+        if tf:
+            def make(x: cst.BaseExpression) -> str:
+                return _tf_call(site, "maximum", site.code(x), bound)
+        else:
+            def make(x: cst.BaseExpression) -> str:
+                return torch_min(x, bound)
+        description = f"clamp the non-negative divisor at {bound}, so the quotient stays " \
+                      f"finite in {dtype}"
+    elif request.op == "div":
+        operand = operand_node(site)
+        if not is_simple(operand):
+            return
+        bound = bounds.literal(bounds.epsilon(dtype))
+        if tf:
+            def make(x: cst.BaseExpression) -> str:
+                c = site.code(x)
+                return _tf_call(site, "where", f"{c} < 0", _tf_call(site, "minimum", c,
+                                                                  f"-{bound}"),
+                                _tf_call(site, "maximum", c, bound))
+        else:
+            def make(x: cst.BaseExpression) -> str:
+                c = site.code(x)
+                return f"{site.spell('torch.where')}({c} < 0, {c}.clamp_max(-{bound}), " \
+                       f"{c}.clamp_min({bound}))"
+        description = f"keep the divisor's magnitude at least {bound}, its sign kept"
+    elif requirement == "open_unit":
+        if tf:
+            def make(x: cst.BaseExpression) -> str:
+                return _tf_call(site, "clip_by_value", site.code(x), f"-1 + {eps}", f"1 - {eps}")
+        else:
+            def make(x: cst.BaseExpression) -> str:
+                return f"{atomic_text(site, x)}.clamp(-1 + {eps}, 1 - {eps})"
+        description = f"clamp strictly inside (-1, 1) by {eps}, where the gradient is finite"
+    elif requirement == "gt_minus_one":
+        if tf:
+            def make(x: cst.BaseExpression) -> str:
+                return _tf_call(site, "maximum", site.code(x), f"-1 + {eps}")
+        else:
+            def make(x: cst.BaseExpression) -> str:
+                return torch_min(x, f"-1 + {eps}")
+        description = f"clamp above -1 by {eps}"
+    elif requirement == "ge_one":
+        if tf:
+            def make(x: cst.BaseExpression) -> str:
+                return _tf_call(site, "maximum", site.code(x), f"1 + {eps}")
+        else:
+            def make(x: cst.BaseExpression) -> str:
+                return torch_min(x, f"1 + {eps}")
+        description = f"clamp above 1 by {eps}"
+    elif requirement == "open_probability":
+        if tf:
+            return
+        make = lambda x: f"{atomic_text(site, x)}.clamp({eps}, 1 - {eps})"  # noqa: E731
+        description = f"clamp into [{eps}, 1 - {eps}]"
+    elif requirement == "below_exp_max":
+        threshold = spec.thresholds.get(dtype)
+        bound = bounds.exp_bound(dtype, threshold)
+        two_sided = request.op in ("cosh", "sinh")
+        if tf:
+            def make(x: cst.BaseExpression) -> str:
+                if two_sided:
+                    return _tf_call(site, "clip_by_value", site.code(x), f"-{bound}", bound)
+                return _tf_call(site, "minimum", site.code(x), bound)
+        else:
+            def make(x: cst.BaseExpression) -> str:
+                if two_sided:
+                    return f"{atomic_text(site, x)}.clamp(-{bound}, {bound})"
+                return f"{atomic_text(site, x)}.clamp_max({bound})"
+        description = f"clamp the exponent at {bound} = log(max) of {dtype}"
+    if make is None:
+        return
+    yield substitute_operand(site, make, "clamp", "clamp", description)
+
+
+# ---------------------------------------------------------------------------------- where
+
+SAFE_VALUE = {"positive": 1.0, "nonzero": 1.0, "gt_minus_one": 0.0, "open_unit": 0.0,
+              "open_probability": 0.5, "below_exp_max": 0.0, "ge_one": 2.0}
+
+
+def _safe_like(site: Site, prefix: str, x: str, value: float) -> str:
+    root = prefix
+    if value == 1.0:
+        return f"{root}.ones_like({x})"
+    if value == 0.0:
+        return f"{root}.zeros_like({x})"
+    if site.is_tf:
+        return f"{root}.ones_like({x}) * {value!r}"
+    return f"{root}.full_like({x}, {value!r})"
+
+
+def _enclosing_where(site: Site) -> tuple[cst.Call, int] | None:
+    child: cst.CSTNode = site.node
+    parent = site.parent(child)
+    while parent is not None and not isinstance(parent, cst.BaseStatement):
+        if isinstance(parent, cst.Call):
+            v = view(site, parent)
+            if v is not None and v.spec is not None and v.spec.op == "where" and \
+                    v.receiver is None and len(parent.args) >= 3:
+                for index, arg in enumerate(parent.args[:3]):
+                    if arg is child:
+                        return (parent, index) if index in (1, 2) else None
+        child, parent = parent, site.parent(parent)
+    return None
+
+
+def t_double_where(site: Site) -> Iterator[Edit]:
+    spec = CATALOGUE.by_op.get(site.request.op)
+    if spec is None or spec.requires not in SAFE_VALUE or \
+            site.request.rule not in ("where-grad-leak", ""):
+        return  # a where whose condition does not guard the operand is no double where
+    found = _enclosing_where(site)
+    if found is None:
+        return
+    where, branch = found
+    operand = operand_node(site)
+    if not is_simple(operand) and not isinstance(operand, cst.Subscript):
+        return
+    func = site.code(where.func)
+    prefix = func.rsplit(".", 1)[0] if "." in func else site.spell(site.prefix())
+    cond = site.code(where.args[0].value).strip()
+    safe_value = SAFE_VALUE[spec.requires]
+
+    def make(x: cst.BaseExpression) -> str:
+        c = site.code(x)
+        safe = _safe_like(site, prefix, c, safe_value)
+        return f"{func}({cond}, {c}, {safe})" if branch == 1 else f"{func}({cond}, {safe}, {c})"
+
+    yield substitute_operand(site, make, "where", "double-where",
+                             "double where: the masked branch's input is made safe too, so "
+                             "its gradient is not NaN (pytorch#68425)")
+
+
+def t_where(site: Site) -> Iterator[Edit]:
+    """Catalogue's `where(x > 0, x, 1)` for log/sqrt: NaN/-inf becomes op(1)."""
+    if "where" not in catalogue_kinds(site.request.op) or _enclosing_where(site) is not None:
+        return
+    operand = operand_node(site)
+    if not is_simple(operand):
+        return
+    root = site.spell(site.prefix())
+
+    def make(x: cst.BaseExpression) -> str:
+        c = site.code(x)
+        return f"{root}.where({c} > 0, {c}, {root}.ones_like({c}))"
+
+    yield substitute_operand(site, make, "where", "where",
+                             "select a safe input where the operand is not positive")
+
+
+# ---------------------------------------------------------------------------------- masked fill
+
+def neg_inf(node: cst.BaseExpression) -> bool:
+    """`float('-inf')`, `-float("inf")`, `-math.inf`, `-torch.inf`, `-np.inf`."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = node.expression
+        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and \
+                inner.func.value == "float" and len(inner.args) == 1 and \
+                isinstance(inner.args[0].value, cst.SimpleString):
+            return str(inner.args[0].value.evaluated_value).lower() in ("inf", "infinity")
+        dotted = dotted_name(inner)
+        return dotted is not None and dotted.rsplit(".", 1)[-1] == "inf"
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and \
+            node.func.value == "float" and len(node.args) == 1 and \
+            isinstance(node.args[0].value, cst.SimpleString):
+        return str(node.args[0].value.evaluated_value).lower() in ("-inf", "-infinity")
+    return False
+
+
+def t_masked_fill(site: Site) -> Iterator[Edit]:
+    if site.request.op != "softmax":
+        return
+    operand = operand_node(site)
+    name = site.code(operand).strip()
+    edits: list[tuple[cst.CSTNode, cst.CSTNode]] = []
+    # inline: softmax(s.masked_fill(m, -inf))
+    for fill in _fills(site, operand):
+        edits.append(fill)
+    if not edits and is_simple(operand):
+        statement = _statement_of(site, site.node)
+        block = site.parent(statement) if statement is not None else None
+        body = getattr(block, "body", None)
+        if isinstance(body, Sequence) and statement in body:
+            for previous in reversed(list(body[: list(body).index(statement)])):
+                found = _fill_statement(site, previous, name)
+                if found:
+                    edits = found
+                    break
+    if not edits:
+        return
+    old, new = edits[0]
+    yield Edit("masked-fill", "finfo-min", "fill masked scores with the dtype's lowest finite "
+               "value instead of -inf: a fully masked row gives a uniform row, not 0/0",
+               old, new, site.take_imports())
+
+
+def _min_text(site: Site, base: str) -> str:
+    if site.is_tf:
+        return f"{base}.dtype.min"
+    return f"{site.spell('torch.finfo')}({base}.dtype).min"
+
+
+def _fills(site: Site, root: cst.CSTNode) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
+    """masked_fill / where calls under `root` that put -inf in: (old, new) pairs."""
+    out: list[tuple[cst.CSTNode, cst.CSTNode]] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> bool:
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("masked_fill",
+                                                                       "masked_fill_"):
+                v = CallView(node, None, func.attr.value, func.value, None)
+                value = v.arg(1, ("value",))
+                if value is not None and neg_inf(value.value) and is_simple(func.value):
+                    new_value = expr(_min_text(site, site.code(func.value)))
+                    out.append((value.value, new_value))
+                    return False
+            v2 = view(site, node)
+            if v2 is not None and v2.spec is not None and v2.spec.op == "where" and \
+                    len(node.args) >= 3:
+                for index in (1, 2):
+                    other = node.args[3 - index].value
+                    if neg_inf(node.args[index].value) and is_simple(other):
+                        out.append((node.args[index].value,
+                                    expr(_min_text(site, site.code(other)))))
+                        return False
+            return True
+
+    root.visit(Finder())
+    return out
+
+
+def _statement_of(site: Site, node: cst.CSTNode) -> cst.CSTNode | None:
+    current: cst.CSTNode | None = node
+    while current is not None and not isinstance(current, cst.SimpleStatementLine |
+                                                 cst.BaseCompoundStatement):
+        current = site.parent(current)
+    return current
+
+
+def _simple_lines(statement: cst.CSTNode) -> list[cst.SimpleStatementLine]:
+    """The simple statements in a statement, in source order (inside `if mask is not None:`
+    too, where attention code usually fills)."""
+    found: list[cst.SimpleStatementLine] = []
+
+    class Lines(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+            found.append(node)
+            return False
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+    statement.visit(Lines())
+    return found
+
+
+def _fill_statement(site: Site, statement: cst.CSTNode,
+                    name: str) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
+    if not isinstance(statement, cst.SimpleStatementLine):
+        for line in reversed(_simple_lines(statement)):
+            found = _fill_statement(site, line, name)
+            if found:
+                return found
+        return []
+    for small in statement.body:
+        if isinstance(small, cst.Assign):
+            targets = [site.code(t.target).strip() for t in small.targets]
+            if name in targets:
+                return _fills(site, small.value)
+            for t in small.targets:  # scores[mask] = float('-inf')
+                if isinstance(t.target, cst.Subscript) and \
+                        site.code(t.target.value).strip() == name and neg_inf(small.value):
+                    return [(small.value, expr(_min_text(site, name)))]
+        elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            func = small.value.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "masked_fill_" and \
+                    site.code(func.value).strip() == name:
+                return _fills(site, small.value)
+    return []
+
+
+# ---------------------------------------------------------------------------------- discarded guard
+
+def t_discarded_guard(site: Site) -> Iterator[Edit]:
+    """`tf.clip_by_value(p, lo, hi)` as a bare statement -> `p = tf.clip_by_value(p, lo, hi)`."""
+    if site.request.rule != "discarded-guard" or not isinstance(site.node, cst.Call):
+        return
+    statement = site.parent(site.node)
+    if not isinstance(statement, cst.Expr) or statement.value is not site.node:
+        return
+    target = expr(site.request.operand.strip())
+    if not is_simple(target) or not isinstance(target, cst.Name | cst.Attribute):
+        return
+    new = cst.Assign(targets=[cst.AssignTarget(target=target)], value=site.node,
+                     semicolon=statement.semicolon)
+    yield Edit("clamp", "assign-guard", f"assign the guard's result back to "
+               f"`{site.request.operand.strip()}`: clamp and clip return a new tensor",
+               statement, new, (), ())
+
+
+# ---------------------------------------------------------------------------------- registry
+
+Transform = Callable[[Site], Iterator[Edit]]
+
+# The rule's own fix first where a pattern has one, then developers' order of kinds.
+TRANSFORMS: tuple[Transform, ...] = (
+    t_log_softmax, t_bce_hand_written, t_log_sigmoid, t_bce_logits, t_logsumexp, t_log1p,
+    t_expm1, t_normalize, t_xlogy, t_logit_eps, t_divide_no_nan, t_pow_abs,
+    t_double_where, t_masked_fill, t_discarded_guard,
+    t_epsilon, t_clamp, t_where,
+)
+
+
+def edits_for(site: Site, strict: bool = False) -> list[Edit]:
+    """Every edit the transforms propose for the site, in TRANSFORMS order. A transform that
+    fails on code it did not foresee costs only its own candidates (`strict` re-raises, for
+    the tests)."""
+    out: list[Edit] = []
+    for transform in TRANSFORMS:
+        try:
+            out.extend(transform(site))
+        except (Unsupported, cst.ParserSyntaxError):
+            site.take_imports()
+        except Exception:
+            site.take_imports()
+            if strict:
+                raise
+    return out
