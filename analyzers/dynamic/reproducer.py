@@ -71,7 +71,7 @@ def minimise(inputs: list[torch.Tensor], specs: list[InputSpec],
     return current
 
 
-def _literal(value: float | int | bool) -> str:
+def python_literal(value: float | int | bool) -> str:
     if isinstance(value, bool):
         return repr(value)
     if isinstance(value, float):
@@ -89,7 +89,7 @@ def spell(value: object) -> str:
     if value is None or kind in (bool, int, str, bytes):
         return repr(value)
     if kind is float:
-        return _literal(value)  # type: ignore[arg-type]
+        return python_literal(value)  # type: ignore[arg-type]
     if isinstance(value, torch.dtype):
         return str(value)
     if kind is torch.device:
@@ -123,12 +123,12 @@ def _layout(x: torch.Tensor, spec: InputSpec) -> _Layout:
     flat = values.reshape(-1)
     indices = [int(i) for i in torch.nonzero(flat != base).reshape(-1)]
     inline = x.numel() <= INLINE_LIMIT or len(indices) > MAX_POINTS
-    points = [(tuple(_unravel(i, tuple(x.shape))), flat[i].item()) for i in indices]
+    points = [(tuple(unravel(i, tuple(x.shape))), flat[i].item()) for i in indices]
     return _Layout(values, base, points, inline)
 
 
 def _assignments(name: str, layout: _Layout) -> list[str]:
-    return [f"{name}[{', '.join(map(str, position))}] = {_literal(value)}"
+    return [f"{name}[{', '.join(map(str, position))}] = {python_literal(value)}"
             for position, value in layout.points]
 
 
@@ -139,29 +139,30 @@ def tensor_code(name: str, x: torch.Tensor, spec: InputSpec, framework: str = "t
     if framework == "tensorflow":  # tf tensors are immutable: large ones go via numpy
         dtype = f"tf.{spec.dtype}"
         if layout.inline:
-            return [f"{name} = tf.constant({_nested(layout.values.tolist())}, dtype={dtype})"]
-        return [f"{name} = np.full({shape!r}, {_literal(layout.base)})",
+            values = nested_literal(layout.values.tolist())
+            return [f"{name} = tf.constant({values}, dtype={dtype})"]
+        return [f"{name} = np.full({shape!r}, {python_literal(layout.base)})",
                 *_assignments(name, layout), f"{name} = tf.constant({name}, dtype={dtype})"]
     dtype = f"torch.{spec.dtype}"
     place = "" if device == "cpu" else f", device={device!r}"
     grad = ", requires_grad=True" if spec.is_float else ""
     if layout.inline:
-        return [f"{name} = torch.tensor({_nested(layout.values.tolist())}, "
+        return [f"{name} = torch.tensor({nested_literal(layout.values.tolist())}, "
                 f"dtype={dtype}{place}{grad})"]
-    lines = [f"{name} = torch.full({shape!r}, {_literal(layout.base)}, dtype={dtype}{place})",
+    lines = [f"{name} = torch.full({shape!r}, {python_literal(layout.base)}, dtype={dtype}{place})",
              *_assignments(name, layout)]
     if spec.is_float:
         lines.append(f"{name}.requires_grad_()")
     return lines
 
 
-def _nested(value: object) -> str:
+def nested_literal(value: object) -> str:
     if isinstance(value, list):
-        return "[" + ", ".join(_nested(v) for v in value) + "]"
-    return _literal(value)  # type: ignore[arg-type]
+        return "[" + ", ".join(nested_literal(v) for v in value) + "]"
+    return python_literal(value)  # type: ignore[arg-type]
 
 
-def _unravel(index: int, shape: tuple[int, ...]) -> list[int]:
+def unravel(index: int, shape: tuple[int, ...]) -> list[int]:
     out: list[int] = []
     for size in reversed(shape):
         out.append(index % size)
@@ -295,7 +296,7 @@ def state_literal(state: dict[str, torch.Tensor]) -> str:
     entries = []
     for key, value in state.items():
         dtype = str(value.dtype).replace("torch.", "")
-        entries.append(f"    {key!r}: torch.tensor({_nested(value.tolist())}, "
+        entries.append(f"    {key!r}: torch.tensor({nested_literal(value.tolist())}, "
                        f"dtype=torch.{dtype}),")
     return "\n".join(["{", *entries, "}"])
 

@@ -50,6 +50,8 @@ from analyzers.config import script_argv
 from analyzers.dynamic.entries import Entry, EntryError
 from analyzers.dynamic.harvest import observed_box
 from analyzers.dynamic.probe import MAX_FRAMES as PROBE_FRAMES
+from analyzers.dynamic.probe import tensors_in
+from analyzers.dynamic.reproducer import TORCH_HELPERS, nested_literal, python_literal, unravel
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.suspect import op_names, operand_of
 
@@ -468,7 +470,7 @@ class ScriptRun:
             return None
         _, args, kwargs, name = self.last.hits[0]
         operand = operand_of(self.op, name, args, kwargs)
-        tensors = _tensors((args, kwargs))
+        tensors = tensors_in((args, kwargs))
         return next((i for i, t in enumerate(tensors) if t is operand), None)
 
 
@@ -483,16 +485,6 @@ def _inside(filename: str, root: Path) -> bool:
     except ValueError:
         return False
     return "site-packages" not in filename
-
-
-def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, tuple | list):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    return []
 
 
 class ScriptEntry(Entry):
@@ -599,28 +591,6 @@ def minimise_script(entry: ScriptEntry, inputs: list[torch.Tensor],
     return current
 
 
-def _literal(value: float | int | bool) -> str:
-    if isinstance(value, float) and value != value:
-        return "float('nan')"
-    if isinstance(value, float) and value in (float("inf"), float("-inf")):
-        return "float('inf')" if value > 0 else "float('-inf')"
-    return repr(value)
-
-
-def _nested(value: Any) -> str:
-    if isinstance(value, list):
-        return "[" + ", ".join(_nested(v) for v in value) + "]"
-    return _literal(value)
-
-
-def _unravel(index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-    out: list[int] = []
-    for size in reversed(shape):
-        out.append(index % size)
-        index //= size
-    return tuple(reversed(out))
-
-
 def _value_code(number: int, label: str, value: torch.Tensor, natural: torch.Tensor | None,
                 spec: InputSpec) -> list[str]:
     """One substitute: small values in full, large ones as the seeded value plus changes."""
@@ -634,14 +604,14 @@ def _value_code(number: int, label: str, value: torch.Tensor, natural: torch.Ten
                    .reshape(-1)]
     if value.numel() <= INLINE_LIMIT or natural is None or len(changed) > MAX_POINTS:
         lines += [f'    """{label}: written out in full."""',
-                  f"    return torch.tensor({_nested(value.detach().tolist())}, "
+                  f"    return torch.tensor({nested_literal(value.detach().tolist())}, "
                   f"dtype={dtype}){grad}"]
         return lines
     lines += [f'    """{label}: what the seeded script gives, with {len(changed)} element(s) '
               'changed."""',
               "    x = natural.detach().clone()"]
     shape = tuple(value.shape)
-    lines += [f"    x[{', '.join(map(str, _unravel(i, shape)))}] = {_literal(flat[i].item())}"
+    lines += [f"    x[{', '.join(map(str, unravel(i, shape)))}] = {python_literal(flat[i].item())}"
               for i in changed]
     lines.append(f"    return x{grad}")
     return lines
@@ -724,19 +694,7 @@ def render_script(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
         "",
         "",
         *_runtime_source(),
-        "def _tensors(value):",
-        "    if isinstance(value, torch.Tensor):",
-        "        return [value]",
-        "    if isinstance(value, (tuple, list)):",
-        "        return [t for v in value for t in _tensors(v)]",
-        "    if isinstance(value, dict):",
-        "        return [t for v in value.values() for t in _tensors(v)]",
-        "    return []",
-        "",
-        "",
-        "def _finite(value):",
-        "    return all(bool(torch.isfinite(t).all()) for t in _tensors(value)",
-        "               if t.is_floating_point())",
+        *TORCH_HELPERS,
         "",
         "",
         "def _substitute(label, natural):",
