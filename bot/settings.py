@@ -1,0 +1,203 @@
+"""The App's settings, read once from the environment (DESIGN.md "Command line and settings").
+
+A missing or malformed setting stops start-up with a message naming the variable and what was
+expected, rather than surfacing later as a 401 from GitHub or a broker timeout in a worker.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+DEFAULT_API_URL = "https://api.github.com"
+BROKER_SCHEMES = ("redis", "rediss", "filesystem", "memory", "amqp", "pyamqp")
+DATABASE_SCHEMES = ("sqlite", "postgresql", "postgresql+psycopg")
+
+
+class SettingsError(Exception):
+    """A setting is missing or wrong; the message says which and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    app_id: int
+    private_key: str = field(repr=False)
+    webhook_secret: bytes = field(repr=False)
+    broker_url: str
+    database_url: str
+    github_api_url: str = DEFAULT_API_URL
+    # Optional knobs (mostly for tests and small deployments).
+    broker_prefix: str = ""            # kombu global_keyprefix on Redis: isolates deployments
+    broker_folder: str = ""            # filesystem broker: where messages are kept
+    workspace_root: str = ""           # where PR heads are fetched (default: a temp dir)
+    analyze_drafts: bool = False
+    retry_base_seconds: float = 2.0    # first backoff of a transient GitHub error
+    max_retries: int = 6
+    soft_time_limit: int = 900         # seconds per analysis; hard limit and visibility above
+    max_inline_comments: int = 30
+    check_name: str = "numcheck"
+    bot_login: str = ""                # the App's bot user (e.g. numcheck[bot]); optional
+    write_interval: float = 1.0        # seconds between mutating GitHub calls (GitHub asks 1)
+    report_secret: bytes = field(default=b"", repr=False)  # signs report page links
+    public_url: str = ""               # where GitHub users reach this App (for report links)
+    http_timeout: int = 30
+
+    def report_url(self, analysis_id: int) -> str | None:
+        """A signed link to an analysis's report page, when the App has a public URL."""
+        if not self.public_url or not self.report_secret:
+            return None
+        return f"{self.public_url}/report/{analysis_id}?sig={self.report_signature(analysis_id)}"
+
+    def report_signature(self, analysis_id: int) -> str:
+        import hashlib
+        import hmac
+
+        message = f"report:{analysis_id}".encode()
+        return hmac.new(self.report_secret, message, hashlib.sha256).hexdigest()[:32]
+
+    @property
+    def hard_time_limit(self) -> int:
+        return self.soft_time_limit + 60
+
+    @property
+    def visibility_timeout(self) -> int:
+        # Above the longest job plus its retries' delays, so Redis never redelivers a running
+        # task to a second worker.
+        return self.hard_time_limit * 2 + 600
+
+    def public_env(self) -> dict[str, str]:
+        """The settings as environment variables (to start a worker with the same ones)."""
+        env = {
+            "NUMCHECK_APP_ID": str(self.app_id),
+            "NUMCHECK_BROKER_URL": self.broker_url,
+            "NUMCHECK_DATABASE_URL": self.database_url,
+            "NUMCHECK_GITHUB_API_URL": self.github_api_url,
+        }
+        if self.broker_prefix:
+            env["NUMCHECK_BROKER_PREFIX"] = self.broker_prefix
+        if self.broker_folder:
+            env["NUMCHECK_BROKER_FOLDER"] = self.broker_folder
+        return env
+
+
+def _require(env: Mapping[str, str], name: str, hint: str) -> str:
+    value = env.get(name, "").strip()
+    if not value:
+        raise SettingsError(f"{name} is not set: {hint}")
+    return value
+
+
+def _url(env: Mapping[str, str], name: str, default: str | None, schemes: tuple[str, ...],
+         hint: str) -> str:
+    value = env.get(name, "").strip() or default
+    if not value:
+        raise SettingsError(f"{name} is not set: {hint}")
+    scheme = urlsplit(value).scheme
+    if scheme not in schemes:
+        raise SettingsError(f"{name}={value!r} is not a supported URL: expected one of "
+                            f"{', '.join(s + '://' for s in schemes)}")
+    return value
+
+
+def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r} is not a number") from None
+    if value < minimum:
+        raise SettingsError(f"{name}={raw!r} must be at least {minimum:g}")
+    return value
+
+
+def _bool(env: Mapping[str, str], name: str) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise SettingsError(f"{name}={raw!r} is not a boolean (true/false)")
+
+
+def _public_url(env: Mapping[str, str]) -> str:
+    value = env.get("NUMCHECK_PUBLIC_URL", "").strip()
+    if not value:
+        return ""
+    if urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).netloc:
+        raise SettingsError(f"NUMCHECK_PUBLIC_URL={value!r} is not an http(s) URL")
+    if not env.get("NUMCHECK_REPORT_SECRET", "").strip():
+        raise SettingsError("NUMCHECK_PUBLIC_URL is set but NUMCHECK_REPORT_SECRET is not: "
+                            "report links are signed with it")
+    return value.rstrip("/")
+
+
+def load_private_key(path_text: str) -> str:
+    path = Path(path_text).expanduser()
+    try:
+        key = path.read_text(encoding="ascii")
+    except FileNotFoundError:
+        raise SettingsError(f"NUMCHECK_PRIVATE_KEY: no such file {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"NUMCHECK_PRIVATE_KEY: cannot read {path}: {exc}") from None
+    if "PRIVATE KEY-----" not in key:
+        raise SettingsError(f"NUMCHECK_PRIVATE_KEY: {path} is not a PEM private key (GitHub "
+                            "gives one when the App is registered: 'Generate a private key')")
+    try:
+        from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+        loaded = load_pem_private_key(key.encode("ascii"), password=None)
+    except (ValueError, TypeError) as exc:
+        raise SettingsError(f"NUMCHECK_PRIVATE_KEY: {path} does not parse: {exc}") from None
+    if not isinstance(loaded, RSAPrivateKey):
+        raise SettingsError(f"NUMCHECK_PRIVATE_KEY: {path} is not an RSA key (GitHub Apps sign "
+                            "with RS256)")
+    return key
+
+
+def from_env(env: Mapping[str, str] | None = None, *, defaults: Mapping[str, str] | None = None
+             ) -> Settings:
+    """Settings from `env` (default: os.environ); `defaults` fill unset variables
+    (`numcheck serve` uses them for its embedded broker and SQLite file)."""
+    env = {**(defaults or {}), **{k: v for k, v in (os.environ if env is None else env).items()
+                                  if v.strip()}}
+    raw_id = _require(env, "NUMCHECK_APP_ID", "the App ID from the App's settings page")
+    if not raw_id.isdigit() or int(raw_id) <= 0:
+        raise SettingsError(f"NUMCHECK_APP_ID={raw_id!r} must be a positive integer")
+    key = load_private_key(_require(env, "NUMCHECK_PRIVATE_KEY",
+                                    "the path of the App's private key (.pem)"))
+    secret = _require(env, "NUMCHECK_WEBHOOK_SECRET", "the webhook secret set on the App")
+    broker = _url(env, "NUMCHECK_BROKER_URL", None, BROKER_SCHEMES,
+                  "e.g. redis://127.0.0.1:6379/0")
+    folder = env.get("NUMCHECK_BROKER_FOLDER", "").strip()
+    if broker.startswith("filesystem://") and not folder:
+        raise SettingsError("NUMCHECK_BROKER_URL=filesystem:// needs NUMCHECK_BROKER_FOLDER "
+                            "(a directory shared by the web and the worker)")
+    database = _url(env, "NUMCHECK_DATABASE_URL", "sqlite:///numcheck.db", DATABASE_SCHEMES,
+                    "e.g. postgresql+psycopg://user@host/db")
+    if database.startswith("postgresql://"):
+        database = "postgresql+psycopg://" + database[len("postgresql://"):]
+    api = _url(env, "NUMCHECK_GITHUB_API_URL", DEFAULT_API_URL, ("http", "https"),
+               "https://api.github.com, or https://HOST/api/v3 for GitHub Enterprise")
+    return Settings(
+        app_id=int(raw_id), private_key=key, webhook_secret=secret.encode("utf-8"),
+        broker_url=broker, database_url=database, github_api_url=api.rstrip("/"),
+        broker_prefix=env.get("NUMCHECK_BROKER_PREFIX", "").strip(),
+        broker_folder=folder,
+        workspace_root=env.get("NUMCHECK_WORKSPACE_ROOT", "").strip(),
+        analyze_drafts=_bool(env, "NUMCHECK_ANALYZE_DRAFTS"),
+        retry_base_seconds=_number(env, "NUMCHECK_RETRY_BASE_SECONDS", 2.0, minimum=0.0),
+        max_retries=int(_number(env, "NUMCHECK_MAX_RETRIES", 6, minimum=0)),
+        soft_time_limit=int(_number(env, "NUMCHECK_TIME_LIMIT", 900, minimum=10)),
+        max_inline_comments=int(_number(env, "NUMCHECK_MAX_INLINE_COMMENTS", 30, minimum=0)),
+        bot_login=env.get("NUMCHECK_BOT_LOGIN", "").strip(),
+        write_interval=_number(env, "NUMCHECK_WRITE_INTERVAL", 1.0, minimum=0.0),
+        report_secret=env.get("NUMCHECK_REPORT_SECRET", "").strip().encode("utf-8"),
+        public_url=_public_url(env),
+        http_timeout=int(_number(env, "NUMCHECK_HTTP_TIMEOUT", 30, minimum=1)),
+    )

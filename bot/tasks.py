@@ -1,0 +1,337 @@
+"""The Celery app and the worker's tasks.
+
+Queues: `static` (CPU: fetch, static pass, publishing, commands) and `dynamic` (the sandboxed
+dynamic pass; GPU workers in production). Tasks are acknowledged late with a prefetch of one, so
+a worker that dies mid-task leaves its task to be redelivered (Redis's visibility timeout is
+set above the longest job); every task first re-reads its analysis row and GitHub's view of
+the PR, so a redelivered, superseded or cancelled task does nothing twice.
+
+Start a worker with `celery -A bot.tasks worker -Q static,dynamic` (settings from the
+environment, see bot/settings.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from typing import Any
+
+from celery import Celery, Task
+from celery.exceptions import SoftTimeLimitExceeded
+from kombu import Queue
+from sqlalchemy import select
+
+from bot.db import session_scope
+from bot.github import GitHubClient, TokenCache, is_transient, retry_after
+from bot.models import Analysis, FindingRow
+from bot.settings import Settings, from_env
+
+log = logging.getLogger("numcheck.worker")
+
+ACTIVE = ("queued", "running", "analysed")
+COALESCE_SECONDS = 60
+QUEUES = ("static", "dynamic")
+
+_bound: Settings | None = None
+
+
+def bind_settings(settings: Settings) -> None:
+    """Use these settings in this process (the web app and `numcheck serve` call it before
+    anything touches the Celery configuration)."""
+    global _bound
+    previous, _bound = _bound, settings
+    _tokens.cache_clear()
+    if previous is not None and celery_app.configured and \
+            celery_config(previous) != celery_config(settings):
+        celery_app.conf.update(celery_config(settings))
+        celery_app._after_fork()  # drop the connections and producers of the old broker
+
+
+def get_settings() -> Settings:
+    global _bound
+    if _bound is None:
+        _bound = from_env()
+    return _bound
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    transport: dict[str, Any] = {"visibility_timeout": settings.visibility_timeout}
+    if settings.broker_prefix:
+        transport["global_keyprefix"] = settings.broker_prefix
+    if settings.broker_url.startswith("filesystem://"):
+        folder = settings.broker_folder
+        transport.update(data_folder_in=folder, data_folder_out=folder,
+                         control_folder=folder + "/control", store_processed=False)
+    return {
+        "broker_url": settings.broker_url,
+        "broker_transport_options": transport,
+        "broker_connection_retry_on_startup": True,
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_soft_time_limit": settings.soft_time_limit,
+        "task_time_limit": settings.hard_time_limit,
+        "task_default_queue": "static",
+        "task_queues": tuple(Queue(name) for name in QUEUES),
+        "task_ignore_result": True,
+        "task_serializer": "json",
+        "accept_content": ["json"],
+        "worker_hijack_root_logger": False,
+        "worker_cancel_long_running_tasks_on_connection_loss": True,
+    }
+
+
+celery_app = Celery("numcheck", set_as_current=False)
+celery_app.add_defaults(lambda: celery_config(get_settings()))
+
+
+@lru_cache(maxsize=1)
+def _tokens() -> TokenCache:
+    return TokenCache(get_settings())
+
+
+def client_for(installation_id: int) -> GitHubClient:
+    return GitHubClient(get_settings(), _tokens(), installation_id)
+
+
+# --- scheduling (called by the web's feature routers and by tasks) -------------------------
+def schedule_analysis(settings: Settings, *, installation_id: int, repo: str, number: int,
+                      head_sha: str, base_sha: str = "", reason: str, delivery: str = "",
+                      coalesce: bool = False) -> str:
+    """Record an analysis of (repo, PR, head) and enqueue it; older active analyses of the
+    PR are superseded. With `coalesce`, an identical request made in the last minute that is
+    still waiting or running is reused."""
+    now = datetime.now(UTC)
+    with session_scope(settings.database_url) as s:
+        active = s.scalars(select(Analysis).where(
+            Analysis.repo == repo, Analysis.pr_number == number,
+            Analysis.status.in_(ACTIVE))).all()
+        if coalesce:
+            for a in active:
+                created = a.created_at if a.created_at.tzinfo else a.created_at.replace(
+                    tzinfo=UTC)
+                if a.head_sha == head_sha and a.status in ("queued", "running") and \
+                        now - created < timedelta(seconds=COALESCE_SECONDS):
+                    return f"coalesced with analysis {a.id}"
+        stale = [a.task_id for a in active if a.task_id]
+        for a in active:
+            a.status = "superseded"
+        row = Analysis(installation_id=installation_id, repo=repo, pr_number=number,
+                       head_sha=head_sha, base_sha=base_sha, status="queued", reason=reason,
+                       delivery_id=delivery, timings={}, publish_state={})
+        s.add(row)
+        s.flush()
+        row.task_id = f"numcheck-analysis-{row.id}-static"
+        analysis_id, task_id = row.id, row.task_id
+    celery_app.send_task("numcheck.analyze", args=[analysis_id, "static"], queue="static",
+                         task_id=task_id)
+    _revoke(stale)
+    return f"queued analysis {analysis_id}"
+
+
+def cancel_pull(settings: Settings, repo: str, number: int) -> str:
+    with session_scope(settings.database_url) as s:
+        active = s.scalars(select(Analysis).where(
+            Analysis.repo == repo, Analysis.pr_number == number,
+            Analysis.status.in_(ACTIVE))).all()
+        stale = [a.task_id for a in active if a.task_id]
+        for a in active:
+            a.status = "cancelled"
+    _revoke(stale)
+    return f"cancelled {len(stale)} analysis(es)"
+
+
+def _revoke(task_ids: list[str]) -> None:
+    """Best effort: a queued task is dropped by the workers; a running one sees its row's
+    status before it publishes anything."""
+    if not task_ids:
+        return
+    try:
+        celery_app.control.revoke(task_ids)
+    except Exception as exc:  # noqa: BLE001 - the row's status is what really stops it
+        log.info("revoke of %s not broadcast: %s", task_ids, exc)
+
+
+# --- tasks -------------------------------------------------------------------------------------
+def _backoff(task: Task, exc: BaseException) -> float:
+    settings = get_settings()
+    from github import GithubException
+
+    asked = retry_after(exc) if isinstance(exc, GithubException) else None
+    base = settings.retry_base_seconds * (2 ** task.request.retries)
+    return max(asked or 0.0, base * (0.75 + random.random() / 2))
+
+
+def _retryable(exc: BaseException, installation_id: int) -> bool:
+    """Transient errors, and a 401 from a cached token that GitHub no longer accepts (it is
+    dropped, and the retry mints a new one)."""
+    from github import GithubException
+
+    if isinstance(exc, GithubException) and exc.status == 401:
+        _tokens().forget(installation_id)
+        return True
+    return is_transient(exc)
+
+
+def load_analysis(analysis_id: int) -> Analysis | None:
+    with session_scope(get_settings().database_url) as s:
+        return s.get(Analysis, analysis_id)
+
+
+def update_analysis(analysis_id: int, **values: Any) -> None:
+    with session_scope(get_settings().database_url) as s:
+        row = s.get(Analysis, analysis_id)
+        if row is not None:
+            for key, value in values.items():
+                setattr(row, key, value)
+
+
+def still_wanted(row: Analysis) -> bool:
+    """False when the row was superseded or cancelled, or a newer analysis of the PR exists."""
+    with session_scope(get_settings().database_url) as s:
+        current = s.get(Analysis, row.id)
+        if current is None or current.status in ("superseded", "cancelled"):
+            return False
+        newer = s.scalar(select(Analysis.id).where(
+            Analysis.repo == row.repo, Analysis.pr_number == row.pr_number,
+            Analysis.id > row.id).limit(1))
+        if newer is not None:
+            current.status = "superseded"
+            return False
+    return True
+
+
+@celery_app.task(bind=True, name="numcheck.analyze", max_retries=None)
+def analyze_task(self: Task, analysis_id: int, stage: str = "static") -> str:
+    from bot import jobs
+
+    settings = get_settings()
+    row = load_analysis(analysis_id)
+    if row is None:
+        return "unknown analysis"
+    if row.status in ("published", "analysed"):  # a redelivery of finished work
+        return f"already {row.status}"
+    if not still_wanted(row):
+        cancel_check_run(row, "Superseded by a newer push or cancelled")
+        return "superseded"
+    try:
+        return jobs.run_analysis(settings, row, stage, client_for(row.installation_id))
+    except SoftTimeLimitExceeded:
+        _fail(row, f"the analysis ran past its {settings.soft_time_limit} s limit")
+        return "timed out"
+    except Exception as exc:
+        if _retryable(exc, row.installation_id) and self.request.retries < settings.max_retries:
+            raise self.retry(exc=exc, countdown=_backoff(self, exc)) from exc
+        log.exception("analysis %s failed", analysis_id)
+        _fail(row, f"{type(exc).__name__}: {exc}")
+        return "failed"
+
+
+@celery_app.task(bind=True, name="numcheck.publish", max_retries=None)
+def publish_task(self: Task, analysis_id: int) -> str:
+    from bot import jobs
+
+    settings = get_settings()
+    row = load_analysis(analysis_id)
+    if row is None or row.status == "published":
+        return "nothing to publish"
+    if not still_wanted(row):
+        cancel_check_run(row, "Superseded by a newer push or cancelled")
+        return "superseded"
+    try:
+        return jobs.publish_analysis(settings, row, client_for(row.installation_id))
+    except Exception as exc:
+        if _retryable(exc, row.installation_id) and self.request.retries < settings.max_retries:
+            log.info("publish %s: transient %s, retrying", analysis_id, exc)
+            raise self.retry(exc=exc, countdown=_backoff(self, exc)) from exc
+        log.exception("publish %s failed", analysis_id)
+        _fail(row, f"publishing failed: {type(exc).__name__}: {exc}")
+        return "failed"
+
+
+@celery_app.task(bind=True, name="numcheck.command", max_retries=None)
+def command_task(self: Task, payload: dict[str, Any]) -> str:
+    from bot.features import commands
+
+    settings = get_settings()
+    try:
+        installation = int(payload["installation"]["id"])
+        return commands.run_command(settings, payload, client_for(installation))
+    except Exception as exc:
+        if is_transient(exc) and self.request.retries < settings.max_retries:
+            raise self.retry(exc=exc, countdown=_backoff(self, exc)) from exc
+        raise
+
+
+@celery_app.task(bind=True, name="numcheck.find_pull", max_retries=None)
+def find_pull_task(self: Task, installation_id: int, repo: str, head_sha: str,
+                   reason: str) -> str:
+    """check_run/check_suite rerequested on a fork PR: its payload lists no pull request, so
+    look the head SHA up among the open PRs."""
+    settings = get_settings()
+    try:
+        client = client_for(installation_id)
+        for pull in client.open_pulls(repo):
+            if pull.get("head", {}).get("sha") == head_sha:
+                return schedule_analysis(settings, installation_id=installation_id,
+                                         repo=repo, number=int(pull["number"]),
+                                         head_sha=head_sha,
+                                         base_sha=str(pull["base"]["sha"]), reason=reason,
+                                         coalesce=True)
+        return "no open pull request has that head"
+    except Exception as exc:
+        if is_transient(exc) and self.request.retries < settings.max_retries:
+            raise self.retry(exc=exc, countdown=_backoff(self, exc)) from exc
+        raise
+
+
+def _fail(row: Analysis, message: str) -> None:
+    update_analysis(row.id, status="failed", error=message[:5000])
+    current = load_analysis(row.id)
+    if current is None or current.check_run_id is None:
+        return
+    try:
+        from bot.publish import finish_check_run
+
+        finish_check_run(client_for(row.installation_id), row.repo, current.check_run_id,
+                         conclusion="neutral", title="numcheck could not finish",
+                         summary=f"The analysis of `{row.head_sha[:12]}` stopped: {message}")
+    except Exception as exc:  # noqa: BLE001 - reporting the failure must not raise
+        log.warning("could not report failure of analysis %s: %s", row.id, exc)
+
+
+def cancel_check_run(row: Analysis, why: str) -> None:
+    current = load_analysis(row.id)
+    if current is None or current.check_run_id is None or \
+            current.publish_state.get("check_completed"):
+        return
+    try:
+        from bot.publish import finish_check_run
+
+        finish_check_run(client_for(row.installation_id), row.repo, current.check_run_id,
+                         conclusion="cancelled", title=why, summary=why)
+        update_analysis(row.id, publish_state={**current.publish_state, "check_completed": True})
+    except Exception as exc:  # noqa: BLE001
+        log.warning("could not cancel check run of analysis %s: %s", row.id, exc)
+
+
+def save_findings(analysis_id: int, findings: list[dict[str, Any]]) -> None:
+    with session_scope(get_settings().database_url) as s:
+        row = s.get(Analysis, analysis_id)
+        if row is None:
+            return
+        row.findings.clear()
+        s.flush()
+        for f in findings:
+            row.findings.append(FindingRow(fingerprint=f["fingerprint"], path=f["path"],
+                                           line=f["line"], op=f["op"], status=f["status"]))
+
+
+def set_comment_ids(analysis_id: int, ids: dict[str, int]) -> None:
+    with session_scope(get_settings().database_url) as s:
+        for finding in s.scalars(select(FindingRow).where(
+                FindingRow.analysis_id == analysis_id)):
+            finding.comment_id = ids.get(finding.fingerprint, finding.comment_id)
+

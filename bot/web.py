@@ -1,0 +1,147 @@
+"""The web process: `POST /webhook` and `GET /healthz` (Flask).
+
+A delivery is checked before anything else is read: the signature over the raw body (401 when
+missing or wrong), then the JSON (400), then the delivery id (a redelivery is acknowledged with
+200 and not run twice). It is then routed to the feature routers, which record what they need
+and enqueue work for the worker; the answer goes back in milliseconds. Nothing here calls
+GitHub.
+
+Production: `gunicorn 'bot.web:create_app()'`; locally, `numcheck serve`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import html
+import json
+import logging
+import time
+from typing import Any
+
+from flask import Flask, Response, jsonify, request
+from sqlalchemy.exc import IntegrityError
+
+from bot.db import ping, session_scope, upgrade
+from bot.features import Context, routers
+from bot.models import Analysis, Delivery
+from bot.settings import Settings, from_env
+from bot.webhooks import SIGNATURE_HEADER, Event, dispatch, verify_signature
+
+log = logging.getLogger("numcheck.web")
+MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
+
+
+def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Flask:
+    from bot.tasks import bind_settings, celery_app
+
+    settings = settings or from_env()
+    bind_settings(settings)
+    if migrate:
+        upgrade(settings.database_url)
+    app = Flask("numcheck")
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
+    context = Context(settings)
+    feature_routers = routers()
+
+    @app.post("/webhook")
+    def webhook() -> tuple[Response, int]:
+        started = time.perf_counter()
+        body = request.get_data(cache=False)
+        if not verify_signature(settings.webhook_secret, body,
+                                request.headers.get(SIGNATURE_HEADER)):
+            return jsonify(error="missing or invalid X-Hub-Signature-256"), 401
+        name = request.headers.get("X-GitHub-Event", "")
+        delivery = request.headers.get("X-GitHub-Delivery", "")
+        if not name or not delivery or len(delivery) > 64:
+            return jsonify(error="X-GitHub-Event and X-GitHub-Delivery are required"), 400
+        try:
+            payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return jsonify(error="the body is not JSON"), 400
+        if not isinstance(payload, dict):
+            return jsonify(error="the body is not a JSON object"), 400
+        event = Event(name, delivery, payload)
+        try:
+            with session_scope(settings.database_url) as s:
+                s.add(Delivery(id=delivery, event=name, action=event.action or "",
+                               outcome="received"))
+        except IntegrityError:
+            return jsonify(status="duplicate delivery", delivery=delivery), 200
+        if event.sender_is_bot and name not in ("installation", "installation_repositories",
+                                                "check_run", "check_suite"):
+            outcomes = ["ignored: sent by a bot"]
+        else:
+            try:
+                outcomes = dispatch(feature_routers, event, context) or ["ignored: no handler"]
+            except Exception:
+                log.exception("delivery %s (%s) failed", delivery, name)
+                with session_scope(settings.database_url) as s:  # let a redelivery run it
+                    row = s.get(Delivery, delivery)
+                    if row is not None:
+                        s.delete(row)
+                return jsonify(error="could not queue the delivery; redeliver it"), 503
+        outcome = "; ".join(outcomes)
+        with session_scope(settings.database_url) as s:
+            row = s.get(Delivery, delivery)
+            if row is not None:
+                row.outcome = outcome[:2000]
+        elapsed = round((time.perf_counter() - started) * 1000, 1)
+        return jsonify(status=outcome, delivery=delivery, ms=elapsed), 202
+
+    @app.get("/report/<int:analysis_id>")
+    def report(analysis_id: int) -> tuple[Response, int]:
+        """The analysis behind a check run's "details" link; the link is signed, so report
+        pages of private repositories cannot be enumerated."""
+        expected = settings.report_signature(analysis_id) if settings.report_secret else ""
+        given = request.args.get("sig", "")
+        if not expected or not hmac.compare_digest(expected.encode(), given.encode(
+                "ascii", "replace")):
+            return Response("not found\n", mimetype="text/plain"), 404
+        with session_scope(settings.database_url) as s:
+            row = s.get(Analysis, analysis_id)
+            if row is None:
+                return Response("not found\n", mimetype="text/plain"), 404
+            return Response(report_page(row), mimetype="text/html"), 200
+
+    @app.get("/healthz")
+    def healthz() -> tuple[Response, int]:
+        checks: dict[str, Any] = {}
+        try:
+            ping(settings.database_url)
+            checks["database"] = "ok"
+        except Exception as exc:  # noqa: BLE001 - reported, not raised
+            checks["database"] = f"unreachable: {type(exc).__name__}"
+        try:
+            with celery_app.connection_for_write() as conn:
+                conn.ensure_connection(max_retries=1, timeout=2)
+            checks["broker"] = "ok"
+        except Exception as exc:  # noqa: BLE001
+            checks["broker"] = f"unreachable: {type(exc).__name__}"
+        healthy = all(v == "ok" for v in checks.values())
+        return jsonify(status="ok" if healthy else "degraded", **checks), 200 if healthy else 503
+
+    return app
+
+
+def report_page(row: Analysis) -> str:
+    """A plain HTML page: what was analysed, its state, the findings with their reproducers."""
+    from analyzers.report import render_text, result_from_json
+
+    title = f"numcheck · {row.repo}#{row.pr_number} @ {row.head_sha[:12]}"
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+             "</title></head><body>", f"<h1>{html.escape(title)}</h1>",
+             f"<p>Status: <b>{html.escape(row.status)}</b>"
+             + (f" ({html.escape(row.error)})" if row.error else "") + "</p>"]
+    if row.result:
+        result = result_from_json(row.result)
+        parts.append(f"<pre>{html.escape(render_text(result))}</pre>")
+        for finding in result.findings:
+            if finding.reproducer:
+                parts.append(f"<h3>{html.escape(finding.path)}:{finding.line} "
+                             f"({html.escape(finding.op)}): reproducer</h3>"
+                             f"<pre>{html.escape(finding.reproducer)}</pre>")
+    timings = ", ".join(f"{html.escape(str(k))} {v} s" for k, v in (row.timings or {}).items())
+    if timings:
+        parts.append(f"<p>Timings: {timings}</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,385 @@
+"""The App's parts one at a time: settings, signatures, routing, tokens, the GitHub client
+against the test server (pagination, faults), publishing idempotence, and migrations on SQLite
+and PostgreSQL."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jwt
+import pytest
+from app_support import APP_ID, SECRET, app_env, make_key, postgres_database
+from conftest import GitRepo, GitRepoFactory
+from github import GithubException
+from github_fake import FakeGitHub, FakePull
+from sqlalchemy import inspect
+
+from analyzers.model import AnalysisResult, Finding, StageError
+from bot import db
+from bot.github import GitHubClient, TokenCache, app_jwt, is_transient
+from bot.publish import commentable_lines, publish
+from bot.settings import SettingsError, from_env
+from bot.webhooks import Event, Router, dispatch, signature, verify_signature
+
+LOSS_BASE = "import torch\n\n\ndef loss(p):\n    return p.sum()\n"
+LOSS_HEAD = ("import torch\n\n\ndef loss(p, q):\n    a = torch.log(p)\n    b = p / q.norm()\n"
+             "    return a.sum() + b.sum()\n")
+
+
+@pytest.fixture(scope="module")
+def key(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    return make_key(tmp_path_factory.mktemp("key"))
+
+
+@pytest.fixture
+def fake(key: tuple[Path, str]) -> Iterator[FakeGitHub]:
+    with FakeGitHub(APP_ID, key[1]) as server:
+        yield server
+
+
+def _env(key: tuple[Path, str], api: str = "http://127.0.0.1:9", **extra: str
+         ) -> dict[str, str]:
+    return app_env(key_path=key[0], api_url=api, database_url="sqlite:///x.db",
+                   broker_url="redis://127.0.0.1:6379/0", **extra)
+
+
+# --- settings ---------------------------------------------------------------------------------
+def test_settings_read_from_the_environment(key: tuple[Path, str]) -> None:
+    settings = from_env(_env(key, "https://ghe.example.com/api/v3/"))
+    assert settings.app_id == APP_ID
+    assert settings.webhook_secret == SECRET.encode()
+    assert settings.github_api_url == "https://ghe.example.com/api/v3"
+    assert "PRIVATE KEY" in settings.private_key
+    assert SECRET not in repr(settings) and "PRIVATE KEY" not in repr(settings)
+    pg = from_env(_env(key, NUMCHECK_DATABASE_URL="postgresql://u@h/db"))
+    assert pg.database_url == "postgresql+psycopg://u@h/db"
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"NUMCHECK_APP_ID": ""}, "NUMCHECK_APP_ID is not set"),
+    ({"NUMCHECK_APP_ID": "abc"}, "must be a positive integer"),
+    ({"NUMCHECK_PRIVATE_KEY": "/nonexistent/key.pem"}, "no such file"),
+    ({"NUMCHECK_WEBHOOK_SECRET": ""}, "NUMCHECK_WEBHOOK_SECRET is not set"),
+    ({"NUMCHECK_BROKER_URL": "http://x"}, "NUMCHECK_BROKER_URL='http://x' is not a supported"),
+    ({"NUMCHECK_BROKER_URL": ""}, "NUMCHECK_BROKER_URL is not set"),
+    ({"NUMCHECK_DATABASE_URL": "mysql://x"}, "NUMCHECK_DATABASE_URL"),
+    ({"NUMCHECK_GITHUB_API_URL": "ftp://x"}, "NUMCHECK_GITHUB_API_URL"),
+    ({"NUMCHECK_TIME_LIMIT": "soon"}, "is not a number"),
+    ({"NUMCHECK_PUBLIC_URL": "https://x.example"}, "NUMCHECK_REPORT_SECRET is not"),
+    ({"NUMCHECK_PUBLIC_URL": "x.example", "NUMCHECK_REPORT_SECRET": "s"}, "not an http"),
+    ({"NUMCHECK_ANALYZE_DRAFTS": "perhaps"}, "is not a boolean"),
+])
+def test_a_missing_or_wrong_setting_is_a_clear_error(key: tuple[Path, str],
+                                                      change: dict[str, str],
+                                                      message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        from_env({**_env(key), **change})
+
+
+def test_a_private_key_that_is_not_a_key_is_refused(tmp_path: Path,
+                                                    key: tuple[Path, str]) -> None:
+    bad = tmp_path / "bad.pem"
+    bad.write_text("hello")
+    with pytest.raises(SettingsError, match="not a PEM private key"):
+        from_env(_env(key, NUMCHECK_PRIVATE_KEY=str(bad)))
+
+
+# --- signatures and routing -------------------------------------------------------------------
+def test_signature_matches_githubs_test_vector() -> None:
+    expected = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+    assert signature(SECRET.encode(), b"Hello, World!") == expected
+    assert verify_signature(SECRET.encode(), b"Hello, World!", expected)
+    assert not verify_signature(SECRET.encode(), b"Hello, World?", expected)
+    assert not verify_signature(SECRET.encode(), b"Hello, World!", None)
+    assert not verify_signature(SECRET.encode(), b"Hello, World!", expected[7:])
+    assert not verify_signature(SECRET.encode(), b"Hello, World!", "sha1=" + expected[7:])
+    assert not verify_signature(b"other", b"Hello, World!", expected)
+    assert not verify_signature(SECRET.encode(), b"Hello, World!", "sha256=\u00e9")
+
+
+def test_routers_match_event_and_action() -> None:
+    router = Router("t")
+    seen: list[str] = []
+
+    @router.register("pull_request", "opened", "synchronize")
+    def _pr(event: Event, context: Any) -> str:
+        seen.append(f"pr:{event.action}")
+        return "pr"
+
+    @router.register("ping")
+    def _ping(event: Event, context: Any) -> str:
+        seen.append("ping")
+        return "pong"
+
+    assert dispatch([router], Event("pull_request", "d1", {"action": "opened"}), None) == ["pr"]
+    assert dispatch([router], Event("pull_request", "d2", {"action": "closed"}), None) == []
+    assert dispatch([router], Event("ping", "d3", {}), None) == ["pong"]
+    assert seen == ["pr:opened", "ping"]
+    assert Event("x", "d", {"sender": {"login": "dependabot[bot]", "type": "Bot"}}).sender_is_bot
+
+
+# --- tokens and the client against the test server --------------------------------------------
+def test_app_jwt_claims(key: tuple[Path, str]) -> None:
+    settings = from_env(_env(key))
+    now = time.time()
+    claims = jwt.decode(app_jwt(APP_ID, settings.private_key, now), key[1],
+                        algorithms=["RS256"], options={"verify_exp": False})
+    assert claims["iss"] == str(APP_ID)
+    assert claims["iat"] == int(now) - 60
+    assert 0 < claims["exp"] - int(now) <= 600
+
+
+def test_installation_token_is_minted_once_and_cached(key: tuple[Path, str],
+                                                      fake: FakeGitHub) -> None:
+    settings = from_env(_env(key, fake.api_url))
+    tokens = TokenCache(settings)
+    first = tokens.token(7)
+    assert first.startswith("ghs_") and tokens.token(7) == first and tokens.minted == 1
+    assert fake.state.tokens[first][0] == 7
+    assert len(fake.calls("POST", r"^/app/installations/7/access_tokens$")) == 1
+    # a token within five minutes of expiry is replaced
+    tokens._tokens[7].expires_at = time.time() + 200
+    assert tokens.token(7) != first and tokens.minted == 2
+
+
+def test_a_jwt_signed_with_another_key_is_refused(tmp_path: Path, key: tuple[Path, str],
+                                                  fake: FakeGitHub) -> None:
+    other, _ = make_key(tmp_path)
+    settings = from_env(_env(key, fake.api_url, NUMCHECK_PRIVATE_KEY=str(other)))
+    with pytest.raises(GithubException) as info:
+        TokenCache(settings).token(7)
+    assert info.value.status == 401
+
+
+def _repo_with_pull(git_repo: GitRepoFactory, fake: FakeGitHub, files: int = 0,
+                    name: str = "octo/numlib", number: int = 3) -> GitRepo:
+    feature: dict[str, str | bytes | None] = {"model/loss.py": LOSS_HEAD}
+    feature.update({f"extra/f{i:03}.py": f"x = {i}\n" for i in range(files)})
+    repo = git_repo({"model/loss.py": LOSS_BASE}, feature)
+    fake.add_repo(name, repo.root)
+    fake.add_pull(FakePull(name, number, "main", "feature"))
+    return repo
+
+
+def test_pull_files_follow_link_pagination(key: tuple[Path, str], fake: FakeGitHub,
+                                           git_repo: GitRepoFactory) -> None:
+    _repo_with_pull(git_repo, fake, files=150)
+    client = GitHubClient(from_env(_env(key, fake.api_url)), TokenCache(
+        from_env(_env(key, fake.api_url))), 7)
+    pull = client.pull("octo/numlib", 3)
+    files = client.pull_files(pull)
+    assert len(files) == 151
+    pages = fake.calls("GET", r"/pulls/3/files$")
+    assert len(pages) == 2 and pages[1].query["page"] == ["2"]
+    lines = commentable_lines(files)
+    assert {5, 6, 7} <= lines["model/loss.py"]
+
+
+def test_transient_errors_are_retried_and_others_are_not(key: tuple[Path, str],
+                                                         fake: FakeGitHub,
+                                                         git_repo: GitRepoFactory) -> None:
+    _repo_with_pull(git_repo, fake)
+    settings = from_env(_env(key, fake.api_url, NUMCHECK_RETRY_BASE_SECONDS="0.1"))
+    client = GitHubClient(settings, TokenCache(settings), 7)
+    fake.fail("GET", r"/pulls/3$", 500, times=2)
+    assert client.pull("octo/numlib", 3).number == 3  # GETs are retried inside PyGithub
+    fake.fail("POST", r"/check-runs$", 403, retry_after=1)
+    with pytest.raises(GithubException) as info:  # POSTs are left to the task
+        client.create_check_run("octo/numlib", {"name": "n", "head_sha": "a" * 40})
+    assert info.value.status == 403 and is_transient(info.value)
+    fake.fail("POST", r"/check-runs$", 500)
+    with pytest.raises(GithubException) as info:
+        client.create_check_run("octo/numlib", {"name": "n", "head_sha": "a" * 40})
+    assert is_transient(info.value)
+    with pytest.raises(GithubException) as info:
+        client.create_check_run("octo/numlib", {"name": "", "head_sha": "a"})
+    assert info.value.status == 422 and not is_transient(info.value)
+    fake.fail("GET", r"/pulls/3$", 0, delay=0.5)  # a slow answer still arrives
+    started = time.monotonic()
+    assert client.pull("octo/numlib", 3).number == 3
+    assert time.monotonic() - started >= 0.5
+
+
+def _finding(line: int, call: str, op: str = "log", end_line: int | None = None) -> Finding:
+    return Finding(path="model/loss.py", line=line, column=8, end_line=end_line or line,
+                   end_column=20, function="loss", op=op, framework="torch", call=call,
+                   operand="p", why=f"`{call}` can be NaN", rule=f"{op}-domain")
+
+
+def test_publish_twice_posts_each_comment_once(key: tuple[Path, str], fake: FakeGitHub,
+                                               git_repo: GitRepoFactory) -> None:
+    repo = _repo_with_pull(git_repo, fake)
+    settings = from_env(_env(key, fake.api_url))
+    client = GitHubClient(settings, TokenCache(settings), 7)
+    head = repo.sha("feature")
+    result = AnalysisResult(repo="octo/numlib", base=repo.sha("main"), head=head, config={},
+                            findings=[_finding(5, "torch.log(p)"),
+                                      _finding(6, "p / q.norm()", "div", end_line=7)],
+                            files_analyzed=1)
+    lines = commentable_lines(client.pull_files(client.pull("octo/numlib", 3)))
+    run = client.create_check_run("octo/numlib", {"name": "numcheck", "head_sha": head})
+    state: dict[str, Any] = {}
+    for _ in range(2):  # a retried publish
+        out = publish(client, repo="octo/numlib", number=3, result=result,
+                      check_run_id=run["id"], lines=lines, state=state,
+                      save=lambda s: None, bot_login="numcheck[bot]")
+    assert len(fake.state.reviews) == 1 and len(fake.state.review_comments) == 2
+    multi = [c for c in fake.state.review_comments if c["start_line"]]
+    assert multi and multi[0]["start_line"] == 6 and multi[0]["line"] == 7
+    assert len(fake.state.annotations[run["id"]]) == 2
+    assert fake.state.check_runs[0]["conclusion"] == "neutral"
+    assert set(out.comment_ids) == {f.fingerprint for f in result.findings}
+
+    # the file no longer parses: its findings are not "resolved", they were not looked at
+    broken = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
+                            errors=[StageError("static", "does not parse", "model/loss.py")])
+    fixed = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
+                           files_analyzed=1)
+    replies = []
+    for later in (broken, fixed, fixed):
+        publish(client, repo="octo/numlib", number=3, result=later, check_run_id=run["id"],
+                lines=lines, state={}, save=lambda s: None, bot_login="numcheck[bot]")
+        replies.append(len([c for c in fake.state.review_comments if "in_reply_to_id" in c]))
+    assert replies == [0, 2, 2]
+    assert all("Resolved in" in c["body"] for c in fake.state.review_comments
+               if "in_reply_to_id" in c)
+    assert len(fake.state.review_comments) == 4  # nothing deleted
+
+
+def test_a_suggestion_block_covers_exactly_the_commented_lines(
+        key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory) -> None:
+    repo = _repo_with_pull(git_repo, fake)
+    settings = from_env(_env(key, fake.api_url))
+    client = GitHubClient(settings, TokenCache(settings), 7)
+    head = repo.sha("feature")
+    finding = _finding(6, "p / q.norm()", "div", end_line=7)
+    finding.fix = {"kind": "epsilon", "replacement": [
+        "    b = p / (q.norm() + 1e-6)", "    return a.sum() + b.sum()"],
+        "validation": {"reproducer_passes": True}}
+    result = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
+                            findings=[finding])
+    run = client.create_check_run("octo/numlib", {"name": "numcheck", "head_sha": head})
+    publish(client, repo="octo/numlib", number=3, result=result, check_run_id=run["id"],
+            lines={"model/loss.py": {5, 6, 7}}, state={}, save=lambda s: None,
+            bot_login="numcheck[bot]")
+    (comment,) = fake.state.review_comments
+    assert (comment["start_line"], comment["line"], comment["side"]) == (6, 7, "RIGHT")
+    block = comment["body"].split("```suggestion\n", 1)[1].split("\n```", 1)[0]
+    assert block.splitlines() == finding.fix["replacement"]
+
+
+def test_a_lost_answer_is_not_posted_twice(key: tuple[Path, str], fake: FakeGitHub,
+                                           git_repo: GitRepoFactory) -> None:
+    """GitHub did the work but the answer was a 500: the retry reads back what went out."""
+    repo = _repo_with_pull(git_repo, fake)
+    settings = from_env(_env(key, fake.api_url))
+    client = GitHubClient(settings, TokenCache(settings), 7)
+    head = repo.sha("feature")
+    result = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
+                            findings=[_finding(5, "torch.log(p)")])
+    run = client.create_check_run("octo/numlib", {"name": "numcheck", "head_sha": head})
+    fake.fail("POST", r"/pulls/3/reviews$", 500, after=True)
+    state: dict[str, Any] = {}
+    with pytest.raises(GithubException):
+        publish(client, repo="octo/numlib", number=3, result=result, check_run_id=run["id"],
+                lines={"model/loss.py": {5}}, state=state, save=lambda s: None,
+                bot_login="numcheck[bot]")
+    assert len(fake.state.reviews) == 1  # it did go out
+    out = publish(client, repo="octo/numlib", number=3, result=result, check_run_id=run["id"],
+                  lines={"model/loss.py": {5}}, state=state, save=lambda s: None,
+                  bot_login="numcheck[bot]")
+    assert len(fake.state.reviews) == 1 and len(fake.state.review_comments) == 1
+    assert out.review_id == fake.state.reviews[0]["id"]
+    # a check run whose creation answer was lost is found again by head SHA and name
+    from bot.publish import ensure_check_run
+
+    fake.fail("POST", r"/check-runs$", 500, after=True)
+    other = repo.sha("main")
+    with pytest.raises(GithubException):
+        ensure_check_run(client, "octo/numlib", other, "numcheck", "starting", None)
+    ensure_check_run(client, "octo/numlib", other, "numcheck", "starting", None)
+    assert len([r for r in fake.state.check_runs if r["head_sha"] == other]) == 1
+
+
+def test_annotations_go_in_batches_of_fifty(key: tuple[Path, str], fake: FakeGitHub,
+                                            git_repo: GitRepoFactory) -> None:
+    repo = _repo_with_pull(git_repo, fake)
+    settings = from_env(_env(key, fake.api_url))
+    client = GitHubClient(settings, TokenCache(settings), 7)
+    head = repo.sha("feature")
+    findings = [_finding(5, f"torch.log(p{i})") for i in range(120)]
+    result = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
+                            findings=findings)
+    run = client.create_check_run("octo/numlib", {"name": "numcheck", "head_sha": head})
+    publish(client, repo="octo/numlib", number=3, result=result, check_run_id=run["id"],
+            lines={"model/loss.py": {5}}, state={}, save=lambda s: None, max_inline=30,
+            bot_login="numcheck[bot]")
+    patches = fake.calls("PATCH", rf"/check-runs/{run['id']}$")
+    assert [len(p.body["output"].get("annotations", [])) for p in patches] == [50, 50, 20]
+    assert len(fake.state.annotations[run["id"]]) == 120
+    assert len(fake.state.review_comments) == 30  # the cap; the rest are in the body
+    assert "Findings not commented inline" in fake.state.reviews[0]["body"]
+
+
+# --- persistence ------------------------------------------------------------------------------
+TABLES = {"installations", "installation_repositories", "deliveries", "analyses", "findings"}
+
+
+def _check_migrations(url: str) -> None:
+    db.upgrade(url)
+    db.upgrade(url)  # idempotent
+    assert set(inspect(db.engine_for(url)).get_table_names()) >= TABLES
+    db.ping(url)
+    db.downgrade(url)
+    assert not TABLES & set(inspect(db.engine_for(url)).get_table_names())
+    db.upgrade(url)
+
+
+def test_migrations_on_sqlite(tmp_path: Path) -> None:
+    _check_migrations(f"sqlite:///{tmp_path / 'numcheck.db'}")
+
+
+def test_migrations_on_postgresql() -> None:
+    with postgres_database() as url:
+        _check_migrations(url)
+        db.engine_for(url).dispose()
+
+
+def test_healthz_reports_an_unreachable_broker_and_the_web_rejects_before_parsing(
+        tmp_path: Path, key: tuple[Path, str]) -> None:
+    from bot.web import create_app
+
+    env = app_env(key_path=key[0], api_url="http://127.0.0.1:9",
+                  database_url=f"sqlite:///{tmp_path / 'h.db'}",
+                  broker_url="redis://127.0.0.1:1/0")
+    client = create_app(from_env(env)).test_client()
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json == {"status": "degraded", "database": "ok",
+                             "broker": response.json["broker"]}
+    assert response.json["broker"].startswith("unreachable")
+    body = b'{"zen": "Keep it logically awesome."}'
+    headers = {"X-GitHub-Event": "ping", "X-GitHub-Delivery": "d-1"}
+    assert client.post("/webhook", data=body, headers=headers).status_code == 401
+    signed = {**headers, "X-Hub-Signature-256": signature(SECRET.encode(), body)}
+    assert client.post("/webhook", data=body, headers=signed).json["status"] == "pong"
+    again = client.post("/webhook", data=body, headers=signed)
+    assert again.status_code == 200 and again.json["status"] == "duplicate delivery"
+    no_id = {k: v for k, v in signed.items() if k != "X-GitHub-Delivery"}
+    assert client.post("/webhook", data=body, headers=no_id).status_code == 400
+
+
+def test_the_routers_handle_the_events_the_manifest_subscribes_to() -> None:
+    import json
+
+    from bot.features import routers
+
+    text = (Path(__file__).resolve().parent.parent / "app.yml").read_text(encoding="utf-8")
+    manifest = json.loads("\n".join(line for line in text.splitlines()
+                                    if not line.lstrip().startswith("#")))
+    handled = set().union(*(router.events() for router in routers()))
+    always = {"ping", "installation", "installation_repositories"}  # sent to every App
+    assert handled == set(manifest["default_events"]) | always
