@@ -149,7 +149,7 @@ def test_a_cuda_entry_writes_a_reproducer_that_runs_on_cuda(tmp_path: Path) -> N
     source = _render(entry, [torch.zeros(2, 3)], path, "div", "h / (scale + 1e-8)")
     assert "model = Normaliser().to('cuda')" in source
     assert "device='cuda', requires_grad=True)" in source
-    assert 'with torch.autocast("cuda", dtype=torch.float16):' in source
+    assert "with torch.device('cuda'), torch.autocast(\"cuda\", dtype=torch.float16):" in source
 
 
 @needs_cuda
@@ -177,7 +177,7 @@ def _harness_run(tmp_path: Path, device: str) -> dict[str, Any]:
     assert len(found) == 1, [(f.function, f.op) for f in scan.findings]
     job = {"repo": str(tmp_path), "findings": found, "entries": [], "seed": 0,
            "search_seconds": 5.0, "finding_timeout": 120.0, "harvest": False,
-           "device": device}
+           "device": device, "fix": False}
     result = LocalRunner().run(job, timeout=300)
     assert len(result.records) == 1, result.stderr[-2000:]
     return result.records[0]

@@ -65,8 +65,14 @@ class Entry:
     device: str = "cpu"  # where the code runs; the search samples on CPU and moves inputs
 
     def call(self, inputs: Sequence[torch.Tensor]) -> Any:
-        if self.device != "cpu":  # differentiable moves: gradients reach the CPU leaves
-            inputs = [x.to(self.device) for x in inputs]
+        if self.device == "cpu":
+            return self._autocast(inputs)
+        # differentiable moves: gradients reach the CPU leaves; and the code's own
+        # `torch.arange(n)` / `torch.tensor(...)` land on the device, as on a GPU run
+        with torch.device(self.device):
+            return self._autocast([x.to(self.device) for x in inputs])
+
+    def _autocast(self, inputs: Sequence[torch.Tensor]) -> Any:
         if self.autocast is not None:
             with torch.autocast(device_type(self.device), dtype=TORCH_DTYPES[self.autocast]):
                 return self._call(inputs)

@@ -2,21 +2,23 @@
 
 A `TorchFunctionMode` sees every torch function, Tensor method and operator; the probe keeps
 the calls whose name is the finding's op and whose nearest frame in the finding's file is on
-the finding's lines, and records the operand and the output of each.
+the finding's lines, and records the operand and the output of each, with the rest of the call
+its objective reads (`CallSite`: atan2's second argument, cdist's second point set, the targets of
+a cross-entropy, the function's name).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from analyzers.dynamic.suspect import op_names, operand_of
+from analyzers.dynamic.suspect import CallSite, call_site, op_names, operand_of
 
 MAX_FRAMES = 12  # how far up from __torch_function__ the user's line may be
 
@@ -27,7 +29,16 @@ class Hit:
 
     func_name: str
     operand: torch.Tensor
-    output: torch.Tensor
+    output: Any  # a tensor, or a tuple of them (eigh, svd, slogdet)
+    call: CallSite = field(default_factory=CallSite)
+
+    @property
+    def float_operands(self) -> list[torch.Tensor]:
+        """The operand and the other float tensors the op reads (atan2's x): the op's local
+        derivative is checked with respect to each."""
+        others = [t for t in self.call.others
+                  if isinstance(t, torch.Tensor) and t.is_floating_point()]
+        return [self.operand] + [t for t in others if t is not self.operand]
 
 
 def tensors_in(value: Any) -> list[torch.Tensor]:
@@ -85,8 +96,11 @@ class OpProbe(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         if name in self._names and self._watch.caller_on_line():
             operand = operand_of(self.op, name, args, kwargs)
-            if isinstance(operand, torch.Tensor) and isinstance(out, torch.Tensor):
-                self.hits.append(Hit(name, operand, out))
+            if isinstance(operand, torch.Tensor) and (
+                    isinstance(out, torch.Tensor) or (isinstance(out, tuple) and tensors_in(out))):
+                # tuples: eigh, svd and slogdet return several tensors
+                self.hits.append(Hit(name, operand, out,
+                                     call_site(self.op, name, args, kwargs)))
         return out
 
     def reset(self) -> None:

@@ -223,9 +223,14 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
     if tf_mode:
         body.extend(_tf_check(call, names, floats, label, target.where))
     else:
+        contexts = []  # as Entry.call runs it: on the device, under autocast
+        if entry.device != "cpu":
+            contexts.append(f"torch.device({entry.device!r})")
         if entry.autocast:
-            body.append(f"with torch.autocast(\"{device_type(entry.device)}\", "
-                        f"dtype=torch.{entry.autocast}):")
+            contexts.append(f"torch.autocast(\"{device_type(entry.device)}\", "
+                            f"dtype=torch.{entry.autocast})")
+        if contexts:
+            body.append(f"with {', '.join(contexts)}:")
             body.append(f"    out = {call}({arguments})")
         else:
             body.append(f"out = {call}({arguments})")

@@ -1,14 +1,22 @@
 """Find a concrete input that makes one op produce NaN/Inf, forward or in its gradient.
 
 Stages, cheapest first, each stopping at the first trigger:
-1. random restarts inside the box (RANUM);
-2. snapping the best point: rounding to coarser grids, zeroing small values, equalising and
-   the box's corners, which hits the measure-zero sets gradients only approach (std of a
-   constant batch, the norm of a zero vector, lgamma at -2); a dozen runs, so it goes first;
-3. sign-gradient steps on the suspect loss from the best starts (GRIST), clipped to the box,
+1. random restarts inside the box (RANUM), several per call where the entry takes a batch
+   (every input shares a leading batch dimension and the outputs keep it); a batched run that
+   fails is bisected to one restart, and only a restart evaluated alone counts as a trigger;
+2. snapping the best point: rounding to coarser grids, zeroing small values, equalising, the
+   box's corners and shrinking towards 0 until squares underflow, which hits the measure-zero
+   sets gradients only approach (std of a constant batch, the norm of a zero vector, lgamma at
+   -2, atan2 just off the origin); a dozen runs, so it goes early;
+3. GRIST's linear solve for values loaded once: from the best point, the step a linear model
+   of the suspect loss L says reaches the invalid boundary in one go, x - L g / |g|^2 (all
+   inputs together and each alone, and 1.5 times that to cross it), clipped to the box, for a
+   few Newton rounds; a handful of runs, so it precedes the iterative steps;
+4. sign-gradient steps on the suspect loss from the best starts (GRIST), clipped to the box,
    then snapping again from where they ended;
-4. a gradient-free evolutionary fallback where gradients vanish (saturation, masks, ints).
-Deterministic under a seed; bounded by seconds and evaluations.
+5. a gradient-free evolutionary fallback where gradients vanish (saturation, masks, ints).
+The suspect loss is the catalogue's, implemented in `suspect.py`. Deterministic under a seed;
+bounded by seconds and evaluations (a batched run of k restarts counts as k evaluations).
 """
 
 from __future__ import annotations
@@ -16,17 +24,18 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
+from analyzers.dtypes import limits
 from analyzers.dynamic.entries import Entry, sample
-from analyzers.dynamic.probe import OpProbe, tensors_in
+from analyzers.dynamic.probe import Hit, OpProbe, tensors_in
 from analyzers.dynamic.specs import InputSpec
-from analyzers.dynamic.suspect import suspect_loss
+from analyzers.dynamic.suspect import CallSite, suspect_loss
 
-STAGES = ("restarts", "snap", "gradient", "snap", "evolution")
+STAGES = ("restarts", "snap", "solve", "gradient", "snap", "evolution")
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,8 @@ class Budget:
     restarts: int = 32
     gradient_starts: int = 4
     gradient_steps: int = 150
+    batch: int = 8  # restarts per call, where the entry takes a batch (see _restarts)
+    solve_rounds: int = 3
 
 
 @dataclass
@@ -49,6 +60,8 @@ class Evaluation:
     reaches_output: bool = False
     error: str | None = None
     grads: list[torch.Tensor | None] = field(default_factory=list)
+    chunk_losses: list[float] = field(default_factory=list)  # per restart of a batched run
+    batch_kept: bool = False  # every output kept the first input's leading rows
 
 
 @dataclass
@@ -84,6 +97,53 @@ def _float_outputs(value: Any) -> list[torch.Tensor]:
     return [t for t in tensors_in(value) if t.is_floating_point() and t.requires_grad]
 
 
+def _local_derivative_fails(hit: Hit) -> bool:
+    """Is the op's own derivative non-finite, with respect to any float operand it read?"""
+    outputs = [o for o in _float_outputs(hit.output)]
+    wrt = [t for t in hit.float_operands if t.requires_grad]
+    if not outputs or not wrt:
+        return False
+    local = torch.autograd.grad(outputs, wrt, [torch.ones_like(o) for o in outputs],
+                                retain_graph=True, allow_unused=True)
+    return any(g is not None and not _finite(g) for g in local)
+
+
+def _suspect_loss(op: str, operand: torch.Tensor, dtype: str,
+                  call: CallSite) -> torch.Tensor | None:
+    """The objective, or None where this call's shapes do not fit it (a slice of a batch
+    that is not a square matrix): guidance is lost, never the search."""
+    try:
+        return suspect_loss(op, operand, dtype, call)
+    except (RuntimeError, ValueError, IndexError, TypeError):
+        return None
+
+
+def _split(value: Any, chunks: int, rows: int) -> list[Any]:
+    """A tensor with `rows` leading rows cut into `chunks` pieces; anything else repeated."""
+    if isinstance(value, torch.Tensor) and value.dim() >= 1 and value.shape[0] == rows:
+        return list(value.chunk(chunks, dim=0))
+    return [value] * chunks
+
+
+def _chunk_losses(op: str, hit: Hit, dtype: str, chunks: int) -> list[float]:
+    """The suspect loss of each restart of a batched run, where the operand kept the batch's
+    leading dimension (inf for all where it did not: a reduction mixed the restarts)."""
+    operand = hit.operand.detach()
+    rows = operand.shape[0] if operand.dim() >= 1 else 0
+    if rows == 0 or rows % chunks:
+        return [math.inf] * chunks
+    parts = _split(operand, chunks, rows)
+    others = list(zip(*[_split(o, chunks, rows) for o in hit.call.others], strict=True)) \
+        if hit.call.others else [()] * chunks
+    out = []
+    for part, other in zip(parts, others, strict=True):
+        call = replace(hit.call, others=tuple(o.detach() if isinstance(o, torch.Tensor) else o
+                                              for o in other))
+        value = _suspect_loss(op, part, dtype, call)
+        out.append(math.inf if value is None else float(value))
+    return out
+
+
 class Searcher:
     def __init__(self, entry: Entry, path: str, lines: frozenset[int], op: str,
                  dtype: str = "float32", seed: int = 0, budget: Budget | None = None) -> None:
@@ -100,15 +160,21 @@ class Searcher:
         self.count = 0
         self.started = 0.0
         self.best: tuple[float, list[torch.Tensor]] | None = None
+        self._batch: int | None = None  # restarts per call, once a batched run has shown it
+        self._last: Evaluation | None = None  # what `run` made of the last point yielded
         self.trace: list[tuple[int, float, str]] = []
 
     # ------------------------------------------------------------------ one evaluation
-    def evaluate(self, inputs: Sequence[torch.Tensor], want_grad: bool = False) -> Evaluation:
-        self.count += 1
+    def evaluate(self, inputs: Sequence[torch.Tensor], want_grad: bool = False,
+                 chunks: int = 1) -> Evaluation:
+        """One run of the entry. `chunks` > 1: the inputs are that many restarts concatenated
+        along dim 0 (counted as that many evaluations), and `chunk_losses` says how close each
+        came; such a run is only ever a hint, never a trigger (see `_restarts`)."""
+        self.count += chunks
         if self.entry.framework == "tensorflow":
             from analyzers.dynamic.tf_backend import evaluate_tf
 
-            return evaluate_tf(self, list(inputs), want_grad)
+            return evaluate_tf(self, list(inputs), want_grad, chunks)
         leaves = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
         self.probe.reset()
         try:
@@ -117,29 +183,31 @@ class Searcher:
         except Exception as exc:  # the PR's code may raise on any input
             return Evaluation(error=f"{type(exc).__name__}: {exc}")
         hits = self.probe.hits
+        kept = bool(inputs) and inputs[0].dim() >= 1 and _keeps_rows(output, inputs[0].shape[0])
         if not hits:
-            return Evaluation()
-        result = Evaluation(reached=True)
+            return Evaluation(batch_kept=kept)
+        result = Evaluation(reached=True, batch_kept=kept)
         losses: list[torch.Tensor] = []
+        per_chunk = [math.inf] * chunks if chunks > 1 else []
         for hit in hits:
             # softmax's -inf entries are the mask itself; elsewhere an already non-finite
             # operand means the NaN/Inf was made upstream, not by this op
             operand_ok = (not bool(torch.isnan(hit.operand).any())) if self.op == "softmax" \
-                else _finite(hit.operand)
+                else _finite(hit.operand) and _finite(list(hit.call.others))
             if operand_ok and not _finite(hit.output):
                 result.forward = True
             if operand_ok and hit.operand.is_floating_point():
-                loss_value = suspect_loss(self.op, hit.operand, self.dtype)
+                loss_value = _suspect_loss(self.op, hit.operand, self.dtype, hit.call)
                 if loss_value is not None:
                     losses.append(loss_value)
-            if not result.forward and hit.operand.requires_grad and hit.output.requires_grad:
-                (local,) = torch.autograd.grad(hit.output, hit.operand,
-                                               torch.ones_like(hit.output), retain_graph=True,
-                                               allow_unused=True)
-                if local is not None and not _finite(local):
-                    result.backward = True
+                if per_chunk:
+                    for i, value in enumerate(_chunk_losses(self.op, hit, self.dtype, chunks)):
+                        per_chunk[i] = min(per_chunk[i], value)
+            if not result.forward and _local_derivative_fails(hit):
+                result.backward = True
+        result.chunk_losses = per_chunk
         if losses:
-            loss = torch.stack([v.reshape(()) for v in losses]).min()
+            loss = torch.stack([v.reshape(()).to(torch.float64) for v in losses]).min()
             result.loss = float(loss.detach())
             float_leaves = [x for x in leaves if x.requires_grad]
             if want_grad and loss.requires_grad and float_leaves:
@@ -192,6 +260,7 @@ class Searcher:
                 if self._out_of_budget():
                     break
                 evaluation = self.evaluate(inputs)
+                self._last = evaluation
                 if evaluation.error:
                     last_error = evaluation.error
                     continue
@@ -207,16 +276,128 @@ class Searcher:
 
     def _stage(self, stage: str, start: list[torch.Tensor] | None) -> Any:
         if stage == "restarts":
-            if start is not None:
-                yield self._clip(start)
-            for _ in range(self.budget.restarts):
-                yield [sample(spec, self.generator) for spec in self.entry.specs]
+            yield from self._restarts(start)
+        elif stage == "solve":
+            yield from self._solve()
         elif stage == "gradient":
             yield from self._gradient()
         elif stage == "snap":
             yield from self._snap()
         else:
             yield from self._evolution()
+
+    def _restarts(self, start: list[torch.Tensor] | None) -> Any:
+        """Uniform draws from the box (RANUM). Where the entry takes a batch, `Budget.batch`
+        draws go through one call; a batched run that fails is cut in halves down to single
+        draws, and only a single draw, evaluated alone by `run`, can be a trigger: restarts
+        mixed through batch statistics never confirm anything. The first draw always goes
+        alone, and batching is tried only if its outputs all kept the batch's rows; the first
+        batched run then settles it. Either way the draws are the same sequence, and the
+        outcome under a seed is the same from one search to the next."""
+        if start is not None:
+            yield self._clip(start)
+        k = self._batch_size()
+        left = self.budget.restarts
+        while left > 0:
+            points = [[sample(spec, self.generator) for spec in self.entry.specs]
+                      for _ in range(1 if left == self.budget.restarts else min(k, left))]
+            left -= len(points)
+            if len(points) == 1:
+                yield points[0]
+                # the first draw goes alone: an output without its batch rows (a loss
+                # averaged over the batch) rules batching out before any batched run
+                if self._batch is None and not (self._last and self._last.batch_kept):
+                    self._decide_batch(False)
+                    k = 1
+                continue
+            if self._out_of_budget():
+                return
+            batched = self.evaluate(_concat(points), chunks=len(points))
+            if self._batch is None:  # the first batched run is the test of batching
+                self._decide_batch(batched.error is None and batched.batch_kept)
+                if self._batch_size() == 1:
+                    k = 1
+                    yield from points
+                    continue
+            if batched.error or not batched.reached:
+                yield from points  # the batch broke something: one at a time
+            elif batched.forward or batched.backward:
+                yield from self._bisect(points)
+            elif batched.chunk_losses:
+                index = min(range(len(points)), key=batched.chunk_losses.__getitem__)
+                if self.best is None or batched.chunk_losses[index] < self.best[0]:
+                    yield points[index]  # the closest restart, for the next stages
+
+    def _bisect(self, points: list[list[torch.Tensor]]) -> Any:
+        """Halve a failing batch of restarts; yield the single draws still suspected."""
+        if len(points) == 1:
+            yield points[0]
+            return
+        half = len(points) // 2
+        for part in (points[:half], points[half:]):
+            if len(part) == 1:
+                yield part[0]
+                continue
+            if self._out_of_budget():
+                return
+            evaluation = self.evaluate(_concat(part), chunks=len(part))
+            if evaluation.forward or evaluation.backward:
+                yield from self._bisect(part)
+
+    def _batch_size(self) -> int:
+        """How many restarts one call may carry: `Budget.batch` when every searched input
+        shares a leading batch dimension, else 1. Until the first batched run has shown
+        that the entry takes the batch and keeps it in every output (`_decide_batch`), the
+        answer is provisional; then it is fixed for the entry (this searcher's: a decision
+        shared between searches would make a search's evaluations depend on the ones
+        before it, and the outcome under a seed would not be the same)."""
+        if self._batch is not None:
+            return self._batch
+        specs = self.entry.specs
+        if self.budget.batch > 1 and specs and all(len(s.shape) >= 1 for s in specs) \
+                and len({s.shape[0] for s in specs}) == 1 and specs[0].shape[0] > 0:
+            return self.budget.batch
+        self._decide_batch(False)
+        return 1
+
+    def _decide_batch(self, works: bool) -> None:
+        self._batch = self.budget.batch if works else 1
+
+    def _solve(self) -> Any:
+        """GRIST's linear solve, for values loaded once: from the best point, the step that a
+        linear model of the suspect loss says lands on its invalid boundary, x - L g / |g|^2
+        (all inputs together, each input alone, and 1.5 times as far to cross the boundary),
+        clipped to the box. A few rounds, each from the best point so far (Newton/secant);
+        it stops when a round does not improve the loss."""
+        for _ in range(self.budget.solve_rounds):
+            if self.best is None or self._out_of_budget() or not 0 < self.best[0] < math.inf:
+                return
+            before, base = self.best
+            evaluation = self.evaluate(base, want_grad=True)
+            if evaluation.error or not evaluation.reached:
+                return
+            if evaluation.forward or evaluation.backward:
+                yield base
+                return
+            grads = iter(evaluation.grads)
+            per_input = [_free(x, next(grads, None), spec) if x.is_floating_point() else None
+                         for x, spec in zip(base, self.entry.specs, strict=True)]
+            norms = [0.0 if g is None else float((g.double() ** 2).sum()) for g in per_input]
+            total = sum(norms)
+            loss = evaluation.loss
+            if not (total > 0 and math.isfinite(total) and 0 < loss < math.inf):
+                return
+            for factor in (1.0, 1.5):
+                yield self._clip([x if g is None else _step(x, g, factor * loss / total)
+                                  for x, g in zip(base, per_input, strict=True)])
+            if sum(n > 0 for n in norms) > 1:
+                for i, (g, norm) in enumerate(zip(per_input, norms, strict=True)):
+                    if g is not None and norm > 0:
+                        moved = list(base)
+                        moved[i] = _step(base[i], g, loss / norm)
+                        yield self._clip(moved)
+            if self.best is None or self.best[0] >= before:
+                return
 
     def _gradient(self) -> Any:
         """Sign-gradient descent on the suspect loss; the step shrinks when progress stalls.
@@ -268,6 +449,14 @@ class Searcher:
         for corner in ("lo", "hi", "zero"):
             yield self._clip([_corner(x, spec, corner) for x, spec in
                               zip(base, self.entry.specs, strict=True)])
+        floats = [i for i, spec in enumerate(self.entry.specs) if spec.is_float]
+        yield self._clip([_shrink(x, spec) for x, spec in
+                          zip(base, self.entry.specs, strict=True)])
+        if len(floats) > 1:
+            for i in floats:
+                moved = list(base)
+                moved[i] = _shrink(base[i], self.entry.specs[i])
+                yield self._clip(moved)
 
     def _evolution(self) -> Any:
         """Mutate the best points: noise, resets to the box's ends and to zero."""
@@ -302,6 +491,37 @@ class Searcher:
         return torch.where(mask, fresh, x)
 
 
+def _free(x: torch.Tensor, g: torch.Tensor | None, spec: InputSpec) -> torch.Tensor | None:
+    """The gradient without the coordinates the box pins: at its low end a step x - s g
+    with g > 0 cannot move them, nor at its high end with g < 0 (projected Newton)."""
+    if g is None or not spec.is_float:
+        return g
+    g = g.to(x.device)
+    pinned = ((x <= spec.lo) & (g > 0)) | ((x >= spec.hi) & (g < 0))
+    return torch.where(pinned, torch.zeros_like(g), g)
+
+
+def _step(x: torch.Tensor, g: torch.Tensor, size: float) -> torch.Tensor:
+    return (x.double() - size * g.double().to(x.device)).to(x.dtype)
+
+
+def _concat(points: list[list[torch.Tensor]]) -> list[torch.Tensor]:
+    """k restarts as one batch: each input concatenated along dim 0."""
+    return [torch.cat(column, dim=0) for column in zip(*points, strict=True)]
+
+
+def _keeps_rows(output: Any, rows: int) -> bool:
+    """Is every tensor (torch or TensorFlow) in `output` `rows` long in its first dimension?"""
+    if isinstance(output, dict):
+        output = list(output.values())
+    if isinstance(output, tuple | list):
+        parts = [_keeps_rows(o, rows) for o in output if hasattr(o, "shape") or
+                 isinstance(o, tuple | list | dict)]
+        return bool(parts) and all(parts)
+    shape = getattr(output, "shape", None)
+    return shape is not None and len(shape) >= 1 and shape[0] == rows
+
+
 def _quantise(x: torch.Tensor, quantum: float, spec: InputSpec) -> torch.Tensor:
     if not spec.is_float:
         return x
@@ -318,9 +538,26 @@ def _equalise(x: torch.Tensor, spec: InputSpec) -> torch.Tensor:
     return torch.full_like(x, float(x.double().mean()))
 
 
+def _shrink(x: torch.Tensor, spec: InputSpec) -> torch.Tensor:
+    """The tensor scaled down until squares of its entries underflow (below the smallest
+    normal of its dtype), differences kept: x^2 + y^2 rounds to 0 or a subnormal whose
+    reciprocal overflows (atan2's and the norm's gradients just off the origin)."""
+    if not spec.is_float or x.numel() == 0:
+        return x
+    top = float(x.double().abs().amax())
+    if top == 0.0:
+        return x
+    target = math.sqrt(limits(spec.dtype).tiny) * 0.1
+    return (x.double() * (target / top)).to(x.dtype)
+
+
 def _corner(x: torch.Tensor, spec: InputSpec, which: str) -> torch.Tensor:
     if not spec.is_float:
-        return x
+        if spec.dtype == "bool" or x.numel() == 0:
+            return x
+        if which == "zero":
+            return torch.zeros_like(x) if spec.lo <= 0 <= spec.hi else x
+        return torch.full_like(x, int(spec.lo if which == "lo" else spec.hi))
     if which == "zero":
         return torch.zeros_like(x) if spec.lo <= 0 <= spec.hi else x
     value = spec.lo if which == "lo" else spec.hi

@@ -3,6 +3,9 @@
 TensorFlow has no dispatch mode like PyTorch's `TorchFunctionMode`, so the probe wraps the op's
 public functions (every catalogue spelling: `tf.math.log`, `tf.log` of TF1 through
 `tf.compat.v1`, `keras.ops.log`) and `tf.Tensor`'s operators for the time of one evaluation.
+Each function is also patched in the module that defines it (`math_ops.sqrt`), so a call the
+framework makes for the user's line (`tf.norm` computes `math_ops.sqrt(reduce_sum(x * x))`) is
+seen on that line too.
 Inputs stay torch tensors in the searcher; they cross into TensorFlow here and gradients come
 back, so every search stage serves both frameworks.
 """
@@ -10,8 +13,10 @@ back, so every search stage serves both frameworks.
 from __future__ import annotations
 
 import importlib
+import math
+import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +24,8 @@ import torch
 
 from analyzers.catalogue import CATALOGUE
 from analyzers.dtypes import limits
-from analyzers.dynamic.probe import LineWatch
+from analyzers.dynamic.probe import Hit, LineWatch
+from analyzers.dynamic.suspect import CallSite, call_site
 
 if TYPE_CHECKING:
     from analyzers.dynamic.search import Evaluation, Searcher
@@ -33,6 +39,13 @@ REVERSED = frozenset({"__rtruediv__", "__rfloordiv__"})
 class TFHit:
     operand: Any
     output: Any
+    call: CallSite = field(default_factory=CallSite)
+
+    @property
+    def others(self) -> list[Any]:
+        """The other float tensors the op reads (atan2's x)."""
+        return [t for t in self.call.others
+                if hasattr(t, "dtype") and getattr(t.dtype, "is_floating", False)]
 
 
 @dataclass
@@ -47,7 +60,8 @@ class TFProbe:
     def __post_init__(self) -> None:
         self._watch = LineWatch(self.path, self.lines)
 
-    def _wrap(self, original: Callable[..., Any], operand_at: int) -> Callable[..., Any]:
+    def _wrap(self, original: Callable[..., Any], operand_at: int,
+              name: str) -> Callable[..., Any]:
         import tensorflow as tf
 
         probe = self
@@ -57,11 +71,14 @@ class TFProbe:
                 return original(*args, **kwargs)
             on_line = probe._watch.caller_on_line()
             operand = args[operand_at] if on_line and operand_at < len(args) else None
-            if operand is not None and probe.tape is not None and hasattr(operand, "dtype"):
-                probe.tape.watch(operand)
+            call = call_site(probe.op, name, args, kwargs) if operand is not None else None
+            if operand is not None and probe.tape is not None:
+                for t in [operand, *(call.others if call else ())]:
+                    if isinstance(t, tf.Tensor | tf.Variable):
+                        probe.tape.watch(t)
             out = original(*args, **kwargs)
             if operand is not None:
-                probe.hits.append(TFHit(operand, out))
+                probe.hits.append(TFHit(operand, out, call or CallSite(name)))
             return out
 
         return watched
@@ -70,19 +87,23 @@ class TFProbe:
         import tensorflow as tf
 
         spec = CATALOGUE.by_op[self.op]
+        seen: set[tuple[int, str]] = set()
         for framework, qualname in spec.qualnames():
             if framework not in ("tensorflow", "keras"):
                 continue
             for owner, attr in _owners(qualname):
+                if (id(owner), attr) in seen:  # tf.sqrt and tf.math.sqrt: one math_ops.sqrt
+                    continue
+                seen.add((id(owner), attr))
                 original = getattr(owner, attr)
                 index = spec.operand_index(qualname)
                 self._patched.append((owner, attr, original))
-                setattr(owner, attr, self._wrap(original, index))
+                setattr(owner, attr, self._wrap(original, index, attr))
         for name in OPERATORS.get(self.op, ()):
             original = getattr(tf.Tensor, name)
             index = 0 if name in REVERSED or self.op == "pow" else 1
             self._patched.append((tf.Tensor, name, original))
-            setattr(tf.Tensor, name, self._wrap(original, index))
+            setattr(tf.Tensor, name, self._wrap(original, index, name))
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -100,8 +121,16 @@ def _owners(qualname: str) -> Iterator[tuple[Any, str]]:
         candidates.append("tensorflow.compat.v1" + rest)
     for path in candidates:
         owner = _resolve(path)
-        if owner is not None and callable(getattr(owner, attr, None)):
-            yield owner, attr
+        function = getattr(owner, attr, None) if owner is not None else None
+        if not callable(function):
+            continue
+        yield owner, attr
+        # where the framework itself looks the function up (math_ops.sqrt for tf.norm)
+        home = sys.modules.get(getattr(function, "__module__", None) or "")
+        name = getattr(function, "__name__", "")
+        if home is not None and home is not owner and name \
+                and getattr(home, name, None) is function:
+            yield home, name
 
 
 def _resolve(path: str) -> Any:
@@ -131,13 +160,15 @@ def _finite(value: Any) -> bool:
     return True
 
 
-def suspect_loss_tf(op: str, x: Any, dtype: str) -> Any:
+def suspect_loss_tf(op: str, x: Any, dtype: str, call: CallSite | None = None) -> Any:
     """The catalogue's suspect quantity in TensorFlow ops (see suspect.py for PyTorch)."""
     import tensorflow as tf
 
     spec = CATALOGUE.by_op[op]
     x = tf.cast(x, tf.float64)
     threshold = float(spec.thresholds.get(dtype, limits(dtype).exp_max))
+    others = [tf.cast(o, tf.float64) for o in (call.others if call else ())
+              if hasattr(o, "dtype") and getattr(o.dtype, "is_floating", False)]
     forms: dict[str, Callable[[Any], Any]] = {
         "x": lambda v: v,
         "abs(x)": tf.abs,
@@ -149,19 +180,72 @@ def suspect_loss_tf(op: str, x: Any, dtype: str) -> Any:
         "threshold - abs(x)": lambda v: threshold - tf.abs(v),
         "distance to the nearest non-positive integer":
             lambda v: tf.where(v > 0, v, tf.abs(v - tf.round(v))),
+        # atan2(y, x): both near the origin
+        "abs(x) + abs(y)": lambda v: tf.abs(v) + (tf.abs(others[0]) if others else 0.0),
+        "smallest gap between eigenvalues (or the smallest eigenvalue)":
+            lambda v: _linalg_tf(v, call.func_name if call else "", dtype),
     }
     form = forms.get(spec.suspect_loss)
     if form is None:
         return None
-    return tf.reduce_min(form(x))
+    value = form(x)
+    return None if value is None else tf.reduce_min(value)
+
+
+def _loss_or_none(op: str, hit: TFHit, dtype: str) -> Any:
+    """The objective, or None where this call's shapes do not fit it: guidance is lost,
+    never the search."""
+    try:
+        return suspect_loss_tf(op, hit.operand, dtype, hit.call)
+    except Exception:  # TensorFlow raises its own errors for shapes (InvalidArgumentError)
+        return None
+
+
+def _linalg_tf(a: Any, name: str, dtype: str) -> Any:
+    """suspect._linalg in TensorFlow: eigen/singular value gaps for eigh/svd, the smallest
+    eigenvalue for cholesky, the smallest singular value for inv/logdet."""
+    import tensorflow as tf
+
+    if len(a.shape) < 2 or a.shape[-1] in (0, None):
+        return None
+    if a.shape[-2] != a.shape[-1] and not name.endswith("svd"):
+        return None
+    n = int(a.shape[-1])
+    blur = n * limits(dtype).eps
+    name = name.removeprefix("linalg_")
+    if name in ("eigh", "eigvalsh", "svd", "cholesky"):
+        if name == "svd":
+            values = tf.sort(tf.linalg.svd(a, compute_uv=False), axis=-1)
+        else:
+            values = tf.linalg.eigvalsh(0.5 * (a + tf.linalg.matrix_transpose(a)))
+        scale = tf.reduce_max(tf.abs(values), axis=-1, keepdims=True)
+        if name == "cholesky":
+            return values[..., :1] - blur * scale
+        if n < 2:
+            return scale + 1.0
+        return values[..., 1:] - values[..., :-1] - blur * scale
+    values = tf.linalg.svd(a, compute_uv=False)  # descending
+    return values[..., -1:] - blur * values[..., :1]
+
+
+def _to_torch(value: Any) -> Any:
+    if hasattr(value, "numpy") and hasattr(value, "dtype"):
+        return torch.from_numpy(np.array(value.numpy()))
+    return value
+
+
+def _as_torch_hit(hit: TFHit) -> Hit:
+    """The hit in torch tensors, for the per-restart losses of a batched run."""
+    return Hit(hit.call.func_name, _to_torch(hit.operand), None,
+               replace(hit.call, others=tuple(_to_torch(o) for o in hit.call.others)))
 
 
 def evaluate_tf(searcher: Searcher, inputs: list[torch.Tensor],
-                want_grad: bool) -> Evaluation:
+                want_grad: bool, chunks: int = 1) -> Evaluation:
     """One run of a TensorFlow entry under the probe, with the local-derivative check."""
     import tensorflow as tf
 
-    from analyzers.dynamic.search import Evaluation
+    from analyzers.dynamic.search import Evaluation, _chunk_losses, _keeps_rows
 
     probe: TFProbe = searcher.tf_probe
     probe.hits.clear()
@@ -178,24 +262,33 @@ def evaluate_tf(searcher: Searcher, inputs: list[torch.Tensor],
             return Evaluation(error=f"{type(exc).__name__}: {exc}")
         finally:
             probe.tape = None
-        losses = [suspect_loss_tf(searcher.op, h.operand, searcher.dtype) for h in probe.hits
-                  if h.operand.dtype.is_floating and _finite(h.operand)]
+        usable = [h for h in probe.hits if h.operand.dtype.is_floating and _finite(h.operand)
+                  and _finite(h.others)]
+        losses = [_loss_or_none(searcher.op, h, searcher.dtype) for h in usable]
         losses = [v for v in losses if v is not None]
         loss = tf.reduce_min(tf.stack(losses)) if losses else None
         finite_outputs = [o for o in tf.nest.flatten(output)
                           if isinstance(o, tf.Tensor) and o.dtype.is_floating and _finite(o)]
         total = tf.add_n([tf.reduce_sum(tf.cast(o, tf.float64)) for o in finite_outputs]) \
             if finite_outputs else None
+    kept = bool(inputs) and inputs[0].dim() >= 1 and _keeps_rows(output, inputs[0].shape[0])
     if not probe.hits:
-        return Evaluation()
-    result = Evaluation(reached=True)
+        return Evaluation(batch_kept=kept)
+    result = Evaluation(reached=True, batch_kept=kept)
     for hit in probe.hits:
-        if _finite(hit.operand) and not _finite(hit.output):
+        if _finite(hit.operand) and _finite(hit.others) and not _finite(hit.output):
             result.forward = True
         elif not result.forward and hit.operand.dtype.is_floating:
-            local = tape.gradient(hit.output, hit.operand)
-            if local is not None and not _finite(local):
+            local = tape.gradient(hit.output, [hit.operand, *hit.others])
+            if any(g is not None and not _finite(g) for g in local):
                 result.backward = True
+    if chunks > 1:
+        per_chunk = [math.inf] * chunks
+        for hit in usable:
+            for i, value in enumerate(_chunk_losses(searcher.op, _as_torch_hit(hit),
+                                                    searcher.dtype, chunks)):
+                per_chunk[i] = min(per_chunk[i], value)
+        result.chunk_losses = per_chunk
     if loss is not None:
         result.loss = float(loss.numpy())
         if want_grad and watched:
