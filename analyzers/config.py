@@ -42,6 +42,7 @@ __all__ = [
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 SCOPES = ("added", "diff_context", "file")
 DEVICES = ("auto", "cpu", "cuda")
+CHECK_FAILURE = ("never", "confirmed")
 SEVERITIES = ("error", "warning", "note")
 FAIL_ON = ("any", "none", "error")
 DEFAULT_INCLUDE: tuple[str, ...] = ("**/*.py",)
@@ -207,6 +208,7 @@ class Config:
                                         hash=False)
     max_file_bytes: int = 1_000_000
     fail_on: str = "any"
+    check_failure: str = "never"  # the App's check run fails on: never | confirmed findings
     dynamic: bool = True  # confirm findings by running the code (in the sandbox)
     search_seconds: float = 5.0  # search budget per finding
     dynamic_timeout: int = 300  # wall clock for the whole sandboxed run
@@ -214,6 +216,7 @@ class Config:
     harvest: bool = True  # record calls while the repository's own tests run
     harvest_seconds: float = 60.0
     device: str = "auto"  # where the dynamic pass runs the code: auto (CUDA if visible), cpu, cuda
+    fix: bool = True  # validate candidate fixes for confirmed findings (in the sandbox)
     entries: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
     script: Mapping[str, Any] | None = field(default=None, hash=False)  # script mode
     source: str | None = None
@@ -232,6 +235,7 @@ class Config:
         _choice("dtype", self.dtype, DTYPES, where, _DTYPE_HINTS)
         _choice("scope", self.scope, SCOPES, where)
         _choice("fail_on", self.fail_on, FAIL_ON, where)
+        _choice("check_failure", self.check_failure, CHECK_FAILURE, where)
         _int("context_lines", self.context_lines, 0, where)
         _int("max_file_bytes", self.max_file_bytes, 1, where)
         set_("severity", _severity_map(self.severity, where))
@@ -248,6 +252,8 @@ class Config:
                 self.harvest_seconds, bool) or not 0 < self.harvest_seconds <= 3600:
             raise ConfigError(f"'harvest_seconds' in {where} must be a number in (0, 3600]")
         _choice("device", self.device, DEVICES, where)
+        if not isinstance(self.fix, bool):
+            raise ConfigError(f"'fix' in {where} must be true or false")
         set_("entries", _entries(self.entries, where))
         set_("script", None if self.script is None else _script(self.script, where))
 
@@ -264,6 +270,7 @@ class Config:
             "severity": dict(self.severity),
             "max_file_bytes": self.max_file_bytes,
             "fail_on": self.fail_on,
+            "check_failure": self.check_failure,
             "dynamic": self.dynamic,
             "search_seconds": self.search_seconds,
             "dynamic_timeout": self.dynamic_timeout,
@@ -271,6 +278,7 @@ class Config:
             "harvest": self.harvest,
             "harvest_seconds": self.harvest_seconds,
             "device": self.device,
+            "fix": self.fix,
             "entries": [dict(e) for e in self.entries],
             "script": _script_json(self.script),
             "source": self.source,

@@ -79,8 +79,15 @@ def decode_lines(data: dict[str, list[list[int]]]) -> dict[str, set[int]]:
 
 
 def conclusion(result: AnalysisResult) -> str:
-    """neutral for findings (they are potential problems to look at), success when clean."""
-    return "neutral" if result.findings else "success"
+    """neutral for findings (they are potential problems to look at), success when clean;
+    failure only for a confirmed finding, and only where the repository's config asks
+    (`check_failure = "confirmed"`): a suspicion never blocks a merge."""
+    if not result.findings:
+        return "success"
+    if result.config.get("check_failure") == "confirmed" and any(
+            f.status == "confirmed" for f in result.findings):
+        return "failure"
+    return "neutral"
 
 
 def _title(result: AnalysisResult) -> str:

@@ -4,6 +4,7 @@ and PostgreSQL."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -383,3 +384,19 @@ def test_the_routers_handle_the_events_the_manifest_subscribes_to() -> None:
     handled = set().union(*(router.events() for router in routers()))
     always = {"ping", "installation", "installation_repositories"}  # sent to every App
     assert handled == set(manifest["default_events"]) | always
+
+
+def test_the_check_run_fails_only_on_confirmed_findings_and_only_when_asked() -> None:
+    from bot.publish import conclusion
+
+    potential = _finding(3, "torch.log(p)")
+    confirmed = dataclasses.replace(_finding(5, "torch.log(q)"), status="confirmed")
+
+    def result(findings: list[Finding], **config: str) -> AnalysisResult:
+        return AnalysisResult(repo="octo/numlib", base=None, head="h", config=dict(config),
+                              findings=findings)
+
+    assert conclusion(result([])) == "success"
+    assert conclusion(result([potential, confirmed])) == "neutral"
+    assert conclusion(result([potential], check_failure="confirmed")) == "neutral"
+    assert conclusion(result([potential, confirmed], check_failure="confirmed")) == "failure"

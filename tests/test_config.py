@@ -249,9 +249,10 @@ def test_to_json_is_plain() -> None:
     assert data["severity"] == {"log": "error"}
     assert data["include"] == ["**/*.py"] and data["source"] == "x"
     assert set(data) == {"enable", "disable", "include", "exclude", "dtype", "scope",
-                         "context_lines", "severity", "max_file_bytes", "fail_on", "dynamic",
+                         "context_lines", "severity", "max_file_bytes", "fail_on", "check_failure",
+                         "dynamic",
                          "search_seconds", "dynamic_timeout", "seed", "harvest",
-                         "harvest_seconds", "device", "entries", "script", "source"}
+                         "harvest_seconds", "device", "fix", "entries", "script", "source"}
 
 
 def test_config_is_hashable_and_comparable() -> None:
