@@ -1,8 +1,9 @@
 # syntax=docker/dockerfile:1
 #
 # The numcheck command line in a container: `numcheck review` / `scan` on a mounted checkout.
-# Today this is the static pass only (no torch in the image); the web service, the worker and
-# the sandbox runner images arrive with the sandbox work (see docker/README.md).
+# The default target is the command line, static pass only (no torch in the image); the
+# `service` target is the App's web and worker image (docker/compose.yml). The code of a PR
+# runs in the runner images (runner-cpu.Dockerfile, runner-cuda.Dockerfile), never here.
 #
 # Build from the repository root (only pyproject.toml, README* and the packages are copied, so
 # a local .venv never ends up in the build):
@@ -23,8 +24,13 @@ COPY bot ./bot
 COPY runners ./runners
 RUN pip wheel --wheel-dir /wheels .
 
-# ---- runtime: python, git (reviews read the diff with git) and the installed wheels
-FROM ${PYTHON_IMAGE}
+# ---- build-app: the same plus the App's dependencies (Flask, Celery, ...), the Docker SDK
+# for the dynamic worker's runner, and gunicorn for the web process
+FROM build AS build-app
+RUN pip wheel --wheel-dir /wheels ".[app,docker]" "gunicorn==27.0.1"
+
+# ---- base: python, git (reviews read the diff with git)
+FROM ${PYTHON_IMAGE} AS base
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -35,6 +41,20 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends git \
     && rm -rf /var/lib/apt/lists/* \
     && git config --system --add safe.directory '*'
+
+# ---- service: the App (web under gunicorn, Celery workers); docker/compose.yml builds it
+#   docker build -f docker/bot.Dockerfile --target service -t numcheck-service .
+FROM base AS service
+RUN --mount=type=bind,from=build-app,source=/wheels,target=/wheels \
+    pip install --no-index --find-links /wheels "numcheck[app,docker]" gunicorn \
+    && useradd --create-home --uid 10001 --shell /usr/sbin/nologin numcheck
+USER numcheck
+WORKDIR /home/numcheck
+EXPOSE 8000
+CMD ["gunicorn", "--bind", "0.0.0.0:8000", "--workers", "2", "bot.web:create_app()"]
+
+# ---- runtime (the default target): the command line
+FROM base
 # Bind-mount the wheels instead of COPYing them, so they are not kept in a layer.
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     pip install --no-index --find-links /wheels numcheck \

@@ -1,9 +1,29 @@
-"""The local runner: the harness in a child process, with a scrubbed environment and a
-wall-clock limit, its whole process group killed on timeout.
+"""The local runner: the harness in a hardened child process (the embedded default, and what CI
+exercises).
 
-This is the embedded default. The sandbox issue hardens it (rlimits, an unprivileged user,
-no network); what holds today: the PR's code never runs in numcheck's own process, never sees
-numcheck's environment (tokens, keys, secrets), and cannot outlive its time budget.
+What holds for every run:
+- a scrubbed environment: only PATH and the locale pass; nothing of numcheck's settings
+  (tokens, keys, secrets) reaches the job; HOME and TMPDIR are a private, fresh workspace;
+- rlimits on address space, CPU time, processes, file size and open files (`Limits`);
+- a wall-clock limit: the run's process group is killed at `timeout`, and with it every
+  process the job started (a pid namespace where the kernel allows one; otherwise, as root,
+  every process left under the sandbox uid);
+- output caps: the records stream is capped, stderr is drained and only its tail kept, so a
+  job printing without end costs the worker neither memory nor a blocked pipe.
+
+Where the kernel allows it (`unshare`, see `runners/jail.py`):
+- no network: a new network namespace with nothing but a loopback that is down;
+- a pid namespace: the job cannot see or signal the worker's processes, and everything it
+  spawned dies with it, daemons included;
+- a private mount namespace: the whole filesystem read-only except the checkout and the
+  workspace.
+As root, the job runs as an unprivileged user (`numcheck-sandbox`, created when missing;
+process limits do not bind root) which owns the checkout for the run; as another user, a user
+namespace provides the namespaces and the job keeps the worker's uid with no capabilities.
+
+What could not be enforced is listed in `RunResult.isolation["warnings"]`; with
+`require_network_isolation=True` a run that cannot cut the network does not start and returns
+`isolation-unavailable`.
 """
 
 from __future__ import annotations
@@ -11,27 +31,35 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
 import secrets
+import selectors
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-Outcome = Literal["ok", "timeout", "crashed"]
+from runners.base import Limits, OnRecord, Outcome, RecordStream, RunResult, looks_out_of_memory
+
+__all__ = ["LocalRunner", "Limits", "Outcome", "RunResult", "scrubbed_env"]
+
 # The only variables the child inherits; everything else (NUMCHECK_*, GITHUB_*, cloud
 # credentials, tokens) stays out.
 PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "SYSTEMROOT")
-
-
-@dataclass
-class RunResult:
-    outcome: Outcome
-    records: list[dict[str, Any]] = field(default_factory=list)
-    reason: str = ""
-    stderr: str = ""
+# Settings that name files the job must never read; hidden in its mount namespace.
+HIDDEN_SETTINGS = ("NUMCHECK_PRIVATE_KEY",)
+SANDBOX_USER = "numcheck-sandbox"
+FALLBACK_UID = 64999  # used as root when no user can be created (no passwd entry needed)
+JAIL = Path(__file__).resolve().parent / "jail.py"
+JAIL_FAILED = 125
+HEAD_BYTES = 4096  # the start of stderr, where the jail's own lines are
+EXIT_GRACE = 2.0  # seconds to drain the pipes after the job's main process is gone
 
 
 def scrubbed_env(home: Path) -> dict[str, str]:
@@ -43,36 +71,287 @@ def scrubbed_env(home: Path) -> dict[str, str]:
     return env
 
 
-class LocalRunner:
-    def __init__(self, python: str | None = None, max_output_bytes: int = 32 * 1024 * 1024):
-        self.python = python or sys.executable
-        self.max_output_bytes = max_output_bytes
+# ---------------------------------------------------------------- what this machine allows
 
-    def run(self, job: dict[str, Any], timeout: float) -> RunResult:
+
+@dataclass(frozen=True)
+class Isolation:
+    """The namespaces `unshare` can create here, found once per process by trying them."""
+
+    prefix: tuple[str, ...] = ()
+    network: bool = False
+    pid: bool = False
+    mount: bool = False
+    user_namespace: bool = False
+    why_not: tuple[str, ...] = ()
+
+
+_PROBED: dict[tuple[str, bool], Isolation] = {}
+_PROBE_LOCK = threading.Lock()
+
+
+def probe_isolation(unshare: str | None = None) -> Isolation:
+    unshare = unshare or shutil.which("unshare") or "/usr/bin/unshare"
+    root = os.geteuid() == 0
+    with _PROBE_LOCK:
+        key = (unshare, root)
+        if key not in _PROBED:
+            _PROBED[key] = _probe(unshare, root)
+        return _PROBED[key]
+
+
+def _probe(unshare: str, root: bool) -> Isolation:
+    if not sys.platform.startswith("linux") or not os.access(unshare, os.X_OK):
+        return Isolation(why_not=(f"no usable `unshare` ({unshare}) on {sys.platform}",))
+    user = () if root else ("--user", "--map-root-user")
+    full = (unshare, *user, "--net", "--mount", "--pid", "--fork", "--kill-child",
+            "--mount-proc")
+    net_only = (unshare, *user, "--net")
+    errors = []
+    for prefix, pid_mount in ((full, True), (net_only, False)):
+        try:
+            proc = subprocess.run([*prefix, "--", "/bin/true"], capture_output=True,
+                                  timeout=10, env={"PATH": os.environ.get("PATH", "")})
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            errors.append(f"{' '.join(prefix[1:])}: {exc}")
+            continue
+        if proc.returncode == 0:
+            return Isolation(prefix, True, pid_mount, pid_mount, not root, tuple(errors))
+        errors.append(f"unshare {' '.join(prefix[1:])}: "
+                      f"{proc.stderr.decode('utf-8', 'replace').strip()[-200:]}")
+    return Isolation(why_not=tuple(errors))
+
+
+def sandbox_identity(user: str | int | None = None) -> tuple[int, int, str, list[str]]:
+    """(uid, gid, name, warnings) of the unprivileged user a root worker runs jobs as: the
+    configured one, else `numcheck-sandbox` (created when missing), else a bare uid."""
+    wanted = SANDBOX_USER if user is None else user
+    if isinstance(wanted, int):
+        try:
+            entry = pwd.getpwuid(wanted)
+            return entry.pw_uid, entry.pw_gid, entry.pw_name, []
+        except KeyError:
+            return wanted, wanted, str(wanted), []
+    try:
+        entry = pwd.getpwnam(wanted)
+    except KeyError:
+        useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run([useradd, "--system", "--user-group", "--no-create-home",
+                            "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin",
+                            wanted], capture_output=True, timeout=30)
+        try:  # also when a concurrent worker created it first
+            entry = pwd.getpwnam(wanted)
+        except KeyError:
+            return FALLBACK_UID, FALLBACK_UID, str(FALLBACK_UID), [
+                f"could not create the user {wanted!r}; jobs run as the bare uid "
+                f"{FALLBACK_UID}"]
+    if entry.pw_uid == 0:
+        raise ValueError(f"the sandbox user {wanted!r} is root")
+    return entry.pw_uid, entry.pw_gid, entry.pw_name, []
+
+
+# ---------------------------------------------------------------- the runner
+
+
+@dataclass
+class LocalRunner:
+    python: str | None = None  # the interpreter that runs the harness
+    max_output_bytes: int | None = None  # the records stream; None: limits.output_bytes
+    limits: Limits = field(default_factory=Limits)
+    user: str | int | None = None  # as root: who jobs run as (default numcheck-sandbox)
+    require_network_isolation: bool = False
+    unshare: str | None = None  # path of util-linux `unshare`; "" switches namespaces off
+    hide: tuple[str, ...] = ()  # more paths the job must not see (with a mount namespace)
+
+    def __post_init__(self) -> None:
+        self.python = self.python or sys.executable
+        self._output_cap = self.max_output_bytes or self.limits.output_bytes
+
+    def run(self, job: dict[str, Any], timeout: float,
+            on_record: OnRecord | None = None) -> RunResult:
         nonce = secrets.token_hex(16)  # records without it were not written by the harness
         job = {**job, "nonce": nonce}
-        with tempfile.TemporaryDirectory(prefix="numcheck-home-") as home:
-            proc = subprocess.Popen(
-                [self.python, "-m", "runners.harness"], cwd=job["repo"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env={**scrubbed_env(Path(home)), "PYTHONPATH": _own_root()},
-                start_new_session=True)
-            try:
-                out, err = proc.communicate(json.dumps(job).encode(), timeout=timeout)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                _kill_group(proc)
-                out, err = proc.communicate()
-                timed_out = True
-        records, done = _parse(out[: self.max_output_bytes], nonce)
-        stderr = err.decode("utf-8", "replace")[-4000:]
+        isolation = (Isolation(why_not=("namespaces switched off",)) if self.unshare == ""
+                     else probe_isolation(self.unshare))
+        report = self._report(isolation)
+        if not isolation.network and self.require_network_isolation:
+            return RunResult("isolation-unavailable", [], "no network namespace on this "
+                             "machine, and this runner requires one: "
+                             + "; ".join(isolation.why_not), "", report)
+        root = os.geteuid() == 0
+        identity = sandbox_identity(self.user) if root else None
+        if identity is not None:
+            report["user"] = identity[2]
+            report["warnings"] += identity[3]
+        repo = Path(job["repo"]).resolve()
+        workspace = Path(tempfile.mkdtemp(prefix="numcheck-sandbox-"))
+        owners: dict[str, tuple[int, int]] = {}
+        try:
+            if identity is not None:
+                os.chown(workspace, identity[0], identity[1])
+                owners = _take_ownership(repo, identity[0], identity[1])
+                if not isolation.mount:
+                    closed = [p for p in _needed_paths(repo, workspace, str(self.python))
+                              if not _reachable(p, identity[0], identity[1])]
+                    if closed:
+                        return RunResult("isolation-unavailable", [], "the sandbox user "
+                                         f"cannot reach {', '.join(closed)} and there is "
+                                         "no mount namespace to expose it", "", report)
+            spec = self._spec(job, repo, workspace, identity, isolation, timeout)
+            report["rlimits"] = spec["rlimits"]
+            jail = [sys.executable, "-I", "-S", str(JAIL), json.dumps(spec)]
+            argv = [*isolation.prefix, "--", *jail] if isolation.prefix else jail
+            return self._execute(argv, job, nonce, timeout, on_record, report,
+                                 identity[0] if identity and not isolation.pid else None)
+        finally:
+            if owners:
+                _give_back(repo, owners)
+            shutil.rmtree(workspace, ignore_errors=True)
+
+    # ------------------------------------------------------------ pieces
+
+    def _report(self, isolation: Isolation) -> dict[str, Any]:
+        warnings = []
+        if not isolation.network:
+            warnings.append("network isolation unavailable: the job could reach the network ("
+                            + "; ".join(isolation.why_not) + ")")
+        if not isolation.pid:
+            warnings.append("no pid namespace: processes the job leaves behind are killed by "
+                            "uid as root, and cannot be contained otherwise")
+        if not isolation.mount:
+            warnings.append("no mount namespace: the filesystem outside the workspace is "
+                            "protected by file permissions only")
+        return {"network": isolation.network, "pid_namespace": isolation.pid,
+                "mount_namespace": isolation.mount, "read_only_fs": isolation.mount,
+                "user_namespace": isolation.user_namespace, "user": None,
+                "warnings": warnings}
+
+    def _spec(self, job: dict[str, Any], repo: Path, workspace: Path,
+              identity: tuple[int, int, str, list[str]] | None, isolation: Isolation,
+              timeout: float) -> dict[str, Any]:
+        env = {**scrubbed_env(workspace), "PYTHONPATH": _own_root()}
+        if identity is not None:
+            env.update({"USER": identity[2], "LOGNAME": identity[2]})
+        limits = self.limits
+        memory_key = "data" if env.get("CUDA_VISIBLE_DEVICES") else "as"  # CUDA maps a lot
+        rlimits = {memory_key: limits.memory_bytes, "cpu": limits.cpu_limit(timeout),
+                   "nproc": limits.processes, "fsize": limits.file_bytes,
+                   "nofile": limits.open_files, "core": 0}
+        if identity is None and not isolation.user_namespace:
+            rlimits["nproc"] = None  # it would count the worker's own processes too
+        python = str(self.python)
+        return {"uid": identity[0] if identity else None,
+                "gid": identity[1] if identity else None,
+                "mount_namespace": isolation.mount, "read_only": isolation.mount,
+                "expose": _needed_paths(repo, workspace, python),
+                "writable": [str(repo), str(workspace)],
+                "hide": self._hidden(),
+                "rlimits": rlimits, "cwd": str(repo), "env": env,
+                "argv": [python, "-m", "runners.harness"]}
+
+    def _hidden(self) -> list[str]:
+        """What the job must not read even where file permissions would let it: the worker's
+        home directory and the files its settings name (the App's private key)."""
+        hidden = [os.path.expanduser("~"), *self.hide]
+        for name in HIDDEN_SETTINGS:
+            if os.environ.get(name):
+                hidden.append(os.environ[name])
+        return [os.path.realpath(p) for p in hidden if p and os.path.isabs(p)]
+
+    def _execute(self, argv: list[str], job: dict[str, Any], nonce: str, timeout: float,
+                 on_record: OnRecord | None, report: dict[str, Any],
+                 sweep_uid: int | None) -> RunResult:
+        stream = RecordStream(nonce, self._output_cap, on_record)
+        tail, head = bytearray(), bytearray()  # the jail's own lines come first
+        keep = self.limits.stderr_bytes
+        started = time.monotonic()
+        proc = subprocess.Popen(argv, cwd="/", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=scrubbed_env(Path("/nonexistent")),
+                                start_new_session=True)
+        feeder = threading.Thread(target=_feed, args=(proc, json.dumps(job).encode()),
+                                  daemon=True)
+        feeder.start()
+        timed_out = False
+        assert proc.stdout is not None and proc.stderr is not None
+        selector = selectors.DefaultSelector()
+        for pipe in (proc.stdout, proc.stderr):
+            os.set_blocking(pipe.fileno(), False)
+            selector.register(pipe, selectors.EVENT_READ)
+        exited_at: float | None = None
+        try:
+            while selector.get_map():
+                now = time.monotonic()
+                if not timed_out and now - started > timeout:
+                    timed_out = True
+                    _kill_group(proc)
+                if exited_at is None and proc.poll() is not None:
+                    exited_at = now
+                if exited_at is not None and now - exited_at > EXIT_GRACE:
+                    break  # something of the job's still holds a pipe: stop listening
+                if stream.overflow:
+                    _kill_group(proc)
+                for key, _ in selector.select(timeout=0.2):
+                    try:
+                        chunk = os.read(key.fd, 65536)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                    elif key.fileobj is proc.stdout:
+                        stream.feed(chunk)
+                    else:
+                        if len(head) < HEAD_BYTES:
+                            head += chunk[:HEAD_BYTES - len(head)]
+                        tail += chunk
+                        del tail[:-keep]
+        finally:
+            selector.close()
+            _kill_group(proc)  # whatever is left of the group (daemons re-parented to it)
+            proc.wait()
+            if sweep_uid is not None:
+                _kill_uid(sweep_uid)
+            for pipe in (proc.stdout, proc.stderr):
+                pipe.close()
+        stream.close()
+        stderr = tail.decode("utf-8", "replace")
+        jail_lines = [line for line in head.decode("utf-8", "replace").splitlines()
+                      if line.startswith("numcheck-jail")]
+        report["warnings"] += [line.split(":", 1)[1].strip() for line in jail_lines
+                               if line.startswith("numcheck-jail-warning:")]
+        outcome, reason = self._classify(proc.returncode, stream, stderr, timed_out, timeout,
+                                         jail_lines)
+        return RunResult(outcome, stream.records, reason, stderr[-4000:], report)
+
+    def _classify(self, status: int, stream: RecordStream, stderr: str, timed_out: bool,
+                  timeout: float, jail_lines: list[str]) -> tuple[Outcome, str]:
         if timed_out:
-            return RunResult("timeout", records, f"the sandboxed run passed its {timeout:g} s "
-                                                 "limit and was killed", stderr)
-        if proc.returncode != 0 or not done:
-            return RunResult("crashed", records, f"the harness exited with status "
-                                                 f"{proc.returncode}", stderr)
-        return RunResult("ok", records, "", stderr)
+            return "timeout", f"the sandboxed run passed its {timeout:g} s limit and was killed"
+        if stream.overflow:
+            return "crashed", (f"the harness wrote more than {self._output_cap} bytes of "
+                               "records and was stopped")
+        if status == 0 and stream.done:
+            return "ok", ""
+        failed = [line for line in jail_lines if line.startswith("numcheck-jail:")]
+        if status == JAIL_FAILED and failed:
+            return "isolation-unavailable", f"the sandbox could not be set up: {failed[0]}"
+        if status in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+            cpu = self.limits.cpu_limit(timeout)
+            return "timeout", f"the run used up its CPU time limit ({cpu} s)"
+        if looks_out_of_memory(stderr):
+            memory = self.limits.memory_bytes
+            limit = f" (limit {memory // 2**20} MiB)" if memory else ""
+            return "out-of-memory", f"the harness ran out of memory{limit}"
+        if status < 0 or status > 128:
+            number = -status if status < 0 else status - 128
+            with contextlib.suppress(ValueError):
+                name = signal.Signals(number).name
+                if number == signal.SIGKILL:
+                    return "out-of-memory", "the harness was killed (SIGKILL), most likely by "\
+                                            "the kernel's out-of-memory killer"
+                return "crashed", f"the harness was killed by {name}"
+        return "crashed", f"the harness exited with status {status}" + (
+            "" if status else " without finishing")
 
 
 def _own_root() -> str:
@@ -80,23 +359,91 @@ def _own_root() -> str:
     return str(Path(__file__).resolve().parent.parent)
 
 
+def _needed_paths(repo: Path, workspace: Path, python: str) -> list[str]:
+    """What the sandbox user must reach: the checkout, the workspace, numcheck's code, the
+    interpreter and its installation (a venv's python is often a link into a home
+    directory that is closed to other users)."""
+    from runners.jail import _shebang
+
+    paths = [repo, workspace, Path(_own_root())]
+    interpreters = [python, *_shebang(python)[:1]]  # a wrapper script: its interpreter too
+    for interpreter in interpreters:
+        real = Path(os.path.realpath(interpreter))
+        paths += [Path(interpreter), real]
+        if real == Path(os.path.realpath(sys.executable)):  # the worker's own interpreter
+            paths += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
+        elif (real.parent.parent / "lib").is_dir():  # another installation
+            paths.append(real.parent.parent)
+    unique: list[str] = []
+    for path in paths:
+        text = str(path) if str(path) in interpreters else os.path.realpath(path)
+        if text not in unique and os.path.exists(text):
+            unique.append(text)
+    return unique
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    assert proc.stdin is not None
+    with contextlib.suppress(OSError):
+        proc.stdin.write(data)
+    with contextlib.suppress(OSError):
+        proc.stdin.close()
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _parse(out: bytes, nonce: str) -> tuple[list[dict[str, Any]], bool]:
-    records: list[dict[str, Any]] = []
-    done = False
-    for line in out.decode("utf-8", "replace").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # the PR's code printed something; only our JSON lines count
-        if not isinstance(record, dict) or record.pop("nonce", None) != nonce:
-            continue
-        if record.get("done"):
-            done = True
-        elif "fingerprint" in record:
-            records.append(record)
-    return records, done
+def _kill_uid(uid: int) -> None:
+    """SIGKILL every process of `uid` (the sandbox user, as root without a pid namespace),
+    again until none is left, since a fork storm forks while it is being killed."""
+    for _ in range(20):
+        found = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/status", encoding="utf-8") as handle:
+                    uids = next(line for line in handle if line.startswith("Uid:")).split()
+            except (OSError, StopIteration):
+                continue
+            if int(uids[1]) == uid or int(uids[2]) == uid:
+                found = True
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(int(entry), signal.SIGKILL)
+        if not found:
+            return
+        time.sleep(0.05)
+
+
+def _take_ownership(repo: Path, uid: int, gid: int) -> dict[str, tuple[int, int]]:
+    """chown the checkout to the sandbox user for the run; returns who owned what."""
+    owners: dict[str, tuple[int, int]] = {}
+    for top, dirs, files in os.walk(repo):
+        for name in [top, *(os.path.join(top, n) for n in (*dirs, *files))]:
+            if name not in owners:  # a directory comes twice: in its parent, then as top
+                info = os.lstat(name)
+                owners[name] = (info.st_uid, info.st_gid)
+                os.lchown(name, uid, gid)
+    return owners
+
+
+def _give_back(repo: Path, owners: dict[str, tuple[int, int]]) -> None:
+    """Everything under the checkout back to its owners; what the job created goes to the
+    checkout's owner."""
+    default = owners.get(str(repo), (os.getuid(), os.getgid()))
+    for top, dirs, files in os.walk(repo):
+        for name in [top, *(os.path.join(top, n) for n in (*dirs, *files))]:
+            uid, gid = owners.get(name, default)
+            with contextlib.suppress(OSError):
+                os.lchown(name, uid, gid)
+
+
+def _reachable(path: str, uid: int, gid: int) -> bool:
+    from runners.jail import _closed_parent
+
+    try:
+        return _closed_parent(path, uid, gid) is None
+    except OSError:
+        return False

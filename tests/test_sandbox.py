@@ -1,0 +1,511 @@
+"""Hostile PR code through `LocalRunner`: each attack is contained and reported, the worker
+lives on, and the ordinary finding after the attacks is still confirmed.
+
+One job runs every attack (one harness start, torch imported once), with limits set low in
+the test itself: 100 processes, 3 GiB of address space, 3 s per finding. The fork storm is
+bounded in its own code to 300 processes, so a limit that fails cannot harm the machine; the
+network attack only ever dials a listener this test runs on 127.0.0.1. Which protections the
+machine allows (namespaces, a sandbox user) is read from the result's `isolation`, and an
+assertion that needs one it lacks is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import stat
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analyzers.static import scan_source
+from runners.base import Limits, RecordStream, looks_out_of_memory
+from runners.local import LocalRunner, RunResult, scrubbed_env
+
+KEY_TEXT = "-----BEGIN RSA PRIVATE KEY----- planted -----END RSA PRIVATE KEY-----"
+NETRC_TEXT = "machine github.com login x password planted-netrc-password"
+PLANTED = {
+    "NUMCHECK_WEBHOOK_SECRET": "planted-webhook-secret-5d1e",
+    "GITHUB_TOKEN": "ghs_plantedtoken0123456789abcdef",
+    "AWS_SECRET_ACCESS_KEY": "planted/aws/secret/key",
+}
+LIMITS = Limits(memory_bytes=3 * 1024**3, processes=100, file_bytes=16 * 1024**2,
+                open_files=256, stderr_bytes=16 * 1024)
+STORM_BOUND = 300
+
+HOSTILE = '''\
+"""Attacks, each done once per process, each leaving what it saw in observed/<name>.json."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+OBSERVED = Path(__file__).resolve().parent.parent / "observed"
+DONE = set()
+
+
+def note(name, value):
+    OBSERVED.mkdir(exist_ok=True)
+    partial = OBSERVED / f"{name}.partial"
+    partial.write_text(json.dumps(value))
+    partial.replace(OBSERVED / f"{name}.json")  # whole or not at all
+
+
+def once(name):
+    if name in DONE:
+        raise RuntimeError(f"{name}: done")
+    DONE.add(name)
+
+
+def spin(x: Tensor) -> Tensor:
+    while True:
+        pass
+    return torch.log(x)
+
+
+def fork_storm(x: Tensor) -> Tensor:
+    once("fork")
+    children, error = [], None
+    for _ in range(STORM_BOUND):  # bounded here, whatever the limits do
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            break
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        children.append(pid)
+    for pid in children:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    note("fork", {"forked": len(children), "error": error})
+    return torch.log(x)
+
+
+def hog(x: Tensor) -> Tensor:
+    once("memory")
+    try:
+        block = bytearray(64 * 1024**3)  # 64 GiB
+        note("memory", {"allocated": len(block)})
+    except MemoryError:
+        note("memory", {"error": "MemoryError"})
+        raise
+    return torch.log(x)
+
+
+def printer(x: Tensor) -> Tensor:
+    chunk = "all work and no play " * 200
+    while True:
+        sys.stdout.write(chunk)
+        sys.stderr.write(chunk)
+    return torch.log(x)
+
+
+def dial(x: Tensor) -> Tensor:
+    once("network")
+    try:
+        with socket.create_connection(("127.0.0.1", PORT), timeout=2) as conn:
+            conn.sendall(b"exfiltrated")
+        note("network", {"connected": True})
+    except OSError as exc:
+        note("network", {"connected": False, "error": str(exc)})
+    return torch.log(x)
+
+
+def snoop(x: Tensor) -> Tensor:
+    once("env")
+    note("env", dict(os.environ))
+    files = {}
+    for path in SECRET_FILES:
+        try:
+            files[path] = open(path).read()
+        except OSError as exc:
+            files[path] = f"unreadable: {exc}"
+    note("files", files)
+    return torch.log(x)
+
+
+def scribble(x: Tensor) -> Tensor:
+    once("write")
+    results = {}
+    for target in OUTSIDE:
+        try:
+            with open(target, "w") as handle:
+                handle.write("pwned")
+            results[target] = "written"
+        except OSError as exc:
+            results[target] = str(exc)
+    try:
+        with open(OBSERVED.parent / "big.bin", "wb") as handle:
+            handle.write(b"0" * (64 * 1024**2))  # past the 16 MiB file size limit
+        results["big"] = "written"
+    except OSError as exc:
+        results["big"] = str(exc)
+    note("write", results)
+    return torch.log(x)
+
+
+def daemon(x: Tensor) -> Tensor:
+    once("daemon")
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            note("daemon", {"started": True})
+            os.execv("/bin/sh", ["/bin/sh", "-c", "sleep 120; : TOKEN"])
+        os._exit(0)
+    for _ in range(100):  # until the daemon is up (it writes its note first)
+        if (OBSERVED / "daemon.json").exists():
+            break
+        time.sleep(0.05)
+    return torch.log(x)
+
+
+def log_of_softmax(logits: Tensor) -> Tensor:
+    probs = torch.softmax(logits, dim=-1)
+    return torch.log(probs)
+'''
+ATTACKS = ["spin", "fork_storm", "hog", "printer", "dial", "snoop", "scribble", "daemon",
+           "log_of_softmax"]
+
+
+@dataclass
+class Attack:
+    repo: Path
+    result: RunResult
+    fingerprints: dict[str, str]
+    port: int
+    connections: list[Any]
+    outside: list[Path]
+    token: str
+    streamed: list[str]
+    seconds: float
+
+    def record(self, name: str) -> dict[str, Any]:
+        found = [r for r in self.result.records if r["fingerprint"] == self.fingerprints[name]
+                 and r.get("stage") != "fix"]
+        assert len(found) == 1, (name, self.result.records, self.result.stderr[-1500:])
+        return found[0]
+
+    def observed(self, name: str) -> dict[str, Any]:
+        path = self.repo / "observed" / f"{name}.json"
+        assert path.exists(), (name, self.result.records, self.result.stderr[-1500:])
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return data
+
+    def isolated(self, what: str) -> None:
+        if not self.result.isolation.get(what):
+            pytest.skip(f"{what} isolation is not available on this machine: "
+                        + "; ".join(self.result.warnings))
+
+
+def _process_with(token: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if token.encode() in cmdline:
+                found.append(int(entry))
+    return found
+
+
+@pytest.fixture(scope="module")
+def attack(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    base = tmp_path_factory.mktemp("hostile")
+    outside_dir = base / "outside"
+    outside_dir.mkdir()
+    outside_dir.chmod(0o777)  # even a world-writable place outside the workspace is closed
+    outside = [outside_dir / "pwned.txt", Path(f"/tmp/numcheck-outside-{secrets.token_hex(4)}")]
+    token = f"numcheck-daemon-{secrets.token_hex(6)}"
+    # A key file and a home directory every user could read: only the sandbox hides them.
+    open_dir = Path(tempfile.mkdtemp(prefix="numcheck-test-secrets-"))
+    open_dir.chmod(0o755)
+    key, home = open_dir / "app.pem", open_dir / "home"
+    key.write_text(KEY_TEXT)
+    home.mkdir(mode=0o755)
+    (home / ".netrc").write_text(NETRC_TEXT)
+    for path in (key, home / ".netrc"):
+        path.chmod(0o644)
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    repo = base / "repo"
+    (repo / "hostile").mkdir(parents=True)
+    (repo / "hostile" / "__init__.py").write_text("")
+    source = (HOSTILE.replace("STORM_BOUND", str(STORM_BOUND)).replace("PORT", str(port))
+              .replace("OUTSIDE", repr([str(p) for p in outside])).replace("TOKEN", token)
+              .replace("SECRET_FILES", repr([str(key), str(home / ".netrc")])))
+    (repo / "hostile" / "attacks.py").write_text(source)
+    scan = scan_source(source, "hostile/attacks.py")
+    by_function = {f.function: f.to_json() for f in scan.findings}
+    assert set(ATTACKS) <= set(by_function), sorted(by_function)
+    job = {"repo": str(repo), "findings": [by_function[name] for name in ATTACKS],
+           "entries": [], "seed": 0, "search_seconds": 1.0, "finding_timeout": 3.0,
+           "harvest": False, "fix": False}
+    streamed: list[str] = []
+    started = time.monotonic()
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in PLANTED.items():
+            patch.setenv(name, value)
+        patch.setenv("NUMCHECK_PRIVATE_KEY", str(key))
+        patch.setenv("HOME", str(home))
+        result = LocalRunner(limits=LIMITS).run(
+            job, timeout=120, on_record=lambda r: streamed.append(r["fingerprint"]))
+    seconds = time.monotonic() - started
+    connections = []
+    try:
+        while True:
+            connections.append(listener.accept())
+    except BlockingIOError:
+        pass
+    yield Attack(repo, result, {n: by_function[n]["fingerprint"] for n in ATTACKS}, port,
+                 connections, outside, token, streamed, seconds)
+    listener.close()
+    for path in outside:
+        path.unlink(missing_ok=True)
+    shutil.rmtree(open_dir, ignore_errors=True)
+
+
+def test_the_worker_lives_on_and_the_ordinary_finding_is_confirmed(attack: Attack) -> None:
+    assert attack.result.outcome == "ok", (attack.result.reason, attack.result.stderr[-1500:])
+    assert attack.record("log_of_softmax")["status"] == "confirmed"
+    assert [attack.fingerprints[n] for n in ATTACKS] == attack.streamed, "streamed in order"
+    assert attack.seconds < 60
+
+
+def test_infinite_loop_is_stopped_and_reported(attack: Attack) -> None:
+    record = attack.record("spin")
+    assert record["status"] == "error" and record["error"].startswith("timeout"), record
+
+
+def test_printing_without_end_is_stopped_and_costs_no_memory(attack: Attack) -> None:
+    record = attack.record("printer")
+    assert record["status"] == "error" and record["error"].startswith("timeout"), record
+    assert len(attack.result.stderr.encode()) <= LIMITS.stderr_bytes
+
+
+def test_fork_storm_hits_the_process_limit(attack: Attack) -> None:
+    seen = attack.observed("fork")
+    if os.geteuid() != 0 and not attack.result.isolation.get("user_namespace"):
+        pytest.skip("not root and no user namespace: RLIMIT_NPROC would count the worker's "
+                    "own processes, so it is not set")
+    assert seen["error"] is not None and "Resource temporarily unavailable" in seen["error"]
+    assert seen["forked"] < LIMITS.processes, seen
+    assert attack.record("fork_storm")["status"] in ("error", "confirmed", "not-triggered")
+
+
+def test_allocating_past_the_memory_limit_fails_inside_the_job(attack: Attack) -> None:
+    assert attack.observed("memory") == {"error": "MemoryError"}
+    record = attack.record("hog")
+    assert record["status"] == "error", record
+
+
+def test_network_is_cut(attack: Attack) -> None:
+    attack.isolated("network")
+    seen = attack.observed("network")
+    assert seen["connected"] is False, seen
+    assert attack.connections == [], "nothing reached the listener on 127.0.0.1"
+
+
+def test_planted_secrets_never_reach_the_job(attack: Attack) -> None:
+    environment = attack.observed("env")
+    text = json.dumps(environment)
+    for key, value in PLANTED.items():
+        assert key not in environment and value not in text
+    assert environment["HOME"] == environment["TMPDIR"] != os.environ.get("HOME")
+    assert not Path(environment["HOME"]).exists(), "the private workspace is removed"
+
+
+def test_the_key_file_and_the_workers_home_are_hidden(attack: Attack) -> None:
+    attack.isolated("mount_namespace")
+    seen = attack.observed("files")
+    assert len(seen) == 2
+    text = json.dumps(seen)
+    assert "planted" not in text, seen
+
+
+def test_writing_outside_the_workspace_fails(attack: Attack) -> None:
+    seen = attack.observed("write")
+    assert "File too large" in seen["big"], seen  # RLIMIT_FSIZE, isolated or not
+    attack.isolated("read_only_fs")
+    for path in attack.outside:
+        assert seen[str(path)] != "written" and not path.exists(), seen
+
+
+def test_a_daemon_does_not_outlive_the_job(attack: Attack) -> None:
+    assert attack.observed("daemon") == {"started": True}
+    deadline = time.monotonic() + 5
+    while _process_with(attack.token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _process_with(attack.token) == []
+
+
+def test_the_checkout_goes_back_to_its_owner(attack: Attack) -> None:
+    owner = attack.repo.stat().st_uid
+    for path in [attack.repo, *attack.repo.rglob("*")]:
+        assert path.lstat().st_uid == owner, path
+
+
+def test_isolation_is_reported(attack: Attack) -> None:
+    isolation = attack.result.isolation
+    assert {"network", "pid_namespace", "mount_namespace", "user", "rlimits",
+            "warnings"} <= set(isolation)
+    assert isolation["rlimits"]["as"] == LIMITS.memory_bytes
+    if os.geteuid() == 0:
+        assert isolation["user"] not in (None, "root")
+    if not isolation["network"]:
+        assert any("network isolation unavailable" in w for w in isolation["warnings"])
+
+
+# ---------------------------------------------------------------- outcomes of the whole run
+
+
+def fake_python(tmp_path: Path, body: str) -> str:
+    """A stand-in 'python' for the harness: reads the job, runs `body`."""
+    path = tmp_path / "fake-python"
+    path.write_text(f"#!{sys.executable}\nimport json, os, sys, time\n"
+                    "job = json.load(sys.stdin)\n"
+                    "def emit(r):\n"
+                    "    print(json.dumps({**r, 'nonce': job['nonce']}), flush=True)\n"
+                    + textwrap.dedent(body), encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def small_job(tmp_path: Path) -> dict[str, Any]:
+    repo = tmp_path / "repo"
+    repo.mkdir(exist_ok=True)
+    return {"repo": str(repo), "findings": [{"fingerprint": "a"}, {"fingerprint": "b"}]}
+
+
+def test_out_of_memory_is_its_own_outcome_and_keeps_earlier_records(tmp_path: Path) -> None:
+    python = fake_python(tmp_path, """
+        emit({'fingerprint': 'a', 'status': 'confirmed'})
+        hog = bytearray(8 * 1024**3)
+    """)
+    runner = LocalRunner(python=python, limits=Limits(memory_bytes=1024**3))
+    result = runner.run(small_job(tmp_path), timeout=30)
+    assert result.outcome == "out-of-memory", (result.reason, result.stderr)
+    assert "1024 MiB" in result.reason
+    assert [r["fingerprint"] for r in result.records] == ["a"]
+
+
+def test_wall_clock_timeout_kills_the_run_and_keeps_earlier_records(tmp_path: Path) -> None:
+    python = fake_python(tmp_path, """
+        emit({'fingerprint': 'a', 'status': 'confirmed'})
+        signal = __import__('signal')
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            time.sleep(0.1)
+    """)
+    started = time.monotonic()
+    result = LocalRunner(python=python).run(small_job(tmp_path), timeout=2)
+    assert result.outcome == "timeout" and "2 s" in result.reason
+    assert [r["fingerprint"] for r in result.records] == ["a"]
+    assert time.monotonic() - started < 10
+
+
+def test_cpu_time_limit_ends_a_busy_run_as_a_timeout(tmp_path: Path) -> None:
+    python = fake_python(tmp_path, """
+        emit({'fingerprint': 'a', 'status': 'confirmed'})
+        while True:
+            pass
+    """)
+    result = LocalRunner(python=python, limits=Limits(cpu_seconds=1)).run(
+        small_job(tmp_path), timeout=30)
+    assert result.outcome == "timeout" and "CPU time" in result.reason, result
+    assert [r["fingerprint"] for r in result.records] == ["a"]
+
+
+def test_a_crash_is_reported_with_the_signal(tmp_path: Path) -> None:
+    python = fake_python(tmp_path, """
+        emit({'fingerprint': 'a', 'status': 'not-triggered'})
+        os.kill(os.getpid(), 11)
+    """)
+    result = LocalRunner(python=python).run(small_job(tmp_path), timeout=30)
+    assert result.outcome == "crashed" and "SIGSEGV" in result.reason, result
+    assert [r["fingerprint"] for r in result.records] == ["a"]
+
+
+def test_records_past_the_output_cap_stop_the_run(tmp_path: Path) -> None:
+    python = fake_python(tmp_path, """
+        while True:
+            emit({'fingerprint': 'a', 'padding': 'x' * 4096})
+    """)
+    result = LocalRunner(python=python, max_output_bytes=64 * 1024).run(
+        small_job(tmp_path), timeout=30)
+    assert result.outcome == "crashed" and "65536 bytes" in result.reason, result
+
+
+def test_required_network_isolation_that_is_missing_does_not_run(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    python = fake_python(tmp_path, f"open({str(marker)!r}, 'w').close()\n")
+    result = LocalRunner(python=python, unshare="", require_network_isolation=True).run(
+        small_job(tmp_path), timeout=30)
+    assert result.outcome == "isolation-unavailable" and "network" in result.reason
+    assert not marker.exists() and result.records == []
+
+
+def test_without_namespaces_the_result_says_so(tmp_path: Path) -> None:
+    python = fake_python(tmp_path, """
+        emit({'fingerprint': 'a', 'status': 'not-triggered'})
+        emit({'done': True})
+    """)
+    result = LocalRunner(python=python, unshare="").run(small_job(tmp_path), timeout=30)
+    if result.outcome == "isolation-unavailable":  # as root, the checkout is closed to the user
+        assert "cannot reach" in result.reason
+        return
+    assert result.outcome == "ok", result
+    assert result.isolation["network"] is False
+    assert any("network isolation unavailable" in w for w in result.warnings)
+
+
+# ---------------------------------------------------------------- small pieces
+
+
+def test_record_stream_keeps_only_nonced_records_across_chunks() -> None:
+    seen: list[dict[str, Any]] = []
+    stream = RecordStream("n0", cap=10_000, on_record=seen.append)
+    text = (json.dumps({"fingerprint": "a", "nonce": "n0"}) + "\n"
+            + json.dumps({"fingerprint": "forged", "nonce": "guess"}) + "\nnoise\n"
+            + json.dumps({"done": True, "nonce": "n0"}) + "\n").encode()
+    for i in range(0, len(text), 7):
+        stream.feed(text[i:i + 7])
+    stream.close()
+    assert [r["fingerprint"] for r in stream.records] == ["a"] and seen == stream.records
+    assert stream.done and not stream.overflow
+
+
+def test_memory_markers() -> None:
+    assert looks_out_of_memory("Traceback ...\nMemoryError\n")
+    assert looks_out_of_memory("terminate called after throwing 'std::bad_alloc'")
+    assert not looks_out_of_memory("ValueError: bad shape")
+
+
+def test_scrubbed_env_keeps_gpu_passthrough(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NUMCHECK_CUDA_DEVICES", "1")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_x")
+    env = scrubbed_env(Path("/w"))
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and "GITHUB_TOKEN" not in env
+    assert env["HOME"] == env["TMPDIR"] == "/w"
