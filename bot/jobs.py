@@ -39,6 +39,7 @@ from bot.tasks import (
     update_analysis,
 )
 from bot.workspace import WorkspaceError, pull_workspace
+from runners.docker import runner_from_env
 from runners.pipeline import analyze
 
 MAX_FILES = 3000  # GitHub lists at most 3000 files of a PR
@@ -97,9 +98,10 @@ def run_analysis(settings: Settings, row: Analysis, stage: str, client: GitHubCl
                                          queue="dynamic", task_id=task_id)
                     return "static pass done; dynamic pass queued"
             else:
+                dynamic = stage == "dynamic"
                 result = analyze(workspace, base, head,
-                                 config if stage == "dynamic" else replace(config,
-                                                                           dynamic=False))
+                                 config if dynamic else replace(config, dynamic=False),
+                                 runner=runner_from_env() if dynamic else None)
     except (WorkspaceError, DiffError) as exc:
         raise RuntimeError(f"could not prepare {row.repo}#{row.pr_number}: {exc}") from exc
     if not still_wanted(row):  # a newer push or a close arrived while this one ran
