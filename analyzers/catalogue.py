@@ -248,6 +248,7 @@ _ENTRIES: tuple[OpSpec, ...] = (
         forward_invalid="x above log2(max) of the dtype", gradient_invalid="same",
         thresholds={k: v / 0.6931471805599453 for k, v in EXP_MAX.items()},
         suspect_loss="threshold - x", output=(0.0, INF), output_open_low=True,
+        fixes=(FixCandidate("clamp", "{x}.clamp_max({exp_max})", "the bound is log2(max)"),),
     ),
     OpSpec(
         "expm1", "risky", "exp(x) - 1",
@@ -255,6 +256,7 @@ _ENTRIES: tuple[OpSpec, ...] = (
         methods=("expm1", "expm1_"), requires="below_exp_max",
         forward_invalid="x above log(max) of the dtype", gradient_invalid="same",
         thresholds=EXP_MAX, suspect_loss="threshold - x", output=(-1.0, INF),
+        fixes=(FixCandidate("clamp", "{x}.clamp_max({exp_max})"),),
     ),
     OpSpec(
         "cosh", "risky", "hyperbolic cosine", functions=_everywhere("cosh"),
@@ -262,6 +264,7 @@ _ENTRIES: tuple[OpSpec, ...] = (
         forward_invalid="|x| above log(2 * max)", gradient_invalid="same",
         thresholds={k: v + 0.6931471805599453 for k, v in EXP_MAX.items()},
         suspect_loss="threshold - abs(x)", output=(1.0, INF),
+        fixes=(FixCandidate("clamp", "{x}.clamp(-{exp_max}, {exp_max})", "bound: log(2 max)"),),
     ),
     OpSpec(
         "sinh", "risky", "hyperbolic sine", functions=_everywhere("sinh"),
@@ -269,6 +272,7 @@ _ENTRIES: tuple[OpSpec, ...] = (
         forward_invalid="|x| above log(2 * max)", gradient_invalid="same",
         thresholds={k: v + 0.6931471805599453 for k, v in EXP_MAX.items()},
         suspect_loss="threshold - abs(x)",
+        fixes=(FixCandidate("clamp", "{x}.clamp(-{exp_max}, {exp_max})", "bound: log(2 max)"),),
     ),
     # --- powers ------------------------------------------------------------------------------
     OpSpec(
@@ -328,6 +332,8 @@ _ENTRIES: tuple[OpSpec, ...] = (
         methods=("atan2", "arctan2"), requires="none",
         forward_invalid="never", gradient_invalid="(y, x) = (0, 0)",
         suspect_loss="abs(x) + abs(y)", patterns=(5,),
+        fixes=(FixCandidate("where", "atan2(y, where(x * x + y * y < {tiny}, 1, x))",
+                            "double where: a safe point where the gradient is 0/0"),),
     ),
     # --- special functions -------------------------------------------------------------------
     OpSpec(
@@ -339,6 +345,8 @@ _ENTRIES: tuple[OpSpec, ...] = (
         methods=("lgamma", "lgamma_"), requires="positive",
         forward_invalid="x in {0, -1, -2, ...}", gradient_invalid="same",
         suspect_loss="distance to the nearest non-positive integer",
+        fixes=(ADD_EPS, FixCandidate("clamp", "{x}.clamp_min({eps})",
+                                     "positive: the value and the gradient stay finite")),
     ),
     OpSpec(
         "digamma", "risky", "derivative of lgamma",
@@ -350,6 +358,8 @@ _ENTRIES: tuple[OpSpec, ...] = (
         methods=("digamma", "digamma_", "polygamma"), requires="positive",
         forward_invalid="x in {0, -1, -2, ...}", gradient_invalid="same",
         suspect_loss="distance to the nearest non-positive integer",
+        fixes=(ADD_EPS, FixCandidate("clamp", "{x}.clamp_min({eps})",
+                                     "tiny is not enough: trigamma(tiny) = 1/tiny**2 = inf")),
     ),
     OpSpec(
         "mvlgamma", "risky", "multivariate log-gamma of dimension p",

@@ -64,6 +64,10 @@ class Finding:
     suggestion: str | None = None
     trigger: dict[str, Any] | None = None
     reproducer: str | None = None
+    # the fix stage's outcome for a confirmed finding (analyzers/fix/validate.py fix_record):
+    # status validated (patch, suggestion lines start_line..end_line, validation figures),
+    # none-validated (every candidate's rejection) or error (the stage's reason); None when
+    # the stage did not run
     fix: dict[str, Any] | None = None
     error: str | None = None
     fingerprint: str = ""

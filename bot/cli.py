@@ -62,6 +62,15 @@ def _parser() -> argparse.ArgumentParser:
     review.add_argument("--head", metavar="REF", default="HEAD", help="head ref (default: HEAD)")
     review.add_argument("--scope", choices=SCOPES,
                         help="which lines count: added (default), diff_context, file")
+    fixes = review.add_mutually_exclusive_group()
+    fixes.add_argument("--fix", action="store_true",
+                       help="write the validated fixes into the working tree (the head must "
+                            "be checked out, the files free of uncommitted changes)")
+    fixes.add_argument("--diff", action="store_true",
+                       help="print the validated fixes as one unified diff (the report goes "
+                            "to --output only)")
+    fixes.add_argument("--no-fix", action="store_true",
+                       help="skip the fix stage (no candidate fixes are validated)")
     common(review)
 
     scan = commands.add_parser("scan", help="analyse whole files or directories, no git")
@@ -72,6 +81,17 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--keep", type=Path, metavar="DIR",
                       help="build the sample repository in DIR and keep it")
     common(demo)
+
+    serve = commands.add_parser(
+        "serve", help="run the GitHub App: web and worker in one process tree",
+        description="The App's webhook endpoint and one worker, with an embedded broker and "
+                    "SQLite (no Redis or database server). NUMCHECK_APP_ID, "
+                    "NUMCHECK_PRIVATE_KEY and NUMCHECK_WEBHOOK_SECRET must be set.")
+    serve.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    serve.add_argument("--data-dir", type=Path, metavar="DIR",
+                       help="broker messages and the SQLite file (default: "
+                            "~/.local/share/numcheck)")
     return parser
 
 
@@ -83,6 +103,8 @@ def _config(args: argparse.Namespace, repo: Path) -> Config:
         config = replace(config, scope=args.scope)
     if args.static_only:
         config = replace(config, dynamic=False)
+    if getattr(args, "no_fix", False):
+        config = replace(config, fix=False)
     return config
 
 
@@ -106,13 +128,61 @@ def _emit(result: AnalysisResult, args: argparse.Namespace) -> None:
         sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
 
 
+def _fixes(result: AnalysisResult, args: argparse.Namespace, config: Config) -> int:
+    """`review --fix` / `--diff`: the validated fixes written to the working tree, or printed
+    as one unified diff (the report then goes to --output only)."""
+    from analyzers.fix.apply import FixRefused, combined_diff, validated, write_fixes
+
+    if args.fix or args.output is not None:
+        _emit(result, args)
+    head = result.head or args.head
+    if not validated(result.findings):
+        why = " (the fix stage needs the dynamic pass)" if not config.dynamic else ""
+        print(f"numcheck: no validated fix to {'apply' if args.fix else 'show'}{why}",
+              file=sys.stderr)
+        return _exit_status(result, config)
+    try:
+        if args.diff:
+            diff, files = combined_diff(args.repo, head, result.findings)
+            sys.stdout.write(diff)
+        else:
+            files = write_fixes(args.repo, head, result.findings)
+    except FixRefused as exc:
+        print(f"numcheck: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    refused = False
+    for fixed in files:
+        if fixed.applied and args.fix:
+            print(f"numcheck: fixed {len(fixed.applied)} finding"
+                  f"{'s' if len(fixed.applied) != 1 else ''} in {fixed.path}", file=sys.stderr)
+        for why in dict.fromkeys(why for _, why in fixed.skipped):
+            refused = True
+            print(f"numcheck: error: not {'applied' if args.fix else 'shown'}: {why}",
+                  file=sys.stderr)
+    return EXIT_ERROR if refused else _exit_status(result, config)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "serve":
+        from bot.serve import serve
+
+        return serve(args.host, args.port, args.data_dir)
     missing: list[str] = []
     try:
         if args.command == "review":
             config = _config(args, args.repo)
+            if args.fix:  # refused before minutes of analysis, not after
+                from analyzers.fix.apply import FixRefused, check_head
+
+                try:
+                    check_head(args.repo, args.head)
+                except FixRefused as exc:
+                    print(f"numcheck: error: {exc}", file=sys.stderr)
+                    return EXIT_ERROR
             result = analyze(args.repo, args.base, args.head, config)
+            if args.fix or args.diff:
+                return _fixes(result, args, config)
         elif args.command == "scan":
             config = _config(args, Path.cwd())
             result = scan(args.paths, config, Path.cwd())

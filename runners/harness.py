@@ -2,8 +2,11 @@
 
 Protocol: one JSON job on stdin; one JSON line per finding on stdout, flushed as each one
 finishes (so a run killed for time or memory still returns the findings done before), then
-a final `{"done": true}` line. Nothing here may reach the network or see a secret: the runner
-starts this process with a scrubbed environment.
+a final `{"done": true}` line. A confirmed finding is followed, unless the job says
+`"fix": false`, by a second line `{"fingerprint", "stage": "fix", "fix": {...}}`: the fix
+stage (candidates validated on a scratch copy of the repository, under `fix_timeout`).
+Nothing here may reach the network or see a secret: the runner starts this process with a
+scrubbed environment.
 
     python -m runners.harness < job.json
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,8 +68,8 @@ def _deadline(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _check_reproducer(repo: Path, source: str) -> tuple[bool, str]:
-    """Run the script once: it must fail (AssertionError) on the PR head."""
+def _run_reproducer(repo: Path, source: str) -> tuple[int | None, str]:
+    """Run the script once in `repo`: (exit status, None on timeout; stderr's tail)."""
     with tempfile.NamedTemporaryFile("w", suffix="_numcheck_repro.py", dir=repo,
                                      delete=False) as handle:
         handle.write(source)
@@ -74,11 +78,17 @@ def _check_reproducer(repo: Path, source: str) -> tuple[bool, str]:
         proc = subprocess.run([sys.executable, str(script)], cwd=repo, capture_output=True,
                               text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(repo)})
     except subprocess.TimeoutExpired:
-        return False, "the reproducer did not finish within 60 s"
+        return None, "the reproducer did not finish within 60 s"
     finally:
         script.unlink(missing_ok=True)
-    failed = proc.returncode != 0 and "AssertionError" in proc.stderr
-    return failed, proc.stderr[-2000:]
+    return proc.returncode, proc.stderr[-2000:]
+
+
+def _check_reproducer(repo: Path, source: str) -> tuple[bool, str]:
+    """Run the script once: it must fail (AssertionError) on the PR head."""
+    returncode, stderr = _run_reproducer(repo, source)
+    failed = returncode not in (None, 0) and "AssertionError" in stderr
+    return failed, stderr
 
 
 def _harvested_entry(repo: Path, key: str, call: Any) -> Any:
@@ -123,8 +133,10 @@ def _render(entry: Any, inputs: list[Any], target: Any, seed: int) -> str:
 
 
 def confirm(job: dict[str, Any], finding: dict[str, Any],
-            harvested: Any = None) -> dict[str, Any]:
-    """One finding through entry building, search, minimisation and the reproducer."""
+            harvested: Any = None, context: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One finding through entry building, search, minimisation and the reproducer.
+    A confirmed finding leaves in `context` what the fix stage needs: its entry, the
+    minimised trigger and the reproducer script."""
     import torch
 
     from analyzers.dynamic.entries import (
@@ -229,8 +241,143 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         return {**base, "status": "not-triggered", "box": box, "trigger": trigger,
                 "error": "the search found a trigger but its reproducer did not fail; not "
                          f"reported as confirmed ({stderr.strip()[-300:]})"}
+    if context is not None:
+        context.update(entry=entry, inputs=small, reproducer=script)
     return {**base, "status": "confirmed", "box": box, "trigger": trigger,
             "reproducer": script}
+
+
+# ---------------------------------------------------------------------------- the fix stage
+
+NORMAL_SAMPLES = 16  # in-domain inputs for the value comparison (half ordinary, half uniform)
+SCRATCH_IGNORE = (".git", "__pycache__", "*.pyc", "*_numcheck_repro.py")
+
+
+def scratch_copy(repo: Path, into: Path) -> Path:
+    """A private copy of the checkout for the patched candidates: the checkout itself is
+    never written. Symbolic links are copied as links."""
+    shutil.copytree(repo, into, symlinks=True,
+                    ignore=shutil.ignore_patterns(*SCRATCH_IGNORE))
+    return into
+
+
+def normal_inputs(entry: Any, seed: int, count: int = NORMAL_SAMPLES) -> list[Any]:
+    """In-domain inputs for the value comparison: the recorded (harvested) values where there
+    are some, inputs like a training run feeds (standard normal clipped to the box) and
+    uniform draws from the box; only those on which the original code is finite somewhere
+    (the comparison looks only where it is)."""
+    import torch
+
+    from analyzers.dynamic.entries import TORCH_DTYPES, sample
+    from analyzers.fix.validate import in_domain, run_entry, sample_inputs
+
+    samples: list[list[Any]] = []
+    if entry.start is not None:
+        samples.append(list(entry.start))
+    generator = torch.Generator().manual_seed(seed + 101)
+    for _ in range(count // 2):
+        draw: list[Any] = []
+        for spec in entry.specs:
+            if not spec.is_float:
+                draw.append(sample(spec, generator))
+                continue
+            values = torch.randn(spec.shape, generator=generator, dtype=torch.float64)
+            draw.append(values.clamp(spec.lo, spec.hi).to(TORCH_DTYPES[spec.dtype]))
+        samples.append(draw)
+    samples += sample_inputs(entry, count - count // 2, seed=seed + 100)
+    kept = in_domain(lambda x: run_entry(entry, x), samples, partial=True)
+    if len(kept) < 2:  # the whole box is mostly outside the op's domain (x ** p with x < 0
+        # anywhere in a pooled window): the magnitudes of those draws, inside the box
+        def positive(x: Any, spec: Any) -> Any:
+            if not spec.is_float or spec.hi <= 0:
+                return x
+            return x.abs().clamp(max(spec.lo, 0.0), spec.hi)
+
+        magnitudes = [[positive(x, spec) for x, spec in zip(s, entry.specs, strict=True)]
+                      for s in samples]
+        kept += in_domain(lambda x: run_entry(entry, x), magnitudes, partial=True)
+    return kept
+
+
+def fix_finding(repo: Path, finding: dict[str, Any], entry: Any, trigger: list[Any],
+                reproducer: str, *, seed: int = 0, search_seconds: float = 5.0,
+                dtype: str | None = None) -> dict[str, Any]:
+    """The fix stage for one confirmed finding: candidates from the op catalogue, each
+    validated on a scratch copy of `repo` (the reproducer script run there in a subprocess,
+    the search re-run with its budget, the static re-scan, value equivalence and gradients in
+    this process), and `Finding.fix` for the first that passes (or every rejection)."""
+    from analyzers.dynamic.entries import module_name_for
+    from analyzers.dynamic.script import ScriptEntry
+    from analyzers.dynamic.search import Budget
+    from analyzers.fix import FixRequest, candidates
+    from analyzers.fix.validate import Hooks, choose, entry_hooks, fix_record
+
+    path = finding["path"]
+    source = (repo / path).read_text(encoding="utf-8")
+    cands = candidates(source, FixRequest.from_finding(finding))
+    if not cands:
+        return {"status": "none-validated", "tried": [],
+                "reason": f"no candidate fix from the op catalogue applies to "
+                          f"`{finding.get('call', '')}`"}
+    if isinstance(entry, ScriptEntry):
+        return {"status": "none-validated", "tried": [],
+                "reason": "fixes are not validated in script mode yet: the candidates need "
+                          "an entry the patched module can be called through"}
+    budget = Budget(seconds=search_seconds)
+    run_dtype = dtype or entry.dtype
+    with tempfile.TemporaryDirectory(prefix="numcheck-fix-") as tmp:
+        work = Path(tmp)
+        scratch = scratch_copy(repo, work / "repo")
+        target = scratch / path
+        normal = normal_inputs(entry, seed)
+        count = iter(range(len(cands)))
+
+        def hooks_for(candidate: Any) -> Hooks:
+            directory = work / f"candidate{next(count)}"
+            directory.mkdir()
+
+            def run_reproducer(module: Any, file: Path) -> tuple[bool, str]:
+                target.unlink(missing_ok=True)
+                target.write_text(candidate.source, encoding="utf-8")
+                try:
+                    returncode, stderr = _run_reproducer(scratch, reproducer)
+                finally:
+                    target.write_text(source, encoding="utf-8")
+                return returncode != 0, stderr if returncode is not None else \
+                    "the reproducer did not finish within 60 s"
+
+            return entry_hooks(candidate, entry, path=path, module_name=module_name_for(path),
+                               trigger=trigger, normal_inputs=normal, directory=directory,
+                               budget=budget, seed=seed, dtype=run_dtype,
+                               reproducer=run_reproducer, original_source=source)
+
+        chosen, records = choose(cands, hooks_for, op=finding["op"], dtype=run_dtype)
+        record = fix_record(chosen, records)
+    record["normal_inputs"] = len(normal)
+    return record
+
+
+def _fix_stage(job: dict[str, Any], finding: dict[str, Any],
+               context: dict[str, Any]) -> dict[str, Any]:
+    """`fix_finding` under its own deadline (`fix_timeout`); whatever goes wrong becomes a
+    fix record with status error and the reason, never a lost confirmation."""
+    started = time.perf_counter()
+    seconds = float(job.get("fix_timeout", 60.0))
+    try:
+        with _deadline(seconds):
+            fix = fix_finding(Path(job["repo"]), finding, context["entry"], context["inputs"],
+                              context["reproducer"], seed=int(job.get("seed", 0)),
+                              search_seconds=float(job.get("search_seconds", 5.0)))
+    except FindingTimeout:
+        fix = {"status": "error",
+               "reason": f"timeout: the fix stage did not finish within {seconds:g} s"}
+    except MemoryError:
+        fix = {"status": "error", "reason": "out-of-memory while validating the fixes"}
+    except Exception as exc:
+        fix = {"status": "error", "reason": f"crashed: {type(exc).__name__}: {exc}"[:2000],
+               "traceback": traceback.format_exc(limit=5)[-2000:]}
+    fix["seconds"] = round(time.perf_counter() - started, 4)
+    return fix
 
 
 def _summary(x: Any) -> dict[str, Any]:
@@ -265,9 +412,10 @@ def main() -> int:
     harvested = _harvest(job)
     for finding in job["findings"]:
         started = time.perf_counter()
+        context: dict[str, Any] = {}
         try:
             with _deadline(float(job.get("finding_timeout", 60.0))):
-                record = confirm(job, finding, harvested)
+                record = confirm(job, finding, harvested, context)
         except FindingTimeout as exc:
             record = {"fingerprint": finding["fingerprint"], "status": "error",
                       "error": f"timeout: {exc}"}
@@ -280,7 +428,10 @@ def main() -> int:
                       "traceback": traceback.format_exc(limit=5)[-2000:]}
         record["elapsed"] = round(time.perf_counter() - started, 4)
         record["nonce"] = nonce
-        _emit(record)
+        _emit(record)  # the confirmation is out before the fix stage starts
+        if record.get("status") == "confirmed" and job.get("fix", True) and context:
+            _emit({"fingerprint": finding["fingerprint"], "stage": "fix",
+                   "fix": _fix_stage(job, finding, context), "nonce": nonce})
     _emit({"done": True, "nonce": nonce})
     return 0
 

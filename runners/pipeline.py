@@ -18,14 +18,19 @@ from analyzers.config import Config
 from analyzers.model import AnalysisResult, Finding, StageError
 from analyzers.pipeline import analyze as analyze_static
 from analyzers.pipeline import scan_paths
-from runners.local import LocalRunner, RunResult
+from runners.base import Runner, RunResult
+from runners.local import LocalRunner
 
 FINDING_SECONDS_SLACK = 20.0  # building the entry, minimising and the reproducer run
 SCRIPT_RUNS_SLACK = 3  # script mode: the recording run, localising and the reproducer's run
+# The fix stage per confirmed finding: candidates' reproducer runs (a child Python each) and
+# the search re-run with its budget on the patched lines of each candidate that gets that far.
+FIX_SECONDS_SLACK = 30.0
+FIX_SEARCH_RUNS = 3
 
 
 def analyze(repo_dir: Path, base_ref: str | None, head_ref: str | None, config: Config,
-            runner: LocalRunner | None = None) -> AnalysisResult:
+            runner: Runner | None = None) -> AnalysisResult:
     result = analyze_static(repo_dir, base_ref, head_ref, config)
     if config.dynamic and result.findings and result.head:
         confirm(Path(repo_dir), result, config, runner or LocalRunner())
@@ -33,7 +38,7 @@ def analyze(repo_dir: Path, base_ref: str | None, head_ref: str | None, config: 
 
 
 def scan(paths: list[Path], config: Config, root: Path,
-         runner: LocalRunner | None = None) -> AnalysisResult:
+         runner: Runner | None = None) -> AnalysisResult:
     """`numcheck scan`: whole files; the dynamic pass runs on a copy of the Python files
     under `root` (the code the findings import)."""
     result = scan_paths(paths, config, root)
@@ -62,7 +67,7 @@ def _copy_python_tree(root: Path, into: Path, config: Config) -> None:
 
 
 def confirm(repo_dir: Path, result: AnalysisResult, config: Config,
-            runner: LocalRunner) -> None:
+            runner: Runner) -> None:
     """Run the dynamic pass on the head commit, exported to a private workspace."""
     started = time.perf_counter()
     try:
@@ -100,6 +105,8 @@ def _job(workspace: Path, findings: list[Finding], config: Config) -> dict[str, 
         "script": _script_job(config),
         "finding_timeout": config.search_seconds + FINDING_SECONDS_SLACK + (
             SCRIPT_RUNS_SLACK * config.script["run_seconds"] if config.script else 0.0),
+        "fix": config.fix,
+        "fix_timeout": FIX_SECONDS_SLACK + FIX_SEARCH_RUNS * config.search_seconds,
     }
 
 
@@ -114,6 +121,13 @@ def _merge(result: AnalysisResult, run: RunResult) -> None:
         finding = by_fingerprint.get(record.get("fingerprint", ""))
         if finding is None:
             continue
+        if record.get("stage") == "fix":  # the fix stage's line, after the confirmation's
+            if isinstance(record.get("fix"), dict):
+                finding.fix = record["fix"]
+                seconds = record["fix"].get("seconds")
+                if isinstance(seconds, int | float) and seconds >= 0:  # part of "dynamic"
+                    result.timings["fix"] = round(result.timings.get("fix", 0.0) + seconds, 4)
+            continue
         finding.status = record.get("status", finding.status)
         if record.get("trigger") is not None:
             finding.trigger = {**record["trigger"], "box": record.get("box")}
@@ -121,6 +135,8 @@ def _merge(result: AnalysisResult, run: RunResult) -> None:
             finding.trigger = {"box": record["box"]}
         finding.reproducer = record.get("reproducer")
         finding.error = record.get("error")
+    for warning in run.warnings:  # a protection this machine could not give: say so
+        result.errors.append(StageError("dynamic", f"sandbox: {warning}"))
     if run.outcome != "ok":
         done = {r.get("fingerprint") for r in run.records}
         for finding in result.findings:

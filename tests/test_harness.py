@@ -63,7 +63,10 @@ class Run:
     fingerprints: dict[str, str]  # a short name -> the finding's fingerprint
 
     def record(self, name: str) -> dict[str, Any]:
-        records = [r for r in self.result.records if r["fingerprint"] == self.fingerprints[name]]
+        """The finding's confirmation record (a confirmed one is followed by the fix stage's
+        record, tests/test_fix_stage.py)."""
+        records = [r for r in self.result.records if r["fingerprint"] == self.fingerprints[name]
+                   and r.get("stage") != "fix"]
         assert len(records) == 1, (name, self.result.records, self.result.stderr[-2000:])
         return records[0]
 

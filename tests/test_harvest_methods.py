@@ -105,7 +105,8 @@ class Run:
 
     def record(self, function: str) -> dict[str, Any]:
         (found,) = [r for r in self.result.records
-                    if r["fingerprint"] == self.fingerprints[function]]
+                    if r["fingerprint"] == self.fingerprints[function]
+                    and r.get("stage") != "fix"]  # the fix stage's record follows
         return found
 
 

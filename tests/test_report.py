@@ -42,9 +42,17 @@ def _log_finding() -> Finding:
         trigger={"values": {"logits": [0.0, 120.0]}, "where": "forward", "output": math.nan,
                  "reached_loss": True, "seconds": 0.4, "device": "cpu", "seed": 0},
         reproducer="import torch\n\ndef test_nan():\n    assert torch.log(torch.tensor(0.0)) > 0\n",
-        fix={"kind": "stable API", "diff": "--- a\n+++ b\n",
+        fix={"status": "validated", "kind": "stable-api", "name": "log-softmax",
+             "description": "log(softmax(x)) -> log_softmax(x)", "path": "model/loss.py",
+             "diff": "--- a/model/loss.py\n+++ b/model/loss.py\n@@ -12 +12 @@\n"
+                     "-        logp = torch.log(probs)\n"
+                     "+        logp = torch.log_softmax(logits, dim=-1)\n",
+             "start_line": 12, "end_line": 12, "suggestion_complete": True,
              "replacement": ["        logp = torch.log_softmax(logits, dim=-1)"],
-             "validation": {"reproducer_passes": True, "max_deviation": 1e-7}},
+             "validation": {"accepted": True, "checks": [
+                 {"name": "reproducer", "ran": True, "passed": True, "figures": {}},
+                 {"name": "equivalence", "ran": True, "passed": True,
+                  "figures": {"max_abs": 1e-7, "max_rel": 2e-7, "inputs": 4}}]}},
     )
 
 
@@ -242,6 +250,14 @@ def test_no_suggestion_block_without_replacement() -> None:
     comment = inline_comment(div)
     assert "```suggestion" not in comment
     assert "```diff" in comment
+    div.fix = {"status": "none-validated", "reason": "no candidate passed validation",
+               "tried": [{"name": "clamp", "kind": "clamp",
+                          "rejected_because": "reproducer: the reproducer still fails"}]}
+    comment = inline_comment(div)
+    assert "```suggestion" not in comment and "```diff" not in comment
+    assert "No checked fix: 1 candidate tried, none passed" in comment
+    assert "- clamp (clamp): reproducer: the reproducer still fails" in comment
+    assert "Consider: `x / (a | b).sum().clamp_min(1e-6)`" in comment
 
 
 def test_user_text_is_escaped() -> None:
@@ -333,7 +349,10 @@ def test_text_format_lines() -> None:
     assert lines[0] == ("model/loss.py:12:9: error log [confirmed] `probs` comes from softmax, "
                         "which is exactly 0.0 in float32 when logits differ by more than ~104")
     assert lines[1] == "    probs in [0, 1] (float32)"
-    assert lines[2] == "    fix: logp = torch.log_softmax(logits, dim=-1)"
+    assert lines[2] == ("    fix: stable-api: log(softmax(x)) -> log_softmax(x) (checked: the "
+                        "reproducer passes; max deviation 1e-07 abs, 2e-07 rel on 4 in-domain "
+                        "inputs)")
+    assert "         +        logp = torch.log_softmax(logits, dim=-1)" in lines
     assert "model/loss.py:30:5: note exp [not-triggered] z is unbounded" in out
     assert "model/norm.py:3:12: warning div [potential] the denominator" in out
     assert "    suggestion: x / (a | b).sum().clamp_min(1e-6)" in out

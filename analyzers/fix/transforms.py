@@ -445,6 +445,53 @@ def t_expm1(site: Site) -> Iterator[Edit]:
                site.take_imports(), ("expm1",))
 
 
+def _exp_of(site: Site, node: cst.BaseExpression) -> str | None:
+    """The flattened operand text of `exp(a)` (function or method), else None."""
+    v = view(site, node)
+    if v is None or v.spec is None or v.spec.op != "exp":
+        return None
+    operand = v.operand()
+    return flat(site.code(operand)) if operand is not None else None
+
+
+def _negated(text: str) -> str:
+    """`-x` for `x` and `x` for `-x` (flattened)."""
+    return text[1:] if text.startswith("-") else "-" + text
+
+
+def t_tanh(site: Site) -> Iterator[Edit]:
+    """(exp(x) - exp(-x)) / (exp(x) + exp(-x)) -> tanh(x): inf / inf is NaN for |x| above
+    log(max), tanh is finite everywhere."""
+    if site.request.op != "exp":
+        return
+    node: cst.CSTNode | None = site.node
+    while node is not None and not (isinstance(node, cst.BinaryOperation) and
+                                    isinstance(node.operator, cst.Divide)):
+        if isinstance(node, cst.BaseStatement):
+            return
+        node = site.parent(node)
+    if not isinstance(node, cst.BinaryOperation):
+        return
+    top, bottom = node.left, node.right
+    if not (isinstance(top, cst.BinaryOperation) and isinstance(top.operator, cst.Subtract)
+            and isinstance(bottom, cst.BinaryOperation)
+            and isinstance(bottom.operator, cst.Add)):
+        return
+    a, b = _exp_of(site, top.left), _exp_of(site, top.right)
+    c, d = _exp_of(site, bottom.left), _exp_of(site, bottom.right)
+    if a is None or b is None or a != c or b != d or b != _negated(a):
+        return
+    first = view(site, top.left)
+    operand = first.operand() if first is not None else None
+    if operand is None:
+        return
+    name = "tensorflow.math.tanh" if site.is_tf else "torch.tanh"
+    x = site.code(operand.with_changes(lpar=[], rpar=[]))  # exp(-x) first: tanh(-x)
+    new = expr(f"{site.spell(name)}({x})").with_changes(lpar=node.lpar, rpar=node.rpar)
+    yield Edit("stable-api", "tanh", "(exp(x) - exp(-x)) / (exp(x) + exp(-x)) -> tanh(x): "
+               "finite for any x", node, new, site.take_imports(), ())
+
+
 def t_normalize(site: Site) -> Iterator[Edit]:
     node = site.node
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
@@ -540,19 +587,31 @@ def t_divide_no_nan(site: Site) -> Iterator[Edit]:
                "y is 0", node, new, site.take_imports(), ())
 
 
+def _pow_exponent(site: Site) -> cst.BaseExpression | None:
+    node = site.node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power):
+        return node.right
+    v = view(site, node)
+    if v is not None:
+        arg = v.arg(0 if v.receiver is not None else 1, ("exponent",))
+        return arg.value if arg is not None else None
+    return None
+
+
+def _literal_value(node: cst.BaseExpression | None) -> float | None:
+    if isinstance(node, cst.Float | cst.Integer):
+        return float(node.evaluated_value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = _literal_value(node.expression)
+        return None if inner is None else -inner
+    return None
+
+
 def t_pow_abs(site: Site) -> Iterator[Edit]:
     """Catalogue: `x.abs() ** y` for a fractional power of a value whose sign is meaningless."""
     if site.request.op != "pow" or site.is_tf or "stable-api" not in catalogue_kinds("pow"):
         return
-    node = site.node
-    exponent: cst.BaseExpression | None = None
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power):
-        exponent = node.right
-    else:
-        v = view(site, node)
-        if v is not None:
-            arg = v.arg(0 if v.receiver is not None else 1, ("exponent",))
-            exponent = arg.value if arg is not None else None
+    exponent = _pow_exponent(site)
     if not isinstance(exponent, cst.Float):
         return
     yield substitute_operand(site, lambda x: f"{atomic_text(site, x)}.abs()", "stable-api",
@@ -660,7 +719,14 @@ def t_clamp(site: Site) -> Iterator[Edit]:
     def torch_min(x: cst.BaseExpression, bound: str) -> str:
         return f"{atomic_text(site, x)}.clamp_min({bound})"
 
+    exponent = _literal_value(_pow_exponent(site)) if request.op == "pow" else None
+    # x ** y with y < 0 (or unknown): tiny ** y, or the gradient y * tiny ** (y - 1), is
+    # inf; a bound sized like an epsilon keeps both finite
+    tiny_is_enough = request.op != "pow" or (exponent is not None and exponent >= 0)
+
     def tiny(x: cst.BaseExpression) -> str:
+        if not tiny_is_enough:
+            return bounds.literal(bounds.epsilon(dtype))
         if is_simple(x):
             return f"{site.spell('torch.finfo')}({site.code(x)}.dtype).tiny"
         return bounds.tiny_literal(dtype)
@@ -670,12 +736,27 @@ def t_clamp(site: Site) -> Iterator[Edit]:
     if requirement == "positive" and request.op in ("log", "log2", "log10", "sqrt", "pow"):
         if tf:
             def make(x: cst.BaseExpression) -> str:
-                return _tf_call(site, "maximum", site.code(x), bounds.tiny_literal(dtype))
+                bound = bounds.tiny_literal(dtype) if tiny_is_enough else \
+                    bounds.literal(bounds.epsilon(dtype))
+                return _tf_call(site, "maximum", site.code(x), bound)
         else:
             def make(x: cst.BaseExpression) -> str:
                 return torch_min(x, tiny(x))
         description = f"clamp the operand to the smallest normal {dtype} (RANUM's " \
-                      "precondition): finite, but no gradient below it"
+                      "precondition): finite, but no gradient below it" if tiny_is_enough \
+            else f"clamp the base at {bounds.literal(bounds.epsilon(dtype))}: a negative " \
+                 "or unknown exponent makes tiny ** y (or its gradient) inf"
+    elif requirement == "positive" and request.op in ("lgamma", "digamma"):
+        # tiny would do for the value, not for the gradient (trigamma(tiny) = 1/tiny**2 = inf)
+        bound = bounds.literal(bounds.epsilon(dtype))
+        if tf:
+            def make(x: cst.BaseExpression) -> str:
+                return _tf_call(site, "maximum", site.code(x), bound)
+        else:
+            def make(x: cst.BaseExpression) -> str:
+                return torch_min(x, bound)
+        description = f"clamp the argument at {bound}: {request.op} and its gradient stay " \
+                      f"finite in {dtype}"
     elif request.op in ("rsqrt", "reciprocal") or (request.op == "div" and (
             request.nonnegative or _syntactically_nonneg(site, operand_node(site)))):
         bound = bounds.literal(bounds.epsilon(dtype))
@@ -827,6 +908,47 @@ def t_where(site: Site) -> Iterator[Edit]:
 
     yield substitute_operand(site, make, "where", "where",
                              "select a safe input where the operand is not positive")
+
+
+def _repeatable(node: cst.BaseExpression) -> bool:
+    """Side-effect free and cheap enough to write twice: names, attributes, and subscripts of
+    them with literal or ellipsis indices (`disp[..., 0]`)."""
+    if is_simple(node):
+        return True
+    if isinstance(node, cst.Subscript) and _repeatable(node.value):
+        for element in node.slice:
+            index = element.slice
+            if not isinstance(index, cst.Index) or not isinstance(
+                    index.value, cst.Integer | cst.Ellipsis | cst.Name | cst.UnaryOperation):
+                return False
+        return True
+    return False
+
+
+def t_atan2(site: Site) -> Iterator[Edit]:
+    """atan2(y, x) -> atan2(y, where(x * x + y * y < tiny, 1, x)): where the gradient's
+    denominator is 0 or subnormal, a safe point instead (the double-where pattern,
+    pytorch#68425); the value is unchanged at the origin (atan2(0, 1) = atan2(0, 0) = 0) and
+    elsewhere, except for vectors too short to have a direction in the dtype."""
+    if site.request.op != "atan2" or "where" not in catalogue_kinds("atan2"):
+        return
+    v = view(site, site.node)
+    if v is None or v.receiver is not None or not isinstance(site.node, cst.Call):
+        return
+    y_arg, x_arg = v.arg(0, ("input", "y")), v.arg(1, ("other", "x"))
+    if y_arg is None or x_arg is None or not (_repeatable(y_arg.value) and
+                                              _repeatable(x_arg.value)):
+        return
+    y, x = site.code(y_arg.value), site.code(x_arg.value)
+    root = site.spell(site.prefix())
+    # the gradient is y / (x**2 + y**2): 0/0 at the origin, and inf already where the
+    # squares are subnormal (|x|, |y| below ~1e-19 in float32; CPUs may flush them to 0)
+    condition = f"{x} * {x} + {y} * {y} < {bounds.tiny_literal(site.request.dtype)}"
+    safe = f"{root}.where({condition}, {root}.ones_like({x}), {x})"
+    yield Edit("where", "double-where", "atan2's gradient is not finite where x**2 + y**2 "
+               "is 0 or subnormal (at the origin, and next to it): take it at x = 1 there "
+               "instead",
+               x_arg.value, expr(safe), site.take_imports(), ("atan2",))
 
 
 # ---------------------------------------------------------------------------------- masked fill
@@ -990,8 +1112,8 @@ Transform = Callable[[Site], Iterator[Edit]]
 # The rule's own fix first where a pattern has one, then developers' order of kinds.
 TRANSFORMS: tuple[Transform, ...] = (
     t_log_softmax, t_bce_hand_written, t_log_sigmoid, t_bce_logits, t_logsumexp, t_log1p,
-    t_expm1, t_normalize, t_xlogy, t_logit_eps, t_divide_no_nan, t_pow_abs,
-    t_double_where, t_masked_fill, t_discarded_guard,
+    t_expm1, t_tanh, t_normalize, t_xlogy, t_logit_eps, t_divide_no_nan, t_pow_abs,
+    t_double_where, t_atan2, t_masked_fill, t_discarded_guard,
     t_epsilon, t_clamp, t_where,
 )
 

@@ -10,12 +10,14 @@ from analyzers.model import AnalysisResult
 from analyzers.report.jsonout import load_result, result_from_json, to_json_text
 from analyzers.report.markdown import inline_comment, render_markdown, review_body
 from analyzers.report.sarif import to_sarif, to_sarif_text
+from analyzers.report.summary import comment_range
 from analyzers.report.text import render_text
 
 FORMATS: tuple[str, ...] = ("text", "json", "sarif", "markdown")
 
 __all__ = [
     "FORMATS",
+    "comment_range",
     "inline_comment",
     "load_result",
     "render",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from typing import Any
 
 from analyzers.model import AnalysisResult, Finding, StageError
 from analyzers.report.jsonout import json_safe
@@ -24,14 +23,21 @@ from analyzers.report.mdescape import (
     truncate,
 )
 from analyzers.report.summary import (
+    comment_range,
     file_count,
+    fix_diff,
+    fix_range,
     format_bound,
     op_counts,
     plural,
     proof_sentence,
+    rejections,
     replacement_lines,
     sorted_findings,
     status_counts,
+    suggestion_applies,
+    validated_fix,
+    validation_summary,
 )
 
 GITHUB_BODY_LIMIT = 65535
@@ -81,21 +87,34 @@ def _operand_line(finding: Finding) -> str | None:
     return f"{subject} ∈ {bounds} ({escape_text(interval.dtype)})"
 
 
-def _suggestion_section(finding: Finding) -> str | None:
-    """A suggestion block only for a real replacement; otherwise plain text the user can copy."""
+def _suggestion_section(finding: Finding, commented: tuple[int, int]) -> str | None:
+    """A suggestion block only for a validated replacement that is the whole patch and covers
+    exactly the commented lines; a validated patch that does not fit one is shown as its diff;
+    otherwise plain text the user can copy."""
+    fix = validated_fix(finding)
     lines = replacement_lines(finding)
-    fix = finding.fix or {}
-    if lines is not None:
+    if fix is not None:
         kind = fix.get("kind")
         title = f"Suggested fix ({escape_text(str(kind))})" if kind else "Suggested fix"
-        checked = _validation_text(fix.get("validation"))
-        head = f"{title}{', checked: ' + checked if checked else ''}:"
-        block = fenced("\n".join(lines), "suggestion")
-        if len(block) > _SUGGESTION_CAP:
-            # Half a suggestion would be applied as if whole: say so instead of cutting it.
-            return (f"{head} the replacement ({plural(len(lines), 'line')}) is too long to show "
-                    "here; `numcheck review --format json` prints it.")
-        return f"{head}\n\n{block}"
+        description = fix.get("description")
+        if isinstance(description, str) and description.strip():
+            title += f": {escape_text(truncate(one_line(description), 300))}"
+        checked = escape_text(truncate(validation_summary(fix), 500))
+        head = f"{title}{'. Checked: ' + checked if checked else ''}."
+        if lines is not None and suggestion_applies(finding) and fix_range(finding) == commented:
+            block = fenced("\n".join(lines), "suggestion")
+            if len(block) > _SUGGESTION_CAP:
+                # Half a suggestion would be applied as if whole: say so instead of cutting it.
+                return (f"{head} The replacement ({plural(len(lines), 'line')}) is too long to "
+                        "show here; `numcheck review --format json` prints it.")
+            return f"{head}\n\n{block}"
+        diff = fix_diff(finding)
+        if diff is not None:
+            start, end = fix_range(finding)
+            why = "it also adds an import" if fix.get("suggestion_complete") is False else \
+                f"it covers lines {start}-{end}"
+            note = f"{head} As a patch ({why}; `numcheck review --fix` applies it):"
+            return f"{note}\n\n{fenced(truncate(diff, _DIFF_CAP), 'diff')}"
     if finding.suggestion:
         suggestion = truncate(finding.suggestion.strip(), _SUGGESTION_CAP)
         if "\n" in suggestion:
@@ -104,20 +123,22 @@ def _suggestion_section(finding: Finding) -> str | None:
     return None
 
 
-def _validation_text(validation: Any) -> str:
-    if not isinstance(validation, dict) or not validation:
-        return ""
-    items = [f"{k} = {json.dumps(json_safe(v), default=str)}"
-             for k, v in sorted(validation.items())]
-    return escape_text(truncate("; ".join(items), 500))
-
-
-def _diff_section(finding: Finding) -> str | None:
-    """The full patch, folded, when it is more than a one-range suggestion can show."""
-    diff = (finding.fix or {}).get("diff")
-    if not isinstance(diff, str) or not diff.strip() or replacement_lines(finding) is not None:
+def _no_fix_section(finding: Finding) -> str | None:
+    """Why no checked fix is suggested: every candidate's rejection, or the stage's error."""
+    fix = finding.fix
+    if not isinstance(fix, dict) or validated_fix(finding) is not None:
         return None
-    return _details("Patch", fenced(truncate(diff, _DIFF_CAP), "diff"))
+    status = fix.get("status")
+    reason = str(fix.get("reason") or "")
+    if status == "error":
+        return f"Fix stage error: {escape_text(truncate(one_line(reason), _ERROR_CAP))}"
+    tried = rejections(fix)
+    if not tried:
+        return f"No checked fix: {escape_text(truncate(one_line(reason or 'no candidate'), 500))}."
+    items = "\n".join(f"- {escape_text(one_line(label))}: "
+                      f"{escape_text(truncate(one_line(why), 500))}" for label, why in tried)
+    return _details(f"No checked fix: {plural(len(tried), 'candidate')} tried, none passed",
+                    truncate(items, _TRIGGER_CAP))
 
 
 def _proof_paragraph(finding: Finding) -> str | None:
@@ -155,8 +176,12 @@ def _reproducer_section(reproducer: str, budget: int) -> str | None:
     return _details("Reproducer (truncated)", f"{fenced(cut, 'python')}\n\n{note}")
 
 
-def inline_comment(finding: Finding) -> str:
-    """One review comment for one finding, under GitHub's body limit."""
+def inline_comment(finding: Finding, commented: tuple[int, int] | None = None) -> str:
+    """One review comment for one finding, under GitHub's body limit. `commented`: the lines
+    the comment covers (default: the finding's own); a suggestion block is shown only when
+    it replaces exactly those lines (`comment_range` says which lines that takes)."""
+    if commented is None:
+        commented = (finding.line, max(finding.end_line, finding.line))
     parts = [_headline(finding), inline_markdown(truncate(finding.why, _WHY_CAP))]
     operand = _operand_line(finding)
     if operand:
@@ -166,7 +191,7 @@ def inline_comment(finding: Finding) -> str:
     proof = _proof_paragraph(finding)
     if proof:
         parts.append(proof)
-    for section in (_suggestion_section(finding), _diff_section(finding),
+    for section in (_suggestion_section(finding, commented), _no_fix_section(finding),
                     _trigger_section(finding)):
         if section:
             parts.append(section)
@@ -266,6 +291,8 @@ def render_markdown(result: AnalysisResult) -> str:
     """The CLI's markdown: the review body, then every comment under its location."""
     parts = [review_body(result)]
     for finding in sorted_findings(result.findings):
-        heading = f"### {escape_text(one_line(finding.path))}:{finding.line}"
-        parts.append(f"{heading}\n\n{inline_comment(finding)}")
+        start, end = comment_range(finding)
+        where = f"{start}" if start == end else f"{start}-{end}"
+        heading = f"### {escape_text(one_line(finding.path))}:{where}"
+        parts.append(f"{heading}\n\n{inline_comment(finding, (start, end))}")
     return "\n\n".join(parts) + "\n"

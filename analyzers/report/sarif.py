@@ -7,6 +7,7 @@ fingerprint (which ignores line numbers) goes there; without it, moving code wou
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
@@ -130,6 +131,9 @@ def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
         properties["trigger"] = json_safe(finding.trigger)
     if finding.fix and finding.fix.get("kind"):
         properties["fixKind"] = finding.fix["kind"]
+    if finding.fix and finding.fix.get("status"):
+        properties["fixStatus"] = finding.fix["status"]
+    fixes = _fixes(finding)
     return {
         "ruleId": finding.rule,
         "ruleIndex": rule_index,
@@ -143,7 +147,79 @@ def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
         }],
         "partialFingerprints": {FINGERPRINT_KEY: finding.fingerprint},
         "properties": properties,
+        **({"fixes": fixes} if fixes else {}),
     }
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def diff_replacements(diff: str) -> list[dict[str, Any]]:
+    """SARIF replacements for a unified diff of one file: each run of removed and added lines
+    becomes a deletedRegion of whole original lines (from column 1 of its first line to
+    column 1 of the line after it) and the added text; a pure insertion deletes an empty
+    region at the line it goes before."""
+    out: list[dict[str, Any]] = []
+    old_line = 0
+    removed: list[str] = []
+    added: list[str] = []
+    start = 0
+
+    def flush() -> None:
+        if removed or added:
+            region = {"startLine": start, "startColumn": 1,
+                      "endLine": start + len(removed), "endColumn": 1}
+            replacement: dict[str, Any] = {"deletedRegion": region}
+            if added:
+                replacement["insertedContent"] = {"text": "".join(added)}
+            out.append(replacement)
+        removed.clear()
+        added.clear()
+
+    for line in diff.splitlines(keepends=True):
+        hunk = _HUNK.match(line)
+        if hunk:
+            flush()
+            old_line = int(hunk.group(1)) if hunk.group(2) != "0" else int(hunk.group(1)) + 1
+            continue
+        if line.startswith(("---", "+++")) and not removed and not added and old_line == 0:
+            continue
+        if line.startswith("\\"):
+            continue
+        if line.startswith("-"):
+            if not removed and not added:
+                start = old_line
+            removed.append(line[1:])
+            old_line += 1
+        elif line.startswith("+"):
+            if not removed and not added:
+                start = old_line
+            added.append(line[1:] if line[1:].endswith("\n") else line[1:] + "\n")
+        else:
+            flush()
+            old_line += 1
+    flush()
+    return out
+
+
+def _fixes(finding: Finding) -> list[dict[str, Any]]:
+    """A validated fix as SARIF `fixes` (artifactChanges with replacements)."""
+    fix = finding.fix or {}
+    diff = fix.get("diff")
+    if fix.get("status", "validated") != "validated" or not isinstance(diff, str):
+        return []
+    replacements = diff_replacements(diff)
+    if not replacements:
+        return []
+    text = str(fix.get("description") or fix.get("kind") or "numcheck fix")
+    return [{
+        "description": {"text": f"{text} (validated by numcheck)"},
+        "artifactChanges": [{
+            "artifactLocation": {"uri": _uri(str(fix.get("path") or finding.path)),
+                                 "uriBaseId": SRCROOT},
+            "replacements": replacements,
+        }],
+    }]
 
 
 def _notification(error: StageError) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
 from analyzers.model import AnalysisResult, Finding, IntervalInfo
 
@@ -72,14 +73,107 @@ def format_interval(interval: IntervalInfo) -> str:
     return f"[{format_bound(interval.lo)}, {format_bound(interval.hi)}] ({interval.dtype})"
 
 
+def validated_fix(finding: Finding) -> dict[str, Any] | None:
+    """The fix, when the fix stage validated it (a fix dict without a status is taken as
+    one, for hand-built results); None for none-validated, error, or no fix."""
+    fix = finding.fix
+    if not isinstance(fix, dict) or fix.get("status", "validated") != "validated":
+        return None
+    return fix
+
+
+def fix_range(finding: Finding) -> tuple[int, int]:
+    """The original lines the fix's replacement covers: its own start_line..end_line, else
+    (hand-built results) the finding's line..end_line."""
+    fix = finding.fix or {}
+    start, end = fix.get("start_line"), fix.get("end_line")
+    if isinstance(start, int) and isinstance(end, int) and 1 <= start <= end:
+        return start, end
+    return finding.line, max(finding.end_line, finding.line)
+
+
+def comment_range(finding: Finding) -> tuple[int, int]:
+    """The lines a review comment on the finding should cover: the validated fix's range when
+    a suggestion block can carry the whole fix (so the block replaces exactly the commented
+    lines), else the finding's own lines."""
+    if suggestion_applies(finding):
+        return fix_range(finding)
+    return finding.line, max(finding.end_line, finding.line)
+
+
+def suggestion_applies(finding: Finding) -> bool:
+    """A validated fix whose replacement alone is the whole patch (no import added outside
+    its range)."""
+    fix = validated_fix(finding)
+    return fix is not None and fix.get("suggestion_complete", True) is not False and \
+        replacement_lines(finding) is not None
+
+
+def fix_diff(finding: Finding) -> str | None:
+    fix = validated_fix(finding)
+    diff = fix.get("diff") if fix else None
+    return diff if isinstance(diff, str) and diff.strip() else None
+
+
+def validation_summary(fix: dict[str, Any]) -> str:
+    """One line on how a fix was checked: which checks ran and their figures."""
+    validation = fix.get("validation")
+    if not isinstance(validation, dict):
+        return ""
+    checks = validation.get("checks")
+    if not isinstance(checks, list):  # a hand-built record: its items as they are
+        return "; ".join(f"{k} = {v}" for k, v in sorted(validation.items()))
+    said: list[str] = []
+    for check in checks:
+        if not isinstance(check, dict):
+            continue
+        name, ran, figures = check.get("name"), check.get("ran"), check.get("figures") or {}
+        if name == "reproducer" and ran:
+            said.append("the reproducer passes")
+        elif name == "search":
+            if ran:
+                evaluations = sum(int(r.get("evaluations") or 0)
+                                  for r in (figures.get("runs") or {}).values()
+                                  if isinstance(r, dict))
+                said.append(f"the search finds no trigger ({evaluations} runs)")
+            else:
+                said.append("no risky op left for the search")
+        elif name == "static" and ran:
+            said.append("the static pass no longer flags it")
+        elif name == "equivalence" and ran:
+            said.append(f"max deviation {_num(figures.get('max_abs'))} abs, "
+                        f"{_num(figures.get('max_rel'))} rel on "
+                        f"{figures.get('inputs', '?')} in-domain inputs")
+        elif name == "gradients" and ran:
+            said.append("gradients finite" + (" at the trigger and" if figures.get("trigger")
+                                              else " on") + " normal inputs")
+    return "; ".join(said)
+
+
+def rejections(fix: dict[str, Any]) -> list[tuple[str, str]]:
+    """(candidate, why rejected) for every candidate a none-validated fix tried."""
+    out: list[tuple[str, str]] = []
+    for record in fix.get("tried") or fix.get("rejected") or []:
+        if isinstance(record, dict):
+            label = f"{record.get('name', '?')} ({record.get('kind', '?')})"
+            out.append((label, str(record.get("rejected_because") or "rejected")))
+    return out
+
+
+def _num(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, int | float) else str(value)
+
+
 def replacement_lines(finding: Finding) -> list[str] | None:
-    """The fix's replacement for lines line..end_line, or None when the fix has none.
+    """The validated fix's replacement for its lines (`fix_range`), or None when there is
+    none.
 
     The fix stage may store one string or a list of lines; renderers need lines.
     """
-    if not finding.fix:
+    fix = validated_fix(finding)
+    if not fix:
         return None
-    replacement = finding.fix.get("replacement")
+    replacement = fix.get("replacement")
     if isinstance(replacement, str):
         return replacement.splitlines() or [""]
     if isinstance(replacement, list) and all(isinstance(x, str) for x in replacement):

@@ -12,12 +12,16 @@ import textwrap
 from analyzers.model import AnalysisResult, Finding, StageError
 from analyzers.report.summary import (
     file_count,
+    fix_diff,
     format_interval,
     plural,
     proof_sentence,
+    rejections,
     replacement_lines,
     sorted_findings,
     status_counts,
+    validated_fix,
+    validation_summary,
 )
 
 _RESET = "\033[0m"
@@ -77,12 +81,40 @@ def _finding_lines(finding: Finding, paint: _Paint) -> list[str]:
         proof += "; the reproducer is in --format json or markdown"
     if proof:
         lines.extend(_indented(finding.status, proof))
-    replacement = replacement_lines(finding)
-    if replacement is not None:
-        lines.extend(_indented("fix", "\n".join(replacement)))
-    elif finding.suggestion:
+    lines.extend(_fix_lines(finding))
+    if validated_fix(finding) is None and finding.suggestion:
         lines.extend(_indented("suggestion", finding.suggestion))
     return lines
+
+
+def _fix_lines(finding: Finding) -> list[str]:
+    """The validated fix as its unified diff (its replacement lines when it has no diff);
+    otherwise why there is none."""
+    fix = validated_fix(finding)
+    if fix is not None:
+        head = f"{fix.get('kind', 'fix')}"
+        if fix.get("description"):
+            head += f": {_one_line(str(fix['description']))}"
+        checked = validation_summary(fix)
+        if checked:
+            head += f" (checked: {checked})"
+        diff = fix_diff(finding)
+        replacement = replacement_lines(finding)
+        if diff is not None:
+            return _indented("fix", head + "\n" + diff)
+        if replacement is not None:
+            return _indented("fix", "\n".join(replacement))
+        return _indented("fix", head)
+    if not isinstance(finding.fix, dict):
+        return []
+    reason = str(finding.fix.get("reason") or "")
+    if finding.fix.get("status") == "error":
+        return _indented("fix", f"error: {_one_line(reason)}")
+    tried = rejections(finding.fix)
+    if not tried:
+        return _indented("fix", f"none validated: {_one_line(reason or 'no candidate')}")
+    return _indented("fix", "none validated:\n" + "\n".join(
+        f"{label}: {_one_line(why)[:300]}" for label, why in tried))
 
 
 def _summary_line(result: AnalysisResult) -> str:
