@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers.model import AnalysisResult, Finding
-from analyzers.report import inline_comment, review_body
+from analyzers.report import comment_range, inline_comment, review_body
 from analyzers.report.markdown import REVIEW_MARKER
 from analyzers.report.mdescape import truncate
 from analyzers.report.summary import sorted_findings
@@ -112,6 +112,17 @@ def _summary(result: AnalysisResult, head: str) -> str:
     return truncate("\n\n".join(parts), TEXT_LIMIT - 100)
 
 
+def _commented_lines(finding: Finding, commentable: set[int]) -> tuple[int, int]:
+    """The fix's range when its suggestion block needs more lines than the finding's own and
+    GitHub lets us comment on all of them; else the finding's lines (the comment then shows
+    the fix as a diff instead of a block)."""
+    own = (finding.line, max(finding.end_line, finding.line))
+    start, end = comment_range(finding)
+    if (start, end) != own and all(n in commentable for n in range(start, end + 1)):
+        return start, end
+    return own
+
+
 def annotation(finding: Finding) -> dict[str, Any]:
     item: dict[str, Any] = {
         "path": finding.path, "start_line": finding.line,
@@ -189,7 +200,8 @@ def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisRes
     new_comments: list[dict[str, Any]] = []
     inline: set[str] = set()
     for f in placed:
-        body = inline_comment(f)
+        start, end = _commented_lines(f, lines.get(f.path, set()))
+        body = inline_comment(f, (start, end))
         if f.fingerprint in existing:
             comment = existing[f.fingerprint]
             inline.add(f.fingerprint)
@@ -200,10 +212,9 @@ def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisRes
             continue
         if len(inline) >= max_inline:
             continue  # over the cap: listed in the review body instead
-        comment = {"path": f.path, "line": max(f.end_line, f.line), "side": "RIGHT",
-                   "body": body}
-        if f.end_line > f.line:
-            comment.update(start_line=f.line, start_side="RIGHT")
+        comment = {"path": f.path, "line": end, "side": "RIGHT", "body": body}
+        if end > start:
+            comment.update(start_line=start, start_side="RIGHT")
         new_comments.append(comment)
         inline.add(f.fingerprint)
     out.body_only = [f.fingerprint for f in findings if f.fingerprint not in inline]

@@ -272,6 +272,39 @@ def test_a_suggestion_block_covers_exactly_the_commented_lines(
     assert block.splitlines() == finding.fix["replacement"]
 
 
+@pytest.mark.parametrize("commentable", [{4, 5, 6, 7}, {6, 7}])
+def test_a_fix_wider_than_its_finding_widens_the_comment_where_github_allows(
+        key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory,
+        commentable: set[int]) -> None:
+    """A masked fill fixed two lines above the softmax: the block must replace lines 5-7, so
+    the comment covers 5-7 when those lines are in the diff, else it stays on the finding's
+    own lines and shows the fix as a diff (a block there would replace the wrong lines)."""
+    repo = _repo_with_pull(git_repo, fake)
+    settings = from_env(_env(key, fake.api_url))
+    client = GitHubClient(settings, TokenCache(settings), 7)
+    head = repo.sha("feature")
+    finding = _finding(6, "p / q.norm()", "div", end_line=7)
+    finding.fix = {"status": "validated", "kind": "epsilon", "start_line": 5, "end_line": 7,
+                   "replacement": ["    a = p", "    b = p / (q.norm() + 1e-6)",
+                                   "    return a.sum() + b.sum()"],
+                   "diff": "--- a/model/loss.py\n+++ b/model/loss.py\n@@ -6 +6 @@\n-x\n+y\n",
+                   "validation": {"reproducer_passes": True}}
+    result = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
+                            findings=[finding])
+    run = client.create_check_run("octo/numlib", {"name": "numcheck", "head_sha": head})
+    publish(client, repo="octo/numlib", number=3, result=result, check_run_id=run["id"],
+            lines={"model/loss.py": commentable}, state={}, save=lambda s: None,
+            bot_login="numcheck[bot]")
+    (comment,) = fake.state.review_comments
+    if 5 in commentable:
+        assert (comment["start_line"], comment["line"]) == (5, 7)
+        block = comment["body"].split("```suggestion\n", 1)[1].split("\n```", 1)[0]
+        assert block.splitlines() == finding.fix["replacement"]
+    else:
+        assert (comment["start_line"], comment["line"]) == (6, 7)
+        assert "```suggestion" not in comment["body"] and "+y" in comment["body"]
+
+
 def test_a_lost_answer_is_not_posted_twice(key: tuple[Path, str], fake: FakeGitHub,
                                            git_repo: GitRepoFactory) -> None:
     """GitHub did the work but the answer was a 500: the retry reads back what went out."""
