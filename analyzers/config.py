@@ -217,6 +217,7 @@ class Config:
     harvest_seconds: float = 60.0
     device: str = "auto"  # where the dynamic pass runs the code: auto (CUDA if visible), cpu, cuda
     fix: bool = True  # validate candidate fixes for confirmed findings (in the sandbox)
+    runner_image: str | None = None  # the Docker runner's image for this repository
     entries: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
     script: Mapping[str, Any] | None = field(default=None, hash=False)  # script mode
     source: str | None = None
@@ -254,6 +255,11 @@ class Config:
         _choice("device", self.device, DEVICES, where)
         if not isinstance(self.fix, bool):
             raise ConfigError(f"'fix' in {where} must be true or false")
+        if self.runner_image is not None and (
+                not isinstance(self.runner_image, str) or not self.runner_image.strip()
+                or any(c.isspace() for c in self.runner_image)):
+            raise ConfigError(f"'runner_image' in {where} must be an image reference such as "
+                              "'ghcr.io/org/numcheck-runner:1.2' (no spaces)")
         set_("entries", _entries(self.entries, where))
         set_("script", None if self.script is None else _script(self.script, where))
 
@@ -279,6 +285,7 @@ class Config:
             "harvest_seconds": self.harvest_seconds,
             "device": self.device,
             "fix": self.fix,
+            "runner_image": self.runner_image,
             "entries": [dict(e) for e in self.entries],
             "script": _script_json(self.script),
             "source": self.source,

@@ -50,7 +50,7 @@ def scan(paths: list[Path], config: Config, root: Path,
             except OSError as exc:
                 result.errors.append(StageError("dynamic", f"could not copy {root}: {exc}"))
             else:
-                job = _job(Path(workspace), result.findings, config)
+                job = _job(Path(workspace), result.findings, config, result.repo)
                 _merge(result, (runner or LocalRunner()).run(job,
                                                               timeout=config.dynamic_timeout))
         result.timings["dynamic"] = round(time.perf_counter() - started, 4)
@@ -73,7 +73,7 @@ def confirm(repo_dir: Path, result: AnalysisResult, config: Config,
     try:
         with tempfile.TemporaryDirectory(prefix="numcheck-head-") as workspace:
             _export(repo_dir, result.head or "HEAD", Path(workspace))
-            job = _job(Path(workspace), result.findings, config)
+            job = _job(Path(workspace), result.findings, config, result.repo)
             run = runner.run(job, timeout=config.dynamic_timeout)
             _merge(result, run)
     except (OSError, subprocess.CalledProcessError, tarfile.TarError) as exc:
@@ -92,7 +92,8 @@ def _export(repo_dir: Path, ref: str, into: Path) -> None:
     tar_path.unlink()
 
 
-def _job(workspace: Path, findings: list[Finding], config: Config) -> dict[str, Any]:
+def _job(workspace: Path, findings: list[Finding], config: Config,
+         repository: str = "") -> dict[str, Any]:
     return {
         "repo": str(workspace),
         "findings": [f.to_json() for f in findings],
@@ -107,6 +108,9 @@ def _job(workspace: Path, findings: list[Finding], config: Config) -> dict[str, 
             SCRIPT_RUNS_SLACK * config.script["run_seconds"] if config.script else 0.0),
         "fix": config.fix,
         "fix_timeout": FIX_SECONDS_SLACK + FIX_SEARCH_RUNS * config.search_seconds,
+        # read by the Docker runner, which picks the image; never by the PR's code
+        "runner_image": config.runner_image,
+        "repository": repository,
     }
 
 

@@ -252,7 +252,8 @@ def test_to_json_is_plain() -> None:
                          "context_lines", "severity", "max_file_bytes", "fail_on", "check_failure",
                          "dynamic",
                          "search_seconds", "dynamic_timeout", "seed", "harvest",
-                         "harvest_seconds", "device", "fix", "entries", "script", "source"}
+                         "harvest_seconds", "device", "fix", "runner_image", "entries", "script",
+                         "source"}
 
 
 def test_config_is_hashable_and_comparable() -> None:
@@ -460,3 +461,11 @@ def test_the_device_setting_is_one_of_auto_cpu_cuda() -> None:
     assert config_from_mapping({"device": "cuda"}, "x").device == "cuda"
     with pytest.raises(ConfigError, match="'device'.*gpu"):
         config_from_mapping({"device": "gpu"}, "x")
+
+
+def test_a_repository_may_name_its_runner_image() -> None:
+    config = config_from_mapping({"runner_image": "ghcr.io/org/runner:1.2"}, "x")
+    assert config.runner_image == "ghcr.io/org/runner:1.2"
+    assert Config().runner_image is None
+    with pytest.raises(ConfigError, match="'runner_image'.*no spaces"):
+        config_from_mapping({"runner_image": "my image"}, "x")

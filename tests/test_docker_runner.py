@@ -299,3 +299,20 @@ def test_runner_from_the_worker_settings() -> None:
     assert not cpu.gpus and cpu.default_image == DEFAULT_IMAGE and cpu.work_root is None
     with pytest.raises(ValueError, match="NUMCHECK_RUNNER"):
         runner_from_env({"NUMCHECK_RUNNER": "podman"})
+
+
+def test_a_repositorys_configured_image_reaches_the_docker_runner(tmp_path: Path) -> None:
+    """`runner_image` in the repository's config travels in the job (never as a setting the
+    PR's code sees) and wins over the worker's per-repository map and defaults."""
+    from analyzers.config import config_from_mapping
+    from runners.docker import DockerRunner
+    from runners.pipeline import _job
+
+    config = config_from_mapping({"runner_image": "ghcr.io/octo/runner:7"}, "x")
+    job = _job(tmp_path, [], config, "octo/numlib")
+    runner = DockerRunner(images={"octo/numlib": "mapped:1"}, default_image="default:1")
+    assert runner.image_for(job) == "ghcr.io/octo/runner:7"
+    plain = _job(tmp_path, [], config_from_mapping({}, "x"), "octo/numlib")
+    assert runner.image_for(plain) == "mapped:1"
+    assert runner.image_for(_job(tmp_path, [], config_from_mapping({}, "x"), "a/b")) == \
+        "default:1"
