@@ -123,6 +123,26 @@ def _minimise(entry: Any, inputs: list[Any], still_fails: Any) -> list[Any]:
     return minimise(inputs, entry.specs, still_fails)
 
 
+def shows_in_entry(entry: Any) -> bool:
+    """Does the reproducer check the entry's output and the gradient reaching its inputs
+    (every entry but a script run, whose reproducer checks the op itself)? Then the search
+    and the minimiser require a trigger that shows there (`Searcher.accepts`)."""
+    from analyzers.dynamic.script import ScriptEntry
+
+    return not isinstance(entry, ScriptEntry)
+
+
+def minimised_trigger(entry: Any, searcher: Any, outcome: Any) -> tuple[list[Any], str]:
+    """The search's trigger minimised with the predicate the reproducer checks
+    (`Searcher.still_fails`: the op still fails the same way, and the failure still shows in
+    the entry's output or in the gradient reaching its inputs), and where it shows there
+    ("output", "gradient"; "" where the script checks the op itself: script mode)."""
+    where = outcome.where or "forward"
+    small = _minimise(entry, outcome.inputs, lambda trial: searcher.still_fails(trial, where))
+    shows = searcher.evaluate(small).visible if searcher.require_visible else None
+    return small, shows or ""
+
+
 def _render(entry: Any, inputs: list[Any], target: Any, seed: int) -> str:
     from analyzers.dynamic.reproducer import render
     from analyzers.dynamic.script import ScriptEntry, render_script
@@ -137,8 +157,6 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
     """One finding through entry building, search, minimisation and the reproducer.
     A confirmed finding leaves in `context` what the fix stage needs: its entry, the
     minimised trigger and the reproducer script."""
-    import torch
-
     from analyzers.dynamic.entries import (
         EntryConfig,
         EntryError,
@@ -196,7 +214,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
             problems.append(f"building the entry failed: {type(exc).__name__}: {exc}")
             continue
         searcher = Searcher(entry, path, lines, finding["op"], dtype=entry.dtype, seed=seed,
-                            budget=budget)
+                            budget=budget, require_visible=shows_in_entry(entry))
         outcome = searcher.run(entry.start)
         last = (entry, outcome, searcher)
         if outcome.reached:
@@ -214,18 +232,14 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
                             "evaluations": outcome.evaluations, "seed": seed,
                             "best_loss": outcome.best_loss, "device": entry.device}}
 
-    def still_fails(trial: list[torch.Tensor]) -> bool:
-        evaluation = searcher.evaluate(trial)
-        return (evaluation.forward if outcome.where == "forward" else
-                (evaluation.backward or evaluation.forward))
-
-    small = _minimise(entry, outcome.inputs, still_fails)
+    small, shows = minimised_trigger(entry, searcher, outcome)
     first = localise(entry, small, str(repo), where=outcome.where or "forward")
     target = Target(finding["path"], finding["line"], finding["op"], finding["call"],
-                    outcome.where or "forward")
+                    outcome.where or "forward", shows)
     trigger = {
         "where": outcome.where, "stage": outcome.stage, "op": finding["op"],
-        "reaches_output": outcome.reaches_output, "seconds": round(outcome.seconds, 4),
+        "reaches_output": outcome.reaches_output, "shows": shows or None,
+        "seconds": round(outcome.seconds, 4),
         "evaluations": outcome.evaluations, "device": entry.device, "seed": seed,
         "inputs": [_summary(x) for x in small], "trace": outcome.trace[-50:],
         "first_nonfinite": first,
@@ -410,6 +424,7 @@ def main() -> int:
     nonce = job.get("nonce")
     os.chdir(job["repo"])
     harvested = _harvest(job)
+    confirmed: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (finding, its context)
     for finding in job["findings"]:
         started = time.perf_counter()
         context: dict[str, Any] = {}
@@ -428,10 +443,14 @@ def main() -> int:
                       "traceback": traceback.format_exc(limit=5)[-2000:]}
         record["elapsed"] = round(time.perf_counter() - started, 4)
         record["nonce"] = nonce
-        _emit(record)  # the confirmation is out before the fix stage starts
+        _emit(record)
         if record.get("status") == "confirmed" and job.get("fix", True) and context:
-            _emit({"fingerprint": finding["fingerprint"], "stage": "fix",
-                   "fix": _fix_stage(job, finding, context), "nonce": nonce})
+            confirmed.append((finding, context))
+    # Fixes only once every finding has had its confirmation: a slow fix stage must never
+    # cost a later finding its proof (the run's wall clock is shared).
+    for finding, context in confirmed:
+        _emit({"fingerprint": finding["fingerprint"], "stage": "fix",
+               "fix": _fix_stage(job, finding, context), "nonce": nonce})
     _emit({"done": True, "nonce": nonce})
     return 0
 

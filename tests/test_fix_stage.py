@@ -118,6 +118,15 @@ def test_confirmed_finding_gets_a_validated_fix_whose_patch_makes_the_reproducer
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+def test_every_confirmation_is_out_before_any_fix_stage_starts(
+        run: tuple[Path, dict[str, dict[str, Any]], RunResult]) -> None:
+    """Fixes share the run's wall clock: they go last, so a slow one cannot cost a later
+    finding its confirmation."""
+    _, _, result = run
+    stages = [r.get("stage", "confirm") for r in result.records]
+    assert stages == ["confirm", "confirm", "fix", "fix"], stages
+
+
 def test_no_candidate_validates_and_the_finding_keeps_its_reproducer(
         run: tuple[Path, dict[str, dict[str, Any]], RunResult]) -> None:
     _, found, result = run
