@@ -106,21 +106,18 @@ def _confirm(repo: Path, entry: Any, finding: dict[str, Any], op: str, line: int
     """(minimised trigger, reproducer) as the harness makes them, or why not."""
     from analyzers.dynamic.reproducer import Target
     from analyzers.dynamic.search import Budget, Searcher
-    from runners.harness import _check_reproducer, _minimise, _render
+    from runners.harness import _check_reproducer, _render, minimised_trigger, shows_in_entry
 
     searcher = Searcher(entry, str(repo / PATH), frozenset({line}), op, dtype=entry.dtype,
-                        seed=seed, budget=Budget(seconds=budget))
+                        seed=seed, budget=Budget(seconds=budget),
+                        require_visible=shows_in_entry(entry))
     outcome = searcher.run(entry.start)
     if not outcome.triggered:
         return f"search: not triggered ({outcome.error or 'budget spent'})"
 
-    def still_fails(trial: list[Any]) -> bool:
-        evaluation = searcher.evaluate(trial)
-        return bool(evaluation.forward if outcome.where == "forward" else
-                    (evaluation.backward or evaluation.forward))
-
-    small = _minimise(entry, outcome.inputs, still_fails)
-    target = Target(PATH, finding["line"], op, finding["call"], outcome.where or "forward")
+    small, shows = minimised_trigger(entry, searcher, outcome)
+    target = Target(PATH, finding["line"], op, finding["call"], outcome.where or "forward",
+                    shows)
     script = _render(entry, small, target, seed)
     fails, stderr = _check_reproducer(repo, script)
     if not fails:

@@ -29,7 +29,16 @@ class Target:
     line: int
     op: str
     call: str
-    where: str  # "forward" | "backward"
+    where: str  # "forward" | "backward": where the op itself goes non-finite
+    # where the script sees it (search.Evaluation.visible): "output", or "gradient" when the
+    # code hides the op's NaN/Inf from its output but not from the gradient reaching the
+    # inputs (a masked or squashed forward value, 0 * inf in the backward pass); "" = as
+    # `where` says (the output for forward, the inputs' gradients for backward)
+    shows: str = ""
+
+    @property
+    def checks_gradient(self) -> bool:
+        return self.where == "backward" or self.shows == "gradient"
 
 
 def base_value(spec: InputSpec) -> float:
@@ -221,7 +230,7 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
     if rebuild is not None:  # the search ran the method under this seed (dropout)
         body.append(f"torch.manual_seed({rebuild.call_seed})")
     if tf_mode:
-        body.extend(_tf_check(call, names, floats, label, target.where))
+        body.extend(_tf_check(call, names, floats, label, target.checks_gradient))
     else:
         contexts = []  # as Entry.call runs it: on the device, under autocast
         if entry.device != "cpu":
@@ -235,7 +244,7 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         else:
             body.append(f"out = {call}({arguments})")
         body.append(f"assert _finite(out), \"{label} makes the output NaN/Inf\"")
-        if target.where == "backward":
+        if target.checks_gradient:
             body.append("total = sum(t.sum() for t in _tensors(out) if t.requires_grad)")
             body.append("total.backward()")
             for name in floats:
@@ -246,7 +255,7 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
     header = [
         f'"""numcheck reproducer: `{target.call}` ({label}) gives NaN/Inf '
         f'in the {target.where} pass.',
-        "",
+        *_shows_lines(target, qualname),
         "Save it at the repository root and run `python -m pytest <this file>` (or run it",
         "with python). It fails while the bug is there and passes once it is fixed.",
         '"""',
@@ -273,6 +282,19 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         "",
     ]
     return "\n".join(lines)
+
+
+def _shows_lines(target: Target, qualname: str) -> list[str]:
+    """The header's word on what the test sees (the op's NaN/Inf may be hidden from the
+    output and show only in the gradient)."""
+    if target.shows == "gradient" and target.where == "forward":
+        return [f"`{qualname}` hides it from its output, but not from the gradient reaching its",
+                "inputs: the test runs the backward pass and checks them.", ""]
+    if target.shows == "gradient":
+        return [f"It reaches the gradient of the inputs of `{qualname}`.", ""]
+    if target.shows == "output":
+        return [f"It reaches the output of `{qualname}`.", ""]
+    return [""]
 
 
 def _rebuild_lines(rebuild: Any, seed: int) -> list[str]:
@@ -361,14 +383,14 @@ def _is_function(entry: Entry) -> bool:
 
 
 def _tf_check(call: str, names: list[str], floats: list[str], label: str,
-              where: str) -> list[str]:
+              gradient: bool) -> list[str]:
     lines = ["with tf.GradientTape(persistent=True) as tape:"]
     lines += [f"    tape.watch({name})" for name in floats]
     lines += [f"    out = {call}({', '.join(names)})"]
-    if where == "backward":  # the sum must be taken under the tape to be differentiated
+    if gradient:  # the sum must be taken under the tape to be differentiated
         lines += ["    total = tf.add_n([tf.reduce_sum(t) for t in tf.nest.flatten(out)])"]
     lines += [f"assert _finite(out), \"{label} makes the output NaN/Inf\""]
-    if where == "backward":
+    if gradient:
         for name in floats:
             lines += [f"grad = tape.gradient(total, {name})",
                       f"assert grad is None or bool(tf.reduce_all(tf.math.is_finite(grad))), "

@@ -15,6 +15,10 @@ Stages, cheapest first, each stopping at the first trigger:
 4. sign-gradient steps on the suspect loss from the best starts (GRIST), clipped to the box,
    then snapping again from where they ended;
 5. a gradient-free evolutionary fallback where gradients vanish (saturation, masks, ints).
+A trigger is a run where the op's output or its local derivative goes non-finite; with
+`require_visible` (the harness) it must also show where the reproducer looks, in the entry's
+output or in the gradient reaching its inputs (`Evaluation.visible`), so that a NaN the code
+absorbs is never reported and the minimiser keeps what the script checks (`still_fails`).
 The suspect loss is the catalogue's, implemented in `suspect.py`. Deterministic under a seed;
 bounded by seconds and evaluations (a batched run of k restarts counts as k evaluations).
 """
@@ -57,7 +61,11 @@ class Evaluation:
     loss: float = math.inf
     forward: bool = False  # the op's output went non-finite from finite operands
     backward: bool = False  # the op's local derivative went non-finite
-    reaches_output: bool = False
+    # where a standalone reproducer can see it, when the op failed: "output" (the entry's
+    # output is NaN/Inf), "gradient" (the output is finite, but the gradient of the sum of
+    # its float outputs reaching a float input is not), or None (the failure is absorbed)
+    visible: str | None = None
+    reaches_output: bool = False  # visible is not None
     error: str | None = None
     grads: list[torch.Tensor | None] = field(default_factory=list)
     chunk_losses: list[float] = field(default_factory=list)  # per restart of a batched run
@@ -146,7 +154,8 @@ def _chunk_losses(op: str, hit: Hit, dtype: str, chunks: int) -> list[float]:
 
 class Searcher:
     def __init__(self, entry: Entry, path: str, lines: frozenset[int], op: str,
-                 dtype: str = "float32", seed: int = 0, budget: Budget | None = None) -> None:
+                 dtype: str = "float32", seed: int = 0, budget: Budget | None = None,
+                 require_visible: bool = False) -> None:
         self.entry = entry
         self.op = op
         self.dtype = dtype
@@ -156,6 +165,9 @@ class Searcher:
 
             self.tf_probe = TFProbe(path, lines, op)
         self.budget = budget or Budget()
+        # the harness asks for triggers its reproducer can show (`accepts`); the fix stage's
+        # re-search and bench.dynamic count any NaN/Inf the op makes
+        self.require_visible = require_visible
         self.generator = torch.Generator().manual_seed(seed)
         self.count = 0
         self.started = 0.0
@@ -213,16 +225,38 @@ class Searcher:
             if want_grad and loss.requires_grad and float_leaves:
                 result.grads = list(torch.autograd.grad(loss, float_leaves, retain_graph=True,
                                                         allow_unused=True))
-        if result.forward:
-            result.reaches_output = not _finite(output)
-        elif result.backward:
-            outputs = [o for o in _float_outputs(output) if _finite(o)]
-            float_leaves = [x for x in leaves if x.requires_grad]
-            if outputs and float_leaves:
-                total = torch.stack([o.sum() for o in outputs]).sum()
-                grads = torch.autograd.grad(total, float_leaves, allow_unused=True)
-                result.reaches_output = not all(g is None or _finite(g) for g in grads)
+        if result.forward or result.backward:
+            if not _finite(output):
+                result.visible = "output"
+            else:  # what the reproducer checks next: the gradient reaching the inputs
+                outputs = _float_outputs(output)
+                float_leaves = [x for x in leaves if x.requires_grad]
+                if outputs and float_leaves:
+                    total = torch.stack([o.sum() for o in outputs]).sum()
+                    grads = torch.autograd.grad(total, float_leaves, allow_unused=True)
+                    if not all(g is None or _finite(g) for g in grads):
+                        result.visible = "gradient"
+            result.reaches_output = result.visible is not None
         return result
+
+    def accepts(self, evaluation: Evaluation) -> bool:
+        """Is this run a trigger? The op failed (forward or in its local derivative) and, with
+        `require_visible` (the harness, for entries whose reproducer runs the entry: not script
+        mode, whose reproducer checks the op itself), the failure shows where the reproducer
+        looks: in the entry's output or the gradient reaching its inputs. A NaN the code
+        absorbs (masked, clamped away, multiplied by a zero gradient) is then no trigger: the
+        search goes on for one that shows."""
+        if not (evaluation.forward or evaluation.backward):
+            return False
+        return not self.require_visible or evaluation.visible is not None
+
+    def still_fails(self, inputs: Sequence[torch.Tensor], where: str | None) -> bool:
+        """The minimiser's predicate: the trigger persists as the reproducer will check it
+        (a forward trigger stays a forward one; see `accepts`)."""
+        evaluation = self.evaluate(inputs)
+        if where == "forward" and not evaluation.forward:
+            return False
+        return self.accepts(evaluation)
 
     # ------------------------------------------------------------------ bookkeeping
     def _out_of_budget(self) -> bool:
@@ -233,7 +267,7 @@ class Searcher:
         if evaluation.reached and (self.best is None or evaluation.loss < self.best[0]):
             self.best = (evaluation.loss, [x.detach().clone() for x in inputs])
             self.trace.append((self.count, evaluation.loss, stage))
-        return evaluation.forward or evaluation.backward
+        return self.accepts(evaluation)
 
     def _outcome(self, inputs: list[torch.Tensor], evaluation: Evaluation,
                  stage: str) -> Outcome:
@@ -376,7 +410,7 @@ class Searcher:
             evaluation = self.evaluate(base, want_grad=True)
             if evaluation.error or not evaluation.reached:
                 return
-            if evaluation.forward or evaluation.backward:
+            if self.accepts(evaluation):
                 yield base
                 return
             grads = iter(evaluation.grads)
@@ -417,9 +451,11 @@ class Searcher:
                 evaluation = self.evaluate(point, want_grad=True)
                 if evaluation.error or not evaluation.reached:
                     break
-                if evaluation.forward or evaluation.backward:
+                if self.accepts(evaluation):
                     yield point
                     return
+                if evaluation.forward or evaluation.backward:
+                    break  # a failure the code absorbs: its gradient leads nowhere; next start
                 self._note(point, evaluation, "gradient")
                 if all(g is None or not bool(g.any()) for g in evaluation.grads):
                     break  # nothing to follow here (masks, ints, saturation): next stages

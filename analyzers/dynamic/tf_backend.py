@@ -295,10 +295,13 @@ def evaluate_tf(searcher: Searcher, inputs: list[torch.Tensor],
             grads = tape.gradient(loss, watched)
             result.grads = [None if g is None else torch.from_numpy(np.array(g.numpy()))
                             for g in grads]
-    if result.forward:
-        result.reaches_output = not _finite(output)
-    elif result.backward and watched and total is not None:
-        grads = tape.gradient(total, watched)
-        result.reaches_output = not all(g is None or _finite(g) for g in grads)
+    if result.forward or result.backward:  # where the reproducer sees it (Evaluation.visible)
+        if not _finite(output):
+            result.visible = "output"
+        elif watched and total is not None:
+            grads = tape.gradient(total, watched)
+            if not all(g is None or _finite(g) for g in grads):
+                result.visible = "gradient"
+        result.reaches_output = result.visible is not None
     del tape
     return result

@@ -163,7 +163,7 @@ class CallsMixin(AnalyzerState):
             return Value("scalar", constant(round_to(1e-7, self.dtype)))
         if leaf in CONST_LIKE:
             return Value("tensor", constant(CONST_LIKE[leaf]))
-        if leaf in ("full_like", "full") and len(values) >= 2:
+        if leaf in ("full_like", "full", "fill") and len(values) >= 2:  # tf.fill(dims, v)
             return Value("tensor", values[1].interval)
         if leaf in TENSOR_FACTORIES and values:
             return values[0].with_(kind="tensor", name=None)
@@ -308,13 +308,15 @@ class CallsMixin(AnalyzerState):
         self.ev(cond)
         before = dict(self.env)
         grad_leak = framework in ("torch", "tensorflow", "jax")
-        leaked: list[tuple[cst.CSTNode, str, str]] = []
-        if grad_leak:
-            probe = Probe()
-            saved_probe, self.probe = self.probe, probe
-            self.ev(when_true)
-            self.probe = saved_probe
-            leaked = probe.nodes
+        leaked: list[tuple[cst.CSTNode, str, str, str]] = []
+        if grad_leak:  # each branch without the condition: what its op would do there
+            for branch, hidden in ((when_true, "false"), (when_false, "true")):
+                probe = Probe()
+                saved_probe, self.probe = self.probe, probe
+                self.ev(branch)
+                self.probe = saved_probe
+                self.env = dict(before)
+                leaked += [(n, op, src, hidden) for n, op, src in probe.nodes]
         self._apply(facts_from(cond, True, self.const))
         guarded = Probe()
         saved_probe, self.probe = self.probe, guarded
@@ -323,26 +325,33 @@ class CallsMixin(AnalyzerState):
         flagged_anyway = {id(n) for n, _, _ in guarded.nodes}
         self.env = dict(before)
         self._apply(facts_from(cond, False, self.const))
+        guarded = Probe()  # the false branch under the negated condition
+        saved_probe, self.probe = self.probe, guarded
         false_value = self.ev(when_false)
+        self.probe = saved_probe
+        flagged_anyway |= {id(n) for n, _, _ in guarded.nodes}
         self.env = before
         if self.probe is None:
             true_value = self._replay(when_true, before, cond)
-        for leak_node, op, operand_src in leaked:
+            false_value = self._replay(when_false, before, cond, False)
+        for leak_node, op, operand_src, hidden in leaked:
             if id(leak_node) in flagged_anyway:
                 continue
             spec = CATALOGUE.by_op[op]
             self._record(leak_node, spec, "where-grad-leak", framework, operand_src,
                          f"`torch.where` hides the forward value of `{self.code(leak_node)}` "
-                         f"where the condition is false, but the gradient still flows "
+                         f"where the condition is {hidden}, but the gradient still flows "
                          f"through it there and is NaN/inf, and 0 * NaN = NaN.",
                          None)
         joined = join(true_value, false_value).with_(kind="tensor", name=None)
+        if -INF in (true_value.interval.hi, false_value.interval.hi):
+            joined = joined.with_(neg_inf_filled=True)  # where(mask, x, -inf): masked_fill
         return joined if joined.producer else joined.with_(producer="where")
 
     def _replay(self: Analyzer, branch: cst.BaseExpression, before: dict[str, Value],
-                cond: cst.BaseExpression) -> Value:
+                cond: cst.BaseExpression, holds: bool = True) -> Value:
         """Evaluate the guarded branch for real, so nodes inside it are reported normally."""
-        self._apply(facts_from(cond, True, self.const))
+        self._apply(facts_from(cond, holds, self.const))
         value = self.ev(branch)
         self.env = dict(before)
         return value

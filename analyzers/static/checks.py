@@ -31,6 +31,7 @@ from analyzers.static.values import (
     square,
 )
 from analyzers.static.vocabulary import (
+    EXP_OF_LOG,
     LOG_PATTERNS,
 )
 
@@ -88,9 +89,23 @@ class ChecksMixin(AnalyzerState):
                 receiver[1] if receiver else UNKNOWN)
             self._check_division(node, operand, operand_node, numerator, framework)
             return Value("tensor", div(numerator.interval, operand.interval, self.dtype))
+        if spec.op == "logit" and framework == "torch":
+            operand = self._logit_eps(node, operand, receiver is not None)
         self._check_domain(node, spec, operand_node, operand, framework)
         result = self._result_of(spec, operand)
         return result.with_(kind="scalar") if framework == "math" else result
+
+    def _logit_eps(self: Analyzer, node: cst.Call, operand: Value, method: bool) -> Value:
+        """`torch.logit(x, eps=e)` clamps x to [e, 1 - e] first (both ends as the dtype
+        holds them: 1 - 1e-5 is 1.0 in float16, which guards nothing)."""
+        eps_node = self._arg(node, 0 if method else 1, ("eps",))
+        eps = self.const(eps_node) if eps_node is not None else None
+        if eps is None or not 0 < eps < 0.5:
+            return operand
+        lo, hi = round_to(eps, self.dtype), round_to(1.0 - eps, self.dtype)
+        if not 0 < lo <= hi < 1:
+            return operand
+        return operand.with_(interval=Interval(lo, hi), producer="clamp")
 
     def _operand(self: Analyzer, node: cst.Call, spec: OpSpec, qual: str | None,
                  args: list[tuple[str | None, Value]],
@@ -133,6 +148,9 @@ class ChecksMixin(AnalyzerState):
         """The op's output range, pushed through where the op is monotonic."""
         iv = operand.interval
         if spec.op == "exp":
+            if operand.producer in EXP_OF_LOG:  # exp(log_softmax(x)) is softmax(x): it
+                # underflows to 0 like it, and log of it is the log-softmax pattern again
+                return Value("tensor", UNIT, producer=EXP_OF_LOG[operand.producer or ""])
             lo = round_to(math.exp(max(iv.lo, -745.0)), self.dtype) if iv.lo != -INF else 0.0
             hi = round_to(math.exp(min(iv.hi, 709.0)), self.dtype) if iv.hi != INF else INF
             return Value("tensor", Interval(lo, hi, lo == 0.0), producer="exp")

@@ -36,6 +36,8 @@ TENSOR_FACTORIES = frozenset({"tensor", "as_tensor", "constant", "convert_to_ten
 LOG_PATTERNS = {"softmax": "log-softmax", "sigmoid": "log-sigmoid",
                 "one_minus_sigmoid": "log-sigmoid", "sum_exp": "log-sum-exp",
                 "one_plus": "log1p"}
+# exp(producer(x)): the producer whose log it undoes (probabilities from log-probabilities).
+EXP_OF_LOG = {"log_softmax": "softmax", "logsigmoid": "sigmoid"}
 
 
 # Framework helpers whose names say they return a Python number, not a tensor.
