@@ -1023,14 +1023,27 @@ def _fills(site: Site, root: cst.CSTNode) -> list[tuple[cst.CSTNode, cst.CSTNode
                     len(node.args) >= 3:
                 for index in (1, 2):
                     other = node.args[3 - index].value
-                    if neg_inf(node.args[index].value) and is_simple(other):
-                        out.append((node.args[index].value,
-                                    expr(_min_text(site, site.code(other)))))
+                    given = node.args[index].value
+                    infinity = given if neg_inf(given) else _filled_with(given)
+                    if infinity is not None and is_simple(other):
+                        out.append((infinity, expr(_min_text(site, site.code(other)))))
                         return False
             return True
 
     root.visit(Finder())
     return out
+
+
+def _filled_with(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The -inf of a constant fill, `tf.fill(shape, -np.inf)` or `torch.full(..., -inf)` /
+    `full_like`, as the masked branch of a `where`; else None."""
+    if not isinstance(node, cst.Call) or len(node.args) < 2:
+        return None
+    name = dotted_name(node.func)
+    if name is None or name.rsplit(".", 1)[-1] not in ("fill", "full", "full_like"):
+        return None
+    value = node.args[1].value
+    return value if neg_inf(value) else None
 
 
 def _statement_of(site: Site, node: cst.CSTNode) -> cst.CSTNode | None:
