@@ -6,8 +6,10 @@ allows it), so the script shows the few values that matter instead of a wall of 
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,31 +51,47 @@ def minimise(inputs: list[torch.Tensor], specs: list[InputSpec],
              still_fails: Callable[[list[torch.Tensor]], bool], budget: int = 300) -> \
         list[torch.Tensor]:
     """ddmin over elements: reset chunks to the base value while the trigger persists."""
-    current = [x.clone() for x in inputs]
-    spent = 0
-    for which, spec in enumerate(specs):
-        flat = current[which].reshape(-1)
-        base = base_value(spec)
-        differing = [int(i) for i in torch.nonzero(flat != base).reshape(-1)]
+    bases = [torch.full_like(x, base_value(spec)) for x, spec in zip(inputs, specs, strict=True)]
+    return minimise_toward(inputs, bases, still_fails, budget)
+
+
+def minimise_toward(inputs: list[torch.Tensor], bases: Sequence[torch.Tensor | None],
+                    still_fails: Callable[[list[torch.Tensor]], bool], budget: int,
+                    seconds: float = math.inf) -> list[torch.Tensor]:
+    """ddmin over elements: chunks of each input go back to its base (same shape; None: the
+    input is left as it is) while the trigger persists, within `budget` trials and `seconds`."""
+    current = [x.detach().clone() for x in inputs]
+    spent, started = 0, time.perf_counter()
+
+    def exhausted() -> bool:
+        return spent >= budget or time.perf_counter() - started > seconds
+
+    for which, base in enumerate(bases):
+        if base is None:
+            continue
+        natural = base.detach().reshape(-1).to(current[which].dtype)
+        differing = [int(i) for i in
+                     torch.nonzero(current[which].reshape(-1) != natural).reshape(-1)]
         chunks = 2
-        while differing and spent < budget:
+        while differing and not exhausted():
             size = max(1, len(differing) // chunks)
-            removed_any = False
+            removed = False
             for start in range(0, len(differing), size):
-                if spent >= budget:
+                if exhausted():
                     break
                 chunk = differing[start:start + size]
                 trial = [x.clone() for x in current]
-                trial_flat = trial[which].reshape(-1)
-                trial_flat[chunk] = base
-                trial[which] = trial_flat.reshape(current[which].shape)
+                flat = trial[which].reshape(-1)
+                flat[chunk] = natural[chunk]
+                trial[which] = flat.reshape(current[which].shape)
                 spent += 1
                 if still_fails(trial):
                     current = trial
-                    differing = [i for i in differing if i not in set(chunk)]
-                    removed_any = True
+                    gone = set(chunk)
+                    differing = [i for i in differing if i not in gone]
+                    removed = True
                     break
-            if not removed_any:
+            if not removed:
                 if size == 1:
                     break
                 chunks = min(len(differing), chunks * 2)

@@ -51,7 +51,13 @@ from analyzers.dynamic.entries import Entry, EntryError
 from analyzers.dynamic.harvest import observed_box
 from analyzers.dynamic.probe import MAX_FRAMES as PROBE_FRAMES
 from analyzers.dynamic.probe import tensors_in
-from analyzers.dynamic.reproducer import TORCH_HELPERS, nested_literal, python_literal, unravel
+from analyzers.dynamic.reproducer import (
+    TORCH_HELPERS,
+    minimise_toward,
+    nested_literal,
+    python_literal,
+    unravel,
+)
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.suspect import op_names, operand_of
 
@@ -552,43 +558,11 @@ def minimise_script(entry: ScriptEntry, inputs: list[torch.Tensor],
     """ddmin toward the recorded values (what the seeded script draws and loads): elements
     go back to their natural value while the trigger persists, so the reproducer states only
     the changes that matter."""
-    bases = [x.detach() for x in entry.start or inputs]
-    current = [x.detach().clone() for x in inputs]
-    spent, started = 0, time.perf_counter()
-
-    def exhausted() -> bool:
-        return spent >= budget or time.perf_counter() - started > seconds
-
-    for which, base in enumerate(bases):
-        if current[which].shape != base.shape:
-            continue
-        natural = base.reshape(-1).to(current[which].dtype)
-        differing = [int(i) for i in
-                     torch.nonzero(current[which].reshape(-1) != natural).reshape(-1)]
-        chunks = 2
-        while differing and not exhausted():
-            size = max(1, len(differing) // chunks)
-            removed = False
-            for start in range(0, len(differing), size):
-                if exhausted():
-                    break
-                chunk = differing[start:start + size]
-                trial = [x.clone() for x in current]
-                flat = trial[which].reshape(-1)
-                flat[chunk] = natural[chunk]
-                trial[which] = flat.reshape(current[which].shape)
-                spent += 1
-                if still_fails(trial):
-                    current = trial
-                    gone = set(chunk)
-                    differing = [i for i in differing if i not in gone]
-                    removed = True
-                    break
-            if not removed:
-                if size == 1:
-                    break
-                chunks = min(len(differing), chunks * 2)
-    return current
+    naturals = [x.detach() for x in entry.start or inputs]
+    bases: list[torch.Tensor | None] = [
+        natural if natural.shape == x.shape else None
+        for natural, x in zip(naturals, inputs, strict=False)]
+    return minimise_toward(inputs, bases, still_fails, budget, seconds)
 
 
 def _value_code(number: int, label: str, value: torch.Tensor, natural: torch.Tensor | None,
