@@ -21,6 +21,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, Posi
 
 from analyzers.catalogue import CATALOGUE, FixKind, OpSpec
 from analyzers.fix import bounds
+from analyzers.static.conditions import dotted_name
 from analyzers.static.prefilter import ImportMap
 
 TF_FRAMEWORKS = ("tensorflow", "keras")
@@ -192,17 +193,6 @@ def _targets(target: str) -> tuple[str, ...]:
         if target.startswith(prefix + "."):
             return ("tensorflow." + target[len(prefix) + 1:],)
     return (target,)
-
-
-def dotted_name(node: cst.BaseExpression) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
-        return ".".join(reversed(parts))
-    return None
 
 
 def parse_site(source: str, request: FixRequest) -> Site:

@@ -13,6 +13,7 @@ import libcst as cst
 from analyzers.dtypes import round_to
 from analyzers.static.calls import CallsMixin
 from analyzers.static.checks import ChecksMixin
+from analyzers.static.conditions import dotted_name
 from analyzers.static.expressions import ExpressionsMixin
 from analyzers.static.prefilter import ClassFacts
 from analyzers.static.records import FileContext, Probe, RawFinding
@@ -60,14 +61,7 @@ class FunctionAnalyzer(StatementsMixin, ExpressionsMixin, CallsMixin, ChecksMixi
         return self._code_cache[key]
 
     def dotted(self, node: cst.BaseExpression) -> str | None:
-        parts: list[str] = []
-        while isinstance(node, cst.Attribute):
-            parts.append(node.attr.value)
-            node = node.value
-        if isinstance(node, cst.Name):
-            parts.append(node.value)
-            return ".".join(reversed(parts))
-        return None
+        return dotted_name(node)
 
     def resolve(self, node: cst.BaseExpression) -> str | None:
         """A qualified name for an imported function; local names shadow imports."""

@@ -76,8 +76,9 @@ MODULE_ALIASES = frozenset({"torch", "tf", "np", "jnp", "numpy", "jax", "K", "op
                             "tensorflow"})
 
 
-def _dotted(node: cst.BaseExpression) -> str | None:
-    """`x` or `self.scale`: the key a guarded value has in the environment."""
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    """`x` or `self.scale` (a guarded value's key in the environment), `torch.nn.functional`
+    (a callee to resolve); None for anything else."""
     parts: list[str] = []
     while isinstance(node, cst.Attribute):
         parts.append(node.attr.value)
@@ -90,13 +91,13 @@ def _dotted(node: cst.BaseExpression) -> str | None:
 def _subject(node: cst.BaseExpression) -> tuple[str, str] | None:
     """(variable, how): how is 'each', 'min' or 'max' of that variable."""
     node = _strip(node)
-    dotted = _dotted(node)
+    dotted = dotted_name(node)
     if dotted is not None:
         return dotted, "each"
     if isinstance(node, cst.Call):
         leaf = _leaf(node.func)
         target = _reduced(node)
-        name = _dotted(target) if target is not None else None
+        name = dotted_name(target) if target is not None else None
         if name is not None and leaf in MIN_FUNCS:
             return name, "min"
         if name is not None and leaf in MAX_FUNCS:
