@@ -45,9 +45,8 @@ from analyzers.dynamic.entries import (
 )
 from analyzers.dynamic.search import Budget, Searcher
 from analyzers.dynamic.specs import InputSpec
+from bench.case_layout import CASES_DIR, bug_line, case_dirs
 
-CASES_DIR = Path(__file__).parent / "cases"
-MARKER = "# numcheck-bug:"
 HANDFUL = 5  # random draws: above this, a case is one random sampling has to work for
 TARGET = 10.0  # the speed-up over random sampling the issue asks for
 
@@ -70,13 +69,6 @@ class Row:
     ordinary_evaluations: int = 0  # draws made (until the trigger, or in the whole budget)
     random_evaluations: int = 0
     device: str = "cpu"
-
-
-def _bug_line(path: Path) -> tuple[int, str]:
-    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if MARKER in text:
-            return number, text.split(MARKER, 1)[1].strip().split()[0]
-    raise ValueError(f"{path} has no '{MARKER} <op>' line")
 
 
 def _entry(case_dir: Path, module: str, table: dict[str, Any], seed: int,
@@ -137,7 +129,7 @@ def _baseline(searcher: Searcher, kind: str, budget: float,
 
 def run_case(case_dir: Path, budget: float, seed: int, device: str = "cpu") -> Row:
     meta = tomllib.loads((case_dir / "case.toml").read_text(encoding="utf-8"))
-    line, op = _bug_line(case_dir / "buggy.py")
+    line, op = bug_line(case_dir / "buggy.py")
     framework = meta.get("framework", "torch")
     row = Row(case_dir.name, framework, op, meta.get("failure", "?"), None, None, None, None,
               0, None, None, None)
@@ -287,9 +279,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="where torch entries run (TensorFlow entries stay on the CPU)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    dirs = sorted(p.parent for p in args.cases.glob("*/case.toml"))
-    if args.k:
-        dirs = [d for d in dirs if any(k in d.name for k in args.k)]
+    dirs = case_dirs(args.cases, args.k)
     if not dirs:
         print(f"no cases under {args.cases}", file=sys.stderr)
         return 2

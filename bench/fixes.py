@@ -33,8 +33,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-CASES_DIR = Path(__file__).parent / "cases"
-MARKER = "# numcheck-bug:"
+from bench.case_layout import CASES_DIR, bug_line, case_dirs
+
 MODULE = "buggy"
 PATH = "buggy.py"
 
@@ -58,13 +58,6 @@ class Row:
     revalidation_seconds: float | None = None
     note: str = ""
     replacement: str = ""
-
-
-def _bug_line(path: Path) -> tuple[int, str]:
-    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if MARKER in text:
-            return number, text.split(MARKER, 1)[1].strip().split()[0]
-    raise ValueError(f"{path} has no '{MARKER} <op>' line")
 
 
 def _forget(repo: Path | None = None) -> None:
@@ -175,7 +168,7 @@ def run_case(case_dir: Path, budget: float, seed: int, revalidate: bool = True) 
     from runners.harness import fix_finding
 
     meta = tomllib.loads((case_dir / "case.toml").read_text(encoding="utf-8"))
-    line, op = _bug_line(case_dir / "buggy.py")
+    line, op = bug_line(case_dir / "buggy.py")
     table = meta["entry"]
     row = Row(case_dir.name, meta.get("framework", "torch"), op)
     with tempfile.TemporaryDirectory(prefix="numcheck-bench-fix-") as tmp:
@@ -307,9 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write rows and summary to this file")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    dirs = sorted(p.parent for p in args.cases.glob("*/case.toml"))
-    if args.k:
-        dirs = [d for d in dirs if any(k in d.name for k in args.k)]
+    dirs = case_dirs(args.cases, args.k)
     if not dirs:
         print(f"no cases under {args.cases}", file=sys.stderr)
         return 2
