@@ -731,6 +731,12 @@ def t_clamp(site: Site) -> Iterator[Edit]:
             return f"{site.spell('torch.finfo')}({site.code(x)}.dtype).tiny"
         return bounds.tiny_literal(dtype)
 
+    def floor(bound: str) -> Callable[[cst.BaseExpression], str]:
+        """A constant lower bound: `tf.maximum(x, bound)`, `x.clamp_min(bound)`."""
+        if tf:
+            return lambda x: _tf_call(site, "maximum", site.code(x), bound)
+        return lambda x: torch_min(x, bound)
+
     make: Callable[[cst.BaseExpression], str] | None = None
     description = ""
     if requirement == "positive" and request.op in ("log", "log2", "log10", "sqrt", "pow"):
@@ -749,23 +755,13 @@ def t_clamp(site: Site) -> Iterator[Edit]:
     elif requirement == "positive" and request.op in ("lgamma", "digamma"):
         # tiny would do for the value, not for the gradient (trigamma(tiny) = 1/tiny**2 = inf)
         bound = bounds.literal(bounds.epsilon(dtype))
-        if tf:
-            def make(x: cst.BaseExpression) -> str:
-                return _tf_call(site, "maximum", site.code(x), bound)
-        else:
-            def make(x: cst.BaseExpression) -> str:
-                return torch_min(x, bound)
+        make = floor(bound)
         description = f"clamp the argument at {bound}: {request.op} and its gradient stay " \
                       f"finite in {dtype}"
     elif request.op in ("rsqrt", "reciprocal") or (request.op == "div" and (
             request.nonnegative or _syntactically_nonneg(site, operand_node(site)))):
         bound = bounds.literal(bounds.epsilon(dtype))
-        if tf:
-            def make(x: cst.BaseExpression) -> str:
-                return _tf_call(site, "maximum", site.code(x), bound)
-        else:
-            def make(x: cst.BaseExpression) -> str:
-                return torch_min(x, bound)
+        make = floor(bound)
         description = f"clamp the non-negative divisor at {bound}, so the quotient stays " \
                       f"finite in {dtype}"
     elif request.op == "div":
@@ -794,20 +790,10 @@ def t_clamp(site: Site) -> Iterator[Edit]:
                 return f"{atomic_text(site, x)}.clamp(-1 + {eps}, 1 - {eps})"
         description = f"clamp strictly inside (-1, 1) by {eps}, where the gradient is finite"
     elif requirement == "gt_minus_one":
-        if tf:
-            def make(x: cst.BaseExpression) -> str:
-                return _tf_call(site, "maximum", site.code(x), f"-1 + {eps}")
-        else:
-            def make(x: cst.BaseExpression) -> str:
-                return torch_min(x, f"-1 + {eps}")
+        make = floor(f"-1 + {eps}")
         description = f"clamp above -1 by {eps}"
     elif requirement == "ge_one":
-        if tf:
-            def make(x: cst.BaseExpression) -> str:
-                return _tf_call(site, "maximum", site.code(x), f"1 + {eps}")
-        else:
-            def make(x: cst.BaseExpression) -> str:
-                return torch_min(x, f"1 + {eps}")
+        make = floor(f"1 + {eps}")
         description = f"clamp above 1 by {eps}"
     elif requirement == "open_probability":
         if tf:
