@@ -25,7 +25,7 @@ Requirement = Literal[
     "none",  # nothing the generic rule can check; patterns or the dynamic pass handle it
 ]
 Kind = Literal["risky", "producer", "guard"]
-FixKind = Literal["stable-api", "epsilon", "clamp", "where", "masked-fill"]
+FixKind = Literal["stable-api", "epsilon", "clamp", "where", "masked-fill", "upcast"]
 Framework = Literal["torch", "tensorflow", "keras", "numpy", "jax", "math", "scipy"]
 
 

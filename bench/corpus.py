@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.catalogue import KNOWN_OPS
+from analyzers.static.rules import RULES as RULE_REGISTRY
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CORPUS_DIR = REPO_ROOT / "tests" / "corpus"
@@ -56,21 +57,7 @@ GROUPS: tuple[str, ...] = (
 OPS: frozenset[str] = KNOWN_OPS  # labels name ops as the catalogue does
 
 # Rule ids of the analyser's contract, in report order.
-RULES: tuple[str, ...] = (
-    "unguarded-domain",
-    "eps-absorbed",
-    "eps-underflow-fp16",
-    "discarded-guard",
-    "where-grad-leak",
-    "log-softmax",
-    "log-sigmoid",
-    "bce-sigmoid",
-    "log-sum-exp",
-    "log1p",
-    "expm1",
-    "masked-softmax-inf",
-    "manual-normalize",
-)
+RULES: tuple[str, ...] = tuple(rule.id for rule in RULE_REGISTRY)
 
 PATTERN_NUMBERS: tuple[int, ...] = tuple(range(1, 16))
 

@@ -24,7 +24,7 @@ from analyzers.model import Finding, normalise_call
 from analyzers.static import scan_source
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fix"
-KINDS = ("stable-api", "epsilon", "clamp", "where", "masked-fill")
+KINDS = ("stable-api", "epsilon", "clamp", "where", "masked-fill", "upcast")
 PAIRS = sorted(FIXTURES.glob("*/*.in.py"))
 MAX_STEPS = 30
 
@@ -129,6 +129,23 @@ def test_candidates_come_in_developers_order() -> None:
     assert kinds[0] == "stable-api"
     assert kinds == sorted(kinds, key=("stable-api", "epsilon", "clamp", "where").index)
     assert "epsilon" in kinds and "clamp" in kinds
+
+
+def test_float32_scores_left_alone_under_autocast() -> None:
+    """Autocast casts a matmul's float32 factors back to float16: upcasting them would be a
+    fix that changes nothing, so none is proposed (the finding stays, with the others)."""
+    source = ("import torch\n\n\ndef f(q, k):\n"
+              "    with torch.autocast('cuda', dtype=torch.float16):\n"
+              "        return torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n")
+    request = _request(source)
+    assert request.rule == "fp16-scores-overflow"
+    assert [c for c in candidates(source, request, strict=True) if c.kind == "upcast"] == []
+    outside = source.replace("    with torch.autocast('cuda', dtype=torch.float16):\n    ",
+                             "    q = q.half()\n")
+    (upcast,) = [c for c in candidates(outside, _request(outside), strict=True)
+                 if c.kind == "upcast"]
+    assert "q.float() @ k.transpose(-2, -1).float()" in upcast.source
+    assert upcast.source.rstrip().endswith(".to(q.dtype)")
 
 
 def test_epsilon_only_for_a_non_negative_operand() -> None:

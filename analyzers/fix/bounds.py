@@ -39,6 +39,17 @@ def epsilon(dtype: str | None, scale: float | None = None) -> float:
     return value
 
 
+def epsilon_under_root(dtype: str | None) -> float:
+    """An epsilon added to a sum of squares before its square root: the square of
+    `epsilon`, so the root moves by about `epsilon` at 0, raised to a power of ten that is
+    normal in the dtype (float32 1e-12, float16 1e-04)."""
+    name = dtype_name(dtype)
+    exponent = round(2 * math.log10(epsilon(name)))
+    while round_to(float(f"1e{exponent}"), name) < limits(name).tiny:
+        exponent += 1
+    return float(f"1e{exponent}")
+
+
 def literal(value: float) -> str:
     """`1e-06` is written `1e-6`, as people write it."""
     if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):

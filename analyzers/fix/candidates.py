@@ -11,7 +11,7 @@ domain, a `where`. The first one the validation accepts is the one suggested.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import libcst as cst
@@ -20,11 +20,13 @@ from analyzers.catalogue import FixKind
 from analyzers.fix.patch import Patch, make_patch
 from analyzers.fix.site import Edit, FixRequest, parse_site
 from analyzers.fix.transforms import edits_for
+from analyzers.model import normalise_call
 
-KIND_ORDER: tuple[FixKind, ...] = ("stable-api", "epsilon", "clamp", "where", "masked-fill")
+KIND_ORDER: tuple[FixKind, ...] = ("stable-api", "epsilon", "clamp", "where", "masked-fill",
+                                   "upcast")
 # Fixes are suggested only once validated, and the sandbox runs PyTorch and TensorFlow code.
 FRAMEWORKS = ("torch", "tensorflow")
-PATTERN_FIXES = ("double-where", "finfo-min", "assign-guard")
+PATTERN_FIXES = ("double-where", "finfo-min", "assign-guard", "float32-scores")
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,51 @@ def apply(module: cst.Module, edit: Edit) -> tuple[str, str]:
     return rewritten.code, add_imports(rewritten, edit.imports).code
 
 
+MAX_SIBLINGS = 4
+
+
+def _siblings(rewritten: str, edit: Edit, source: str, request: FixRequest,
+              strict: bool) -> tuple[str, tuple[str, ...]]:
+    """The same edit applied to the other calls of the op on the finding's lines.
+
+    The static pass reports one finding per line and op, so `digamma(s) - digamma(a)` is one
+    finding with two calls; a fix of one leaves the line as dangerous as before (the search
+    and the static check would reject it). A sibling is a call the static pass flags on the
+    patched file, with the finding's op and lines, that was already in the original source
+    (never the fixed call itself, flagged again)."""
+    from analyzers.config import Config
+    from analyzers.static import scan_source
+
+    original_lines = "".join(source.splitlines()[request.line - 1:request.end_line]).replace(
+        " ", "")
+    imports = list(edit.imports)
+    fixed = normalise_call(request.call)
+    for _ in range(MAX_SIBLINGS):
+        scan = scan_source(rewritten, request.path, Config(dtype=request.dtype))
+        sibling = next((f for f in scan.findings if f.op == request.op
+                        and request.line <= f.line <= request.end_line
+                        and normalise_call(f.call) != fixed
+                        and normalise_call(f.call) in original_lines), None)
+        if sibling is None:
+            break
+        sub = replace(FixRequest.from_finding(sibling), dtype=request.dtype)
+        try:
+            site = parse_site(rewritten, sub)
+        except (LookupError, cst.ParserSyntaxError, SyntaxError):
+            break
+        same = next((e for e in edits_for(site, strict)
+                     if (e.kind, e.name) == (edit.kind, edit.name)), None)
+        if same is None:
+            break
+        changed = site.module.deep_replace(same.old, same.new)
+        assert isinstance(changed, cst.Module)
+        if changed.code == rewritten:
+            break
+        rewritten, fixed = changed.code, normalise_call(sibling.call)
+        imports += [i for i in same.imports if i not in imports]
+    return rewritten, tuple(imports)
+
+
 def candidates(source: str, request: FixRequest, strict: bool = False) -> list[Candidate]:
     """Every candidate that applies, best first; [] when the finding's node is not found.
     `strict`: a transform that crashes raises instead of being skipped (for the tests)."""
@@ -86,7 +133,9 @@ def candidates(source: str, request: FixRequest, strict: bool = False) -> list[C
     seen: set[str] = set()
     for _, edit in ordered:
         try:
-            rewritten, full = apply(site.module, edit)
+            rewritten, _ = apply(site.module, edit)
+            rewritten, imports = _siblings(rewritten, edit, source, request, strict)
+            full = add_imports(cst.parse_module(rewritten), imports).code
             cst.parse_module(full)
         except (cst.ParserSyntaxError, ValueError):
             continue
@@ -95,7 +144,7 @@ def candidates(source: str, request: FixRequest, strict: bool = False) -> list[C
         seen.add(full)
         patch = make_patch(request.path, source, rewritten, full, line=request.line,
                            end_line=request.end_line, kind=edit.kind, name=edit.name,
-                           description=edit.description, imports=edit.imports)
+                           description=edit.description, imports=imports)
         out.append(Candidate(edit.kind, edit.name, edit.description, full, patch, edit.watch))
     return out
 

@@ -35,6 +35,7 @@ from analyzers.fix.site import (
     operand_node,
     positional,
     replace_call,
+    replace_in,
     sibling,
     substitute_operand,
     view,
@@ -539,6 +540,131 @@ def t_normalize(site: Site) -> Iterator[Edit]:
                " divides by max(norm, eps)", node, new, site.take_imports(), ())
 
 
+TF_NORM_PARAMETERS = {  # positional order after the tensor
+    "tensorflow.norm": ("ord", "axis", "keepdims", "name"),
+    "tensorflow.linalg.norm": ("ord", "axis", "keepdims", "name"),
+    "tensorflow.math.reduce_euclidean_norm": ("axis", "keepdims", "name"),
+}
+
+
+def t_tf_norm_eps(site: Site) -> Iterator[Edit]:
+    """`tf.norm(x, axis=a)` -> `tf.sqrt(tf.reduce_sum(tf.square(x), axis=a) + eps)`:
+    TensorFlow's norm has no special case at 0 (PyTorch's does), so the only way to a finite
+    gradient for an all-zero vector is an epsilon under the root."""
+    v = view(site, site.node)
+    if v is None or site.request.op != "sqrt" or v.qual not in TF_NORM_PARAMETERS:
+        return
+    x = v.operand()
+    if x is None:
+        return
+    named: dict[str, cst.BaseExpression] = {}
+    plain = [a.value for a in v.rest() if a.keyword is None]
+    for name, value in zip(TF_NORM_PARAMETERS[v.qual], plain, strict=False):
+        named[name] = value
+    named.update({a.keyword.value: a.value for a in v.rest() if a.keyword is not None})
+    ord_node = named.pop("ord", None)
+    if ord_node is not None and site.code(ord_node) not in ("2", "2.0", "'euclidean'",
+                                                            '"euclidean"', "'fro'", '"fro"'):
+        return
+    named.pop("name", None)
+    arguments = "".join(f", {key}={site.code(value)}" for key, value in named.items())
+    eps = bounds.literal(bounds.epsilon_under_root(site.request.dtype))
+    sqrt, total = site.spell("tensorflow.sqrt"), site.spell("tensorflow.reduce_sum")
+    squares = _tf_call(site, "square", site.code(x))
+    text = f"{sqrt}({total}({squares}{arguments}) + {eps})"
+    yield Edit("epsilon", "epsilon", f"the root of the sum of squares plus {eps}: "
+               "finite gradient for an all-zero vector, where tf.norm's is 0/0",
+               site.node, expr(text), site.take_imports(), ())
+
+
+def _upcast_matmul(site: Site, node: cst.BaseExpression) -> \
+        tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """(the product with both factors cast to float32, its first factor) for the first
+    matmul inside `node`: `a @ b`, `matmul/bmm(a, b)`, `einsum(eq, a, b)`."""
+    tf = site.is_tf
+
+    def up(x: cst.BaseExpression) -> cst.BaseExpression:
+        if tf:
+            return expr(_tf_call(site, "cast", site.code(x), site.spell("tensorflow.float32")))
+        return expr(f"{atomic_text(site, x)}.float()")
+
+    found: list[tuple[cst.BaseExpression, cst.BaseExpression, cst.BaseExpression]] = []
+
+    class Finder(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if found:
+                return False
+            if isinstance(n, cst.BinaryOperation) and isinstance(n.operator,
+                                                                 cst.MatrixMultiply):
+                found.append((n, n.with_changes(left=up(n.left), right=up(n.right)), n.left))
+                return False
+            v = view(site, n) if isinstance(n, cst.Call) else None
+            leaf = v.name if v is not None else ""
+            if v is not None and leaf in ("matmul", "bmm", "mm", "einsum") and \
+                    (v.qual is not None or v.receiver is None):
+                assert isinstance(n, cst.Call)
+                factors = [i for i, a in enumerate(n.args) if a.keyword is None]
+                factors = factors[1:3] if leaf == "einsum" else factors[:2]
+                if len(factors) == 2:
+                    args = [a.with_changes(value=up(a.value)) if i in factors else a
+                            for i, a in enumerate(n.args)]
+                    found.append((n, n.with_changes(args=args), n.args[factors[0]].value))
+                    return False
+            return True
+
+    node.visit(Finder())
+    if not found:
+        return None
+    old, new, first = found[0]
+    return replace_in(node, old, new), first  # type: ignore[return-value]
+
+
+def _under_autocast(site: Site) -> bool:
+    """Inside `with torch.autocast(...)` a `.float()` factor is cast back to float16 by the
+    matmul itself: the upcast needs autocast disabled there, which this fix does not write."""
+    node: cst.CSTNode | None = site.node
+    while node is not None:
+        if isinstance(node, cst.With) and any("autocast" in site.code(item.item) or
+                                              "amp" in site.code(item.item)
+                                              for item in node.items):
+            return True
+        node = site.parent(node)
+    return False
+
+
+def t_float32_scores(site: Site) -> Iterator[Edit]:
+    """`softmax(q @ k.T * s)` -> `softmax(q.float() @ k.T.float() * s).to(q.dtype)`: the
+    product is what overflows float16 (NUMERICS pattern 12), so a softmax in float32 alone is
+    too late; the probabilities go back to the model's dtype for the next product."""
+    if site.request.rule != "fp16-scores-overflow" or _under_autocast(site):
+        return
+    v = view(site, site.node)
+    operand = v.operand() if v is not None else None
+    if v is None or operand is None or not isinstance(site.node, cst.Call):
+        return
+    upcast = _upcast_matmul(site, operand)
+    if upcast is None:
+        return
+    scores, first = upcast
+    call = site.node
+    if v.receiver is not None and isinstance(call.func, cst.Attribute):
+        inner = call.with_changes(func=call.func.with_changes(value=atomic(scores)))
+    else:
+        inner = call.with_changes(args=[a.with_changes(value=scores) if a.value is operand
+                                        else a for a in call.args])
+    text = site.code(inner)
+    if site.is_tf:
+        if not is_simple(first):
+            return
+        new = expr(_tf_call(site, "cast", text, f"{site.code(first)}.dtype"))
+    else:
+        new = expr(f"{text}.to({site.code(first)}.dtype)" if is_simple(first)
+                   else f"{text}.half()")
+    yield Edit("upcast", "float32-scores", "compute the scores and their softmax in float32 "
+               "(a float16 product passes 65504 before any scale), then cast back",
+               call, new, site.take_imports(), ())
+
+
 def t_xlogy(site: Site) -> Iterator[Edit]:
     found = _log_call(site)
     if found is None:
@@ -764,10 +890,15 @@ def t_clamp(site: Site) -> Iterator[Edit]:
         make = floor(bound)
         description = f"clamp the non-negative divisor at {bound}, so the quotient stays " \
                       f"finite in {dtype}"
+    elif request.op == "div" and not is_simple(operand_node(site)):
+        # the sign-keeping clamp below names the divisor three times; a one-sided floor is
+        # right for the usual divisor (a count, a sum of mask weights), and the equivalence
+        # check rejects it where normal inputs give a negative divisor
+        bound = bounds.literal(bounds.epsilon(dtype))
+        make = floor(bound)
+        description = f"clamp the divisor at {bound}: for a non-negative divisor (a count, " \
+                      "a sum of weights); a negative one would change the outputs"
     elif request.op == "div":
-        operand = operand_node(site)
-        if not is_simple(operand):
-            return
         bound = bounds.literal(bounds.epsilon(dtype))
         if tf:
             def make(x: cst.BaseExpression) -> str:
@@ -1111,8 +1242,8 @@ Transform = Callable[[Site], Iterator[Edit]]
 # The rule's own fix first where a pattern has one, then developers' order of kinds.
 TRANSFORMS: tuple[Transform, ...] = (
     t_log_softmax, t_bce_hand_written, t_log_sigmoid, t_bce_logits, t_logsumexp, t_log1p,
-    t_expm1, t_tanh, t_normalize, t_xlogy, t_logit_eps, t_divide_no_nan, t_pow_abs,
-    t_double_where, t_atan2, t_masked_fill, t_discarded_guard,
+    t_expm1, t_tanh, t_normalize, t_tf_norm_eps, t_xlogy, t_logit_eps, t_divide_no_nan, t_pow_abs,
+    t_double_where, t_atan2, t_masked_fill, t_float32_scores, t_discarded_guard,
     t_epsilon, t_clamp, t_where,
 )
 

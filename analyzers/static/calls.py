@@ -15,11 +15,10 @@ import libcst as cst
 from analyzers.catalogue import CATALOGUE, OpSpec
 from analyzers.dtypes import round_to
 from analyzers.static.conditions import facts_from
+from analyzers.static.expressions import product
 from analyzers.static.records import AnalyzerState, Probe
 from analyzers.static.values import (
     INF,
-    NONNEG,
-    POSITIVE,
     UNIT,
     UNKNOWN,
     Interval,
@@ -33,12 +32,14 @@ from analyzers.static.vocabulary import (
     BOOL_METHODS,
     CONST_LIKE,
     FRAMEWORK_ROOTS,
+    MATMULS,
     SAME_RANGE_REDUCTIONS,
     SAME_VALUE_METHODS,
     SCALAR_HELPER,
     SCALAR_METHODS,
     SUM_REDUCTIONS,
     TENSOR_FACTORIES,
+    UPCASTS,
 )
 
 if TYPE_CHECKING:
@@ -169,6 +170,10 @@ class CallsMixin(AnalyzerState):
             return values[0].with_(kind="tensor", name=None)
         if leaf in SUM_REDUCTIONS and values:
             return self._sum(values[0])
+        if leaf in MATMULS:
+            return product([a.value for a in node.args if a.keyword is None])
+        if leaf in UPCASTS and values and values[0].producer == "matmul":  # tf.cast(s, f32)
+            return values[0].with_(producer=None)
         positional = [v for k, v in args if k is None]
         if leaf in ("max", "min") and len(positional) == 2 and positional[1].kind == "tensor":
             first, second = positional[0].interval, positional[1].interval  # elementwise
@@ -195,8 +200,9 @@ class CallsMixin(AnalyzerState):
         producer = {"exp": "sum_exp", "square": "sumsq"}.get(value.producer or "")
         if producer == "sum_exp" and value.interval.hi != INF:
             producer = None  # the max was subtracted first: this is logsumexp done right
-        if value.interval.nonnegative():
-            return Value("tensor", NONNEG if not value.interval.positive() else POSITIVE,
+        iv = value.interval
+        if iv.nonnegative():  # a sum of terms >= lo >= 0 is >= lo (each element's floor kept)
+            return Value("tensor", Interval(iv.lo, INF, iv.lo_open),
                          producer=producer, norm_of=value.norm_of)
         return Value("tensor", producer=producer)
 
@@ -232,6 +238,10 @@ class CallsMixin(AnalyzerState):
             return self._in_place(node, func, method, receiver, args)
         if method == "masked_fill" and len(values) >= 2:
             return self._masked_fill(receiver, values[1])
+        if method in UPCASTS and receiver.producer == "matmul":
+            return receiver.with_(kind="tensor", producer=None)
+        if method in MATMULS and receiver.is_tensor:
+            return product([func.value] + [a.value for a in node.args if a.keyword is None])
         if method in SAME_VALUE_METHODS:
             if receiver.kind == "tensor" or method in ("detach", "float", "contiguous"):
                 return receiver.with_(kind="tensor", name=receiver.name)

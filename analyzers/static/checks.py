@@ -10,6 +10,7 @@ A mixin of FunctionAnalyzer (analyzer.py), which holds the state these methods s
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -33,10 +34,17 @@ from analyzers.static.values import (
 from analyzers.static.vocabulary import (
     EXP_OF_LOG,
     LOG_PATTERNS,
+    TF_EUCLIDEAN_NORMS,
 )
 
 if TYPE_CHECKING:
     from analyzers.static.analyzer import FunctionAnalyzer as Analyzer
+
+
+FLOAT16_MENTION = re.compile(r"(?<![bB])float16|\.half\(|torch\.half\b")
+ZERO_PRODUCERS = frozenset({"relu", "abs", "square", "sumsq"})
+# group lasso and friends: their optimum has whole groups at exactly zero (Yuan & Lin, 2006)
+SPARSITY_PENALTY = re.compile(r"sparsit|lasso|group_?norm_?penalt|l21|l2_1", re.IGNORECASE)
 
 
 class ChecksMixin(AnalyzerState):
@@ -47,12 +55,18 @@ class ChecksMixin(AnalyzerState):
             return self._guard_value(node, spec, qual, args, values, receiver)
         operand_node, operand = self._operand(node, spec, qual, args, receiver)
         if spec.kind == "producer":
+            if spec.op == "norm" and qual in TF_EUCLIDEAN_NORMS and operand_node is not None:
+                self._check_tf_norm(node, qual, operand_node, operand)
             return self._produce(spec, operand, values, receiver)
         if framework == "math" and not (operand.is_tensor or not operand.interval.unknown):
             return Value("scalar")
         if spec.op == "softmax":
             if operand.neg_inf_filled and operand_node is not None:
                 self._emit_pattern(node, spec, "masked-softmax-inf", operand_node, operand,
+                                   framework)
+            elif operand.producer == "matmul" and operand_node is not None \
+                    and self._float16_unit():
+                self._emit_pattern(node, spec, "fp16-scores-overflow", operand_node, operand,
                                    framework)
             return Value("tensor", UNIT, producer="softmax")
         if spec.op == "binary_cross_entropy":
@@ -94,6 +108,44 @@ class ChecksMixin(AnalyzerState):
         self._check_domain(node, spec, operand_node, operand, framework)
         result = self._result_of(spec, operand)
         return result.with_(kind="scalar") if framework == "math" else result
+
+    def _float16_unit(self: Analyzer) -> bool:
+        """Does this unit compute in float16? The configured dtype, else the unit's own dtype
+        mentions (bfloat16 alone has float32's range: no overflow), else the file's hints."""
+        if self.dtype in ("float16", "bfloat16"):
+            return self.dtype == "float16"
+        text = self.module.code
+        if FLOAT16_MENTION.search(text):
+            return True
+        return "bfloat16" not in text and self.ctx.half_precision
+
+    def _check_tf_norm(self: Analyzer, node: cst.Call, qual: str,
+                       operand_node: cst.BaseExpression, operand: Value) -> None:
+        """TensorFlow's Euclidean norm is sqrt(reduce_sum(x * x)) with no special case at 0
+        (PyTorch's norm defines the gradient there as 0): an all-zero vector, a dead ReLU
+        group or a prediction equal to its target, makes the gradient 0/0 = NaN."""
+        ord_node = self._arg(node, 1, ("ord",)) if not qual.endswith("euclidean_norm") else None
+        if ord_node is not None and self.code(ord_node) not in ("'euclidean'", '"euclidean"',
+                                                                "2", "2.0", "'fro'", '"fro"'):
+            return
+        iv = operand.interval
+        shown = explain.short(self.code(operand_node))
+        if iv.lo == 0 and not iv.lo_open and iv.hi < INF:
+            reason = f"`{shown}` lies in {iv.describe()}, so it can be an all-zero vector"
+        elif iv.lo == 0 and not iv.lo_open and operand.producer in ZERO_PRODUCERS:
+            reason = f"`{shown}` {explain.producer_phrase(operand.producer or '', self.dtype)}"
+        elif iv.unknown and SPARSITY_PENALTY.search(self.function or ""):
+            reason = (f"`{self.function}` is a sparsity penalty, which drives whole groups of "
+                      f"`{shown}` to exactly zero")
+        else:  # an arbitrary vector (an embedding, a residual) is all-zero by accident only
+            return
+        self._record(node, CATALOGUE.by_op["sqrt"], "unguarded-domain", "tensorflow",
+                     self.code(operand_node),
+                     f"{reason}; `{self.code(node.func)}` is sqrt(reduce_sum(x * x)) without "
+                     f"PyTorch's special case at 0, so its gradient there is 0/0 = NaN "
+                     f"(tensorflow#12071).", iv,
+                     "take the root of the sum of squares plus an epsilon: "
+                     "`tf.sqrt(tf.reduce_sum(tf.square(x), axis) + 1e-12)`")
 
     def _logit_eps(self: Analyzer, node: cst.Call, operand: Value, method: bool) -> Value:
         """`torch.logit(x, eps=e)` clamps x to [e, 1 - e] first (both ends as the dtype
@@ -193,6 +245,9 @@ class ChecksMixin(AnalyzerState):
     def _requirement_holds(self: Analyzer, requirement: str, iv: Interval, spec: OpSpec,
                            dtype: str) -> bool:
         if requirement == "positive":
+            if spec.op == "digamma":  # digamma(x) ~ -1/x: "positive by convention" (softplus,
+                # exp) is not enough, a positive x below 1/max already overflows to -inf
+                return iv.lo >= 1.0 / limits(dtype).max
             return iv.positive()
         if requirement == "nonzero":
             return iv.nonzero()
@@ -332,8 +387,11 @@ class ChecksMixin(AnalyzerState):
                                   "that is entirely masked gives 0/0 = NaN",
             "manual-normalize": "dividing by a norm is inf/NaN for an all-zero vector, "
                                 "and so is the gradient",
+            "fp16-scores-overflow": "the scores are a float16 product: a dot product above "
+                                    f"{limits('float16').max:g} is inf before any scale "
+                                    "applied after it, and softmax of a row with inf is NaN",
         }
-        subject = f"`{explain._short(operand_src)}`"
+        subject = f"`{explain.short(operand_src)}`"
         if operand.name and operand.name != operand_src and rule in (
                 "log-softmax", "log-sigmoid", "bce-sigmoid", "masked-softmax-inf"):
             subject += f" (from `{operand.name}`)"

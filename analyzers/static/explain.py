@@ -5,6 +5,7 @@ Kept apart from the analysis so that the sentences can be read and changed in on
 
 from __future__ import annotations
 
+import math
 import re
 
 from analyzers.catalogue import OpSpec
@@ -25,6 +26,7 @@ RULE_SEVERITY = {
     "log-sum-exp": "warning",
     "masked-softmax-inf": "warning",
     "manual-normalize": "warning",
+    "fp16-scores-overflow": "warning",
     "log1p": "note",
     "expm1": "note",
 }
@@ -45,6 +47,8 @@ def producer_phrase(producer: str, dtype: str) -> str:
         "norm": "is a norm and is 0 for an all-zero vector",
         "std": "is a standard deviation or variance and is 0 for a constant input",
         "exp": f"comes from exp and overflows to inf above {lim.exp_max:.2f} in {dtype}",
+        "softplus": f"comes from softplus, which underflows toward 0 for inputs below "
+                    f"{math.log(lim.tiny):.1f} in {dtype}",
         "sum_exp": "is a sum of exponentials",
         "one_plus": "is 1 + x",
         "tanh": f"comes from tanh and saturates to exactly ±1.0 in {dtype}",
@@ -56,7 +60,7 @@ def producer_phrase(producer: str, dtype: str) -> str:
 
 def why(operand_src: str, value: Value, consequence: str, dtype: str) -> str:
     """One sentence: what the operand is, then what goes wrong."""
-    shown = _short(operand_src)
+    shown = short(operand_src)
     if value.producer is not None and value.producer not in ("clamp", "where"):
         phrase = producer_phrase(value.producer, dtype)
         if value.name and value.name != operand_src:
@@ -70,7 +74,7 @@ def why(operand_src: str, value: Value, consequence: str, dtype: str) -> str:
     return f"{head}, so {consequence}."
 
 
-def _short(text: str, limit: int = 60) -> str:
+def short(text: str, limit: int = 60) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -93,6 +97,9 @@ def consequence(spec: OpSpec, interval: Interval, dtype: str, requirement: str,
         if op == "pow":
             return "the power is inf at 0 for a negative exponent and NaN below 0 for a " \
                    "fractional one"
+        if op == "digamma" and interval.positive():
+            return (f"digamma(x) ~ -1/x overflows to -inf for x below "
+                    f"{1.0 / limits(dtype).max:.2g} in {dtype}")
         if op in ("lgamma", "digamma"):
             return f"{op} is inf at 0 and at every negative integer"
         return f"{op} returns -inf at 0 and NaN below"
@@ -119,7 +126,7 @@ def consequence(spec: OpSpec, interval: Interval, dtype: str, requirement: str,
 def domain_hint(spec: OpSpec, operand_src: str, framework: str, requirement: str,
                 interval: Interval, dtype: str) -> str:
     """A short hint until the fix pass proposes a checked patch."""
-    plain = _short(operand_src, 40)
+    plain = short(operand_src, 40)
     simple = re.fullmatch(r"[\w.]+(\([^()]*\))?", plain) is not None
     x = plain if simple else f"({plain})"  # the receiver of `.clamp_min(...)` and friends
     eps = DEFAULT_EPS.get(dtype, "1e-6")
@@ -182,6 +189,12 @@ PATTERN_HINTS = {
                                   "by `norm.clamp_min(eps)`",
                          "tensorflow": "use `tf.math.l2_normalize(x, axis=...)`",
                          "default": "divide by max(norm, eps)"},
+    "fp16-scores-overflow": {"torch": "compute the scores and the softmax in float32: "
+                                      "`torch.softmax(q.float() @ k.float().transpose(-2, -1) "
+                                      "* scale, dim=-1).to(q.dtype)`, or scale q first",
+                             "tensorflow": "compute the scores and the softmax in float32 "
+                                           "(`tf.cast(q, tf.float32)`), or scale q first",
+                             "default": "compute the scores and the softmax in float32"},
     "where-grad-leak": {"default": "make the unsafe branch's input safe too (double where): "
                                    "`op(where(cond, x, safe_value))`"},
     "discarded-guard": {"default": "assign the result (`x = x.clamp(...)`) or use the "

@@ -9,6 +9,7 @@ A mixin of FunctionAnalyzer (analyzer.py), which holds the state these methods s
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -35,6 +36,7 @@ from analyzers.static.values import (
 )
 from analyzers.static.vocabulary import (
     NEG_INF_NAMES,
+    UPCASTS,
 )
 
 if TYPE_CHECKING:
@@ -196,7 +198,8 @@ class ExpressionsMixin(AnalyzerState):
             if right.is_tensor:
                 self._check_division(node, right, right_node, left)
             return Value(kind, div(left.interval, right.interval, dtype),
-                         neg_inf_filled=left.neg_inf_filled)
+                         neg_inf_filled=left.neg_inf_filled,
+                         producer=scaled_product(left, right))
         if symbol == "**":
             exponent = right.interval.lo if right.interval.lo == right.interval.hi else None
             if left.is_tensor:
@@ -231,7 +234,10 @@ class ExpressionsMixin(AnalyzerState):
             if same:
                 return Value(kind, square(left.interval), producer="square", norm_of=left.name)
             return Value(kind, mul(left.interval, right.interval, dtype),
-                         neg_inf_filled=left.neg_inf_filled or right.neg_inf_filled)
+                         neg_inf_filled=left.neg_inf_filled or right.neg_inf_filled,
+                         producer=scaled_product(left, right))
+        if symbol == "@":
+            return product((left_node, right_node))
         return Value(kind)
 
     def _add(self: Analyzer, node: cst.CSTNode, left: Value, right: Value,
@@ -272,3 +278,28 @@ class ExpressionsMixin(AnalyzerState):
         if left.producer == "square" and right.producer == "square":
             result = result.with_(producer="square")
         return result
+
+
+def upcast_call(node: cst.BaseExpression) -> bool:
+    """`x.float()`, `x.to(torch.float32)`, `tf.cast(x, tf.float32)` (any `.to`/`cast`)."""
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else \
+        func.value if isinstance(func, cst.Name) else ""
+    return name in UPCASTS
+
+
+def product(factors: Sequence[cst.BaseExpression]) -> Value:
+    """A matrix product, unless a factor is upcast (`q.float() @ k.float()`: a float32
+    product, or a type error for mixed dtypes)."""
+    return Value("tensor", producer=None if any(upcast_call(n) for n in factors) else "matmul")
+
+
+def scaled_product(left: Value, right: Value) -> str | None:
+    """`q @ k.T * scale` (or `/ sqrt(d)`) is still the product: scaling after a float16
+    overflow keeps the inf."""
+    for a, b in ((left, right), (right, left)):
+        if a.producer == "matmul" and (not b.is_tensor or b.interval.lo == b.interval.hi):
+            return "matmul"
+    return None

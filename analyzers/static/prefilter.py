@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from analyzers.catalogue import CATALOGUE, normalise_qualname
+from analyzers.static.vocabulary import TF_EUCLIDEAN_NORMS
 
 FRAMEWORK_ROOTS = ("torch", "tensorflow", "keras", "numpy", "jax", "math", "scipy", "tf_keras")
 MODULE_BASE_HINTS = ("Module", "Layer", "Model", "Sequential", "LightningModule")
@@ -135,7 +136,8 @@ def _is_candidate_call(func: ast.expr, imports: ImportMap, cls: ClassFacts | Non
     qual = imports.resolve(dotted)
     if qual is not None:
         found = CATALOGUE.lookup(qual)
-        return found is not None and found[0].kind != "producer"
+        return found is not None and (found[0].kind != "producer"
+                                      or normalise_qualname(qual) in TF_EUCLIDEAN_NORMS)
     if not isinstance(func, ast.Attribute):
         return False  # a local function: nothing the catalogue knows
     if func.attr in _CANDIDATE_METHODS:

@@ -150,6 +150,22 @@ RULES: tuple[Rule, ...] = (
                  "    return torch.softmax(s, dim=-1)\n",),
     ),
     Rule(
+        "fp16-scores-overflow", "softmax over float16 matmul scores",
+        "In float16 (or fp16 autocast), q @ k^T overflows to inf once a dot product passes "
+        "65504, before a scale applied after the product can help; softmax of a row with inf "
+        "is NaN (pytorch#40497, transformers#24638).",
+        "Compute the scores and the softmax in float32, or scale q before the product.",
+        valid=("import torch\ndef f(q, k):\n    s = (q @ k.transpose(-2, -1)).float()\n"
+               "    return torch.softmax(s, dim=-1).half()\n",
+               "import torch\ndef f(q, k):\n    q = q.half()\n"
+               "    return torch.softmax(q.float() @ k.float().T, dim=-1)\n"),
+        invalid=("import torch\ndef f(q, k, scale):\n    q = q.half()\n"
+                 "    return torch.softmax(q @ k.transpose(-2, -1) * scale, dim=-1)\n",
+                 "import torch\ndef f(q, k):\n"
+                 "    with torch.autocast('cuda', dtype=torch.float16):\n"
+                 "        return torch.softmax(torch.matmul(q, k.mT) / 8.0, dim=-1)\n"),
+    ),
+    Rule(
         "manual-normalize", "division by a norm",
         "x / x.norm() is inf/NaN for an all-zero vector, and so is its gradient "
         "(pytorch#2421).", "Use F.normalize(x, dim=...) or divide by norm.clamp_min(eps).",

@@ -53,3 +53,14 @@ ASSERT_BOUNDS: dict[str, tuple[float, bool]] = {
     "tensorflow.assert_positive": (0.0, True),
     "tensorflow.assert_non_negative": (0.0, False),
 }
+
+# TensorFlow's Euclidean norms are sqrt(reduce_sum(x * x)) with no special case at 0: their
+# gradient is NaN for an all-zero vector (a producer in the catalogue, checked by the pass)
+TF_EUCLIDEAN_NORMS = frozenset({"tensorflow.norm", "tensorflow.linalg.norm",
+                                "tensorflow.math.reduce_euclidean_norm"})
+
+# Products whose float16 result overflows past 65504 before any scale applied afterwards
+# (attention scores q @ k^T: NUMERICS pattern 12); an upcast before the softmax is the fix
+# practitioners use (the scores, then the softmax, in float32).
+MATMULS = frozenset({"matmul", "bmm", "mm", "einsum", "baddbmm"})
+UPCASTS = frozenset({"float", "double", "to", "cast", "astype"})
