@@ -131,6 +131,23 @@ def test_candidates_come_in_developers_order() -> None:
     assert "epsilon" in kinds and "clamp" in kinds
 
 
+def test_one_fix_covers_every_call_of_the_op_on_the_line() -> None:
+    """One finding per line and op: `digamma(s) - digamma(a)` and `log(-log(u))` are one
+    finding each, and a fix of one call would leave the line as dangerous as before."""
+    source = ("import torch\nimport torch.nn.functional as F\n\n\ndef f(z, y):\n"
+              "    a = F.softplus(z)\n    s = a.sum(-1, keepdim=True)\n"
+              "    return y * (torch.digamma(s) - torch.digamma(a))\n")
+    request = _request(source)
+    (clamp,) = [c for c in candidates(source, request, strict=True) if c.kind == "clamp"]
+    assert "torch.digamma(s.clamp_min(1e-6)) - torch.digamma(a.clamp_min(1e-6))" in clamp.source
+    assert scan_source(clamp.source, "m.py").findings == []
+    gumbel = "import torch\n\n\ndef f(u):\n    return -torch.log(-torch.log(u))\n"
+    (clamp,) = [c for c in candidates(gumbel, _request(gumbel), strict=True)
+                if c.kind == "clamp"]
+    assert clamp.source.count("clamp_min(") == 2  # the inner log's operand, then the outer's
+    assert scan_source(clamp.source, "m.py").findings == []
+
+
 def test_float32_scores_left_alone_under_autocast() -> None:
     """Autocast casts a matmul's float32 factors back to float16: upcasting them would be a
     fix that changes nothing, so none is proposed (the finding stays, with the others)."""

@@ -20,7 +20,6 @@ from analyzers.catalogue import FixKind
 from analyzers.fix.patch import Patch, make_patch
 from analyzers.fix.site import Edit, FixRequest, parse_site
 from analyzers.fix.transforms import edits_for
-from analyzers.model import normalise_call
 
 KIND_ORDER: tuple[FixKind, ...] = ("stable-api", "epsilon", "clamp", "where", "masked-fill",
                                    "upcast")
@@ -71,28 +70,26 @@ def apply(module: cst.Module, edit: Edit) -> tuple[str, str]:
 MAX_SIBLINGS = 4
 
 
-def _siblings(rewritten: str, edit: Edit, source: str, request: FixRequest,
+def _siblings(rewritten: str, edit: Edit, request: FixRequest,
               strict: bool) -> tuple[str, tuple[str, ...]]:
     """The same edit applied to the other calls of the op on the finding's lines.
 
-    The static pass reports one finding per line and op, so `digamma(s) - digamma(a)` is one
-    finding with two calls; a fix of one leaves the line as dangerous as before (the search
-    and the static check would reject it). A sibling is a call the static pass flags on the
-    patched file, with the finding's op and lines, that was already in the original source
-    (never the fixed call itself, flagged again)."""
+    The static pass reports one finding per line and op, so `digamma(s) - digamma(a)` or
+    `log(-log(u))` is one finding with two calls; a fix of one leaves the line as dangerous as
+    before (the search and the static check would reject it). A sibling is a call the static
+    pass flags on the patched file, with the finding's op and lines, that does not start where
+    a call already fixed starts (an edit keeps its node's start; a fixed call flagged again is
+    not fixed twice)."""
     from analyzers.config import Config
     from analyzers.static import scan_source
 
-    original_lines = "".join(source.splitlines()[request.line - 1:request.end_line]).replace(
-        " ", "")
     imports = list(edit.imports)
-    fixed = normalise_call(request.call)
+    fixed = {(request.line, request.column)}
     for _ in range(MAX_SIBLINGS):
         scan = scan_source(rewritten, request.path, Config(dtype=request.dtype))
         sibling = next((f for f in scan.findings if f.op == request.op
                         and request.line <= f.line <= request.end_line
-                        and normalise_call(f.call) != fixed
-                        and normalise_call(f.call) in original_lines), None)
+                        and (f.line, f.column) not in fixed), None)
         if sibling is None:
             break
         sub = replace(FixRequest.from_finding(sibling), dtype=request.dtype)
@@ -108,7 +105,8 @@ def _siblings(rewritten: str, edit: Edit, source: str, request: FixRequest,
         assert isinstance(changed, cst.Module)
         if changed.code == rewritten:
             break
-        rewritten, fixed = changed.code, normalise_call(sibling.call)
+        rewritten = changed.code
+        fixed.add((sibling.line, sibling.column))
         imports += [i for i in same.imports if i not in imports]
     return rewritten, tuple(imports)
 
@@ -134,7 +132,7 @@ def candidates(source: str, request: FixRequest, strict: bool = False) -> list[C
     for _, edit in ordered:
         try:
             rewritten, _ = apply(site.module, edit)
-            rewritten, imports = _siblings(rewritten, edit, source, request, strict)
+            rewritten, imports = _siblings(rewritten, edit, request, strict)
             full = add_imports(cst.parse_module(rewritten), imports).code
             cst.parse_module(full)
         except (cst.ParserSyntaxError, ValueError):
