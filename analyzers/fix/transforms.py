@@ -232,6 +232,63 @@ def t_log_softmax(site: Site) -> Iterator[Edit]:
                "any logits", site.node, new, site.take_imports())
 
 
+def _log_softmax_of(site: Site, soft: CallView) -> cst.BaseExpression:
+    """The log_softmax call with the softmax's own arguments (its dim or axis kept)."""
+    if soft.receiver is not None:
+        func = soft.node.func
+        assert isinstance(func, cst.Attribute)
+        return soft.node.with_changes(func=func.with_changes(attr=cst.Name("log_softmax")),
+                                      lpar=[], rpar=[])
+    canonical = "tensorflow.nn.log_softmax" if site.is_tf else "torch.nn.functional.log_softmax"
+    return soft.node.with_changes(func=expr(sibling(site, soft, "log_softmax", canonical)),
+                                  lpar=[], rpar=[])
+
+
+def t_log_softmax_ratio(site: Site) -> Iterator[Edit]:
+    """`log(p / q)` for two softmaxes (a KL divergence, distillation) -> `log_softmax(a) -
+    log_softmax(b)`: the ratio is inf or 0/0 once a probability underflows, the difference of
+    log-probabilities is finite for any logits."""
+    found = _log_call(site)
+    if found is None:
+        return
+    _, inner = found
+    inner = inner.with_changes(lpar=[], rpar=[]) if isinstance(inner, cst.BinaryOperation) \
+        else inner
+    if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Divide):
+        top, bottom = inner.left, inner.right
+    else:
+        v = view(site, inner)
+        if v is None or v.spec is None or v.spec.op != "div" or v.receiver is not None or \
+                len(v.node.args) != 2:
+            return
+        top, bottom = v.node.args[0].value, v.node.args[1].value
+    p, q = _unwrap_call(site, top, "softmax"), _unwrap_call(site, bottom, "softmax")
+    if p is None or q is None:
+        return
+    new = cst.BinaryOperation(left=_log_softmax_of(site, p), operator=cst.Subtract(
+        whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" ")),
+        right=_log_softmax_of(site, q), lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    yield Edit("stable-api", "log-softmax-ratio", "log(softmax(a) / softmax(b)) -> "
+               "log_softmax(a) - log_softmax(b): finite for any logits", site.node, new,
+               site.take_imports())
+
+
+def t_log_of_exp(site: Site) -> Iterator[Edit]:
+    """`log(p)` where `p = y.exp()` (probabilities recovered from log-probabilities) -> `y`:
+    exactly the same where p did not underflow, and finite where it did."""
+    found = _log_call(site)
+    if found is None:
+        return
+    _, inner = found
+    e = _unwrap_call(site, inner, "exp")
+    y = e.operand() if e is not None else None
+    if y is None or not is_simple(y):
+        return  # a name or attribute: reused, not recomputed
+    yield Edit("stable-api", "log-of-exp", f"log(exp(y)) -> y: `{site.code(y)}` is the "
+               "log-probability the code already has", site.node,
+               y.with_changes(lpar=site.node.lpar, rpar=site.node.rpar), site.take_imports())
+
+
 def t_log_sigmoid(site: Site) -> Iterator[Edit]:
     found = _log_call(site)
     if found is None:
@@ -1241,8 +1298,9 @@ Transform = Callable[[Site], Iterator[Edit]]
 
 # The rule's own fix first where a pattern has one, then developers' order of kinds.
 TRANSFORMS: tuple[Transform, ...] = (
-    t_log_softmax, t_bce_hand_written, t_log_sigmoid, t_bce_logits, t_logsumexp, t_log1p,
-    t_expm1, t_tanh, t_normalize, t_tf_norm_eps, t_xlogy, t_logit_eps, t_divide_no_nan, t_pow_abs,
+    t_log_softmax, t_log_softmax_ratio, t_log_of_exp, t_bce_hand_written, t_log_sigmoid,
+    t_bce_logits, t_logsumexp, t_log1p, t_expm1, t_tanh, t_normalize, t_tf_norm_eps, t_xlogy,
+    t_logit_eps, t_divide_no_nan, t_pow_abs,
     t_double_where, t_atan2, t_masked_fill, t_float32_scores, t_discarded_guard,
     t_epsilon, t_clamp, t_where,
 )
