@@ -289,6 +289,75 @@ def t_log_of_exp(site: Site) -> Iterator[Edit]:
                y.with_changes(lpar=site.node.lpar, rpar=site.node.rpar), site.take_imports())
 
 
+def _normaliser_dim(site: Site, name: str, statement: cst.CSTNode) -> cst.BaseExpression | None:
+    """The dim of `name / name.sum(dim, keepdim=True)` (or `torch.sum`, `tf.reduce_sum` with
+    `keepdims=True`) in the statement right after `statement`, when there is one."""
+    block = site.parent(statement)
+    body = list(getattr(block, "body", ()))
+    if statement not in body or body.index(statement) + 1 >= len(body):
+        return None
+    following = body[body.index(statement) + 1]
+    found: list[cst.BaseExpression] = []
+
+    class Division(cst.CSTVisitor):
+        def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+            if found or not isinstance(node.operator, cst.Divide) or not (
+                    isinstance(node.left, cst.Name) and node.left.value == name):
+                return
+            total = view(site, _strip(node.right))
+            if total is None or total.name not in ("sum", "reduce_sum"):
+                return
+            summed = total.operand()
+            if not (isinstance(summed, cst.Name) and summed.value == name):
+                return
+            keywords = {a.keyword.value: a.value for a in total.rest() if a.keyword is not None}
+            plain = [a.value for a in total.rest() if a.keyword is None]
+            dim = keywords.get("dim", keywords.get("axis", plain[0] if plain else None))
+            keep = keywords.get("keepdim", keywords.get("keepdims",
+                                                        plain[1] if len(plain) > 1 else None))
+            if dim is not None and keep is not None and site.code(keep) == "True":
+                found.append(dim)
+
+    following.visit(Division())
+    return found[0] if found else None
+
+
+def t_exp_normalised(site: Site) -> Iterator[Edit]:
+    """`w = exp(s)` normalised by `w / w.sum(dim, keepdim=True)` on the next line is a
+    softmax written out: `w = softmax(s, dim)` is the fused API (shifted by the max, so exp
+    cannot overflow); the division that follows then divides by 1 and can stay."""
+    if site.request.op != "exp":
+        return
+    v = view(site, site.node)
+    x = v.operand() if v is not None else None
+    statement = _statement_of(site, site.node)
+    if v is None or x is None or not isinstance(statement, cst.SimpleStatementLine) or \
+            len(statement.body) != 1 or not isinstance(statement.body[0], cst.Assign):
+        return
+    assign = statement.body[0]
+    target = assign.targets[0].target if len(assign.targets) == 1 else None
+    if assign.value is not site.node or not isinstance(target, cst.Name):
+        return
+    dim = _normaliser_dim(site, target.value, statement)
+    if dim is None:
+        return
+    if site.is_tf:
+        text = f"{site.spell('tensorflow.nn.softmax')}({site.code(x)}, axis={site.code(dim)})"
+    else:
+        text = f"{site.spell('torch.softmax')}({site.code(x)}, dim={site.code(dim)})"
+    yield Edit("stable-api", "softmax", "exp(x) / exp(x).sum(dim) is softmax(x, dim): "
+               "shifted by the max, it cannot overflow", site.node, expr(text),
+               site.take_imports())
+    if site.is_tf or not is_simple(x):
+        return
+    # float16 scores (a product that can pass 65504): the softmax in float32, cast back
+    text = f"{site.spell('torch.softmax')}({site.code(x)}.float(), dim={site.code(dim)})" \
+           f".to({site.code(x)}.dtype)"
+    yield Edit("stable-api", "softmax-float32", "exp(x) / exp(x).sum(dim) is softmax(x, dim),"
+               " computed in float32 and cast back", site.node, expr(text),
+               site.take_imports())
+
+
 def t_log_sigmoid(site: Site) -> Iterator[Edit]:
     found = _log_call(site)
     if found is None:
@@ -1299,8 +1368,8 @@ Transform = Callable[[Site], Iterator[Edit]]
 # The rule's own fix first where a pattern has one, then developers' order of kinds.
 TRANSFORMS: tuple[Transform, ...] = (
     t_log_softmax, t_log_softmax_ratio, t_log_of_exp, t_bce_hand_written, t_log_sigmoid,
-    t_bce_logits, t_logsumexp, t_log1p, t_expm1, t_tanh, t_normalize, t_tf_norm_eps, t_xlogy,
-    t_logit_eps, t_divide_no_nan, t_pow_abs,
+    t_bce_logits, t_logsumexp, t_exp_normalised, t_log1p, t_expm1, t_tanh, t_normalize,
+    t_tf_norm_eps, t_xlogy, t_logit_eps, t_divide_no_nan, t_pow_abs,
     t_double_where, t_atan2, t_masked_fill, t_float32_scores, t_discarded_guard,
     t_epsilon, t_clamp, t_where,
 )
