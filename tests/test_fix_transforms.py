@@ -148,6 +148,53 @@ def test_one_fix_covers_every_call_of_the_op_on_the_line() -> None:
     assert scan_source(clamp.source, "m.py").findings == []
 
 
+WRITTEN_OUT = '''import tensorflow as tf
+import torch
+
+
+def attention_weights(scores):
+    weights = torch.exp(scores)
+    return weights / weights.sum(dim=-1, keepdim=True)
+
+
+def method_form(scores):
+    w = scores.exp()
+    return w / torch.sum(w, 1, True)
+
+
+def tf_weights(logits):
+    e = tf.exp(logits)
+    return e / tf.reduce_sum(e, axis=-1, keepdims=True)
+
+
+def masked_first(scores, mask):
+    weights = torch.exp(scores)
+    weights = weights * mask
+    return weights / weights.sum(dim=-1, keepdim=True)
+'''
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    (6, "    weights = torch.softmax(scores, dim=-1)\n"),
+    (11, "    w = torch.softmax(scores, dim=1)\n"),
+    (16, "    e = tf.nn.softmax(logits, axis=-1)\n"),
+    (21, None),  # a mask between the exp and the normalisation: not a softmax
+])
+def test_softmax_written_out_becomes_softmax(line: int, expected: str | None) -> None:
+    (finding,) = [f for f in scan_source(WRITTEN_OUT, "m.py").findings
+                  if f.line == line and f.op == "exp"]
+    fused = [c for c in candidates(WRITTEN_OUT, FixRequest.from_finding(finding), strict=True)
+             if c.name.startswith("softmax")]
+    if expected is None:
+        assert fused == []
+        return
+    assert fused[0].name == "softmax"
+    assert fused[0].source.splitlines(keepends=True)[line - 1] == expected
+    if line == 6:  # for float16 scores, the float32 variant comes next
+        assert fused[1].name == "softmax-float32"
+        assert "torch.softmax(scores.float(), dim=-1).to(scores.dtype)" in fused[1].source
+
+
 def test_float32_scores_left_alone_under_autocast() -> None:
     """Autocast casts a matmul's float32 factors back to float16: upcasting them would be a
     fix that changes nothing, so none is proposed (the finding stays, with the others)."""
