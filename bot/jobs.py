@@ -28,6 +28,7 @@ from bot.publish import (
     progress,
     publish,
 )
+from bot.report.excerpts import collect as collect_excerpts
 from bot.settings import Settings
 from bot.tasks import (
     cancel_check_run,
@@ -102,6 +103,8 @@ def run_analysis(settings: Settings, row: Analysis, stage: str, client: GitHubCl
                 result = analyze(workspace, base, head,
                                  config if dynamic else replace(config, dynamic=False),
                                  runner=runner_from_env() if dynamic else None)
+            # the lines around each finding, for the report page (the checkout goes next)
+            excerpts = collect_excerpts(workspace, result.findings)
     except (WorkspaceError, DiffError) as exc:
         raise RuntimeError(f"could not prepare {row.repo}#{row.pr_number}: {exc}") from exc
     if not still_wanted(row):  # a newer push or a close arrived while this one ran
@@ -115,7 +118,7 @@ def run_analysis(settings: Settings, row: Analysis, stage: str, client: GitHubCl
     update_analysis(row.id, status="analysed", result=data, timings=timings,
             publish_state={**row.publish_state,
                            "lines": encode_lines(commentable_lines(files)),
-                           "files": len(files)})
+                           "files": len(files), "excerpts": excerpts})
     celery_app.send_task("numcheck.publish", args=[row.id], queue="static",
                          task_id=f"numcheck-publish-{row.id}")
     return f"analysed: {len(result.findings)} finding(s)"
@@ -138,7 +141,7 @@ def publish_analysis(settings: Settings, row: Analysis, client: GitHubClient) ->
         out = publish(client, repo=row.repo, number=row.pr_number, result=result,
                       check_run_id=row.check_run_id, lines=lines, state=state, save=save,
                       max_inline=settings.max_inline_comments, bot_login=settings.bot_login,
-                      details_url=settings.report_url(row.id))
+                      details_url=settings.report_url(row.id, row.created_at))
     set_comment_ids(row.id, out.comment_ids)
     update_analysis(row.id, status="published", review_id=out.review_id)
     return (f"published: {out.new_comments} new, {out.edited_comments} edited, "

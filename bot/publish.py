@@ -10,6 +10,10 @@ Everything here is safe to run again after a failure part-way (the task retries 
   commented is edited (when its text changed) rather than posted again, and a review already
   posted for this head is not posted twice;
 * a finding that is gone gets one "resolved in <sha>" reply; nothing is ever deleted.
+
+With a report page (`details_url`, a signed link whose expiry is dated from the analysis, so
+a retry writes the same link), the check run links to it and every comment links to its
+finding's section there.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from analyzers.report.markdown import REVIEW_MARKER
 from analyzers.report.mdescape import truncate
 from analyzers.report.summary import sorted_findings
 from bot.github import GitHubClient
+from bot.report import finding_anchor
 
 TEXT_LIMIT = 65535
 ANNOTATION_BATCH = 50
@@ -99,7 +104,18 @@ def _title(result: AnalysisResult) -> str:
     return title + (f", {confirmed} confirmed" if confirmed else "")
 
 
-def _summary(result: AnalysisResult, head: str) -> str:
+def with_report_link(body: str, url: str) -> str:
+    """A comment with a link to its finding on the report page, above the hidden marker
+    (which must stay last); unchanged where the link would not fit GitHub's limit."""
+    line = (f"[Report page: how the search found it, the trigger, the reproducer and the "
+            f"patch]({url})")
+    at = body.rfind("<!-- numcheck:fingerprint=")
+    if at < 0 or len(body) + len(line) + 2 > TEXT_LIMIT:
+        return body
+    return f"{body[:at]}{line}\n\n{body[at:]}"
+
+
+def _summary(result: AnalysisResult, head: str, details_url: str | None = None) -> str:
     ops: dict[str, int] = {}
     for f in result.findings:
         ops[f.op] = ops.get(f.op, 0) + 1
@@ -109,6 +125,10 @@ def _summary(result: AnalysisResult, head: str) -> str:
                      + ".")
     if result.errors:
         parts.append(f"{len(result.errors)} stage error(s); see the details below.")
+    if details_url:
+        parts.append(f"[The report page]({details_url}) shows each finding's code and "
+                     "reasoning and, where the code ran, the search, the reproducer and the "
+                     "checked fix.")
     return truncate("\n\n".join(parts), TEXT_LIMIT - 100)
 
 
@@ -202,6 +222,8 @@ def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisRes
     for f in placed:
         start, end = _commented_lines(f, lines.get(f.path, set()))
         body = inline_comment(f, (start, end))
+        if details_url:
+            body = with_report_link(body, f"{details_url}#{finding_anchor(f.fingerprint)}")
         if f.fingerprint in existing:
             comment = existing[f.fingerprint]
             inline.add(f.fingerprint)
@@ -225,7 +247,10 @@ def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisRes
     if already is not None:
         out.review_id = int(already["id"])
     elif new_comments or not ours:
-        body = review_body(result, inline=inline) + f"\n<!-- numcheck:head={head} -->"
+        body = review_body(result, inline=inline)
+        if details_url:
+            body += f"\n\n[The report page]({details_url}) has the details of every finding."
+        body += f"\n<!-- numcheck:head={head} -->"
         review = client.create_review(repo, number, {
             "commit_id": head, "body": body, "event": "COMMENT", "comments": new_comments})
         out.review_id = int(review["id"])
@@ -254,7 +279,7 @@ def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisRes
     # 3. The check run: annotations in batches of 50, then completed.
     batches = [[annotation(f) for f in findings[i:i + ANNOTATION_BATCH]]
                for i in range(0, len(findings), ANNOTATION_BATCH)]
-    title, summary = _title(result), _summary(result, head)
+    title, summary = _title(result), _summary(result, head, details_url)
     text = review_body(result)
     sent = int(state.get("annotation_batches", 0))
     for index in range(sent, max(len(batches) - 1, 0)):

@@ -9,8 +9,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
+
+from bot.report import signing
 
 DEFAULT_API_URL = "https://api.github.com"
 BROKER_SCHEMES = ("redis", "rediss", "filesystem", "memory", "amqp", "pyamqp")
@@ -43,20 +46,26 @@ class Settings:
     write_interval: float = 1.0        # seconds between mutating GitHub calls (GitHub asks 1)
     report_secret: bytes = field(default=b"", repr=False)  # signs report page links
     public_url: str = ""               # where GitHub users reach this App (for report links)
+    report_link_days: float = signing.DEFAULT_DAYS  # how long a report link opens its page
     http_timeout: int = 30
 
-    def report_url(self, analysis_id: int) -> str | None:
-        """A signed link to an analysis's report page, when the App has a public URL."""
+    def report_expiry(self, issued: datetime | None = None) -> int:
+        """When a link issued for something created at `issued` (default: now) expires."""
+        return signing.expiry(issued or datetime.now(UTC), self.report_link_days)
+
+    def report_url(self, analysis_id: int, issued: datetime | None = None) -> str | None:
+        """A signed, expiring link to an analysis's report page (valid `report_link_days`
+        from `issued`, the analysis's creation), when the App has a public URL."""
         if not self.public_url or not self.report_secret:
             return None
-        return f"{self.public_url}/report/{analysis_id}?sig={self.report_signature(analysis_id)}"
+        expires = self.report_expiry(issued)
+        return (f"{self.public_url}/report/{analysis_id}?"
+                f"{signing.query(self.report_secret, 'analysis', str(analysis_id), expires)}")
 
-    def report_signature(self, analysis_id: int) -> str:
-        import hashlib
-        import hmac
-
-        message = f"report:{analysis_id}".encode()
-        return hmac.new(self.report_secret, message, hashlib.sha256).hexdigest()[:32]
+    def repository_report_path(self, repo: str, expires: int) -> str:
+        """The signed path (no host) of a repository's report page, expiring at `expires`."""
+        return (f"/report/repo/{quote(repo, safe='/')}?"
+                f"{signing.query(self.report_secret, 'repository', repo, expires)}")
 
     @property
     def hard_time_limit(self) -> int:
@@ -199,5 +208,7 @@ def from_env(env: Mapping[str, str] | None = None, *, defaults: Mapping[str, str
         write_interval=_number(env, "NUMCHECK_WRITE_INTERVAL", 1.0, minimum=0.0),
         report_secret=env.get("NUMCHECK_REPORT_SECRET", "").strip().encode("utf-8"),
         public_url=_public_url(env),
+        report_link_days=_number(env, "NUMCHECK_REPORT_LINK_DAYS", signing.DEFAULT_DAYS,
+                                 minimum=0.01),
         http_timeout=int(_number(env, "NUMCHECK_HTTP_TIMEOUT", 30, minimum=1)),
     )

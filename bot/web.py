@@ -1,4 +1,4 @@
-"""The web process: `POST /webhook` and `GET /healthz` (Flask).
+"""The web process: `POST /webhook`, `GET /healthz` and the signed report pages (Flask).
 
 A delivery is checked before anything else is read: the signature over the raw body (401 when
 missing or wrong), then the JSON (400), then the delivery id (a redelivery is acknowledged with
@@ -11,8 +11,6 @@ Production: `gunicorn 'bot.web:create_app()'`; locally, `numcheck serve`.
 
 from __future__ import annotations
 
-import hmac
-import html
 import json
 import logging
 import time
@@ -23,7 +21,8 @@ from sqlalchemy.exc import IntegrityError
 
 from bot.db import ping, session_scope, upgrade
 from bot.features import Context, routers
-from bot.models import Analysis, Delivery
+from bot.models import Delivery
+from bot.report.routes import blueprint as report_pages
 from bot.settings import Settings, from_env
 from bot.webhooks import SIGNATURE_HEADER, Event, dispatch, verify_signature
 
@@ -42,6 +41,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fla
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     context = Context(settings)
     feature_routers = routers()
+    app.register_blueprint(report_pages(settings))  # signed report pages (bot/report/)
 
     @app.post("/webhook")
     def webhook() -> tuple[Response, int]:
@@ -88,21 +88,6 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fla
         elapsed = round((time.perf_counter() - started) * 1000, 1)
         return jsonify(status=outcome, delivery=delivery, ms=elapsed), 202
 
-    @app.get("/report/<int:analysis_id>")
-    def report(analysis_id: int) -> tuple[Response, int]:
-        """The analysis behind a check run's "details" link; the link is signed, so report
-        pages of private repositories cannot be enumerated."""
-        expected = settings.report_signature(analysis_id) if settings.report_secret else ""
-        given = request.args.get("sig", "")
-        if not expected or not hmac.compare_digest(expected.encode(), given.encode(
-                "ascii", "replace")):
-            return Response("not found\n", mimetype="text/plain"), 404
-        with session_scope(settings.database_url) as s:
-            row = s.get(Analysis, analysis_id)
-            if row is None:
-                return Response("not found\n", mimetype="text/plain"), 404
-            return Response(report_page(row), mimetype="text/html"), 200
-
     @app.get("/healthz")
     def healthz() -> tuple[Response, int]:
         checks: dict[str, Any] = {}
@@ -122,26 +107,3 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fla
 
     return app
 
-
-def report_page(row: Analysis) -> str:
-    """A plain HTML page: what was analysed, its state, the findings with their reproducers."""
-    from analyzers.report import render_text, result_from_json
-
-    title = f"numcheck · {row.repo}#{row.pr_number} @ {row.head_sha[:12]}"
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
-             "</title></head><body>", f"<h1>{html.escape(title)}</h1>",
-             f"<p>Status: <b>{html.escape(row.status)}</b>"
-             + (f" ({html.escape(row.error)})" if row.error else "") + "</p>"]
-    if row.result:
-        result = result_from_json(row.result)
-        parts.append(f"<pre>{html.escape(render_text(result))}</pre>")
-        for finding in result.findings:
-            if finding.reproducer:
-                parts.append(f"<h3>{html.escape(finding.path)}:{finding.line} "
-                             f"({html.escape(finding.op)}): reproducer</h3>"
-                             f"<pre>{html.escape(finding.reproducer)}</pre>")
-    timings = ", ".join(f"{html.escape(str(k))} {v} s" for k, v in (row.timings or {}).items())
-    if timings:
-        parts.append(f"<p>Timings: {timings}</p>")
-    parts.append("</body></html>")
-    return "\n".join(parts)

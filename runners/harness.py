@@ -230,7 +230,8 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         return {**base, "status": "not-triggered", "box": box,
                 "trigger": {"seconds": round(outcome.seconds, 4),
                             "evaluations": outcome.evaluations, "seed": seed,
-                            "best_loss": outcome.best_loss, "device": entry.device}}
+                            "best_loss": outcome.best_loss, "device": entry.device,
+                            "search_trace": outcome.search_trace}}
 
     small, shows = minimised_trigger(entry, searcher, outcome)
     first = localise(entry, small, str(repo), where=outcome.where or "forward")
@@ -243,6 +244,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         "evaluations": outcome.evaluations, "device": entry.device, "seed": seed,
         "inputs": [_summary(x) for x in small], "trace": outcome.trace[-50:],
         "first_nonfinite": first,
+        "search_trace": outcome.search_trace,  # the report page's plot of the search
     }
     unscriptable = no_reproducer_reason(entry)
     if unscriptable is not None:  # proof needs a script anyone can run: not confirmed

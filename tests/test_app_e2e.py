@@ -455,19 +455,23 @@ def test_the_dynamic_pass_runs_on_its_own_queue_and_confirms(stack: Stack) -> No
         row = s.scalars(select(Analysis).where(Analysis.repo == name)).one()
         assert row.task_id.endswith("-dynamic") and row.status == "published"
         assert {f.status for f in row.findings} == {"confirmed"}
-    # the check run links to a signed report page with the reproducers
+    # the check run links to a signed, expiring report page with the reproducers and the
+    # search plots, and each comment to its finding's section there
     import urllib.error
     import urllib.request
 
     link = run["details_url"]
-    assert link.startswith(f"https://numcheck.example.com/report/{row.id}?sig=")
+    assert link.startswith(f"https://numcheck.example.com/report/{row.id}?exp=")
+    assert "&sig=" in link
+    assert all(f"{link}#finding-" in c["body"] for c in comments)
     local = stack.web.url + link[len("https://numcheck.example.com"):]
     with urllib.request.urlopen(local, timeout=10) as response:
         page = response.read().decode()
-    assert "confirmed" in page and page.count("reproducer</h3>") == 2
+    assert "confirmed" in page and page.count('class="download reproducer-link"') == 2
+    assert page.count('class="plot plot-search"') == 2 and 'class="boundary"' in page
     with pytest.raises(urllib.error.HTTPError) as info:
         urllib.request.urlopen(local[:-4] + "0000", timeout=10)
-    assert info.value.code == 404
+    assert info.value.code == 403
 
 
 @pytest.mark.parametrize("stack", ["sqlite"], indirect=True)

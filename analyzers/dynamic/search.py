@@ -21,6 +21,8 @@ output or in the gradient reaching its inputs (`Evaluation.visible`), so that a 
 absorbs is never reported and the minimiser keeps what the script checks (`still_fails`).
 The suspect loss is the catalogue's, implemented in `suspect.py`. Deterministic under a seed;
 bounded by seconds and evaluations (a batched run of k restarts counts as k evaluations).
+Each evaluation judged goes into a thinned `SearchTrace` (`Outcome.search_trace`), which the
+report page plots against the objective's invalid boundary.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ from typing import Any
 
 import torch
 
+from analyzers.catalogue import CATALOGUE
 from analyzers.dtypes import limits
 from analyzers.dynamic.entries import Entry, sample
 from analyzers.dynamic.probe import Hit, OpProbe, tensors_in
+from analyzers.dynamic.searchtrace import SearchTrace
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.suspect import CallSite, suspect_loss
 
@@ -85,6 +89,9 @@ class Outcome:
     best_loss: float = math.inf
     error: str | None = None
     trace: list[tuple[int, float, str]] = field(default_factory=list)  # (eval, loss, stage)
+    # every judged evaluation, thinned to a couple of hundred (searchtrace.py): the report
+    # page's plot of the objective against evaluations and seconds, with its boundary
+    search_trace: dict[str, Any] | None = None
 
 
 def _finite(value: Any) -> bool:
@@ -175,6 +182,8 @@ class Searcher:
         self._batch: int | None = None  # restarts per call, once a batched run has shown it
         self._last: Evaluation | None = None  # what `run` made of the last point yielded
         self.trace: list[tuple[int, float, str]] = []
+        spec = CATALOGUE.by_op.get(op)
+        self.search_trace = SearchTrace(spec.suspect_loss if spec and spec.suspect_loss else op)
 
     # ------------------------------------------------------------------ one evaluation
     def evaluate(self, inputs: Sequence[torch.Tensor], want_grad: bool = False,
@@ -263,18 +272,24 @@ class Searcher:
         return (self.count >= self.budget.evaluations
                 or time.perf_counter() - self.started > self.budget.seconds)
 
-    def _note(self, inputs: list[torch.Tensor], evaluation: Evaluation, stage: str) -> bool:
+    def _note(self, inputs: list[torch.Tensor], evaluation: Evaluation, stage: str,
+              restart: bool = False) -> bool:
         if evaluation.reached and (self.best is None or evaluation.loss < self.best[0]):
             self.best = (evaluation.loss, [x.detach().clone() for x in inputs])
             self.trace.append((self.count, evaluation.loss, stage))
-        return self.accepts(evaluation)
+        accepted = self.accepts(evaluation)
+        if evaluation.reached:
+            self.search_trace.add(self.count, time.perf_counter() - self.started,
+                                  evaluation.loss, stage, restart=restart, last=accepted)
+        return accepted
 
     def _outcome(self, inputs: list[torch.Tensor], evaluation: Evaluation,
                  stage: str) -> Outcome:
         return Outcome(True, "forward" if evaluation.forward else "backward", stage,
                        [x.detach().clone() for x in inputs], self.count,
                        time.perf_counter() - self.started, True, evaluation.reaches_output,
-                       evaluation.loss, trace=self.trace)
+                       evaluation.loss, trace=self.trace,
+                       search_trace=self.search_trace.to_json(triggered=True))
 
     def _clip(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         out = []
@@ -299,14 +314,15 @@ class Searcher:
                     last_error = evaluation.error
                     continue
                 reached = reached or evaluation.reached
-                if self._note(inputs, evaluation, stage):
+                if self._note(inputs, evaluation, stage, restart=stage == "restarts"):
                     return self._outcome(inputs, evaluation, stage)
             if self._out_of_budget():
                 break
         return Outcome(False, evaluations=self.count,
                        seconds=time.perf_counter() - self.started, reached=reached,
                        best_loss=self.best[0] if self.best else math.inf,
-                       error=None if reached else last_error, trace=self.trace)
+                       error=None if reached else last_error, trace=self.trace,
+                       search_trace=self.search_trace.to_json(triggered=False))
 
     def _stage(self, stage: str, start: list[torch.Tensor] | None) -> Any:
         if stage == "restarts":
@@ -442,6 +458,7 @@ class Searcher:
                                    for _ in range(self.budget.gradient_starts - 1)]
         for begin in starts:
             point = [x.clone() for x in begin]
+            first = True
             widths = [(s.hi - s.lo) for s in self.entry.specs]
             step = [w * 0.05 for w in widths]
             previous = math.inf
@@ -456,7 +473,8 @@ class Searcher:
                     return
                 if evaluation.forward or evaluation.backward:
                     break  # a failure the code absorbs: its gradient leads nowhere; next start
-                self._note(point, evaluation, "gradient")
+                self._note(point, evaluation, "gradient", restart=first)
+                first = False
                 if all(g is None or not bool(g.any()) for g in evaluation.grads):
                     break  # nothing to follow here (masks, ints, saturation): next stages
                 if evaluation.loss >= previous:

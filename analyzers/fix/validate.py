@@ -10,7 +10,8 @@ A candidate is suggested only if every check holds (the issue's "Validation"):
 3. `static`      the static pass no longer flags the patched lines;
 4. `equivalence` on in-domain inputs the patched outputs match the original's wherever the
                  original was finite (DeepREL's value-equivalence oracle): max absolute and
-                 relative deviation, against a tolerance per fix kind (and op);
+                 relative deviation (also per input, for the report page's plot), against
+                 a tolerance per fix kind (and op);
 5. `gradients`   gradients of the patched code are finite on the trigger and on normal inputs.
 
 The harness supplies what needs the PR's code as callables (`Hooks`); this module only judges.
@@ -61,7 +62,10 @@ TOLERANCE: dict[str, tuple[float, float]] = {
     "clamp": (1e-5, 1e-4),
     "where": (1e-5, 1e-4),
     "masked-fill": (1e-5, 1e-4),
+    "upcast": (1e-5, 1e-4),  # float32 scores cast back: float16 rounding (widened per dtype)
 }
+# The equivalence check's per-input deviations kept for the report page's plot.
+SERIES_CAP = 64
 # Per-op overrides: normalize divides by max(norm, 1e-12), so a tiny norm shifts its output.
 OP_TOLERANCE: dict[tuple[str, str], tuple[float, float]] = {
     ("stable-api", "div"): (1e-5, 1e-3),
@@ -217,6 +221,7 @@ def check_equivalence(original: Callable[[Sequence[Any]], Any],
     compared = 0
     count = 0
     worst: dict[str, Any] = {}
+    series: list[dict[str, Any]] = []  # per input: what the report page plots
     for count, sample in enumerate(inputs, 1):
         _seed(count)  # dropout and other draws: the same in both runs
         before = _arrays(original(_copy(sample)))
@@ -229,6 +234,8 @@ def check_equivalence(original: Callable[[Sequence[Any]], Any],
                          f"{[a.shape for a in before]} vs {[b.shape for b in after]}")
         exact = _reference_arrays(reference, sample, count, before)
         referenced += exact is not None
+        sample_abs: float | None = None
+        sample_rel = 0.0
         for index, (a, b) in enumerate(zip(before, after, strict=True)):
             mask = np.isfinite(a)
             if not mask.any():
@@ -246,17 +253,22 @@ def check_equivalence(original: Callable[[Sequence[Any]], Any],
             compared += int(mask.sum())
             if diff.size and float(diff.max()) > max_abs:
                 max_abs = float(diff.max())
+            if diff.size:
+                sample_abs = max(sample_abs or 0.0, float(diff.max()))
             significant = np.abs(a_fin) > atol
             if significant.any():
                 max_rel = max(max_rel, float(rel[significant].max()))
+                sample_rel = max(sample_rel, float(rel[significant].max()))
             bad = diff > atol + rtol * np.abs(a_fin)
             if bad.any() and not worst:
                 i = int(np.argmax(diff - (atol + rtol * np.abs(a_fin))))
                 worst = {"original": float(a_fin[i]), "patched": float(b_fin[i]),
                          "input": count}
+        if sample_abs is not None and len(series) < SERIES_CAP:
+            series.append({"input": count, "max_abs": sample_abs, "max_rel": sample_rel})
     figures: dict[str, Any] = {"inputs": count, "compared": compared, "max_abs": max_abs,
                                "max_rel": max_rel, "atol": atol, "rtol": rtol,
-                               "float64_reference": referenced}
+                               "float64_reference": referenced, "per_input": series}
     if count == 0 or compared == 0:
         return Check("equivalence", False, False, figures,
                      "no in-domain input where the original was finite to compare on")

@@ -153,7 +153,10 @@ def _proof_paragraph(finding: Finding) -> str | None:
 def _trigger_section(finding: Finding) -> str | None:
     if not finding.trigger:
         return None
-    text = json.dumps(json_safe(finding.trigger), indent=2, sort_keys=True, ensure_ascii=False,
+    # the search's plot data is drawn on the report page; in a comment it would crowd out
+    # the values a reader needs
+    shown = {k: v for k, v in finding.trigger.items() if k != "search_trace"}
+    text = json.dumps(json_safe(shown), indent=2, sort_keys=True, ensure_ascii=False,
                       default=str)
     return _details("Trigger", fenced(truncate(text, _TRIGGER_CAP), "json"))
 
