@@ -41,6 +41,18 @@ def absorbed_log(x):
     return x + torch.nan_to_num(y, neginf=0.0)
 
 
+class TemperatureGate(torch.nn.Module):
+    # features from a frozen backbone (no gradient reaches x) scaled by a learned magnitude
+    # initialised at 0: the output is finite (sqrt(0) = 0), the gradient reaching the weight
+    # is inf * 0 = NaN, and the optimiser's first step poisons the model
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(4))
+
+    def forward(self, x):
+        return x.detach() * torch.sqrt(self.weight.abs())  # @gate
+
+
 def cofire_sqrt(x):
     # x: [channels, positions]; sqrt's derivative is infinite where two channels never fire
     # together, and it reaches x only where a channel fires (the ReLU stops it elsewhere)
@@ -91,6 +103,25 @@ def test_a_masked_forward_nan_is_confirmed_by_the_gradient_it_leaks(
     fails, stderr = _check_reproducer(repo[0], script)
     assert fails, stderr
     assert "the gradient reaching gap is NaN/Inf" in stderr
+
+
+def test_a_nan_reaching_only_the_parameters_gradient_is_confirmed(
+        repo: tuple[Path, str]) -> None:
+    entry, searcher = _searcher(repo, "TemperatureGate", ("float32[3, 4] in [-1, 1]",),
+                                "@gate", "sqrt", require_visible=True)
+    assert entry.parameters() and entry.parameters()[0].shape == (4,)
+    outcome = searcher.run()
+    assert outcome.triggered and outcome.where == "backward"
+    small, shows = minimised_trigger(entry, searcher, outcome)
+    assert shows == "parameters"
+    target = Target(f"{repo[1]}.py", _line("@gate"), "sqrt", "torch.sqrt(...)", "backward",
+                    shows)
+    script = render(entry, small, target, 0)
+    assert "model.named_parameters()" in script and "the gradient reaching its parameters" \
+        in script.replace("\n", " ")
+    fails, stderr = _check_reproducer(repo[0], script)
+    assert fails, stderr
+    assert "the gradient reaching parameter weight is NaN/Inf" in stderr
 
 
 def test_a_failure_the_code_absorbs_is_no_trigger_for_the_harness(

@@ -85,6 +85,15 @@ class Entry:
             return self.fn(*args, **self.template_kwargs)
         return self.fn(*inputs, **self.constants)
 
+    def parameters(self) -> list[torch.Tensor]:
+        """The trainable float parameters of the module the entry calls (an nn.Module, or a
+        method of one): a NaN that reaches only their gradient still breaks training."""
+        owner = self.fn if isinstance(self.fn, torch.nn.Module) else \
+            getattr(self.fn, "__self__", None)
+        if not isinstance(owner, torch.nn.Module):
+            return []
+        return [p for p in owner.parameters() if p.requires_grad and p.is_floating_point()]
+
     def describe_box(self) -> list[dict[str, Any]]:
         return [spec.to_json() for spec in self.specs]
 

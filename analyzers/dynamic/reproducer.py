@@ -35,12 +35,13 @@ class Target:
     # where the script sees it (search.Evaluation.visible): "output", or "gradient" when the
     # code hides the op's NaN/Inf from its output but not from the gradient reaching the
     # inputs (a masked or squashed forward value, 0 * inf in the backward pass); "" = as
-    # `where` says (the output for forward, the inputs' gradients for backward)
+    # `where` says (the output for forward, the inputs' gradients for backward); "parameters"
+    # when only the gradient reaching the module's parameters is
     shows: str = ""
 
     @property
     def checks_gradient(self) -> bool:
-        return self.where == "backward" or self.shows == "gradient"
+        return self.where == "backward" or self.shows in ("gradient", "parameters")
 
 
 def base_value(spec: InputSpec) -> float:
@@ -269,6 +270,12 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
                 body.append(f"assert {name}.grad is None or "
                             f"bool(torch.isfinite({name}.grad).all()), "
                             f"\"{label}: the gradient reaching {name} is NaN/Inf\"")
+            if call.startswith("model"):  # the module's weights: what the optimiser updates
+                body.append("for weight_name, weight in model.named_parameters():")
+                body.append("    assert weight.grad is None or "
+                            "bool(torch.isfinite(weight.grad).all()), "
+                            f"f\"{label}: the gradient reaching parameter {{weight_name}} is "
+                            "NaN/Inf\"")
     test_name = f"test_{_slug(qualname)}_{target.op}_is_finite"
     header = [
         f'"""numcheck reproducer: `{target.call}` ({label}) gives NaN/Inf '
@@ -310,6 +317,10 @@ def _shows_lines(target: Target, qualname: str) -> list[str]:
                 "inputs: the test runs the backward pass and checks them.", ""]
     if target.shows == "gradient":
         return [f"It reaches the gradient of the inputs of `{qualname}`.", ""]
+    if target.shows == "parameters":
+        return [f"`{qualname}` hides it from its output and its inputs' gradients, but not from",
+                "the gradient reaching its parameters: the test runs the backward pass and",
+                "checks them.", ""]
     if target.shows == "output":
         return [f"It reaches the output of `{qualname}`.", ""]
     return [""]

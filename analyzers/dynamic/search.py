@@ -17,7 +17,8 @@ Stages, cheapest first, each stopping at the first trigger:
 5. a gradient-free evolutionary fallback where gradients vanish (saturation, masks, ints).
 A trigger is a run where the op's output or its local derivative goes non-finite; with
 `require_visible` (the harness) it must also show where the reproducer looks, in the entry's
-output or in the gradient reaching its inputs (`Evaluation.visible`), so that a NaN the code
+output or in the gradient reaching its inputs or its module's parameters
+(`Evaluation.visible`), so that a NaN the code
 absorbs is never reported and the minimiser keeps what the script checks (`still_fails`).
 The suspect loss is the catalogue's, implemented in `suspect.py`. Deterministic under a seed;
 bounded by seconds and evaluations (a batched run of k restarts counts as k evaluations).
@@ -237,16 +238,27 @@ class Searcher:
         if result.forward or result.backward:
             if not _finite(output):
                 result.visible = "output"
-            else:  # what the reproducer checks next: the gradient reaching the inputs
-                outputs = _float_outputs(output)
-                float_leaves = [x for x in leaves if x.requires_grad]
-                if outputs and float_leaves:
-                    total = torch.stack([o.sum() for o in outputs]).sum()
-                    grads = torch.autograd.grad(total, float_leaves, allow_unused=True)
-                    if not all(g is None or _finite(g) for g in grads):
-                        result.visible = "gradient"
+            else:  # what the reproducer checks next: the gradients of inputs, then weights
+                result.visible = self._visible_in_gradients(output, leaves)
             result.reaches_output = result.visible is not None
         return result
+
+    def _visible_in_gradients(self, output: Any, leaves: list[torch.Tensor]) -> str | None:
+        """"gradient" when the backward pass of the output's sum makes an input's gradient
+        non-finite, "parameters" when only the module's parameters get one (the step the
+        optimiser takes is then NaN), else None."""
+        outputs = _float_outputs(output)
+        inputs = [x for x in leaves if x.requires_grad]
+        parameters = self.entry.parameters()
+        if not outputs or not (inputs or parameters):
+            return None
+        total = torch.stack([o.sum() for o in outputs]).sum()
+        grads = torch.autograd.grad(total, inputs + parameters, allow_unused=True)
+        if not all(g is None or _finite(g) for g in grads[:len(inputs)]):
+            return "gradient"
+        if not all(g is None or _finite(g) for g in grads[len(inputs):]):
+            return "parameters"
+        return None
 
     def accepts(self, evaluation: Evaluation) -> bool:
         """Is this run a trigger? The op failed (forward or in its local derivative) and, with
