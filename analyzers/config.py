@@ -25,14 +25,19 @@ from types import MappingProxyType
 from typing import Any
 
 __all__ = [
+    "CONFIG_KEYS",
     "DEFAULT_EXCLUDE",
     "DEFAULT_INCLUDE",
     "DTYPES",
+    "ENTRY_KEY_SPECS",
     "FAIL_ON",
+    "REQUIRED",
     "SCOPES",
+    "SCRIPT_KEY_SPECS",
     "SEVERITIES",
     "Config",
     "ConfigError",
+    "KeySpec",
     "config_from_mapping",
     "glob_match",
     "load_config",
@@ -98,7 +103,7 @@ def _severity_map(value: Any, where: str) -> Mapping[str, str]:
         raise ConfigError(f"'severity' in {where} must be a table of op = level, got {value!r}")
     out: dict[str, str] = {}
     for op, level in value.items():
-        out[str(op)] = _choice(f"severity.{op}", level, SEVERITIES, where)
+        out[str(op)] = _choice(f"severity.{op}", level, _choices("severity"), where)
     return MappingProxyType(out)
 
 
@@ -233,10 +238,10 @@ class Config:
         set_("exclude", _patterns("exclude", self.exclude, where))
         if not self.include:
             raise ConfigError(f"'include' in {where} is empty, so no file would be analysed")
-        _choice("dtype", self.dtype, DTYPES, where, _DTYPE_HINTS)
-        _choice("scope", self.scope, SCOPES, where)
-        _choice("fail_on", self.fail_on, FAIL_ON, where)
-        _choice("check_failure", self.check_failure, CHECK_FAILURE, where)
+        _choice("dtype", self.dtype, _choices("dtype"), where, _DTYPE_HINTS)
+        _choice("scope", self.scope, _choices("scope"), where)
+        _choice("fail_on", self.fail_on, _choices("fail_on"), where)
+        _choice("check_failure", self.check_failure, _choices("check_failure"), where)
         _int("context_lines", self.context_lines, 0, where)
         _int("max_file_bytes", self.max_file_bytes, 1, where)
         set_("severity", _severity_map(self.severity, where))
@@ -252,7 +257,7 @@ class Config:
         if not isinstance(self.harvest_seconds, int | float) or isinstance(
                 self.harvest_seconds, bool) or not 0 < self.harvest_seconds <= 3600:
             raise ConfigError(f"'harvest_seconds' in {where} must be a number in (0, 3600]")
-        _choice("device", self.device, DEVICES, where)
+        _choice("device", self.device, _choices("device"), where)
         if not isinstance(self.fix, bool):
             raise ConfigError(f"'fix' in {where} must be true or false")
         if self.runner_image is not None and (
@@ -324,7 +329,159 @@ class Config:
                                       f"{_suggest(name, known)}")
 
 
+# ---------------------------------------------------------------- the keys, described once
+
+REQUIRED: Any = object()  # KeySpec.default of a key that must be given (no default)
+FROM_CONFIG: Any = object()  # KeySpec.default of a top-level key: Config's own default
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """One settings key, described once.
+
+    The loader accepts exactly the keys listed here (`CONFIG_KEYS` at the top level,
+    `ENTRY_KEY_SPECS` in each `[[tool.numcheck.entries]]` table, `SCRIPT_KEY_SPECS` in
+    `[tool.numcheck.script]`), takes defaults and choices from them, and
+    `python -m analyzers.docs` writes docs/configuration.md from them, so the parser and the
+    reference cannot drift. `example` is TOML as it is written inside the key's table, and
+    must load (the tests load every example).
+    """
+
+    name: str
+    type: str
+    description: str
+    example: str
+    choices: tuple[str, ...] = ()
+    default: Any = FROM_CONFIG
+    table: str = ""  # "" top level, "entries" or "script"
+
+    def default_value(self) -> Any:
+        """The default as plain JSON types (REQUIRED when the key must be given)."""
+        if self.default is not FROM_CONFIG:
+            return self.default
+        defaults = Config().to_json()
+        return defaults.get(self.name, REQUIRED)
+
+
+_OPS_NOTE = "op names from the catalogue (docs/ops.md)"
+CONFIG_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("dtype", "string", "The floating-point dtype the analysis assumes: constants "
+            "are folded and intervals computed in it (so `1e-8 == 0` in float16 and "
+            "`1 + 1e-10 == 1` in float32). Spellings such as `fp16` or `half` are refused "
+            "with the canonical name.", 'dtype = "float16"', choices=DTYPES),
+    KeySpec("scope", "string", "Which lines of a diff are reviewed: the lines it adds, "
+            "those plus `context_lines` around them, or every line of a changed file.",
+            'scope = "diff_context"', choices=SCOPES),
+    KeySpec("context_lines", "integer >= 0", "Lines of context around each added line "
+            "when `scope = \"diff_context\"`.", "context_lines = 5"),
+    KeySpec("enable", "list of strings", f"Only these ops are reported ({_OPS_NOTE}); "
+            "empty means every op. An unknown name is an error.", 'enable = ["log", "div"]'),
+    KeySpec("disable", "list of strings", f"Ops never reported ({_OPS_NOTE}); wins over "
+            "`enable`. An unknown name is an error.", 'disable = ["exp"]'),
+    KeySpec("include", "list of globs", "Files analysed, as globs over repository-relative "
+            "paths (`**` crosses directories, `*` does not). Must not be empty.",
+            'include = ["src/**/*.py"]'),
+    KeySpec("exclude", "list of globs", "Files never analysed; a pattern also matches a "
+            "file's parent directories (`vendor` drops everything below vendor/). Setting it "
+            "replaces the default list; use `extend_exclude` to add to it.",
+            'exclude = ["build/**", "third_party/**"]'),
+    KeySpec("extend_exclude", "list of globs", "Patterns added to `exclude` (to the "
+            "default list when `exclude` is not set).", 'extend_exclude = ["third_party/**"]',
+            default=[]),
+    KeySpec("severity", "table of op = level", f"Severity per op ({_OPS_NOTE}), one of "
+            "the choices; the rule's own severity otherwise. It sets the level of SARIF "
+            "results and annotations, and `fail_on = \"error\"` reads it.",
+            'severity = { log = "error", exp = "note" }', choices=SEVERITIES),
+    KeySpec("max_file_bytes", "integer >= 1", "Larger files are skipped with a per-file "
+            "error instead of being parsed.", "max_file_bytes = 2000000"),
+    KeySpec("fail_on", "string", "When `numcheck review` and `scan` exit with status 1: "
+            "on any finding, only on findings of severity `error`, or never.",
+            'fail_on = "error"', choices=FAIL_ON),
+    KeySpec("check_failure", "string", "When the App's check run concludes `failure`: "
+            "never (findings give `neutral`), or when a finding is confirmed.",
+            'check_failure = "confirmed"', choices=CHECK_FAILURE),
+    KeySpec("dynamic", "boolean", "Confirm findings by running the code in the sandbox "
+            "(needs PyTorch or TensorFlow). `--static-only` switches it off for one run.",
+            "dynamic = false"),
+    KeySpec("search_seconds", "number in (0, 600]", "Search budget per finding, in "
+            "seconds.", "search_seconds = 10.0"),
+    KeySpec("dynamic_timeout", "integer >= 1", "Wall-clock limit for the whole sandboxed "
+            "run, in seconds; findings finished before it keep their results.",
+            "dynamic_timeout = 600"),
+    KeySpec("seed", "integer >= 0", "Seed of the search (and of a configured script): the "
+            "same seed finds the same trigger.", "seed = 42"),
+    KeySpec("harvest", "boolean", "Run the repository's own tests once and record the first "
+            "calls of each function with a finding, as entries for the search.",
+            "harvest = false"),
+    KeySpec("harvest_seconds", "number in (0, 3600]", "Limit for that test run, in "
+            "seconds.", "harvest_seconds = 120.0"),
+    KeySpec("device", "string", "Where the dynamic pass runs the code: CUDA when the runner "
+            "shows a GPU (`auto`), or always the CPU, or CUDA (an error per finding when no "
+            "GPU is visible).", 'device = "cpu"', choices=DEVICES),
+    KeySpec("fix", "boolean", "Validate candidate fixes for confirmed findings (`--no-fix` "
+            "skips it for one run).", "fix = false"),
+    KeySpec("runner_image", "string", "The Docker runner's image for this repository (an "
+            "image reference without spaces); not set: the worker's default image.",
+            'runner_image = "ghcr.io/org/numcheck-runner:1"'),
+    KeySpec("entries", "array of tables", "How the dynamic pass calls your code: each "
+            "`[[tool.numcheck.entries]]` table names a function or an `nn.Module` and its "
+            "inputs (keys below). Without entries it uses calls recorded from the tests, "
+            "then calls synthesised from signatures.",
+            '[[tool.numcheck.entries]]\ntarget = "model.losses:classification_loss"\n'
+            'inputs = ["float32[8,10] in [-100, 100]", "int64[8] in [0, 9]"]'),
+    KeySpec("script", "table", "Script mode: a script of the repository that the dynamic "
+            "pass runs with its external values (data batches, random draws) under its "
+            "control, for ops no entry reaches (keys below).",
+            '[tool.numcheck.script]\ncommand = "train.py --epochs 1"'),
+)
+
+ENTRY_KEY_SPECS: tuple[KeySpec, ...] = (
+    KeySpec("target", "string", "`package.module:name`: a function, or an `nn.Module` "
+            "class that is constructed (with `init`) and then called.",
+            'target = "model.attention:Attention"', default=REQUIRED, table="entries"),
+    KeySpec("inputs", "list of strings", "One spec per positional argument: "
+            "`dtype[shape] in [lo, hi]` (the box the search stays in), or `dtype[shape]` "
+            "for the default box.", 'inputs = ["float32[2,5,16] in [-10, 10]", "bool[2,5,5]"]',
+            default=[], table="entries"),
+    KeySpec("init", "table", "Constructor arguments when `target` is a class.",
+            "init = { dim = 16 }", default={}, table="entries"),
+    KeySpec("dtype", "string", "Cast the module and its float inputs to this dtype.",
+            'dtype = "float16"', choices=DTYPES, default=None, table="entries"),
+    KeySpec("autocast", "string", "Run the call under `torch.autocast` with this dtype "
+            "(the model stays in float32).", 'autocast = "bfloat16"',
+            choices=("float16", "bfloat16"), default=None, table="entries"),
+)
+
+SCRIPT_KEY_SPECS: tuple[KeySpec, ...] = (
+    KeySpec("command", "string or list of strings", "A `.py` file relative to the "
+            "repository root and its arguments, or `-m package.module ...`; a leading "
+            "`python` is dropped.", 'command = "train.py --epochs 1"', default=REQUIRED,
+            table="script"),
+    KeySpec("run_seconds", "number in (0, 600]", "Limit for one run of the script up to "
+            "the op; the first run gets three times as much (it pays for the imports).",
+            "run_seconds = 20", default=10.0, table="script"),
+    KeySpec("max_values", "integer >= 1", "How many of the external values seen before "
+            "the op (the last ones) the search may change.", "max_values = 4", default=8,
+            table="script"),
+    KeySpec("bounds", "table of name = [lo, hi]", "Boxes for the external values, by call "
+            "site (`\"train.py:41\"`) or by kind (`data`, `random`); others stay within the "
+            "range the recording run observed, widened tenfold.",
+            'bounds = { data = [0, 1], random = [-3, 3], "train.py:41" = [0, 255] }',
+            default={}, table="script"),
+)
+
+_SPEC: dict[str, KeySpec] = {spec.name: spec for spec in CONFIG_KEYS}
+_SCRIPT_SPEC: dict[str, KeySpec] = {spec.name: spec for spec in SCRIPT_KEY_SPECS}
+
+
+def _choices(key: str) -> tuple[str, ...]:
+    return _SPEC[key].choices
+
+
 _KEYS: tuple[str, ...] = tuple(f.name for f in fields(Config) if f.name != "source") + _EXTRA_KEYS
+if set(_KEYS) != set(_SPEC):  # a key the parser accepts but the reference does not describe
+    raise RuntimeError("CONFIG_KEYS must describe exactly the keys the loader accepts; "
+                       f"differs on {sorted(set(_KEYS) ^ set(_SPEC))}")
 
 
 def config_from_mapping(data: Mapping[str, Any], where: str = "configuration",
@@ -357,8 +514,8 @@ def config_from_mapping(data: Mapping[str, Any], where: str = "configuration",
     return config
 
 
-ENTRY_KEYS = ("target", "inputs", "init", "dtype", "autocast")
-AUTOCAST_DTYPES = ("float16", "bfloat16")
+ENTRY_KEYS: tuple[str, ...] = tuple(spec.name for spec in ENTRY_KEY_SPECS)
+AUTOCAST_DTYPES: tuple[str, ...] = ENTRY_KEY_SPECS[ENTRY_KEYS.index("autocast")].choices
 
 
 def _entries(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
@@ -404,7 +561,7 @@ def _entries(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
     return tuple(out)
 
 
-SCRIPT_KEYS = ("command", "run_seconds", "max_values", "bounds")
+SCRIPT_KEYS: tuple[str, ...] = tuple(spec.name for spec in SCRIPT_KEY_SPECS)
 SCRIPT_KINDS = ("data", "random")
 _SITE = re.compile(r"^[^:\s][^:]*\.py:[1-9][0-9]*$")
 
@@ -463,13 +620,14 @@ def _script(value: Any, where: str) -> Mapping[str, Any]:
         argv = script_argv(command)
     except ValueError as exc:
         raise ConfigError(f"'command' in {at}: {exc}") from None
-    run_seconds = table.get("run_seconds", 10.0)
+    run_seconds = table.get("run_seconds", _SCRIPT_SPEC["run_seconds"].default)
     if not isinstance(run_seconds, int | float) or isinstance(run_seconds, bool) \
             or not 0 < run_seconds <= 600:
         raise ConfigError(f"'run_seconds' in {at} must be a number in (0, 600] (the limit "
                           f"for one run of the script), got {run_seconds!r}")
-    max_values = _int("max_values", table.get("max_values", 8), 1, at)
-    bounds = table.get("bounds", {})
+    max_values = _int("max_values", table.get("max_values", _SCRIPT_SPEC["max_values"].default),
+                      1, at)
+    bounds = table.get("bounds", _SCRIPT_SPEC["bounds"].default)
     if not isinstance(bounds, Mapping):
         raise ConfigError(f"'bounds' in {at} must be a table such as "
                           "{ data = [-1, 1], random = [-3, 3], \"train.py:41\" = [0, 1] }")

@@ -2,6 +2,11 @@
 
 Exit status (a contract, scripts depend on it): 0 no findings, 1 findings, 2 an error stopped
 the run.
+
+The report goes to stdout (or `--output`); everything else goes to stderr: progress per stage
+and per finding with elapsed time when stderr is a terminal (never with `--quiet`, in a pipe
+or under pre-commit), warnings, and errors that say what to do next. Colour only on a
+terminal, and never with NO_COLOR set.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ import argparse
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,27 +23,80 @@ from analyzers import __version__
 from analyzers.catalogue import KNOWN_OPS
 from analyzers.config import SCOPES, Config, ConfigError, load_config
 from analyzers.diffscope import DiffError
-from analyzers.model import AnalysisResult
+from analyzers.model import AnalysisResult, StageError
 from analyzers.report import FORMATS, render
+from bot.console import color_enabled, dynamic_frameworks, missing_framework_hint, one_line
 from bot.demo import build_sample_repo
-from runners.pipeline import analyze, scan
+from bot.progress import Progress
+from runners.base import Runner
+from runners.pipeline import analyze, default_runner, scan
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 EXAMPLES = """examples:
   numcheck review                          review HEAD against the default branch
   numcheck review . --base origin/main --format markdown
+  numcheck review --fix                    also write the validated fixes into the files
   numcheck scan src/model.py --format json
+  numcheck scan --static-only src/         fast: nothing is run, findings stay potential
+  numcheck action                          in a GitHub Actions step (see action.yml)
   numcheck demo                            build a sample repository and review its PR
+
+exit status: 0 no findings, 1 findings, 2 an error stopped the run
+settings: [tool.numcheck] in pyproject.toml or .numcheck.toml (docs/configuration.md);
+the ops numcheck knows: docs/ops.md; `numcheck COMMAND --help` for each command
+"""
+
+REVIEW_EXAMPLES = """examples:
+  numcheck review                              HEAD against the merge base with main/master
+  numcheck review --base origin/main --head my-branch
+  numcheck review --static-only --format sarif -o numcheck.sarif
+  numcheck review --diff > fixes.patch         the validated fixes as one patch
+  numcheck review --fix                        write them into the working tree
+
+Progress goes to stderr when it is a terminal (--quiet silences it). Unknown ref? Fetch it
+(`git fetch origin main`) or name another with --base.
+"""
+
+SCAN_EXAMPLES = """examples:
+  numcheck scan model.py losses.py
+  numcheck scan --static-only src/             what the `numcheck` pre-commit hook runs
+  numcheck scan --fix model.py                 what the `numcheck-fix` pre-commit hook runs
+"""
+
+ACTION_HELP = """Run as a step of a GitHub Actions workflow (action.yml calls it). It reviews a
+pull_request's diff (base and head from the event payload at GITHUB_EVENT_PATH, fetching
+commits the checkout lacks), prints one annotation per finding, writes SARIF for
+github/codeql-action/upload-sarif, appends the report to GITHUB_STEP_SUMMARY and writes the
+outputs findings, confirmed, errors and sarif to GITHUB_OUTPUT. A push reviews before...after;
+other events scan whole files. No token is needed."""
+
+ACTION_EXAMPLES = """examples:
+  numcheck action                              inputs from NUMCHECK_INPUT_* (as action.yml sets)
+  numcheck action --stages confirm --fail-on confirmed
+  numcheck action --paths src/ models/ --sarif-file results.sarif
+
+Each option falls back to its NUMCHECK_INPUT_* variable (PATHS, CONFIG, STAGES, FAIL_ON,
+SARIF_FILE). Exit status: 1 when fail-on says the findings fail the step, 2 on an error.
+"""
+
+DEMO_EXAMPLES = """examples:
+  numcheck demo
+  numcheck demo --keep /tmp/sample --format markdown
 """
 
 
 def _parser() -> argparse.ArgumentParser:
+    raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
-        prog="numcheck", description="Find NaN/Inf bugs in deep-learning code.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog="numcheck", description="Find, prove and fix NaN/Inf bugs in deep-learning code.",
+        epilog=EXAMPLES, formatter_class=raw)
     parser.add_argument("--version", action="version", version=f"numcheck {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def quiet(sub: argparse.ArgumentParser,
+              what: str = "no progress on stderr (shown only on a terminal anyway)") -> None:
+        sub.add_argument("--quiet", "-q", action="store_true", help=what)
 
     def common(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--format", choices=FORMATS, default="text",
@@ -52,9 +110,11 @@ def _parser() -> argparse.ArgumentParser:
                          help="write the report to FILE instead of stdout")
         sub.add_argument("--static-only", action="store_true",
                          help="skip the dynamic pass (no code is run)")
+        quiet(sub)
 
     review = commands.add_parser("review", help="review the diff between two git refs",
-                                 description="Review the lines a branch adds, like a PR.")
+                                 description="Review the lines a branch adds, like a PR.",
+                                 epilog=REVIEW_EXAMPLES, formatter_class=raw)
     review.add_argument("repo", nargs="?", type=Path, default=Path("."),
                         help="git checkout (default: .)")
     review.add_argument("--base", metavar="REF",
@@ -73,11 +133,33 @@ def _parser() -> argparse.ArgumentParser:
                        help="skip the fix stage (no candidate fixes are validated)")
     common(review)
 
-    scan = commands.add_parser("scan", help="analyse whole files or directories, no git")
-    scan.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-    common(scan)
+    scan_ = commands.add_parser("scan", help="analyse whole files or directories, no git",
+                                description="Analyse whole files (every line), without git.",
+                                epilog=SCAN_EXAMPLES, formatter_class=raw)
+    scan_.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    scan_.add_argument("--fix", action="store_true",
+                       help="write the validated fixes into the files (needs the dynamic "
+                            "pass, so PyTorch or TensorFlow)")
+    common(scan_)
 
-    demo = commands.add_parser("demo", help="build a sample repository with a PR and review it")
+    action = commands.add_parser("action", help="run as a GitHub Actions step",
+                                 description=ACTION_HELP, epilog=ACTION_EXAMPLES,
+                                 formatter_class=raw)
+    action.add_argument("--paths", nargs="+", metavar="PATH",
+                        help="only these files, directories or globs (default: all)")
+    action.add_argument("--config", type=Path, metavar="FILE",
+                        help="settings file, relative to GITHUB_WORKSPACE")
+    action.add_argument("--stages", choices=("static", "confirm"),
+                        help="static: the static pass only (default); confirm: also run "
+                             "the code to confirm findings and validate fixes")
+    action.add_argument("--fail-on", choices=("none", "confirmed", "any"),
+                        help="which findings fail the step (default: any)")
+    action.add_argument("--sarif-file", type=Path, metavar="FILE",
+                        help="where the SARIF goes (default: $RUNNER_TEMP/numcheck.sarif)")
+    quiet(action, "no progress or log lines on stderr (errors and workflow commands stay)")
+
+    demo = commands.add_parser("demo", help="build a sample repository with a PR and review it",
+                               epilog=DEMO_EXAMPLES, formatter_class=raw)
     demo.add_argument("--keep", type=Path, metavar="DIR",
                       help="build the sample repository in DIR and keep it")
     common(demo)
@@ -119,8 +201,7 @@ def _exit_status(result: AnalysisResult, config: Config) -> int:
 
 def _emit(result: AnalysisResult, args: argparse.Namespace) -> None:
     """Print or write the report; OSError from --output is the caller's to report."""
-    color = args.format == "text" and args.output is None and sys.stdout.isatty() \
-        and "NO_COLOR" not in os.environ
+    color = args.format == "text" and args.output is None and color_enabled(sys.stdout)
     text = render(result, args.format, color=color)
     if args.output is not None:
         args.output.write_text(text + ("" if text.endswith("\n") else "\n"), encoding="utf-8")
@@ -128,7 +209,44 @@ def _emit(result: AnalysisResult, args: argparse.Namespace) -> None:
         sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
 
 
-def _fixes(result: AnalysisResult, args: argparse.Namespace, config: Config) -> int:
+class _Run:
+    """One analysis with progress, and the dynamic pass skipped (with the reason in the
+    result and on stderr) when this Python has neither PyTorch nor TensorFlow."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.progress = Progress.for_cli(args.quiet)
+        self.unrun: str | None = None  # why the dynamic pass could not run
+        # --fix / --diff end with an error that says it; no warning before it
+        self.warn = not (getattr(args, "fix", False) or getattr(args, "diff", False))
+
+    def __call__(self, config: Config,
+                 analysis: Callable[[Config, Runner], AnalysisResult]) -> AnalysisResult:
+        if config.dynamic and not dynamic_frameworks():
+            self.unrun = missing_framework_hint()
+            config = replace(config, dynamic=False)
+        result = analysis(config, self.progress.runner(default_runner()))
+        if self.unrun is not None and result.findings:
+            result.errors.append(StageError("dynamic", f"not run: {self.unrun}"))
+            if self.warn:
+                print(f"numcheck: warning: {self.unrun}", file=sys.stderr)
+        else:
+            self.unrun = None  # nothing needed confirming: nothing was lost
+        self.progress.finished(result)
+        return result
+
+
+def _no_fix_message(result: AnalysisResult, config: Config, run: _Run, verb: str) -> int:
+    """No validated fix to apply or show: say why; exit 2 when a missing framework is why."""
+    if run.unrun is not None:
+        print(f"numcheck: error: no fix can be validated: {run.unrun}", file=sys.stderr)
+        return EXIT_ERROR
+    why = " (the fix stage needs the dynamic pass)" if not config.dynamic else ""
+    print(f"numcheck: no validated fix to {verb}{why}", file=sys.stderr)
+    return _exit_status(result, config)
+
+
+def _fixes(result: AnalysisResult, args: argparse.Namespace, config: Config,
+           run: _Run) -> int:
     """`review --fix` / `--diff`: the validated fixes written to the working tree, or printed
     as one unified diff (the report then goes to --output only)."""
     from analyzers.fix.apply import FixRefused, combined_diff, validated, write_fixes
@@ -137,10 +255,7 @@ def _fixes(result: AnalysisResult, args: argparse.Namespace, config: Config) -> 
         _emit(result, args)
     head = result.head or args.head
     if not validated(result.findings):
-        why = " (the fix stage needs the dynamic pass)" if not config.dynamic else ""
-        print(f"numcheck: no validated fix to {'apply' if args.fix else 'show'}{why}",
-              file=sys.stderr)
-        return _exit_status(result, config)
+        return _no_fix_message(result, config, run, "apply" if args.fix else "show")
     try:
         if args.diff:
             diff, files = combined_diff(args.repo, head, result.findings)
@@ -162,13 +277,64 @@ def _fixes(result: AnalysisResult, args: argparse.Namespace, config: Config) -> 
     return EXIT_ERROR if refused else _exit_status(result, config)
 
 
+def _scan_fixes(result: AnalysisResult, config: Config, root: Path, run: _Run) -> int:
+    """`scan --fix`: the validated fixes written into the files as they are on disk (the
+    dynamic pass ran on a copy of exactly that text), one after another per file."""
+    from analyzers.fix.apply import apply_to_source, by_path, validated
+
+    if not validated(result.findings):
+        return _no_fix_message(result, config, run, "apply")
+    refused = False
+    root = root.resolve()
+    for path, group in sorted(by_path(result.findings).items()):
+        target = (root / path).resolve()
+        if not target.is_relative_to(root) or not target.is_file():
+            refused = True
+            print(f"numcheck: error: not applied: {one_line(path)} is not a file under {root}",
+                  file=sys.stderr)
+            continue
+        with open(target, encoding="utf-8", newline="") as handle:  # keep CRLF as it is
+            source = handle.read()
+        fixed = apply_to_source(path, source, group)
+        if fixed.after != source:
+            with open(target, "w", encoding="utf-8", newline="") as handle:
+                handle.write(fixed.after)
+            print(f"numcheck: fixed {len(fixed.applied)} finding"
+                  f"{'s' if len(fixed.applied) != 1 else ''} in {one_line(path)}",
+                  file=sys.stderr)
+        for why in dict.fromkeys(why for _, why in fixed.skipped):
+            refused = True
+            print(f"numcheck: error: not applied: {why}", file=sys.stderr)
+    return EXIT_ERROR if refused else _exit_status(result, config)
+
+
+def _diff_error(exc: DiffError, args: argparse.Namespace) -> str:
+    message = str(exc)
+    if "unknown git ref" in message and args.command == "review":
+        message += "; or name the base with --base REF (default: the merge base with the " \
+                   "default branch) and the head with --head REF"
+    return message
+
+
+def _action(args: argparse.Namespace) -> int:
+    from bot import action
+
+    given = {"paths": args.paths, "config": args.config, "stages": args.stages,
+             "fail_on": args.fail_on, "sarif_file": args.sarif_file}
+    progress = Progress(None if args.quiet else sys.stderr)  # the workflow log wants it
+    return action.main(given, os.environ, sys.stdout, sys.stderr, progress, quiet=args.quiet)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         from bot.serve import serve
 
         return serve(args.host, args.port, args.data_dir)
+    if args.command == "action":
+        return _action(args)
     missing: list[str] = []
+    run = _Run(args)
     try:
         if args.command == "review":
             config = _config(args, args.repo)
@@ -180,24 +346,41 @@ def main(argv: Sequence[str] | None = None) -> int:
                 except FixRefused as exc:
                     print(f"numcheck: error: {exc}", file=sys.stderr)
                     return EXIT_ERROR
-            result = analyze(args.repo, args.base, args.head, config)
+            run.progress.stage("reviewing", f"{args.base or 'the default branch'}..."
+                                            f"{args.head} in {one_line(str(args.repo))}")
+            result = run(config, lambda c, r: analyze(args.repo, args.base, args.head, c, r))
             if args.fix or args.diff:
-                return _fixes(result, args, config)
+                return _fixes(result, args, config, run)
         elif args.command == "scan":
-            config = _config(args, Path.cwd())
-            result = scan(args.paths, config, Path.cwd())
+            root = Path.cwd()
+            config = _config(args, root)
+            run.progress.stage("scanning", ", ".join(one_line(str(p)) for p in args.paths))
+            result = run(config, lambda c, r: scan(args.paths, c, root, r))
             missing = [str(p) for p in args.paths if not p.exists()]
+            if args.fix:
+                _emit(result, args)
+                status = _scan_fixes(result, config, root, run)
+                return EXIT_ERROR if missing else status
         elif args.keep is not None:
             repo, base, head = build_sample_repo(args.keep)
             config = _config(args, repo)
-            result = analyze(repo, base, head, config)
+            run.progress.stage("demo", f"reviewing {base}...{head} in {repo}")
+            result = run(config, lambda c, r: analyze(repo, base, head, c, r))
         else:
             with tempfile.TemporaryDirectory(prefix="numcheck-demo-") as where:
                 repo, base, head = build_sample_repo(Path(where) / "sample")
                 config = _config(args, repo)
-                result = analyze(repo, base, head, config)
+                run.progress.stage("demo", f"reviewing {base}...{head} of a sample repository")
+                result = run(config, lambda c, r: analyze(repo, base, head, c, r))
         _emit(result, args)
-    except (ConfigError, DiffError, OSError) as exc:
+    except ConfigError as exc:
+        print(f"numcheck: error: {exc}; every key is described in numcheck's "
+              "docs/configuration.md", file=sys.stderr)
+        return EXIT_ERROR
+    except DiffError as exc:
+        print(f"numcheck: error: {_diff_error(exc, args)}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:
         print(f"numcheck: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     if missing:  # a typo in a CI script must not pass as "no findings"

@@ -31,11 +31,17 @@ FIX_SECONDS_SLACK = 30.0
 FIX_SEARCH_RUNS = 3
 
 
+def default_runner() -> Runner:
+    """The runner of the command line and of a call without one: the hardened local runner
+    (looked up when called, so a test can put its own in its place)."""
+    return LocalRunner()
+
+
 def analyze(repo_dir: Path, base_ref: str | None, head_ref: str | None, config: Config,
             runner: Runner | None = None) -> AnalysisResult:
     result = analyze_static(repo_dir, base_ref, head_ref, config)
     if config.dynamic and result.findings and result.head:
-        confirm(Path(repo_dir), result, config, runner or LocalRunner())
+        confirm(Path(repo_dir), result, config, runner or default_runner())
     return result
 
 
@@ -53,8 +59,8 @@ def scan(paths: list[Path], config: Config, root: Path,
                 result.errors.append(StageError("dynamic", f"could not copy {root}: {exc}"))
             else:
                 job = _job(Path(workspace), result.findings, config, result.repo)
-                _merge(result, (runner or LocalRunner()).run(job,
-                                                              timeout=config.dynamic_timeout))
+                _merge(result, (runner or default_runner()).run(
+                    job, timeout=config.dynamic_timeout))
         result.timings["dynamic"] = round(time.perf_counter() - started, 4)
     return result
 

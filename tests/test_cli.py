@@ -7,8 +7,12 @@ they are checked on the real executable in a subprocess; the rest calls `bot.cli
 from __future__ import annotations
 
 import json
+import os
+import pty
 import re
+import select
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -339,3 +343,191 @@ def test_demo_keep_refuses_a_non_empty_directory(tmp_path: Path, run_main: RunMa
     assert "not empty" in err
     assert (tmp_path / "precious.txt").read_text(encoding="utf-8") == "keep me\n"
     assert not (tmp_path / ".git").exists()
+
+
+# ---------------------------------------------------------------- terminal, help, hints
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+PROGRESS_LINE = re.compile(r"^numcheck \[\s*\d+\.\ds\] ", re.M)
+
+
+def run_on_terminal(exe: str, *args: str, cwd: Path, env: dict[str, str] | None = None,
+                    timeout: float = 180) -> tuple[int, str, str]:
+    """The real executable with stdout and stderr each on a terminal of its own (two ptys),
+    so what it prints on each can be told apart. Returns (status, stdout, stderr)."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM")}
+    full_env.update({"TERM": "xterm-256color", **(env or {})})
+    out_master, out_slave = pty.openpty()
+    err_master, err_slave = pty.openpty()
+    proc = subprocess.Popen([exe, *args], stdin=subprocess.DEVNULL, stdout=out_slave,
+                            stderr=err_slave, cwd=cwd, env=full_env)
+    os.close(out_slave)
+    os.close(err_slave)
+    data = {out_master: b"", err_master: b""}
+    open_fds = set(data)
+    deadline = time.monotonic() + timeout
+    try:
+        while open_fds:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select(list(open_fds), [], [], max(left, 0))
+            if not ready:
+                proc.kill()
+                raise AssertionError(f"numcheck {' '.join(args)} ran past {timeout} s")
+            for fd in ready:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:  # EIO: the process closed its end
+                    chunk = b""
+                if chunk:
+                    data[fd] += chunk
+                else:
+                    open_fds.discard(fd)
+        status = proc.wait(timeout=30)
+    finally:
+        os.close(out_master)
+        os.close(err_master)
+
+    def text(raw: bytes) -> str:
+        return raw.decode("utf-8", "replace").replace("\r\n", "\n")
+
+    return status, text(data[out_master]), text(data[err_master])
+
+
+def test_help_has_examples(run_cli: RunCli) -> None:
+    top = run_cli("--help")
+    assert top.returncode == 0
+    assert "examples:" in top.stdout and "numcheck review --fix" in top.stdout
+    assert "exit status: 0 no findings, 1 findings, 2 an error stopped the run" in top.stdout
+    for command, example in (("review", "numcheck review --base origin/main"),
+                             ("scan", "numcheck scan --static-only src/"),
+                             ("action", "numcheck action --stages confirm"),
+                             ("demo", "numcheck demo --keep")):
+        sub = run_cli(command, "--help")
+        assert sub.returncode == 0, sub.stderr
+        assert "examples:" in sub.stdout and example in sub.stdout, command
+    assert "GITHUB_EVENT_PATH" in run_cli("action", "--help").stdout
+
+
+def test_progress_and_colour_on_a_terminal(tmp_path: Path, numcheck_exe: str) -> None:
+    (tmp_path / "top.py").write_text(MODEL_RISKY, encoding="utf-8")
+    status, out, err = run_on_terminal(numcheck_exe, "scan", "top.py", "--static-only",
+                                       cwd=tmp_path)
+    assert status == 1, err
+    assert "\x1b[" in out and "\x1b[" in err  # colour on both terminals
+    plain_out, plain_err = ANSI.sub("", out), ANSI.sub("", err)
+    assert "top.py:5:12: warning log [potential]" in plain_out
+    progress = PROGRESS_LINE.findall(plain_err)
+    assert len(progress) == 2, plain_err
+    assert re.search(r"^numcheck \[\s*\d+\.\ds\] scanning: top\.py$", plain_err, re.M)
+    assert re.search(r"^numcheck \[\s*\d+\.\ds\] done: 2 findings \(2 potential\) in "
+                     r"\d+\.\d s \(static \d+\.\d\d s\)$", plain_err, re.M)  # per stage
+    assert "numcheck [" not in plain_out  # progress never mixes with the report
+
+
+def test_no_colour_with_no_color_and_no_progress_with_quiet(tmp_path: Path,
+                                                             numcheck_exe: str) -> None:
+    (tmp_path / "top.py").write_text(MODEL_RISKY, encoding="utf-8")
+    status, out, err = run_on_terminal(numcheck_exe, "scan", "top.py", "--static-only",
+                                       cwd=tmp_path, env={"NO_COLOR": "1"})
+    assert status == 1
+    assert "\x1b[" not in out + err
+    assert PROGRESS_LINE.search(err)  # still progress, only without colour
+    status, out, err = run_on_terminal(numcheck_exe, "scan", "top.py", "--static-only",
+                                       "--quiet", cwd=tmp_path)
+    assert status == 1
+    assert err == ""
+    assert "top.py:5:12:" in ANSI.sub("", out)
+
+
+def test_no_progress_off_a_terminal(tmp_path: Path, run_cli: RunCli) -> None:
+    (tmp_path / "top.py").write_text(MODEL_RISKY, encoding="utf-8")
+    proc = run_cli("scan", "top.py", "--static-only", cwd=tmp_path, env={"NO_COLOR": ""})
+    assert proc.returncode == 1
+    assert proc.stderr == ""
+    assert "\x1b[" not in proc.stdout  # NO_COLOR empty does not switch colour on in a pipe
+
+
+def test_scan_fix_shows_each_finding_and_writes_the_fix(tmp_path: Path, numcheck_exe: str,
+                                                        run_cli: RunCli) -> None:
+    """What the numcheck-fix pre-commit hook runs, on a terminal: progress per finding with
+    elapsed time, then the validated fix written into the file."""
+    model = tmp_path / "model.py"
+    model.write_text(MODEL_RISKY, encoding="utf-8")
+    status, out, err = run_on_terminal(numcheck_exe, "scan", "model.py", "--fix",
+                                       cwd=tmp_path)
+    plain_err = ANSI.sub("", err)
+    assert status == 1, plain_err
+    assert re.search(r"^numcheck \[\s*\d+\.\ds\] dynamic pass: running the code in the "
+                     r"sandbox", plain_err, re.M)
+    confirmed = re.findall(r"^numcheck \[\s*\d+\.\ds\] (\d)/2 model\.py:(\d+) log: confirmed "
+                           r"\(\d+\.\d s\)$", plain_err, re.M)
+    assert confirmed == [("1", "5"), ("2", "9")], plain_err
+    assert len(re.findall(r"fix for model\.py:\d+ log: validated", plain_err)) == 2
+    assert "numcheck: fixed 2 findings in model.py" in plain_err
+    done = re.search(r"^numcheck \[\s*\d+\.\ds\] done: 2 findings \(2 confirmed\) in "
+                     r"\d+\.\d s \((.*)\)$", plain_err, re.M)
+    assert done, plain_err
+    assert re.search(r"\bdynamic \d+\.\d\d s", done.group(1))
+    assert re.search(r"\bfix \d+\.\d\d s", done.group(1))
+    fixed = model.read_text(encoding="utf-8")
+    assert fixed != MODEL_RISKY
+    assert "torch.log(p)" not in fixed and "torch.log(x)" not in fixed
+    compile(fixed, "model.py", "exec")
+    again = run_cli("scan", "model.py", "--static-only", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout  # the static pass no longer flags it
+
+
+def test_without_torch_the_dynamic_pass_says_what_to_install(
+        tmp_path: Path, run_main: RunMain, monkeypatch: pytest.MonkeyPatch) -> None:
+    import bot.cli
+
+    monkeypatch.setattr(bot.cli, "dynamic_frameworks", lambda: [])
+    monkeypatch.delenv("PRE_COMMIT", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "top.py").write_text(MODEL_MAIN, encoding="utf-8")
+    (tmp_path / "ok.py").write_text("def f(x):\n    return x + 1\n", encoding="utf-8")
+
+    code, out, err = run_main(["scan", "top.py", "--format", "json"])
+    assert code == 1
+    assert "pip install 'numcheck[torch]'" in err and "--static-only" in err
+    data = json.loads(out)
+    assert data["findings"][0]["status"] == "potential"  # static findings kept
+    assert data["errors"][0]["stage"] == "dynamic"
+    assert "pip install 'numcheck[torch]'" in data["errors"][0]["message"]
+    assert data["config"]["dynamic"] is False
+
+    code, out, err = run_main(["scan", "top.py", "--static-only"])  # nothing was asked for
+    assert (code, err) == (1, "")
+    code, out, err = run_main(["scan", "ok.py"])  # nothing needed confirming
+    assert (code, err) == (0, "")
+
+    monkeypatch.setenv("PRE_COMMIT", "1")  # as the numcheck-fix hook runs it
+    code, out, err = run_main(["scan", "top.py", "--fix"])
+    assert code == 2
+    assert "no fix can be validated" in err
+    assert "additional_dependencies: ['torch==2.13.0']" in err
+    assert (tmp_path / "top.py").read_text(encoding="utf-8") == MODEL_MAIN
+
+
+def test_errors_say_what_to_do_next(risky_pr: GitRepo, git_repo: GitRepoFactory,
+                                    tmp_path: Path, run_cli: RunCli) -> None:
+    unknown = run_cli("review", risky_pr.root, "--base", "origin/trunk", "--head", "feature")
+    assert unknown.returncode == 2
+    assert "git fetch origin origin/trunk" in unknown.stderr
+    assert "--base REF" in unknown.stderr
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    not_git = run_cli("review", plain, "--base", "main")
+    assert not_git.returncode == 2
+    assert "run numcheck inside a checkout or give the checkout's path as REPO" in \
+        not_git.stderr
+
+    repo = git_repo({"model.py": MODEL_MAIN, ".numcheck.toml": 'dtype = "fp16"\n'},
+                    {"model.py": MODEL_RISKY}, name="configured")
+    bad_config = run_cli(*review(repo))
+    assert bad_config.returncode == 2
+    assert "'dtype' in .numcheck.toml" in bad_config.stderr
+    assert "did you mean 'float16'?" in bad_config.stderr
+    assert "docs/configuration.md" in bad_config.stderr
+    assert "Traceback" not in unknown.stderr + not_git.stderr + bad_config.stderr

@@ -399,3 +399,19 @@ def test_spell_writes_constructor_arguments_as_source(value: Any, source: str) -
 def test_spell_refuses_what_a_script_cannot_write() -> None:
     with pytest.raises(ValueError, match=re.escape("torch.nn.modules.linear.Linear")):
         spell([1, nn.Linear(2, 2)])
+
+
+def test_a_recorded_method_call_gets_a_checked_fix(run: Run) -> None:
+    """The fix stage rebinds the recorded module to the patched file (its classes swapped for
+    their patched versions, its state kept) and validates the candidates on it."""
+    fixes = {function: [r["fix"] for r in run.result.records
+                        if r["fingerprint"] == fingerprint and r.get("stage") == "fix"]
+             for function, fingerprint in run.fingerprints.items()}
+    (centred,) = fixes["Centred.forward"]
+    assert centred["status"] == "validated", centred
+    added = [line for line in centred["diff"].splitlines() if line.startswith("+    ")]
+    assert len(added) == 1 and "(d * d).sum(-1) + self.eps" in added[0] and \
+        added[0] != "+" + NET.splitlines()[line_of("# @centred") - 1], centred["diff"]
+    checks = {c["name"]: c for c in centred["validation"]["checks"]}
+    assert checks["reproducer"]["passed"] and checks["search"]["passed"]
+    assert checks["equivalence"]["passed"] and checks["equivalence"]["figures"]["inputs"] > 0

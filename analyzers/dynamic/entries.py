@@ -86,10 +86,11 @@ class Entry:
         return self.fn(*inputs, **self.constants)
 
     def parameters(self) -> list[torch.Tensor]:
-        """The trainable float parameters of the module the entry calls (an nn.Module, or a
-        method of one): a NaN that reaches only their gradient still breaks training."""
+        """The trainable float parameters of the module the entry calls (an nn.Module, a
+        method of one, or a recorded module's replay: the copy its last call ran on): a NaN
+        that reaches only their gradient still breaks training."""
         owner = self.fn if isinstance(self.fn, torch.nn.Module) else \
-            getattr(self.fn, "__self__", None)
+            getattr(self.fn, "__self__", None) or getattr(self.fn, "last_module", None)
         if not isinstance(owner, torch.nn.Module):
             return []
         return [p for p in owner.parameters() if p.requires_grad and p.is_floating_point()]

@@ -27,6 +27,7 @@ trigger, `search_hook` wraps a `Searcher` run.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import itertools
 import math
@@ -481,6 +482,7 @@ def patched_lines(candidate: Candidate) -> frozenset[int]:
 
 
 _LOADED = itertools.count()
+PATCHED_SUFFIX = "__numcheck_fix_"  # patched modules: `<original>__numcheck_fix_<n>`
 
 
 def load_patched(source: str, path: str, module_name: str,
@@ -492,7 +494,7 @@ def load_patched(source: str, path: str, module_name: str,
     file = directory / Path(path).name
     file.write_text(source, encoding="utf-8")
     package = module_name.rpartition(".")[0]
-    name = f"{module_name}__numcheck_fix_{next(_LOADED)}"
+    name = f"{module_name}{PATCHED_SUFFIX}{next(_LOADED)}"
     spec = importlib.util.spec_from_file_location(name, file)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {file}")
@@ -524,6 +526,17 @@ def rebind(entry: Entry, module: ModuleType) -> Entry:
         instance.train(old.training)
         return instance.to(entry.device) if entry.device != "cpu" else instance
 
+    replay: Any = entry.fn
+    if entry.is_method and hasattr(replay, "module") and hasattr(replay, "method"):
+        # a recorded nn.Module method call (harvest.ModuleReplay): the recorded module as the
+        # tests left it, its classes from this file swapped for their patched versions
+        patched = copy.deepcopy(replay.module)
+        original = module.__name__.split(PATCHED_SUFFIX, 1)[0]
+        for sub in patched.modules():
+            if type(sub).__module__ == original:
+                sub.__class__ = resolve_attr(module, type(sub).__qualname__)
+        return replace(entry, fn=type(replay)(patched, replay.method, replay.fresh,
+                                              replay.seed))
     if entry.is_method:  # a synthesised nn.Module method: a fresh instance, the same weights
         owner_name, _, method = qualname.rpartition(".")
         old = getattr(entry.fn, "__self__", None)
