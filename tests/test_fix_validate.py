@@ -328,3 +328,18 @@ def test_a_module_with_dropout_keeps_its_weights_and_draws(repo: Path, tmp_path:
     assert chosen is not None and chosen.name == "log-softmax"
     equivalence = records[-1].check("equivalence")
     assert equivalence is not None and equivalence.passed and equivalence.figures["max_abs"] < 1e-4
+
+
+def test_float16_tolerance_is_a_few_ulps_not_a_blank_cheque() -> None:
+    """A coarser dtype rounds more, so its tolerance is never finer than 8 ulps (7.8e-3 in
+    float16); but a patch that moves values by 5% in float16 is still a different model."""
+    atol, rtol = tolerance("stable-api", "log", "float16")
+    assert (atol, rtol) == (8 * 2.0**-10, 8 * 2.0**-10)
+    assert tolerance("stable-api", "log", "float32") == (1e-5, 1e-4)  # float32 unchanged
+    x = [torch.linspace(0.5, 4.0, 16, dtype=torch.float16)]
+    rounding = check_equivalence(lambda s: s[0] * 2, lambda s: (s[0].float() * 2).half(), [x],
+                                 "stable-api", "log", "float16")
+    assert rounding.passed, rounding.reason
+    moved = check_equivalence(lambda s: s[0] * 2, lambda s: s[0] * 2.1, [x], "stable-api",
+                              "log", "float16")
+    assert not moved.passed and "changes in-domain values" in moved.reason

@@ -70,6 +70,13 @@ def apply(module: cst.Module, edit: Edit) -> tuple[str, str]:
 MAX_SIBLINGS = 4
 
 
+def _span(start: tuple[int, int], text: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The (line, column) range `text` covers when written at `start`."""
+    lines = text.split("\n")
+    end_column = (start[1] if len(lines) == 1 else 0) + len(lines[-1])
+    return start, (start[0] + len(lines) - 1, end_column)
+
+
 def _siblings(rewritten: str, edit: Edit, request: FixRequest,
               strict: bool) -> tuple[str, tuple[str, ...]]:
     """The same edit applied to the other calls of the op on the finding's lines.
@@ -77,19 +84,20 @@ def _siblings(rewritten: str, edit: Edit, request: FixRequest,
     The static pass reports one finding per line and op, so `digamma(s) - digamma(a)` or
     `log(-log(u))` is one finding with two calls; a fix of one leaves the line as dangerous as
     before (the search and the static check would reject it). A sibling is a call the static
-    pass flags on the patched file, with the finding's op and lines, that does not start where
-    a call already fixed starts (an edit keeps its node's start; a fixed call flagged again is
-    not fixed twice)."""
+    pass flags on the patched file, with the finding's op and lines, that does not start
+    inside the text an edit wrote (an edit keeps its node's start: a fixed call flagged again
+    is never fixed twice, an outer call around it is fixed too)."""
     from analyzers.config import Config
     from analyzers.static import scan_source
 
     imports = list(edit.imports)
-    fixed = {(request.line, request.column)}
+    written = [_span((request.line, request.column), cst.Module([]).code_for_node(edit.new))]
     for _ in range(MAX_SIBLINGS):
         scan = scan_source(rewritten, request.path, Config(dtype=request.dtype))
         sibling = next((f for f in scan.findings if f.op == request.op
                         and request.line <= f.line <= request.end_line
-                        and (f.line, f.column) not in fixed), None)
+                        and not any(lo <= (f.line, f.column) < hi for lo, hi in written)),
+                       None)
         if sibling is None:
             break
         sub = replace(FixRequest.from_finding(sibling), dtype=request.dtype)
@@ -106,7 +114,8 @@ def _siblings(rewritten: str, edit: Edit, request: FixRequest,
         if changed.code == rewritten:
             break
         rewritten = changed.code
-        fixed.add((sibling.line, sibling.column))
+        written.append(_span((sibling.line, sibling.column),
+                             cst.Module([]).code_for_node(same.new)))
         imports += [i for i in same.imports if i not in imports]
     return rewritten, tuple(imports)
 

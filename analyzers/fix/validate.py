@@ -67,6 +67,7 @@ TOLERANCE: dict[str, tuple[float, float]] = {
 }
 # The equivalence check's per-input deviations kept for the report page's plot.
 SERIES_CAP = 64
+ULPS = 8  # the finest tolerance in units of the dtype's machine epsilon
 # Per-op overrides: normalize divides by max(norm, 1e-12), so a tiny norm shifts its output.
 OP_TOLERANCE: dict[tuple[str, str], tuple[float, float]] = {
     ("stable-api", "div"): (1e-5, 1e-3),
@@ -74,10 +75,12 @@ OP_TOLERANCE: dict[tuple[str, str], tuple[float, float]] = {
 
 
 def tolerance(kind: str, op: str, dtype: str = "float32") -> tuple[float, float]:
-    """(atol, rtol) for a fix kind on an op, widened for dtypes coarser than float32."""
+    """(atol, rtol) for a fix kind on an op, never finer than a few units in the last place
+    of the dtype (float16: 8 * 2**-10 = 7.8e-3): a coarser dtype rounds more, but a
+    tolerance scaled by its epsilon (x8192 for float16) would accept any change at all."""
     atol, rtol = OP_TOLERANCE.get((kind, op), TOLERANCE.get(kind, (1e-5, 1e-4)))
-    scale = max(1.0, limits(dtype).eps / limits("float32").eps)
-    return atol * scale, rtol * scale
+    floor = ULPS * limits(dtype).eps
+    return max(atol, floor), max(rtol, floor)
 
 
 @dataclass
