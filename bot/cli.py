@@ -280,7 +280,7 @@ def _fixes(result: AnalysisResult, args: argparse.Namespace, config: Config,
 def _scan_fixes(result: AnalysisResult, config: Config, root: Path, run: _Run) -> int:
     """`scan --fix`: the validated fixes written into the files as they are on disk (the
     dynamic pass ran on a copy of exactly that text), one after another per file."""
-    from analyzers.fix.apply import apply_to_source, by_path, validated
+    from analyzers.fix.apply import by_path, fix_file, validated
 
     if not validated(result.findings):
         return _no_fix_message(result, config, run, "apply")
@@ -293,12 +293,8 @@ def _scan_fixes(result: AnalysisResult, config: Config, root: Path, run: _Run) -
             print(f"numcheck: error: not applied: {one_line(path)} is not a file under {root}",
                   file=sys.stderr)
             continue
-        with open(target, encoding="utf-8", newline="") as handle:  # keep CRLF as it is
-            source = handle.read()
-        fixed = apply_to_source(path, source, group)
-        if fixed.after != source:
-            with open(target, "w", encoding="utf-8", newline="") as handle:
-                handle.write(fixed.after)
+        fixed = fix_file(target, path, group)
+        if fixed.applied:
             print(f"numcheck: fixed {len(fixed.applied)} finding"
                   f"{'s' if len(fixed.applied) != 1 else ''} in {one_line(path)}",
                   file=sys.stderr)

@@ -181,12 +181,17 @@ def write_fixes(repo: Path, head: str, findings: Iterable[Finding]) -> list[File
                              for f in group]
             files.append(fixes)
             continue
-        target = root / path
-        with open(target, encoding="utf-8", newline="") as handle:  # keep CRLF as it is
-            source = handle.read()
-        fixes = apply_to_source(path, source, group)
-        if fixes.after != source:
-            with open(target, "w", encoding="utf-8", newline="") as handle:
-                handle.write(fixes.after)
-        files.append(fixes)
+        files.append(fix_file(root / path, path, group))
     return files
+
+
+def fix_file(target: Path, path: str, findings: Iterable[Finding]) -> FileFixes:
+    """Apply the validated fixes of `findings` (all in `path`) to the file `target` as it is
+    on disk, one after another; the file is rewritten only when something changed."""
+    with open(target, encoding="utf-8", newline="") as handle:  # keep CRLF as it is
+        source = handle.read()
+    fixes = apply_to_source(path, source, list(findings))
+    if fixes.after != source:
+        with open(target, "w", encoding="utf-8", newline="") as handle:
+            handle.write(fixes.after)
+    return fixes
