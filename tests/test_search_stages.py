@@ -9,6 +9,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -318,3 +319,24 @@ def test_tensorflow_probe_sees_atan2_operands_and_the_sqrt_inside_tf_norm(
     assert hit.others and hit.others[0] is x
     assert len(sqrt.hits) == 1  # tf.norm's own math_ops.sqrt, on the user's line
     assert math.isclose(float(tf.reduce_sum(sqrt.hits[0].operand)), 0.0)
+
+
+def test_a_failing_batch_tries_its_closest_restart_alone_first(
+        source: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch's per-restart suspect losses say which draw came closest: that one goes
+    alone right after the batch (here it is the trigger), instead of halving the batch down
+    to it; the others are halved only if it does not fail alone."""
+    chunks: list[int] = []
+    evaluate = Searcher.evaluate
+
+    def recording(self: Searcher, inputs: Any, want_grad: bool = False,
+                  chunks_: int = 1, **kwargs: Any) -> Any:
+        chunks.append(kwargs.get("chunks", chunks_))
+        return evaluate(self, inputs, want_grad, kwargs.get("chunks", chunks_))
+
+    monkeypatch.setattr(Searcher, "evaluate", recording)
+    batched, _, _ = _run(source, "rowwise", "@rowwise", batch=8, seed=22)
+    assert batched.triggered and batched.stage == "restarts"
+    assert chunks[0] == 1 and 8 in chunks
+    assert chunks[-2] > 1 and chunks[-1] == 1, chunks  # the failing batch, its closest alone
+    assert all(c == 1 or c >= 7 for c in chunks), chunks  # restart batches, never halvings

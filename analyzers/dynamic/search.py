@@ -384,11 +384,22 @@ class Searcher:
             if batched.error or not batched.reached:
                 yield from points  # the batch broke something: one at a time
             elif batched.forward or batched.backward:
-                yield from self._bisect(points)
+                yield from self._suspects(points, batched.chunk_losses)
             elif batched.chunk_losses:
                 index = min(range(len(points)), key=batched.chunk_losses.__getitem__)
                 if self.best is None or batched.chunk_losses[index] < self.best[0]:
                     yield points[index]  # the closest restart, for the next stages
+
+    def _suspects(self, points: list[list[torch.Tensor]], losses: list[float]) -> Any:
+        """The draws of a failing batch, alone: first the one whose suspect loss in the batch
+        was lowest (usually the trigger itself: one evaluation instead of log2(k) halvings),
+        then, should it not fail alone, the rest by halving."""
+        if len(losses) != len(points) or not points:
+            yield from self._bisect(points)
+            return
+        best = min(range(len(points)), key=losses.__getitem__)
+        yield points[best]
+        yield from self._bisect(points[:best] + points[best + 1:])
 
     def _bisect(self, points: list[list[torch.Tensor]]) -> Any:
         """Halve a failing batch of restarts; yield the single draws still suspected."""
