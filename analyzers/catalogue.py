@@ -395,9 +395,12 @@ _ENTRIES: tuple[OpSpec, ...] = (
                              "keras.backend.softmax"),
                    "jax": ("jax.nn.softmax",), "scipy": ("scipy.special.softmax",)},
         methods=("softmax",), requires="none",
-        forward_invalid="a row that is entirely -inf (fully masked) gives 0/0",
+        forward_invalid="a row that is entirely -inf (fully masked) gives 0/0; a row with +inf "
+                        "(float16 scores past 65504) gives inf/inf",
         gradient_invalid="same", suspect_loss="number of finite entries in the row",
-        fixes=(FixCandidate("masked-fill", "masked_fill(mask, torch.finfo({x}.dtype).min)"),),
+        fixes=(FixCandidate("masked-fill", "masked_fill(mask, torch.finfo({x}.dtype).min)"),
+               FixCandidate("upcast", "softmax(q.float() @ k.float().T * scale).to(q.dtype)",
+                            "float16 scores: the product and the softmax in float32")),
         patterns=(11, 12), output=(0.0, 1.0),
     ),
     OpSpec(
@@ -491,7 +494,9 @@ _ENTRIES: tuple[OpSpec, ...] = (
                    "numpy": _np("linalg.norm"), "jax": _jnp("linalg.norm"),
                    "keras": ("keras.ops.norm",)},
         methods=("norm",), gradient_invalid="x = 0 (TensorFlow's tf.norm)",
-        fixes=(FixCandidate("stable-api", "torch.nn.functional.normalize({x}, dim=-1)"),),
+        fixes=(FixCandidate("stable-api", "torch.nn.functional.normalize({x}, dim=-1)"),
+               FixCandidate("epsilon", "tf.sqrt(tf.reduce_sum(tf.square({x}), axis) + eps)",
+                            "TensorFlow's norm has no special case at 0")),
         patterns=(2,), output=(0.0, INF),
     ),
     OpSpec(
