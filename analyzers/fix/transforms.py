@@ -508,6 +508,88 @@ def t_logsumexp(site: Site) -> Iterator[Edit]:
                site.take_imports())
 
 
+def _log_mean_exp(site: Site) -> tuple[cst.Call, CallView, cst.BaseExpression] | None:
+    """(the log call, the mean, x) for `log(exp(x).mean(dim))` or `log(mean(exp(x), dim))`,
+    from the finding on the log or on the exp inside it (PyTorch)."""
+    node: cst.CSTNode = site.node
+    v = view(site, site.node)
+    if v is not None and v.spec is not None and v.spec.op == "exp":  # climb: exp -> mean
+        parent = site.parent(node)
+        if isinstance(parent, cst.Arg | cst.Attribute):
+            parent = site.parent(parent)
+        if not isinstance(parent, cst.Call):
+            return None
+        node = parent
+        parent = site.parent(node)  # mean -> log
+        if isinstance(parent, cst.Arg | cst.Attribute):
+            parent = site.parent(parent)
+        if not isinstance(parent, cst.Call):
+            return None
+        node = parent
+    log = view(site, node) if isinstance(node, cst.BaseExpression) else None
+    if log is None or log.spec is None or log.spec.op != "log" or log.qual == "math.log":
+        return None
+    inner = log.operand()
+    mean = view(site, inner) if inner is not None else None
+    if mean is None or mean.name != "mean" or (mean.qual or "torch.").split(".")[0] != "torch":
+        return None
+    exps = mean.operand()
+    e = _unwrap_call(site, exps, "exp") if exps is not None else None
+    x = e.operand() if e is not None else None
+    if x is None or not isinstance(log.node, cst.Call):
+        return None
+    return log.node, mean, x
+
+
+def _local_names(site: Site, node: cst.BaseExpression) -> list[str]:
+    """The plain local names an expression reads (not `self`, modules or attribute names)."""
+    modules = set(site.imports.names)
+    found: list[str] = []
+
+    class Locals(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value not in modules and n.value != "self" and n.value not in found:
+                found.append(n.value)
+
+    node.visit(Locals())
+    return found
+
+
+def t_log_mean_exp(site: Site) -> Iterator[Edit]:
+    """`log(exp(x).mean(dim))` -> `logsumexp(x, dim) - log(n)`, n the size along dim, read
+    from x when it is a name, else from the one local tensor name in it (`self.r * flat`:
+    flat's); the validation's value comparison catches a broadcast that would change n."""
+    if site.is_tf:
+        return
+    found = _log_mean_exp(site)
+    if found is None:
+        return
+    log_call, mean, x = found
+    rest = mean.rest()
+    keywords = {a.keyword.value: a.value for a in rest if a.keyword is not None}
+    plain = [a.value for a in rest if a.keyword is None]
+    dim = keywords.get("dim", plain[0] if plain else None)
+    keep = keywords.get("keepdim", plain[1] if len(plain) > 1 else None)
+    if dim is None or set(keywords) - {"dim", "keepdim"} or not isinstance(
+            dim, cst.Integer | cst.UnaryOperation):
+        return  # one integer dim: the count is one size
+    names = [site.code(x)] if is_simple(x) else _local_names(site, x)
+    if len(names) != 1:
+        return
+    keep_text = f", keepdim={site.code(keep)}" if keep is not None else ""
+    text = f"{site.spell('torch.logsumexp')}({site.code(x)}, dim={site.code(dim)}{keep_text})" \
+           f" - {site.spell('math.log')}({names[0]}.shape[{site.code(dim)}])"
+    if not isinstance(site.parent(log_call), cst.Return | cst.Assign | cst.Arg):
+        text = f"({text})"  # a difference inside a larger expression
+    yield Edit("stable-api", "logsumexp-mean", "log(mean(exp(x))) -> logsumexp(x) - log(n): "
+               "shifted by the max, it cannot overflow", log_call, expr(text),
+               site.take_imports())
+
+
 def _with_parens(new: cst.BaseExpression, old: cst.BaseExpression) -> cst.BaseExpression:
     return new.with_changes(lpar=old.lpar, rpar=old.rpar)
 
@@ -1368,8 +1450,8 @@ Transform = Callable[[Site], Iterator[Edit]]
 # The rule's own fix first where a pattern has one, then developers' order of kinds.
 TRANSFORMS: tuple[Transform, ...] = (
     t_log_softmax, t_log_softmax_ratio, t_log_of_exp, t_bce_hand_written, t_log_sigmoid,
-    t_bce_logits, t_logsumexp, t_exp_normalised, t_log1p, t_expm1, t_tanh, t_normalize,
-    t_tf_norm_eps, t_xlogy, t_logit_eps, t_divide_no_nan, t_pow_abs,
+    t_bce_logits, t_logsumexp, t_log_mean_exp, t_exp_normalised, t_log1p, t_expm1, t_tanh,
+    t_normalize, t_tf_norm_eps, t_xlogy, t_logit_eps, t_divide_no_nan, t_pow_abs,
     t_double_where, t_atan2, t_masked_fill, t_float32_scores, t_discarded_guard,
     t_epsilon, t_clamp, t_where,
 )
