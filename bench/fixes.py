@@ -149,7 +149,7 @@ def _revalidate(case_dir: Path, table: dict[str, Any], finding: dict[str, Any],
         scratch = scratch_copy(repo, Path(tmp) / "scratch")
         (scratch / PATH).write_text(applied.after, encoding="utf-8")
 
-        def reproducer(module: Any, file: Path) -> tuple[bool, str]:
+        def reproducer(file: Path) -> tuple[bool, str]:
             returncode, stderr = _run_reproducer(scratch, script)
             return returncode != 0, stderr
 

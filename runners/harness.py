@@ -335,10 +335,7 @@ def fix_finding(repo: Path, finding: dict[str, Any], entry: Any, trigger: list[A
         return {"status": "none-validated", "tried": [],
                 "reason": f"no candidate fix from the op catalogue applies to "
                           f"`{finding.get('call', '')}`"}
-    if isinstance(entry, ScriptEntry):
-        return {"status": "none-validated", "tried": [],
-                "reason": "fixes are not validated in script mode yet: the candidates need "
-                          "an entry the patched module can be called through"}
+    script = isinstance(entry, ScriptEntry)
     budget = Budget(seconds=search_seconds)
     run_dtype = dtype or entry.dtype
     with tempfile.TemporaryDirectory(prefix="numcheck-fix-") as tmp:
@@ -352,7 +349,12 @@ def fix_finding(repo: Path, finding: dict[str, Any], entry: Any, trigger: list[A
             directory = work / f"candidate{next(count)}"
             directory.mkdir()
 
-            def run_reproducer(module: Any, file: Path) -> tuple[bool, str]:
+            copy = None
+            if script:  # the script runs in a patched copy of its own (ScriptEntry.on_copy)
+                copy = scratch_copy(repo, directory / "repo")
+                (copy / path).write_text(candidate.source, encoding="utf-8")
+
+            def run_reproducer(file: Path) -> tuple[bool, str]:
                 target.unlink(missing_ok=True)
                 target.write_text(candidate.source, encoding="utf-8")
                 try:
@@ -365,7 +367,8 @@ def fix_finding(repo: Path, finding: dict[str, Any], entry: Any, trigger: list[A
             return entry_hooks(candidate, entry, path=path, module_name=module_name_for(path),
                                trigger=trigger, normal_inputs=normal, directory=directory,
                                budget=budget, seed=seed, dtype=run_dtype,
-                               reproducer=run_reproducer, original_source=source)
+                               reproducer=run_reproducer, original_source=source,
+                               on_copy=copy)
 
         chosen, records = choose(cands, hooks_for, op=finding["op"], dtype=run_dtype)
         record = fix_record(chosen, records)
@@ -385,15 +388,30 @@ def _fix_stage(job: dict[str, Any], finding: dict[str, Any],
                               context["reproducer"], seed=int(job.get("seed", 0)),
                               search_seconds=float(job.get("search_seconds", 5.0)))
     except FindingTimeout:
-        fix = {"status": "error",
-               "reason": f"timeout: the fix stage did not finish within {seconds:g} s"}
+        fix = _fix_timeout(seconds)
     except MemoryError:
         fix = {"status": "error", "reason": "out-of-memory while validating the fixes"}
     except Exception as exc:
-        fix = {"status": "error", "reason": f"crashed: {type(exc).__name__}: {exc}"[:2000],
-               "traceback": traceback.format_exc(limit=5)[-2000:]}
+        # the deadline may strike inside an import or a class body, which wrap it
+        fix = _fix_timeout(seconds) if _caused_by(exc, FindingTimeout) else {
+            "status": "error", "reason": f"crashed: {type(exc).__name__}: {exc}"[:2000],
+            "traceback": traceback.format_exc(limit=5)[-2000:]}
     fix["seconds"] = round(time.perf_counter() - started, 4)
     return fix
+
+
+def _fix_timeout(seconds: float) -> dict[str, Any]:
+    return {"status": "error",
+            "reason": f"timeout: the fix stage did not finish within {seconds:g} s"}
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _summary(x: Any) -> dict[str, Any]:

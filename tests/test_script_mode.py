@@ -167,7 +167,19 @@ def test_training_script_bugs_are_confirmed_by_steering_external_values(
     assert "script `train.py --epochs 1000`: the script did not reach scriptpkg/model.py:" \
         f"{line_of(MODEL_FEATURE, '        return torch.sqrt(x - self.dim)')} within its " \
         "per-run limit of 1.5 s" in sqrt.error
-    assert time.perf_counter() - started < 60
+    assert time.perf_counter() - started < 60, time.perf_counter() - started
+
+    # checked fixes in script mode: each candidate's script runs in a patched copy of the
+    # repository (its modules imported afresh), the search re-run there finds nothing
+    for finding, line in ((log, LOG_LINE), (div, DIV_LINE)):
+        fix = finding.fix
+        assert fix is not None and fix["status"] == "validated", fix
+        assert fix["original"] == line + "\n" and fix["replacement"] != fix["original"]
+        checks = {c["name"]: c for c in fix["validation"]["checks"]}
+        assert all(c["ran"] and c["passed"] for c in checks.values()), checks
+        assert checks["equivalence"]["figures"]["compared"] > 0
+        (search,) = checks["search"]["figures"]["runs"].values()
+        assert search["reached"] and not search["triggered"]  # it ran the patched line
 
     # the reproducer stands alone: seeded values plus the changes that matter, and it
     # passes once the line is fixed

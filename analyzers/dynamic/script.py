@@ -39,7 +39,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -416,8 +416,11 @@ class ScriptRun:
     Returns the watched op's outputs (empty when the script ended without reaching it)."""
 
     def __init__(self, repo: Path, config: ScriptConfig, path: str, lines: frozenset[int],
-                 op: str, seed: int) -> None:
+                 op: str, seed: int, shadows: Path | None = None) -> None:
         self.repo = Path(repo).resolve()
+        # a patched copy of `shadows` (the fix stage): its modules have the same names as the
+        # original's, so each run imports them afresh and forgets them afterwards
+        self.shadows = Path(shadows).resolve() if shadows is not None else None
         self.config = config
         self.path = path  # relative to the repository
         self.lines = lines
@@ -437,6 +440,8 @@ class ScriptRun:
         first = not _WARM
         limit = self.config.run_seconds * (FIRST_RUN_FACTOR if first else 1)
         _WARM.append(True)
+        roots = (self.repo, self.shadows) if self.shadows is not None else ()
+        _forget_modules(roots)
         try:
             with _run_limit(limit), contextlib.redirect_stdout(tail), \
                     contextlib.redirect_stderr(tail):
@@ -453,6 +458,8 @@ class ScriptRun:
             raise ScriptFailed(f"the script raised {type(exc).__name__}: {exc}"
                                f"{self._raised_at(exc)} before reaching {self.where()}"
                                f"{_said(tail)}") from None
+        finally:
+            _forget_modules(roots)
         self.last = mode
         return mode
 
@@ -480,6 +487,17 @@ class ScriptRun:
         return next((i for i, t in enumerate(tensors) if t is operand), None)
 
 
+def _forget_modules(roots: tuple[Path, ...]) -> None:
+    """Drop the modules imported from under `roots` from sys.modules, so that the next import
+    of the same name reads the file under whichever root is on sys.path then."""
+    if not roots:
+        return
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and any(_inside(file, root) for root in roots):
+            del sys.modules[name]
+
+
 def _said(tail: _Tail) -> str:
     text = tail.text.strip()
     return f" (its last output: {text[-300:]!r})" if text else ""
@@ -499,6 +517,15 @@ class ScriptEntry(Entry):
     @property
     def script(self) -> ScriptRun:
         return cast(ScriptRun, self.fn)
+
+    def on_copy(self, repo: Path) -> ScriptEntry:
+        """The same entry (values, box, labels) running the script in `repo`, a patched copy
+        of the repository (the fix stage validates a candidate there)."""
+        old = self.script
+        run = ScriptRun(repo, old.config, old.path, old.lines, old.op, old.seed,
+                        shadows=old.repo)
+        run.labels = list(old.labels)
+        return replace(self, fn=run)
 
     def describe_box(self) -> list[dict[str, Any]]:
         boxes = super().describe_box()

@@ -17,9 +17,11 @@ from typing import Any
 import libcst as cst
 
 from analyzers.catalogue import FixKind
+from analyzers.config import Config
 from analyzers.fix.patch import Patch, make_patch
 from analyzers.fix.site import Edit, FixRequest, parse_site
 from analyzers.fix.transforms import edits_for
+from analyzers.static import scan_source
 
 KIND_ORDER: tuple[FixKind, ...] = ("stable-api", "epsilon", "clamp", "where", "masked-fill",
                                    "upcast")
@@ -87,9 +89,6 @@ def _siblings(rewritten: str, edit: Edit, request: FixRequest,
     pass flags on the patched file, with the finding's op and lines, that does not start
     inside the text an edit wrote (an edit keeps its node's start: a fixed call flagged again
     is never fixed twice, an outer call around it is fixed too)."""
-    from analyzers.config import Config
-    from analyzers.static import scan_source
-
     imports = list(edit.imports)
     written = [_span((request.line, request.column), cst.Module([]).code_for_node(edit.new))]
     for _ in range(MAX_SIBLINGS):

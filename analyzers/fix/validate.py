@@ -429,17 +429,24 @@ def entry_hooks(candidate: Candidate, entry: Entry, *, path: str, module_name: s
                 trigger: Sequence[Any] | None, normal_inputs: Sequence[Sequence[Any]],
                 directory: Path | None = None, budget: Budget | None = None, seed: int = 0,
                 dtype: str = "float32",
-                reproducer: Callable[[ModuleType, Path], tuple[bool, str]] | None = None,
-                original_source: str | None = None) -> Hooks:
+                reproducer: Callable[[Path], tuple[bool, str]] | None = None,
+                original_source: str | None = None,
+                on_copy: Path | None = None) -> Hooks:
     """`Hooks` for one candidate of a finding confirmed on `entry`, in this process: the
     patched module is loaded from its own file, the entry rebound to it (same inputs, box and
-    weights), and the search re-run with the same budget on the patched lines. `reproducer`
-    (module, file) -> (still fails, detail) replaces the in-process stand-in, e.g. with the
-    rendered script run against a patched copy of the repository."""
-    module, file = load_patched(candidate.source, path, module_name, directory)
-    patched = rebind(entry, module)
+    weights), and the search re-run with the same budget on the patched lines. `on_copy`, a
+    copy of the repository with the candidate written in it, is where a script entry runs
+    instead (`ScriptEntry.on_copy`). `reproducer` (patched file) -> (still fails, detail)
+    replaces the in-process stand-in, e.g. with the rendered script run against a patched
+    copy of the repository."""
+    if on_copy is not None:
+        file = on_copy / path
+        patched = entry.on_copy(on_copy)  # type: ignore[attr-defined]
+    else:
+        module, file = load_patched(candidate.source, path, module_name, directory)
+        patched = rebind(entry, module)
     if reproducer is not None:
-        run_reproducer: Callable[[], tuple[bool, str]] = lambda: reproducer(module, file)  # noqa: E731
+        run_reproducer: Callable[[], tuple[bool, str]] = lambda: reproducer(file)  # noqa: E731
     elif trigger is not None:
         run_reproducer = lambda: reproduce(patched, trigger)  # noqa: E731
     else:
