@@ -19,7 +19,7 @@ import libcst as cst
 from analyzers.catalogue import FixKind
 from analyzers.config import Config
 from analyzers.fix.patch import Patch, make_patch
-from analyzers.fix.site import Edit, FixRequest, parse_site
+from analyzers.fix.site import Edit, FixRequest, Site, parse_site
 from analyzers.fix.transforms import edits_for
 from analyzers.static import scan_source
 
@@ -79,7 +79,14 @@ def _span(start: tuple[int, int], text: str) -> tuple[tuple[int, int], tuple[int
     return start, (start[0] + len(lines) - 1, end_column)
 
 
-def _siblings(rewritten: str, edit: Edit, request: FixRequest,
+def _start(site: Site, node: cst.CSTNode, request: FixRequest) -> tuple[int, int]:
+    """Where `node` starts in the file the site parsed (an edit's text starts there too)."""
+    where = site.positions.get(node)
+    return (where.start.line, where.start.column) if where is not None else \
+        (request.line, request.column)
+
+
+def _siblings(rewritten: str, edit: Edit, start: tuple[int, int], request: FixRequest,
               strict: bool) -> tuple[str, tuple[str, ...]]:
     """The same edit applied to the other calls of the op on the finding's lines.
 
@@ -90,7 +97,7 @@ def _siblings(rewritten: str, edit: Edit, request: FixRequest,
     inside the text an edit wrote (an edit keeps its node's start: a fixed call flagged again
     is never fixed twice, an outer call around it is fixed too)."""
     imports = list(edit.imports)
-    written = [_span((request.line, request.column), cst.Module([]).code_for_node(edit.new))]
+    written = [_span(start, cst.Module([]).code_for_node(edit.new))]
     for _ in range(MAX_SIBLINGS):
         scan = scan_source(rewritten, request.path, Config(dtype=request.dtype))
         sibling = next((f for f in scan.findings if f.op == request.op
@@ -113,7 +120,7 @@ def _siblings(rewritten: str, edit: Edit, request: FixRequest,
         if changed.code == rewritten:
             break
         rewritten = changed.code
-        written.append(_span((sibling.line, sibling.column),
+        written.append(_span(_start(site, same.old, sub),
                              cst.Module([]).code_for_node(same.new)))
         imports += [i for i in same.imports if i not in imports]
     return rewritten, tuple(imports)
@@ -140,7 +147,8 @@ def candidates(source: str, request: FixRequest, strict: bool = False) -> list[C
     for _, edit in ordered:
         try:
             rewritten, _ = apply(site.module, edit)
-            rewritten, imports = _siblings(rewritten, edit, request, strict)
+            rewritten, imports = _siblings(rewritten, edit, _start(site, edit.old, request),
+                                           request, strict)
             full = add_imports(cst.parse_module(rewritten), imports).code
             cst.parse_module(full)
         except (cst.ParserSyntaxError, ValueError):
