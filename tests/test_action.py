@@ -24,6 +24,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from app_support import WEBHOOKS
 from conftest import GitRepo, GitRepoFactory
 
 from bot.action import (
@@ -37,7 +38,7 @@ from bot.action import (
 
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = ROOT / "action.yml"
-PAYLOADS = ROOT.parent / "shared" / "github-webhooks"
+PAYLOADS = WEBHOOKS  # ../shared/github-webhooks, also from a clone elsewhere
 SARIF_SCHEMA = Path(__file__).parent / "fixtures" / "sarif-schema-2.1.0.json"
 BIN = Path(sys.executable).parent
 
