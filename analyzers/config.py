@@ -450,6 +450,14 @@ ENTRY_KEY_SPECS: tuple[KeySpec, ...] = (
     KeySpec("autocast", "string", "Run the call under `torch.autocast` with this dtype "
             "(the model stays in float32).", 'autocast = "bfloat16"',
             choices=("float16", "bfloat16"), default=None, table="entries"),
+    KeySpec("weights", "string or table of name = string", "Weight ranges, when `target` is "
+            "an `nn.Module` class: its parameters are searched too, as extra inputs starting "
+            "from their initialised values. `\"in [lo, hi]\"` boxes every float parameter; a "
+            "table boxes parameters by their `named_parameters()` name (`\"*\"`: every "
+            "other one). Each keeps its own dtype and shape; the reproducer sets the weights "
+            "that matter. PyTorch modules only.",
+            'weights = { temperature = "in [0, 10]", "proj.weight" = "in [-0.5, 0.5]" }',
+            default=None, table="entries"),
 )
 
 SCRIPT_KEY_SPECS: tuple[KeySpec, ...] = (
@@ -521,6 +529,7 @@ AUTOCAST_DTYPES: tuple[str, ...] = ENTRY_KEY_SPECS[ENTRY_KEYS.index("autocast")]
 def _entries(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
     """`[[tool.numcheck.entries]]`: how the dynamic pass calls the code (DESIGN.md)."""
     from analyzers.dynamic.specs import SpecError, parse_spec  # no torch: specs only
+    from analyzers.dynamic.weights import WeightError, parse_weights
 
     if not isinstance(value, list | tuple):
         raise ConfigError(f"'entries' in {where} must be an array of tables "
@@ -555,9 +564,16 @@ def _entries(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
         if autocast is not None and autocast not in AUTOCAST_DTYPES:
             raise ConfigError(f"{at}: autocast must be one of {', '.join(AUTOCAST_DTYPES)} "
                               "(the model runs in float32 under torch.autocast)")
+        weights = table.get("weights")
+        if weights is not None:
+            try:
+                parse_weights(weights)
+            except WeightError as exc:
+                raise ConfigError(f"{at}: {exc}") from exc
+            weights = weights if isinstance(weights, str) else dict(weights)
         out.append(MappingProxyType({"target": target, "inputs": list(inputs),
                                      "init": dict(init), "dtype": dtype,
-                                     "autocast": autocast}))
+                                     "autocast": autocast, "weights": weights}))
     return tuple(out)
 
 

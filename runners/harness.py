@@ -113,13 +113,16 @@ def _script_entry(repo: Path, table: dict[str, Any], finding: dict[str, Any],
 
 
 def _minimise(entry: Any, inputs: list[Any], still_fails: Any) -> list[Any]:
-    """Script entries shrink toward what the seeded script draws and loads; others toward
-    plain values."""
+    """Script entries shrink toward what the seeded script draws and loads, configured
+    weights toward the module's initialised values; others toward plain values."""
     from analyzers.dynamic.reproducer import minimise
     from analyzers.dynamic.script import ScriptEntry, minimise_script
+    from analyzers.dynamic.weights import minimise_weights
 
     if isinstance(entry, ScriptEntry):
         return minimise_script(entry, inputs, still_fails)
+    if entry.weights:  # configured weight ranges: back toward the module's own values
+        return minimise_weights(entry, inputs, still_fails)
     return minimise(inputs, entry.specs, still_fails)
 
 
@@ -193,7 +196,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         for table in configured:
             yield lambda table=table: build_configured(repo, EntryConfig(
                 table["target"], tuple(table["inputs"]), dict(table.get("init", {})),
-                table.get("dtype"), table.get("autocast")), seed, device)
+                table.get("dtype"), table.get("autocast"), table.get("weights")), seed, device)
         key = f"{module}:{finding['function']}"
         for call in harvested.calls.get(key, []) if harvested else []:
             yield lambda call=call, key=key: _harvested_entry(repo, key, call)
@@ -285,17 +288,19 @@ def normal_inputs(entry: Any, seed: int, count: int = NORMAL_SAMPLES) -> list[An
     import torch
 
     from analyzers.dynamic.entries import TORCH_DTYPES, sample
+    from analyzers.dynamic.weights import natural_values
     from analyzers.fix.validate import in_domain, run_entry, sample_inputs
 
     samples: list[list[Any]] = []
     if entry.start is not None:
         samples.append(list(entry.start))
     generator = torch.Generator().manual_seed(seed + 101)
+    natural = natural_values(entry)  # configured weights: the module's own values
     for _ in range(count // 2):
         draw: list[Any] = []
-        for spec in entry.specs:
-            if not spec.is_float:
-                draw.append(sample(spec, generator))
+        for spec, value in zip(entry.specs, natural, strict=True):
+            if value is not None or not spec.is_float:
+                draw.append(sample(spec, generator) if value is None else value.clone())
                 continue
             values = torch.randn(spec.shape, generator=generator, dtype=torch.float64)
             draw.append(values.clamp(spec.lo, spec.hi).to(TORCH_DTYPES[spec.dtype]))

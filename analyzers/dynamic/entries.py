@@ -20,6 +20,7 @@ from typing import Any, Literal
 import torch
 
 from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec
+from analyzers.dynamic.weights import call_with_weights, with_weights
 
 EntrySource = Literal["config", "harvested", "synthesised", "script"]
 TENSOR_HINT = re.compile(r"Tensor|ndarray|Array|Float\[|Int\[|Shaped\[")
@@ -43,6 +44,7 @@ class EntryConfig:
     init: dict[str, Any] = field(default_factory=dict)
     dtype: str | None = None
     autocast: str | None = None  # "float16" | "bfloat16": run under torch.autocast
+    weights: str | dict[str, str] | None = None  # weight ranges: "in [lo, hi]" or by name
 
 
 @dataclass
@@ -63,6 +65,8 @@ class Entry:
     template_kwargs: dict[str, Any] = field(default_factory=dict)
     autocast: str | None = None
     device: str = "cpu"  # where the code runs; the search samples on CPU and moves inputs
+    # configured weight ranges: the module's parameters that the last inputs replace
+    weights: tuple[str, ...] = ()
 
     def call(self, inputs: Sequence[torch.Tensor]) -> Any:
         if self.device == "cpu":
@@ -79,11 +83,22 @@ class Entry:
         return self._call(inputs)
 
     def _call(self, inputs: Sequence[torch.Tensor]) -> Any:
+        if self.weights:
+            return call_with_weights(self.fn, self.weights, inputs, self.constants)
         if self.template is not None:
             it = iter(inputs)
-            args = [next(it) if slot is None else slot for slot in self.template]
+            args = [next(it) if slot is None else self._replayed(slot) for slot in self.template]
             return self.fn(*args, **self.template_kwargs)
         return self.fn(*inputs, **self.constants)
+
+    def _replayed(self, value: Any) -> Any:
+        """A recorded argument as the code got it: a recorded tf tensor is kept as a torch
+        tensor (as every input is) and crosses back to TensorFlow here."""
+        if self.framework == "tensorflow" and isinstance(value, torch.Tensor):
+            import tensorflow as tf
+
+            return tf.constant(value.numpy())
+        return value
 
     def parameters(self) -> list[torch.Tensor]:
         """The trainable float parameters of the module the entry calls (an nn.Module, a
@@ -96,7 +111,11 @@ class Entry:
         return [p for p in owner.parameters() if p.requires_grad and p.is_floating_point()]
 
     def describe_box(self) -> list[dict[str, Any]]:
-        return [spec.to_json() for spec in self.specs]
+        boxes = [spec.to_json() for spec in self.specs]
+        for box, name in zip(boxes[len(boxes) - len(self.weights):], self.weights,
+                             strict=True):
+            box["weight"] = name  # a configured weight range (weights.py)
+        return boxes
 
 
 def device_type(device: str) -> str:
@@ -170,14 +189,16 @@ def build_configured(repo_dir: Path, config: EntryConfig, seed: int,
         instance: Any = obj(**config.init)
         if config.dtype and isinstance(instance, torch.nn.Module):
             instance = instance.to(TORCH_DTYPES[config.dtype])
-        return Entry(config.target, specs, _place(instance, device), "config",
-                     init=dict(config.init), framework=framework,
-                     param_names=_param_names(instance),
-                     dtype=config.autocast or config.dtype or "float32",
-                     autocast=config.autocast, device=device)
-    return Entry(config.target, specs, obj, "config", framework=framework,
-                 param_names=_param_names(obj), dtype=config.autocast or config.dtype or "float32",
-                 autocast=config.autocast, device=device)
+        return with_weights(Entry(config.target, specs, _place(instance, device), "config",
+                                  init=dict(config.init), framework=framework,
+                                  param_names=_param_names(instance),
+                                  dtype=config.autocast or config.dtype or "float32",
+                                  autocast=config.autocast, device=device),
+                            config.weights, seed)
+    return with_weights(Entry(config.target, specs, obj, "config", framework=framework,
+                              param_names=_param_names(obj),
+                              dtype=config.autocast or config.dtype or "float32",
+                              autocast=config.autocast, device=device), config.weights, seed)
 
 
 def synthesise(repo_dir: Path, path: str, function: str, seed: int,
@@ -209,6 +230,8 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
 
 
 def _method_entry(owner: type, method: str, target: str, seed: int, device: str) -> Entry:
+    if framework_of(owner) == "tensorflow" and callable(getattr(owner, "build", None)):
+        return _keras_entry(owner, method, target, seed)
     if not issubclass(owner, torch.nn.Module):
         raise EntryError(f"{owner.__name__} is not an nn.Module; configure an entry")
     torch.manual_seed(seed)
@@ -224,6 +247,38 @@ def _method_entry(owner: type, method: str, target: str, seed: int, device: str)
                  param_names=_param_names(bound), device=device)
 
 
+def _keras_entry(owner: type, method: str, target: str, seed: int) -> Entry:
+    """A Keras layer or model built with its defaults and called through `__call__` (which
+    builds it on the first input): its `call` method's tensor parameters are the inputs."""
+    if method != "call":
+        raise EntryError(f"{owner.__name__}.{method} is not the layer's call; configure an "
+                         "entry that calls it")
+    _seed_tensorflow("tensorflow", seed)
+    try:
+        instance = owner()
+    except TypeError as exc:
+        raise EntryError(f"{owner.__name__}() needs constructor arguments ({exc}); "
+                         "configure an entry with `init`") from exc
+    specs, constants = _specs_from_signature(instance.call, _keras_input_spec(instance))
+    return Entry(target, specs, instance, "synthesised", constants=constants, is_method=True,
+                 framework="tensorflow", param_names=_param_names(instance.call))
+
+
+def _keras_input_spec(layer: Any) -> InputSpec | None:
+    """The input a Keras layer expects, where it says: a functional model's Input, or an
+    Embedding among its first sublayers (token ids)."""
+    inputs = getattr(layer, "inputs", None)
+    if isinstance(inputs, list) and len(inputs) == 1:  # a functional model
+        shape = tuple(DEFAULT_BATCH if d is None else int(d) for d in inputs[0].shape)
+        dtype = str(getattr(inputs[0].dtype, "name", inputs[0].dtype))
+        return default_spec(shape) if "float" in dtype else None
+    for value in vars(layer).values():
+        if type(value).__name__ == "Embedding" and hasattr(value, "input_dim"):
+            return InputSpec("int64", (DEFAULT_BATCH, 16), 0, int(value.input_dim) - 1,
+                             "default")
+    return None
+
+
 def framework_of(obj: Any) -> str:
     """"tensorflow" when the code's module works with TensorFlow/Keras and not PyTorch."""
     module = inspect.getmodule(obj if not isinstance(obj, torch.nn.Module) else type(obj))
@@ -235,10 +290,15 @@ def framework_of(obj: Any) -> str:
 
 
 def _seed_tensorflow(framework: str, seed: int) -> None:
+    """Keras initialisers draw from Keras's own seed, not tf.random's: seed both (and the
+    reproducer does the same, `reproducer.render`)."""
     if framework == "tensorflow":
         import tensorflow as tf
 
-        tf.random.set_seed(seed)
+        try:
+            tf.keras.utils.set_random_seed(seed)
+        except (AttributeError, ImportError):  # a TensorFlow without Keras
+            tf.random.set_seed(seed)
 
 
 def _param_names(fn: Any) -> list[str]:

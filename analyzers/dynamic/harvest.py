@@ -33,6 +33,16 @@ from typing import Any
 import torch
 
 from analyzers.dynamic.entries import Entry, module_name_for
+from analyzers.dynamic.harvest_keras import (
+    KerasOwner,
+    KerasReplay,
+    KerasScript,
+    is_layer,
+    is_symbolic,
+    is_tf_value,
+    plan_script,
+    to_torch,
+)
 from analyzers.dynamic.probe import tensors_in
 from analyzers.dynamic.reproducer import spell, state_literal
 from analyzers.dynamic.specs import InputSpec
@@ -59,8 +69,10 @@ class Recorded:
 
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
-    owner: Any = None  # `self` for a method (a deep copy taken before the call)
+    owner: Any = None  # `self` for a method (a deep copy taken before the call; for a Keras
+    # layer, a harvest_keras.KerasOwner: the layer and its variables at the call)
     init: Construction | None = None  # how `owner` was built, when that was recorded
+    framework: str = "torch"  # "tensorflow": the tensors were tf tensors (kept as torch here)
 
 
 @dataclass
@@ -78,6 +90,8 @@ _LAST_SEED: list[int] = []
 def _clone(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
+    if is_tf_value(value):
+        return to_torch(value)
     if isinstance(value, list | tuple):
         return type(value)(_clone(v) for v in value)
     return value
@@ -105,21 +119,34 @@ def _construction_seed() -> int | None:
 def _wrap(store: list[Recorded], original: Any, is_method: bool) -> Any:
     @functools.wraps(original)
     def recording(*args: Any, **kwargs: Any) -> Any:
-        if len(store) < CALLS_KEPT:
+        if len(store) < CALLS_KEPT and not any(
+                is_symbolic(v) for v in (*args, *kwargs.values())):
             owner = None
             init = None
             rest = args
             if is_method and args:
                 with contextlib.suppress(Exception):
-                    owner = copy.deepcopy(args[0])
+                    owner = KerasOwner.at_call(args[0]) if is_layer(args[0]) else \
+                        copy.deepcopy(args[0])
                 with contextlib.suppress(Exception):
                     init = _BUILT.get(args[0])
                 rest = args[1:]
+            tf_call = isinstance(owner, KerasOwner) or any(
+                is_tf_value(v) for v in (*rest, *kwargs.values()))
             store.append(Recorded(tuple(_clone(a) for a in rest),
-                                  {k: _clone(v) for k, v in kwargs.items()}, owner, init))
+                                  {k: _clone(v) for k, v in kwargs.items()}, owner, init,
+                                  "tensorflow" if tf_call else "torch"))
         return original(*args, **kwargs)
 
-    return recording
+    return _same_signature(recording, original)
+
+
+def _same_signature(wrapper: Any, original: Any) -> Any:
+    """`inspect.getfullargspec` ignores `__wrapped__` but reads `__signature__`: Keras reads
+    a layer's constructor that way (its auto-config) and would see `*args, **kwargs`."""
+    with contextlib.suppress(TypeError, ValueError):
+        wrapper.__signature__ = inspect.signature(original)
+    return wrapper
 
 
 def _wrap_init(cls: type, original: Any) -> Any:
@@ -137,7 +164,7 @@ def _wrap_init(cls: type, original: Any) -> Any:
             with contextlib.suppress(Exception):
                 _BUILT.setdefault(self, built)
 
-    return recording_init
+    return _same_signature(recording_init, original)
 
 
 def _wrap_seed(original: Any) -> Any:
@@ -191,7 +218,8 @@ def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harve
         if not callable(function_obj):
             continue
         _patch(patched, owner, parts[-1], _wrap(store, function_obj, is_method))
-        if is_method and issubclass(owner, torch.nn.Module) and owner not in classes:
+        if is_method and (issubclass(owner, torch.nn.Module) or is_layer(owner)) and \
+                owner not in classes:
             classes.add(owner)
             _patch(patched, owner, "__init__", _wrap_init(owner, owner.__init__))
     if classes:
@@ -272,7 +300,7 @@ class ModuleScript:
 class HarvestedMethod(Entry):
     """A recorded method call: `fn` is a `ModuleReplay` of the recorded module."""
 
-    module_script: ModuleScript = field(default_factory=ModuleScript)
+    module_script: ModuleScript | KerasScript = field(default_factory=ModuleScript)
 
 
 class ModuleReplay:
@@ -368,11 +396,28 @@ def entry_from_call(key: str, call: Recorded, fn: Any) -> Entry:
     (the recorded state is replayed; `module_script` says how a script rebuilds it)."""
     specs, template, start = _call_parts(call)
     dtype = specs[0].dtype
+    if isinstance(call.owner, KerasOwner):
+        return _layer_entry(key, call, fn, specs, template, start)
     if call.owner is not None:
         return _method_entry(key, call, fn, specs, template, start)
     return Entry(key, specs, fn, "harvested", template=template,
                  template_kwargs=dict(call.kwargs), start=start, dtype=dtype,
-                 param_names=_parameter_names(fn, template, 0))
+                 param_names=_parameter_names(fn, template, 0), framework=call.framework)
+
+
+def _layer_entry(key: str, call: Recorded, fn: Any, specs: list[InputSpec],
+                 template: list[Any], start: list[torch.Tensor]) -> HarvestedMethod:
+    """A recorded Keras layer method: replayed on the live layer, its variables restored to
+    the recording before every call (harvest_keras.py)."""
+    method = key.rpartition(".")[2]
+    owner = call.owner
+    assert isinstance(owner, KerasOwner)
+    return HarvestedMethod(key, specs, KerasReplay(owner, method, call.init), "harvested",
+                           template=template, template_kwargs=dict(call.kwargs), start=start,
+                           dtype=specs[0].dtype, is_method=True, framework="tensorflow",
+                           param_names=_parameter_names(fn, template, 1),
+                           module_script=plan_script(key, owner, method, call.init,
+                                                     call.args, call.kwargs))
 
 
 def _method_entry(key: str, call: Recorded, fn: Any, specs: list[InputSpec],

@@ -150,10 +150,14 @@ def _graph(roots: list[Any], labels: dict[Any, dict[str, Any]]) -> \
 
 
 def _names(entry: Entry, count: int) -> list[str]:
+    """The call's inputs by parameter name (else x0, x1, ...), then configured weights by
+    their parameter name (weights.py)."""
+    weights = list(entry.weights)
+    count -= len(weights)
     names = list(entry.param_names)
     if len(names) >= count and len(set(names[:count])) == count:
-        return names[:count]
-    return [f"x{i}" for i in range(count)]
+        return names[:count] + weights
+    return [f"x{i}" for i in range(count)] + weights
 
 
 def _parameter_names(entry: Entry) -> dict[int, str]:

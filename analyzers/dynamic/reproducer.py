@@ -17,6 +17,7 @@ import torch
 
 from analyzers.dynamic.entries import Entry, device_type
 from analyzers.dynamic.specs import InputSpec
+from analyzers.dynamic.weights import split_for_script
 
 INLINE_LIMIT = 12  # tensors with at most this many elements are written out in full
 MAX_POINTS = 24  # beyond this many non-base values the tensor is written out in full
@@ -217,13 +218,19 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
     reason = no_reproducer_reason(entry)
     if reason is not None:
         return _no_reproducer(target, reason)
+    weight_lines: list[str] = []
+    if entry.weights:  # configured weight ranges: set on the model, not passed (weights.py)
+        entry, inputs, weight_lines = split_for_script(entry, inputs)
     tf_mode = entry.framework == "tensorflow"
     names = _names(entry, len(inputs))
-    body: list[str] = [f"tf.random.set_seed({seed})" if tf_mode else f"torch.manual_seed({seed})"]
     constructed = entry.is_method or entry.init or (len(parts) == 1 and not _is_function(entry))
+    # Keras initialisers follow keras' own seed, not tf.random's
+    seeding = ("tf.keras.utils.set_random_seed" if constructed and rebuild is None
+               else "tf.random.set_seed") if tf_mode else "torch.manual_seed"
+    body: list[str] = [f"{seeding}({seed})"]
     if rebuild is not None:
         imported = parts[0]
-        body.extend(_rebuild_lines(rebuild, seed))
+        body.extend(rebuild.lines() if tf_mode else _rebuild_lines(rebuild, seed))
         call = f"model.{parts[-1]}"
     elif constructed:
         owner = parts[0]
@@ -235,7 +242,10 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         if entry.device != "cpu":
             cast += f".to({entry.device!r})"
         body.append(f"model = {owner}({init}){cast}")
+        body.extend(weight_lines)
         call = "model" if len(parts) == 1 else f"model.{parts[-1]}"
+        if tf_mode and parts[-1] == "call":  # a Keras layer builds itself in __call__
+            call = "model"
     else:
         imported = parts[0]
         call = qualname
@@ -246,7 +256,7 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         arguments = _replayed_arguments(entry, names, body)
     label = f"{target.op} at {target.path}:{target.line}"
     floats = [n for n, spec in zip(names, entry.specs, strict=True) if spec.is_float]
-    if rebuild is not None:  # the search ran the method under this seed (dropout)
+    if rebuild is not None and not tf_mode:  # the search ran the method under this seed
         body.append(f"torch.manual_seed({rebuild.call_seed})")
     if tf_mode:
         body.extend(_tf_check(call, names, floats, label, target.checks_gradient))

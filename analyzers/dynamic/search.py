@@ -426,8 +426,9 @@ class Searcher:
         before it, and the outcome under a seed would not be the same)."""
         if self._batch is not None:
             return self._batch
-        specs = self.entry.specs
-        if self.budget.batch > 1 and specs and all(len(s.shape) >= 1 for s in specs) \
+        specs = self.entry.specs  # configured weights (weights.py) are no batch: one run each
+        if self.budget.batch > 1 and specs and not self.entry.weights \
+                and all(len(s.shape) >= 1 for s in specs) \
                 and len({s.shape[0] for s in specs}) == 1 and specs[0].shape[0] > 0:
             return self.budget.batch
         self._decide_batch(False)

@@ -537,6 +537,10 @@ def rebind(entry: Entry, module: ModuleType) -> Entry:
         return instance.to(entry.device) if entry.device != "cpu" else instance
 
     replay: Any = entry.fn
+    if entry.is_method and hasattr(replay, "rebound"):
+        # a recorded Keras layer method call (harvest_keras.KerasReplay): a layer of the
+        # patched class, built like the recorded one, holding its variables
+        return replace(entry, fn=replay.rebound(resolve_attr(module, qualname.rpartition(".")[0])))
     if entry.is_method and hasattr(replay, "module") and hasattr(replay, "method"):
         # a recorded nn.Module method call (harvest.ModuleReplay): the recorded module as the
         # tests left it, its classes from this file swapped for their patched versions
@@ -547,6 +551,9 @@ def rebind(entry: Entry, module: ModuleType) -> Entry:
                 sub.__class__ = resolve_attr(module, type(sub).__qualname__)
         return replace(entry, fn=type(replay)(patched, replay.method, replay.fresh,
                                               replay.seed))
+    if entry.is_method and entry.framework == "tensorflow":  # a synthesised Keras layer
+        instance = resolve_attr(module, qualname.rpartition(".")[0])(**entry.init)
+        return replace(entry, fn=_keras_clone(entry.fn, instance))
     if entry.is_method:  # a synthesised nn.Module method: a fresh instance, the same weights
         owner_name, _, method = qualname.rpartition(".")
         old = getattr(entry.fn, "__self__", None)

@@ -187,7 +187,8 @@ def proof_sentence(finding: Finding) -> str:
     if "evaluations" not in trigger:
         return finding.error or "" if finding.status == "potential" else ""
     box = trigger.get("box") or {}
-    inputs = "; ".join(f"{spec.get('dtype')}{spec.get('shape')} in [{spec.get('lo'):g}, "
+    inputs = "; ".join((f"weight {spec['weight']} " if spec.get("weight") else "")
+                       + f"{spec.get('dtype')}{spec.get('shape')} in [{spec.get('lo'):g}, "
                        f"{spec.get('hi'):g}]" for spec in box.get("inputs", []))
     entry = f"{box.get('target', '?')} ({box.get('source', '?')} entry)" if box else ""
     if finding.status == "confirmed":

@@ -250,7 +250,8 @@ def finding_view(finding: Finding, kept: Mapping[str, Any] | None,
     trigger = finding.trigger or {}
     box_value = trigger.get("box")
     box: dict[str, Any] = box_value if isinstance(box_value, dict) else {}
-    box_rows = [{"input": str(spec.get("site") or f"input {i}"),
+    box_rows = [{"input": str(spec.get("site") or (f"weight {spec['weight']}" if
+                                                   spec.get("weight") else f"input {i}")),
                  "dtype": str(spec.get("dtype", "")), "shape": _shape(spec.get("shape")),
                  "range": f"[{_num(spec.get('lo'))}, {_num(spec.get('hi'))}]",
                  "source": str(spec.get("source", ""))}
