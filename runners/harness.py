@@ -109,7 +109,7 @@ def _script_entry(repo: Path, table: dict[str, Any], finding: dict[str, Any],
     from analyzers.dynamic.script import ScriptConfig, build_script_entry
 
     return build_script_entry(repo, ScriptConfig.from_json(table), finding["path"], lines,
-                              finding["op"], seed)
+                              finding["op"], seed, finding.get("framework", "torch"))
 
 
 def _minimise(entry: Any, inputs: list[Any], still_fails: Any) -> list[Any]:

@@ -52,6 +52,7 @@ from analyzers.dynamic.harvest import observed_box
 from analyzers.dynamic.probe import MAX_FRAMES as PROBE_FRAMES
 from analyzers.dynamic.probe import tensors_in
 from analyzers.dynamic.reproducer import (
+    TF_HELPERS,
     TORCH_HELPERS,
     minimise_toward,
     nested_literal,
@@ -91,8 +92,10 @@ class StopScript(BaseException):
     script's own `except Exception` cannot swallow it."""
 
 
-class ExternalValues(TorchFunctionMode):
-    """Intercepts external values at their call sites and watches one op on given lines.
+class CallSites:
+    """What the PyTorch and TensorFlow interceptors share: which repository line asked for a
+    value, the value's label, whether a frame is on the watched lines, and numpy's draws.
+    Plain Python (no framework): the reproducers carry a copy of it.
 
     `on_value(label, natural)` returns the value the script gets: `natural` (what the code
     drew or loaded) or a substitute of the same shape.
@@ -100,16 +103,13 @@ class ExternalValues(TorchFunctionMode):
 
     active: list[Any] = []  # the modes in force, innermost last (numpy's draws look here)
 
-    def __init__(self, root: str, watch_path: str, watch_lines: Any, watch_names: Any,
-                 on_value: Any) -> None:
-        super().__init__()
+    def __init__(self, root: str, watch_path: str, watch_lines: Any, on_value: Any) -> None:
         self.root = os.path.realpath(root) + os.sep
         self.watch_path = os.path.realpath(watch_path)
         self.watch_lines = frozenset(watch_lines)
-        self.watch_names = frozenset(watch_names)
         self.on_value = on_value
         self.ran = False  # the watched op has run
-        self.hits: list[Any] = []  # (output, args, kwargs, name) of each call of the op
+        self.hits: list[Any] = []  # one entry per call of the op, its output first
         self.counts: dict[str, int] = {}
         self._real: dict[str, str] = {}
         self._restore: list[Any] = []
@@ -155,6 +155,34 @@ class ExternalValues(TorchFunctionMode):
         count = self.counts.get(key, 0)
         self.counts[key] = count + 1
         return f"{key} #{count}"
+
+    def _patch_numpy(self) -> None:
+        """numpy.random's float draws, recorded at their call sites (`_numpy_draw`)."""
+        numpy_random: Any = None
+        with contextlib.suppress(ImportError):
+            import numpy.random as numpy_random
+        for name in NUMPY_DRAWS if numpy_random is not None else ():
+            draw = getattr(numpy_random, name, None)
+            if callable(draw):
+                draw = getattr(draw, "_numcheck_original", draw)
+                self._restore.append((numpy_random, name, draw))
+                setattr(numpy_random, name, _numpy_draw(draw))
+
+    def _unpatch(self) -> None:
+        for owner, name, original in reversed(self._restore):
+            setattr(owner, name, original)
+        self._restore = []
+
+
+class ExternalValues(CallSites, TorchFunctionMode):
+    """Intercepts external values at their call sites and watches one op on given lines:
+    PyTorch's draws and DataLoader batches, numpy's draws."""
+
+    def __init__(self, root: str, watch_path: str, watch_lines: Any, watch_names: Any,
+                 on_value: Any) -> None:
+        TorchFunctionMode.__init__(self)
+        CallSites.__init__(self, root, watch_path, watch_lines, on_value)
+        self.watch_names = frozenset(watch_names)
 
     def _put(self, natural: Any, value: Any, in_place: bool) -> Any:
         if value is natural or not isinstance(value, torch.Tensor) \
@@ -241,23 +269,14 @@ class ExternalValues(TorchFunctionMode):
         __next__._numcheck_original = original  # type: ignore[attr-defined]
         self._restore = [(base, "__next__", original)]
         setattr(base, "__next__", __next__)  # noqa: B010 (a method, patched for the run)
-        numpy_random: Any = None
-        with contextlib.suppress(ImportError):
-            import numpy.random as numpy_random
-        for name in NUMPY_DRAWS if numpy_random is not None else ():
-            draw = getattr(numpy_random, name, None)
-            if callable(draw):
-                draw = getattr(draw, "_numcheck_original", draw)
-                self._restore.append((numpy_random, name, draw))
-                setattr(numpy_random, name, _numpy_draw(draw))
-        ExternalValues.active.append(self)
-        return super().__enter__()
+        self._patch_numpy()
+        CallSites.active.append(self)
+        return TorchFunctionMode.__enter__(self)
 
     def __exit__(self, *exc: Any) -> Any:
-        ExternalValues.active.remove(self)
-        for owner, name, original in reversed(self._restore):
-            setattr(owner, name, original)
-        return super().__exit__(*exc)
+        CallSites.active.remove(self)
+        self._unpatch()
+        return TorchFunctionMode.__exit__(self, *exc)
 
 
 def _numpy_draw(draw: Any) -> Any:
@@ -265,7 +284,7 @@ def _numpy_draw(draw: Any) -> Any:
     imported the function during a run keeps this wrapper: it asks for the mode of the day)."""
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         natural = draw(*args, **kwargs)
-        mode = ExternalValues.active[-1] if ExternalValues.active else None
+        mode = CallSites.active[-1] if CallSites.active else None
         if mode is None or mode.ran:
             return natural
         site = mode._site(sys._getframe(1), walk=False)
@@ -278,9 +297,13 @@ def _numpy_draw(draw: Any) -> Any:
 
 
 def run_script(root: str, argv: Any, seed: int, mode: Any) -> None:
-    """Run `python argv...` in this process from `root`, under `mode`, seeded; returns when
-    the script ends or when the watched op has run (the rest is cut off)."""
-    torch.manual_seed(seed)
+    """Run `python argv...` in this process from `root`, under `mode`, seeded (the frameworks
+    already loaded; Keras's initialisers follow `random`); returns when the script ends or
+    when the watched op has run (the rest is cut off)."""
+    if "torch" in sys.modules:
+        sys.modules["torch"].manual_seed(seed)
+    if "tensorflow" in sys.modules:
+        sys.modules["tensorflow"].random.set_seed(seed)
     random.seed(seed)
     try:
         import numpy
@@ -416,8 +439,10 @@ class ScriptRun:
     Returns the watched op's outputs (empty when the script ended without reaching it)."""
 
     def __init__(self, repo: Path, config: ScriptConfig, path: str, lines: frozenset[int],
-                 op: str, seed: int, shadows: Path | None = None) -> None:
+                 op: str, seed: int, shadows: Path | None = None,
+                 framework: str = "torch") -> None:
         self.repo = Path(repo).resolve()
+        self.framework = framework  # "tensorflow": script_tf.TFExternalValues intercepts
         # a patched copy of `shadows` (the fix stage): its modules have the same names as the
         # original's, so each run imports them afresh and forgets them afterwards
         self.shadows = Path(shadows).resolve() if shadows is not None else None
@@ -428,14 +453,28 @@ class ScriptRun:
         self.names = tuple(sorted(op_names(op)))
         self.seed = seed
         self.labels: list[str] = []  # the searched values, in the entry's order
-        self.last: ExternalValues | None = None
+        self.last: CallSites | None = None
+        self.watched: list[tuple[str, str]] = []  # TensorFlow: the op's functions, by owner
+        if framework == "tensorflow":
+            from analyzers.dynamic.script_tf import watch_functions
+
+            self.watched = watch_functions(op)
 
     def where(self) -> str:
         return f"{self.path}:{min(self.lines)}"
 
-    def run(self, on_value: Callable[[str, torch.Tensor], Any]) -> ExternalValues:
-        mode = ExternalValues(str(self.repo), str(self.repo / self.path), self.lines,
+    def mode(self, on_value: Callable[[str, Any], Any]) -> CallSites:
+        """The interceptor for one run: PyTorch's, or TensorFlow's for a TF finding."""
+        if self.framework == "tensorflow":
+            from analyzers.dynamic.script_tf import TFExternalValues
+
+            return TFExternalValues(str(self.repo), str(self.repo / self.path), self.lines,
+                                    self.watched, on_value)
+        return ExternalValues(str(self.repo), str(self.repo / self.path), self.lines,
                               self.names, on_value)
+
+    def run(self, on_value: Callable[[str, Any], Any]) -> CallSites:
+        mode = self.mode(on_value)
         tail = _Tail()
         first = not _WARM
         limit = self.config.run_seconds * (FIRST_RUN_FACTOR if first else 1)
@@ -447,6 +486,9 @@ class ScriptRun:
                     contextlib.redirect_stderr(tail):
                 run_script(str(self.repo), self.config.argv, self.seed, mode)
         except ScriptTimeout:
+            if mode.ran:  # past the op, in code that no stop rule cut short: enough
+                self.last = mode
+                return mode
             why = f"run_seconds, times {FIRST_RUN_FACTOR} for the first run, which pays the " \
                   "imports" if first else "run_seconds"
             raise ScriptFailed(f"the script did not reach {self.where()} within its per-run "
@@ -471,15 +513,15 @@ class ScriptRun:
         return f" at {Path(frames[-1].filename).resolve().relative_to(self.repo)}:" \
                f"{frames[-1].lineno}"
 
-    def __call__(self, *values: torch.Tensor) -> Any:
+    def __call__(self, *values: Any) -> Any:
         table = dict(zip(self.labels, values, strict=True))
         mode = self.run(lambda label, natural: table.get(label, natural))
-        return [out for out, _, _, _ in mode.hits]
+        return [hit[0] for hit in mode.hits]
 
     def operand_index(self) -> int | None:
         """Which tensor argument of the last run's first hit is the op's operand (for the
         reproducer's gradient check)."""
-        if self.last is None or not self.last.hits:
+        if self.last is None or not self.last.hits or self.framework != "torch":
             return None
         _, args, kwargs, name = self.last.hits[0]
         operand = operand_of(self.op, name, args, kwargs)
@@ -523,7 +565,7 @@ class ScriptEntry(Entry):
         of the repository (the fix stage validates a candidate there)."""
         old = self.script
         run = ScriptRun(repo, old.config, old.path, old.lines, old.op, old.seed,
-                        shadows=old.repo)
+                        shadows=old.repo, framework=old.framework)
         run.labels = list(old.labels)
         return replace(self, fn=run)
 
@@ -535,15 +577,21 @@ class ScriptEntry(Entry):
 
 
 def build_script_entry(repo: Path, config: ScriptConfig, path: str, lines: frozenset[int],
-                       op: str, seed: int) -> ScriptEntry:
+                       op: str, seed: int, framework: str = "torch") -> ScriptEntry:
     """Record one run of the script up to the op; its float external values become the
-    entry's inputs. EntryError with the reason when the script cannot get there."""
-    runner = ScriptRun(repo, config, path, lines, op, seed)
+    entry's inputs (kept as torch tensors, TensorFlow's too). EntryError with the reason
+    when the script cannot get there."""
+    runner = ScriptRun(repo, config, path, lines, op, seed, framework=framework)
     recorded: list[Recorded] = []
 
-    def record(label: str, natural: torch.Tensor) -> torch.Tensor:
+    def record(label: str, natural: Any) -> Any:
         # values are only asked for before the op ran: after it, the run stops
-        recorded.append(Recorded(label, natural.detach().clone()))
+        if isinstance(natural, torch.Tensor):
+            recorded.append(Recorded(label, natural.detach().clone()))
+        else:
+            from analyzers.dynamic.harvest_keras import to_torch
+
+            recorded.append(Recorded(label, to_torch(natural)))
         return natural
 
     command = f"script `{config.command}`"
@@ -568,8 +616,8 @@ def build_script_entry(repo: Path, config: ScriptConfig, path: str, lines: froze
                                tuple(item.value.shape), lo, hi,
                                "config" if configured else "observed"))
     runner.labels = [item.label for item in chosen]
-    return ScriptEntry(f"script: {config.command}", specs, runner,
-                       "script", start=[item.value for item in chosen])
+    return ScriptEntry(f"script: {config.command}", specs, runner, "script",
+                       start=[item.value for item in chosen], framework=framework)
 
 
 
@@ -592,30 +640,61 @@ def minimise_script(entry: ScriptEntry, inputs: list[torch.Tensor],
     return minimise_toward(inputs, bases, still_fails, budget, seconds)
 
 
+def _torch_checks(label: str, operand: int | None) -> list[str]:
+    check = ["    for out, _, _, _ in mode.hits:",
+             f"        assert _finite(out), \"{label} makes NaN/Inf\""]
+    if operand is not None:
+        check += [
+            "    out, args, kwargs, _ = mode.hits[0]",
+            f"    operand = _tensors((args, kwargs))[{operand}]",
+            "    if operand.requires_grad and out.requires_grad:",
+            "        (grad,) = torch.autograd.grad(out, operand, torch.ones_like(out),",
+            "                                      allow_unused=True)",
+            f"        assert grad is None or _finite(grad), \"{label}: its gradient is NaN/Inf\"",
+        ]
+    return check
+
+
+def _tf_checks(label: str, gradient: bool) -> list[str]:
+    """TFExternalValues hits: (output, the op's local derivatives or None, name)."""
+    check = ["    for out, grads, _ in mode.hits:",
+             f"        assert _finite(out), \"{label} makes NaN/Inf\""]
+    if gradient:
+        check += ["        assert _finite(grads or []), "
+                  f"\"{label}: its gradient is NaN/Inf\""]
+    return check
+
+
 def _value_code(number: int, label: str, value: torch.Tensor, natural: torch.Tensor | None,
-                spec: InputSpec) -> list[str]:
-    """One substitute: small values in full, large ones as the seeded value plus changes."""
-    dtype = f"torch.{spec.dtype}"
-    grad = ".requires_grad_()" if spec.is_float else ""
+                spec: InputSpec, tf_mode: bool = False) -> list[str]:
+    """One substitute: small values in full, large ones as the seeded value plus changes
+    (`natural` is what the script made: a torch tensor, or a tf one in a TensorFlow run)."""
+    grad = ".requires_grad_()" if spec.is_float and not tf_mode else ""
     lines = [f"def value_{number}(natural):"]
+    changed = _changed(value, natural)
+    if value.numel() <= INLINE_LIMIT or changed is None or len(changed) > MAX_POINTS:
+        literal = nested_literal(value.detach().tolist())
+        made = f"tf.constant({literal}, dtype=tf.{spec.dtype})" if tf_mode else \
+            f"torch.tensor({literal}, dtype=torch.{spec.dtype}){grad}"
+        return [*lines, f'    """{label}: written out in full."""', f"    return {made}"]
     flat = value.detach().reshape(-1)
-    changed: list[int] = []
-    if natural is not None and natural.shape == value.shape:
-        changed = [int(i) for i in torch.nonzero(flat != natural.reshape(-1).to(flat.dtype))
-                   .reshape(-1)]
-    if value.numel() <= INLINE_LIMIT or natural is None or len(changed) > MAX_POINTS:
-        lines += [f'    """{label}: written out in full."""',
-                  f"    return torch.tensor({nested_literal(value.detach().tolist())}, "
-                  f"dtype={dtype}){grad}"]
-        return lines
-    lines += [f'    """{label}: what the seeded script gives, with {len(changed)} element(s) '
-              'changed."""',
-              "    x = natural.detach().clone()"]
     shape = tuple(value.shape)
-    lines += [f"    x[{', '.join(map(str, unravel(i, shape)))}] = {python_literal(flat[i].item())}"
-              for i in changed]
-    lines.append(f"    return x{grad}")
-    return lines
+    return [*lines,
+            f'    """{label}: what the seeded script gives, with {len(changed)} element(s) '
+            'changed."""',
+            "    x = np.array(natural.numpy())" if tf_mode else "    x = natural.detach().clone()",
+            *[f"    x[{', '.join(map(str, unravel(i, shape)))}] = "
+              f"{python_literal(flat[i].item())}" for i in changed],
+            "    return tf.constant(x)" if tf_mode else f"    return x{grad}"]
+
+
+def _changed(value: torch.Tensor, natural: torch.Tensor | None) -> list[int] | None:
+    """The flat indices where `value` differs from `natural` (None: nothing to compare)."""
+    if natural is None or natural.shape != value.shape:
+        return None
+    flat = value.detach().reshape(-1)
+    return [int(i) for i in torch.nonzero(flat != natural.reshape(-1).to(flat.dtype))
+            .reshape(-1)]
 
 
 def _runtime_source() -> list[str]:
@@ -623,7 +702,7 @@ def _runtime_source() -> list[str]:
     lines = [f"RANDOM_DRAWS = frozenset({{{draws}}})", f"NUMPY_DRAWS = {NUMPY_DRAWS!r}",
              f"DISPATCH_FILES = {DISPATCH_FILES!r}", f"MAX_FRAMES = {MAX_FRAMES}",
              f"WATCH_FRAMES = {WATCH_FRAMES}", "", ""]
-    for obj in (StopScript, ExternalValues, _numpy_draw, run_script):
+    for obj in (StopScript, CallSites, ExternalValues, _numpy_draw, run_script):
         lines += inspect.getsource(obj).rstrip("\n").split("\n") + ["", ""]
     return lines
 
@@ -633,6 +712,7 @@ def render_script(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
     """The reproducer: pytest-style and runnable with python, standing alone (it carries its
     own copy of the interception code)."""
     runner = entry.script
+    tf_mode = runner.framework == "tensorflow"
     naturals = list(entry.start or [])
     values: list[str] = []
     table: list[str] = []
@@ -642,24 +722,32 @@ def render_script(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
         if natural is not None and natural.shape == x.shape and bool(
                 (x.detach() == natural.to(x.dtype)).all()):
             continue  # the search left it as the script makes it
-        values += [*_value_code(number, label, x, natural, spec), "", ""]
+        values += [*_value_code(number, label, x, natural, spec, tf_mode), "", ""]
         table.append(f"    {label!r}: value_{number},")
     label = f"{target.op} at {target.path}:{target.line}"
-    operand = runner.operand_index() if target.where == "backward" else None
     slug = re.sub(r"\W+", "_", Path(runner.config.argv[1 if runner.config.argv[0] == "-m"
                                                        else 0]).stem).strip("_").lower()
     test_name = f"test_{slug or 'script'}_{target.op}_is_finite"
-    check = ["    for out, _, _, _ in mode.hits:",
-             f"        assert _finite(out), \"{label} makes NaN/Inf\""]
-    if target.where == "backward" and operand is not None:
-        check += [
-            "    out, args, kwargs, _ = mode.hits[0]",
-            f"    operand = _tensors((args, kwargs))[{operand}]",
-            "    if operand.requires_grad and out.requires_grad:",
-            "        (grad,) = torch.autograd.grad(out, operand, torch.ones_like(out),",
-            "                                      allow_unused=True)",
-            f"        assert grad is None or _finite(grad), \"{label}: its gradient is NaN/Inf\"",
-        ]
+    if tf_mode:
+        from analyzers.dynamic.script_tf import runtime_source
+
+        imports = ["import numpy as np", "import tensorflow as tf"]
+        runtime = [*runtime_source(), *TF_HELPERS]
+        watched = f"({runner.path!r}, {sorted(runner.lines)!r}, {runner.watched!r})"
+        make_mode = ["    mode = TFExternalValues(ROOT, os.path.join(ROOT, WATCHED[0]), "
+                     "WATCHED[1], WATCHED[2],",
+                     f"                            _substitute, "
+                     f"check_gradient={target.where == 'backward'})"]
+        check = _tf_checks(label, target.where == "backward")
+    else:
+        imports = ["import torch", "from torch.overrides import TorchFunctionMode"]
+        runtime = [*_runtime_source(), *TORCH_HELPERS]
+        watched = f"({runner.path!r}, {sorted(runner.lines)!r}, {list(runner.names)!r})"
+        make_mode = ["    mode = ExternalValues(ROOT, os.path.join(ROOT, WATCHED[0]), "
+                     "WATCHED[1], WATCHED[2],",
+                     "                          _substitute)"]
+        operand = runner.operand_index() if target.where == "backward" else None
+        check = _torch_checks(label, operand)
     lines = [
         f'"""numcheck reproducer: `{target.call}` ({label}) gives NaN/Inf in the '
         f"{target.where} pass",
@@ -674,18 +762,18 @@ def render_script(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
         "from __future__ import annotations",
         "",
         "import contextlib",
+        "import importlib",
         "import os",
         "import random",
         "import runpy",
         "import sys",
         "",
-        "import torch",
-        "from torch.overrides import TorchFunctionMode",
+        *imports,
         "",
         "ROOT = os.path.dirname(os.path.abspath(__file__))",
         f"ARGV = {list(runner.config.argv)!r}",
         f"SEED = {seed}",
-        f"WATCHED = ({runner.path!r}, {sorted(runner.lines)!r}, {list(runner.names)!r})",
+        f"WATCHED = {watched}",
         "",
         "",
         *values,
@@ -694,8 +782,7 @@ def render_script(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
         "}",
         "",
         "",
-        *_runtime_source(),
-        *TORCH_HELPERS,
+        *runtime,
         "",
         "",
         "def _substitute(label, natural):",
@@ -704,8 +791,7 @@ def render_script(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
         "",
         "",
         f"def {test_name}():",
-        "    mode = ExternalValues(ROOT, os.path.join(ROOT, WATCHED[0]), WATCHED[1], WATCHED[2],",
-        "                          _substitute)",
+        *make_mode,
         "    run_script(ROOT, ARGV, SEED, mode)",
         "    if not mode.hits:",
         f"        print(\"{label} no longer runs\")",

@@ -1,0 +1,250 @@
+"""Script mode for TensorFlow 2: the same driver as `script.py`, TensorFlow's external values.
+
+TensorFlow has no dispatch mode, so `TFExternalValues` patches for the time of one run:
+
+* `tf.random`'s float draws (`normal`, `uniform`, `truncated_normal`, ...), kept when the
+  caller is the repository's own code (Keras's initialisers and dropout follow the seed);
+* the batches a `tf.data` iterator yields (`OwnedIterator.__next__`: a `for x, y in dataset`
+  loop, and Keras's `fit`), keyed at the nearest repository frame, tensor by tensor inside
+  tuples and dicts, and numpy's draws (`script.CallSites`);
+* the flagged op's functions (every spelling the catalogue knows, `watch_functions`): a call
+  from the watched lines is a hit, with the op's local derivative when the reproducer checks
+  the backward pass.
+
+The run stops once the op has run: at the next external value, the next call of the op off
+its lines, or the next TensorFlow op executed off them (an eager op callback, which is how
+`tf.debugging.enable_check_numerics` sees every op). `tf.function`s run eagerly meanwhile
+(`tf.config.run_functions_eagerly`), so a compiled train step is seen op by op.
+
+Values cross as tf tensors: the searcher's torch inputs become watched tf constants in
+`tf_backend.evaluate_tf`, and a substitute keeps the gradient back to them. Runs only inside
+the sandboxed harness; the reproducer carries a copy of the runtime (`runtime_source`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from typing import Any
+
+from analyzers.dynamic.script import (
+    DISPATCH_FILES,
+    MAX_FRAMES,
+    NUMPY_DRAWS,
+    WATCH_FRAMES,
+    CallSites,
+    StopScript,
+    _numpy_draw,
+    run_script,
+)
+
+# tf.random's functions that return float draws (integer draws, shuffles and categorical
+# indices are not values a NaN is searched in)
+TF_RANDOM_DRAWS = ("normal", "uniform", "truncated_normal", "gamma", "stateless_normal",
+                   "stateless_uniform", "stateless_truncated_normal", "stateless_gamma")
+
+
+class TFExternalValues(CallSites):
+    """Intercepts TensorFlow's external values at their call sites and watches one op (its
+    functions, `watched`: (owner's dotted path, attribute) pairs) on given lines."""
+
+    def __init__(self, root: str, watch_path: str, watch_lines: Any, watched: Any,
+                 on_value: Any, check_gradient: bool = False) -> None:
+        CallSites.__init__(self, root, watch_path, watch_lines, on_value)
+        self.watched = [tuple(w) for w in watched]
+        self.check_gradient = check_gradient  # hits carry the op's local derivative
+        self._busy = False  # inside our own bookkeeping: the op callback looks away
+        self._eager: Any = None
+
+    @staticmethod
+    def _tensor(value: Any) -> bool:
+        return hasattr(value, "numpy") and hasattr(value, "dtype") and hasattr(value, "shape")
+
+    def _put(self, natural: Any, value: Any) -> Any:
+        import tensorflow as tf
+
+        if value is natural or not self._tensor(value) \
+                or tuple(value.shape) != tuple(natural.shape):
+            return natural
+        return tf.cast(value, natural.dtype)  # the same tensor (and gradient) when it agrees
+
+    def _value(self, label: str, natural: Any) -> Any:
+        if not self._tensor(natural) or not natural.dtype.is_floating:
+            return natural
+        return self._put(natural, self.on_value(label, natural))
+
+    def _batch(self, label: str, batch: Any, where: str = "") -> Any:
+        if self._tensor(batch):
+            return self._value(label + where, batch)
+        if isinstance(batch, dict):
+            items = {k: self._batch(label, v, f"{where}[{k!r}]") for k, v in batch.items()}
+            try:
+                return type(batch)(items)
+            except TypeError:
+                return items
+        if isinstance(batch, (list, tuple)):  # noqa: UP038 (the reproducer may run on 3.9)
+            parts = [self._batch(label, v, f"{where}[{i}]") for i, v in enumerate(batch)]
+            if hasattr(batch, "_fields"):  # a namedtuple
+                return type(batch)(*parts)
+            return type(batch)(parts)
+        return batch
+
+    def _array(self, label: str, natural: Any) -> Any:
+        """A numpy draw: searched as a tf tensor, handed back as numpy (or a float)."""
+        import numpy
+        import tensorflow as tf
+
+        array = numpy.asarray(natural)
+        if array.dtype.kind != "f":
+            return natural
+        tensor = tf.constant(array)
+        value = self.on_value(label, tensor)
+        if value is tensor or not self._tensor(value) or tuple(value.shape) != array.shape:
+            return natural
+        out = numpy.asarray(value.numpy()).astype(array.dtype)
+        return out if isinstance(natural, numpy.ndarray) else out.item()
+
+    def _draw(self, draw: Any) -> Any:
+        mode = self
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if mode.ran:
+                raise StopScript()
+            natural = draw(*args, **kwargs)
+            site = mode._site(sys._getframe(1), walk=False)
+            if site is None:
+                return natural
+            return mode._value(mode._label("random", site), natural)
+
+        return wrapper
+
+    def _next(self, original: Any) -> Any:
+        mode = self
+
+        def __next__(iterator: Any) -> Any:
+            site = mode._site(sys._getframe(1), walk=True)
+            if site is not None and mode.ran:
+                raise StopScript()
+            batch = original(iterator)
+            if site is None:
+                return batch
+            return mode._batch(mode._label("data", site), batch)
+
+        return __next__
+
+    def _watch(self, original: Any, name: str) -> Any:
+        mode = self
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            import tensorflow as tf
+
+            on_line = mode._on_watched_line(sys._getframe(1))
+            if mode.ran and not on_line:
+                raise StopScript()
+            if not on_line or not tf.executing_eagerly():
+                return original(*args, **kwargs)
+            mode._busy = True
+            try:
+                floats = [a for a in (*args, *kwargs.values())
+                          if mode._tensor(a) and a.dtype.is_floating]
+                grads = None
+                if mode.check_gradient and floats:
+                    with tf.GradientTape(persistent=True) as tape:
+                        for t in floats:
+                            tape.watch(t)
+                        out = original(*args, **kwargs)
+                    grads = [tape.gradient(out, t) for t in floats]
+                else:
+                    out = original(*args, **kwargs)
+                mode.hits.append((out, grads, name))
+            finally:
+                mode._busy = False
+            mode.ran = True
+            return out
+
+        return watched
+
+    def _stop_after(self, op_type: Any, inputs: Any, attrs: Any, outputs: Any,
+                    op_name: Any = None, graph: Any = None) -> Any:
+        """An eager op callback: the first TensorFlow op off the watched lines after the op
+        ran ends the run."""
+        if self.ran and graph is None and not self._busy \
+                and not self._on_watched_line(sys._getframe(1)):
+            raise StopScript()
+        return None
+
+    @staticmethod
+    def _lookup(path: str) -> Any:
+        try:
+            return importlib.import_module(path)
+        except ImportError:
+            parent, _, attr = path.rpartition(".")
+            return getattr(importlib.import_module(parent), attr)
+
+    def __enter__(self) -> Any:
+        import tensorflow as tf
+        from tensorflow.python.data.ops import iterator_ops
+        from tensorflow.python.framework import op_callbacks
+
+        for name in TF_RANDOM_DRAWS:
+            draw = getattr(tf.random, name, None)
+            if callable(draw):
+                self._restore.append((tf.random, name, draw))
+                setattr(tf.random, name, self._draw(draw))
+        base = iterator_ops.OwnedIterator
+        self._restore.append((base, "__next__", base.__next__))
+        setattr(base, "__next__", self._next(base.__next__))  # noqa: B010 (patched per run)
+        for owner_path, attr in self.watched:
+            owner = self._lookup(owner_path)
+            original = getattr(owner, attr)
+            self._restore.append((owner, attr, original))
+            setattr(owner, attr, self._watch(original, attr))
+        self._patch_numpy()
+        self._eager = tf.config.functions_run_eagerly()
+        tf.config.run_functions_eagerly(True)
+        op_callbacks.add_op_callback(self._stop_after)
+        CallSites.active.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import tensorflow as tf
+        from tensorflow.python.framework import op_callbacks
+
+        CallSites.active.remove(self)
+        op_callbacks.remove_op_callback(self._stop_after)
+        tf.config.run_functions_eagerly(bool(self._eager))
+        self._unpatch()
+
+
+def watch_functions(op: str) -> list[tuple[str, str]]:
+    """The op's TensorFlow functions as (owner's dotted path, attribute): every catalogue
+    spelling, where the framework itself looks each up (`math_ops.sqrt` for `tf.norm`), and
+    `tf.Tensor`'s operators for div and pow (as `tf_backend.TFProbe` patches them)."""
+    import tensorflow as tf  # noqa: F401 (the owners below are its modules)
+
+    from analyzers.catalogue import CATALOGUE
+    from analyzers.dynamic.tf_backend import OPERATORS, _owners
+
+    spec = CATALOGUE.by_op[op]
+    found: dict[tuple[int, str], tuple[str, str]] = {}
+    for framework, qualname in spec.qualnames():
+        if framework not in ("tensorflow", "keras"):
+            continue
+        for owner, attr in _owners(qualname):
+            path = getattr(owner, "__name__", None)
+            if path and sys.modules.get(path) is owner:
+                found.setdefault((id(owner), attr), (path, attr))
+    watched = list(found.values())
+    watched += [("tensorflow.Tensor", name) for name in OPERATORS.get(op, ())]
+    return watched
+
+
+def runtime_source() -> list[str]:
+    """The interception code a TensorFlow script reproducer carries (no numcheck, no torch)."""
+    lines = [f"TF_RANDOM_DRAWS = {TF_RANDOM_DRAWS!r}", f"NUMPY_DRAWS = {NUMPY_DRAWS!r}",
+             f"DISPATCH_FILES = {DISPATCH_FILES!r}", f"MAX_FRAMES = {MAX_FRAMES}",
+             f"WATCH_FRAMES = {WATCH_FRAMES}", "", ""]
+    for obj in (StopScript, CallSites, TFExternalValues, _numpy_draw, run_script):
+        lines += inspect.getsource(obj).rstrip("\n").split("\n") + ["", ""]
+    return lines

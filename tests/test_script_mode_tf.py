@@ -1,0 +1,255 @@
+"""Script mode for TensorFlow: a training script's external values (tf.data batches,
+tf.random and numpy draws made by the repository's code) recorded at their call sites and
+substituted, a `tf.function` train step seen op by op, runs stopped right after the op.
+
+The end-to-end test runs the real harness in a child process (real TensorFlow, a Keras model,
+a compiled train step); the others run the script in this process through
+`build_script_entry`, and their reproducers in a plain `python` subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+tf = pytest.importorskip("tensorflow")
+
+from analyzers.dynamic.reproducer import Target  # noqa: E402
+from analyzers.dynamic.script import (  # noqa: E402
+    ScriptConfig,
+    ScriptEntry,
+    build_script_entry,
+    minimise_script,
+    render_script,
+)
+from analyzers.dynamic.search import Budget, Searcher  # noqa: E402
+from analyzers.static import scan_source  # noqa: E402
+from runners.local import LocalRunner  # noqa: E402
+
+
+def line_of(text: str, line: str) -> int:
+    return text.splitlines().index(line) + 1
+
+
+def make_script(root: Path, body: str, name: str = "run.py") -> tuple[Path, str]:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / name).write_text(textwrap.dedent(body), encoding="utf-8")
+    return root, name
+
+
+def op_line(root: Path, name: str, marker: str = "# the op") -> frozenset[int]:
+    lines = (root / name).read_text(encoding="utf-8").splitlines()
+    return frozenset(i + 1 for i, line in enumerate(lines) if marker in line)
+
+
+def build(root: Path, name: str, op: str, **settings: object) -> ScriptEntry:
+    config = ScriptConfig((name, *settings.pop("args", ())), **settings)  # type: ignore[arg-type]
+    return build_script_entry(root, config, name, op_line(root, name), op, 0, "tensorflow")
+
+
+def run_python(root: Path, source: str) -> subprocess.CompletedProcess[str]:
+    (root / "test_repro.py").write_text(source, encoding="utf-8")
+    return subprocess.run([sys.executable, "test_repro.py"], cwd=root, capture_output=True,
+                          text=True, timeout=180, env={**os.environ, "PYTHONPATH": ""})
+
+
+STEERED = """\
+import json
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+
+def batches():
+    x = np.arange(1.0, 33.0, dtype="float32").reshape(32, 1) * np.ones((1, 3), "float32")
+    w = (np.arange(32, dtype="float32") % 4) + 1.0
+    return tf.data.Dataset.from_tensor_slices({"x": x, "w": w}).batch(4)
+
+
+def main(progress):
+    noise = [tf.random.normal([3]) for _ in range(2)]
+    layer = tf.keras.layers.Dense(3)
+    scale = np.random.uniform(1.0, 2.0)
+    for step, batch in enumerate(batches()):
+        with open(progress, "w") as handle:
+            handle.write(json.dumps(step))
+        h = layer(batch["x"]) * batch["w"][:, None] * scale
+        out = tf.math.log(tf.reduce_sum(batch["x"], -1) + tf.reduce_sum(noise[1]) * 0)  # the op
+        after = tf.reduce_sum(h)  # a TensorFlow op off the line: the run stops here
+        raise RuntimeError("the run went on past the op")
+    return out, after
+
+
+main(sys.argv[1])
+"""
+
+
+def test_values_are_keyed_by_call_site_substituted_and_runs_stop_after_the_op(
+        tmp_path: Path) -> None:
+    progress = tmp_path / "progress.json"
+    root, name = make_script(tmp_path / "steered", STEERED)
+    original = tf.random.normal
+    entry = build(root, name, "log", args=(str(progress),), max_values=4,
+                  bounds={"random": (-1.0, 1.0)})
+    assert tf.random.normal is original and not tf.config.functions_run_eagerly()
+    # the two draws on one line are told apart by occurrence; the Dense layer's initial
+    # weights are Keras's own draws; max_values keeps the four values nearest the op
+    draws = line_of(STEERED, "    noise = [tf.random.normal([3]) for _ in range(2)]")
+    scale = line_of(STEERED, "    scale = np.random.uniform(1.0, 2.0)")
+    loop = line_of(STEERED, "    for step, batch in enumerate(batches()):")
+    assert entry.script.labels == [f"random run.py:{draws} #1", f"random run.py:{scale} #0",
+                                   f"data run.py:{loop} #0['x']", f"data run.py:{loop} #0['w']"]
+    assert entry.framework == "tensorflow"
+    assert [(s.dtype, s.shape, s.lo, s.hi, s.source) for s in entry.specs] == [
+        ("float32", (3,), -1.0, 1.0, "config"), ("float64", (), -1.0, 1.0, "config"),
+        ("float32", (4, 3), 0.0, 40.0, "observed"), ("float32", (4,), 0.0, 40.0, "observed")]
+    assert json.loads(progress.read_text()) == 0  # stopped at the first step, of 8
+
+    tensors = [tf.constant(x.numpy()) for x in entry.start or []]
+    (natural,) = entry.call(tensors)
+    assert bool(tf.reduce_all(tf.math.is_finite(natural)))
+    tensors[2] = tf.zeros([4, 3])
+    (out,) = entry.call(tensors)
+    assert out.numpy().tolist() == [-np.inf] * 4  # the substituted batch reached the op
+
+    lines = op_line(root, name)
+    outcome = Searcher(entry, str(root / name), lines, "log",
+                       budget=Budget(seconds=10.0)).run(entry.start)
+    assert outcome.triggered and outcome.where == "forward", outcome
+
+    def fails(trial: list[torch.Tensor]) -> bool:
+        outs = entry.call([tf.constant(x.numpy()) for x in trial])
+        return not all(bool(tf.reduce_all(tf.math.is_finite(o))) for o in outs)
+
+    small = minimise_script(entry, outcome.inputs, fails)
+    target = Target(name, min(lines), "log", "tf.math.log(...)", "forward")
+    source = render_script(entry, small, target, 0)
+    head = source.split("def value_")[0]
+    assert "import torch" not in head and "import tensorflow as tf" in head
+    assert "analyzers" not in source  # it stands alone: no numcheck import
+    failed = run_python(root, source)
+    assert failed.returncode != 0, failed.stderr[-2000:]
+    assert f"log at run.py:{min(lines)} makes NaN/Inf" in failed.stderr
+    (root / name).write_text(STEERED.replace("tf.math.log(tf.reduce_sum(batch[\"x\"], -1)",
+                                             "tf.math.log(1.0 + tf.reduce_sum(batch[\"x\"], -1)"),
+                             encoding="utf-8")
+    fixed = run_python(root, source)
+    assert fixed.returncode == 0, fixed.stderr[-2000:]
+
+
+GRADIENT = """\
+import numpy as np
+import tensorflow as tf
+
+
+def main():
+    data = tf.data.Dataset.from_tensor_slices(np.random.rand(16, 3).astype("float32") + 0.5)
+    for x in data.batch(4):
+        length = tf.sqrt(tf.reduce_sum(x * x, -1))  # the op
+        return length
+
+
+main()
+"""
+
+
+def test_a_gradient_failure_gets_a_reproducer_that_checks_the_op_derivative(
+        tmp_path: Path) -> None:
+    root, name = make_script(tmp_path / "gradient", GRADIENT)
+    entry = build(root, name, "sqrt")
+    lines = op_line(root, name)
+    outcome = Searcher(entry, str(root / name), lines, "sqrt",
+                       budget=Budget(seconds=10.0)).run(entry.start)
+    assert outcome.triggered and outcome.where == "backward", outcome
+    target = Target(name, min(lines), "sqrt", "tf.sqrt(...)", "backward")
+    source = render_script(entry, outcome.inputs, target, 0)
+    assert "check_gradient=True" in source
+    failed = run_python(root, source)
+    assert failed.returncode != 0
+    assert f"sqrt at run.py:{min(lines)}: its gradient is NaN/Inf" in failed.stderr, \
+        failed.stderr[-2000:]
+    natural = render_script(entry, list(entry.start or []), target, 0)
+    assert run_python(root, natural).returncode == 0  # the script's own batch is fine
+
+
+TRAIN = """\
+import numpy as np
+import tensorflow as tf
+
+
+class Scorer(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = tf.keras.layers.Dense(1)
+
+    def call(self, x):
+        return tf.squeeze(self.dense(x), -1)
+
+
+@tf.function
+def train_step(model, optimizer, x, w):
+    with tf.GradientTape() as tape:
+        scores = model(x)
+        loss = tf.reduce_sum(scores * w) / tf.reduce_sum(w)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+
+def main():
+    features = np.random.rand(64, 4).astype("float32")
+    weights = np.random.uniform(0.5, 1.0, size=(64,)).astype("float32")
+    model = Scorer()
+    optimizer = tf.keras.optimizers.SGD(0.1)
+    data = tf.data.Dataset.from_tensor_slices((features, weights)).batch(8)
+    for step, (x, w) in enumerate(data):
+        loss = train_step(model, optimizer, x + tf.random.normal(tf.shape(x), stddev=0.01), w)
+        if step >= 3:
+            break
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_compiled_train_step_is_confirmed_and_fixed_through_the_harness(
+        tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "train.py").write_text(TRAIN, encoding="utf-8")
+    scan = scan_source(TRAIN, "train.py")
+    (finding,) = [f.to_json() for f in scan.findings]
+    assert (finding["op"], finding["function"], finding["framework"]) == (
+        "div", "train_step", "tensorflow")
+    job = {"repo": str(repo), "findings": [finding], "entries": [], "seed": 0,
+           "search_seconds": 5.0, "finding_timeout": 120.0, "harvest": False,
+           "script": {"command": "train.py"}}
+    result = LocalRunner().run(job, timeout=400)
+    assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
+    (record,) = [r for r in result.records if r.get("stage") != "fix"]
+    assert record["status"] == "confirmed", record
+    box = record["box"]
+    assert (box["source"], box["target"]) == ("script", "script: train.py")
+    loop = line_of(TRAIN, "    for step, (x, w) in enumerate(data):")
+    assert f"data train.py:{loop} #0[1]" in [b["site"] for b in box["inputs"]]
+    # the batch of weights the search zeroed is the whole story the reproducer tells
+    assert f"'data train.py:{loop} #0[1]': value_" in record["reproducer"]
+    failed = run_python(repo, record["reproducer"])
+    assert failed.returncode != 0 and "div at train.py:" in failed.stderr, failed.stderr[-2000:]
+    (fix_record,) = [r for r in result.records if r.get("stage") == "fix"]
+    fix = fix_record["fix"]
+    assert fix["status"] == "validated", fix
+    checks = {c["name"]: c for c in fix["validation"]["checks"]}
+    assert all(c["ran"] and c["passed"] for c in checks.values()), checks
+    (search,) = checks["search"]["figures"]["runs"].values()
+    assert search["reached"] and not search["triggered"]  # it ran the patched line
