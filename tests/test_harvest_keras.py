@@ -169,6 +169,10 @@ def test_layer_finding_is_confirmed_on_the_recorded_layer(run: Run) -> None:
     # centre (-1) and the one the test set after the call (7) are not
     assert [0.5] * 4 in record["trigger"]["inputs"][0]["values"]
     assert record["trigger"]["where"] == "forward"
+    # localised through TensorFlow's op callbacks: the log of 0, on the layer's line
+    assert record["trigger"]["first_nonfinite"] == {
+        "op": "Log", "path": "mods/layers.py", "line": line_of("@centred") - 1,
+        "where": "forward"}
 
 
 def test_reproducer_rebuilds_the_layer_and_fails_only_because_of_its_variables(
@@ -204,6 +208,10 @@ def test_recorded_tensorflow_function_is_replayed_with_its_observed_box(run: Run
     # the tests fed [1, 2): the box keeps non-negatives non-negative, widened tenfold
     assert box["source"] == "observed" and box["lo"] == 0.0 and 10.0 < box["hi"] <= 20.0
     assert record["trigger"]["where"] == "backward"
+    first = record["trigger"]["first_nonfinite"]  # the sqrt's gradient at a zero row
+    assert (first["op"], first["path"], first["line"], first["where"], first["node"]) == (
+        "Sqrt", "mods/layers.py", line_of("@row-norm"), "backward", "SqrtGrad")
+    assert first["reaches_inputs"] is True and first["inputs"] == ["x"]
     failed = run_script(run.repo, record["reproducer"])
     assert failed.returncode != 0 and "gradient reaching x is NaN/Inf" in failed.stderr
 
@@ -212,6 +220,10 @@ def test_untested_keras_layer_is_synthesised_with_its_defaults(run: Run) -> None
     record = run.record("Pooled.call")
     assert record["status"] == "confirmed", record
     assert record["box"]["source"] == "synthesised"
+    first = record["trigger"]["first_nonfinite"]  # the sqrt's gradient reaches the Dense
+    assert (first["op"], first["line"], first["where"]) == ("Sqrt", line_of("@pooled"),
+                                                            "backward")
+    assert first["parameters"] == ["pooled/dense/bias", "pooled/dense/kernel"]
     script = record["reproducer"]
     # Keras initialisers follow Keras's seed; the layer builds itself when called
     assert "tf.keras.utils.set_random_seed(0)" in script and "out = model(x)" in script

@@ -2,7 +2,8 @@
 
 The flagged op is where the search aimed, but the first non-finite value may come from a
 library function called on that line (F.normalize, a loss) or from another op on the way;
-the comment should name the first one. PyTorch only: every op passes `__torch_function__`.
+the comment should name the first one. PyTorch here: every op passes `__torch_function__`;
+TensorFlow 2 (eager) in localise_tf.py, through TensorFlow's op callbacks.
 
 Forward failures: the trigger is replayed watching every op, and the first call that makes a
 NaN from NaN-free inputs (or an infinity from finite ones) is named.
@@ -238,7 +239,12 @@ def localise(entry: Entry, inputs: Sequence[torch.Tensor], repo: str,
     NaN/Inf, or None when the forward stays finite. `where="backward"` (the search saw the
     failure in the gradient): a forward NaN/Inf still comes first when there is one; else the
     first backward node that made a non-finite gradient from finite ones, named by the
-    forward op that created it. None as well when the entry is not PyTorch code."""
+    forward op that created it. TensorFlow entries are localised by localise_tf (op
+    callbacks); None for other frameworks."""
+    if entry.framework == "tensorflow":
+        from analyzers.dynamic.localise_tf import localise_tf
+
+        return localise_tf(entry, inputs, repo, where)
     if entry.framework != "torch":
         return None
     mode = FirstNonFinite(repo)
