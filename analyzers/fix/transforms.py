@@ -11,6 +11,7 @@ that kind; their bounds come from the op's invalid domain and the dtype (bounds.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 
 import libcst as cst
@@ -873,6 +874,62 @@ def t_float32_scores(site: Site) -> Iterator[Edit]:
                call, new, site.take_imports(), ())
 
 
+EPS_NAME = re.compile(r"eps|epsilon", re.IGNORECASE)
+
+
+def _vanishing_sum(site: Site, node: cst.BaseExpression) -> \
+        tuple[cst.BinaryOperation, cst.BaseExpression] | None:
+    """The first `a + eps` inside `node` whose epsilon is a small literal or a name that
+    says so (`self.eps`, `variance_epsilon`), with its other side `a`."""
+    found: list[tuple[cst.BinaryOperation, cst.BaseExpression]] = []
+
+    class Finder(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if found:
+                return False
+            if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Add):
+                for eps, other in ((n.right, n.left), (n.left, n.right)):
+                    named = isinstance(eps, cst.Name | cst.Attribute) and \
+                        EPS_NAME.search(site.code(eps).rsplit(".", 1)[-1])
+                    if _small_literal(eps) or named:
+                        found.append((n, other))
+                        return False
+            return True
+
+    node.visit(Finder())
+    return found[0] if found else None
+
+
+def t_float32_eps(site: Site) -> Iterator[Edit]:
+    """`x / torch.sqrt(var + self.eps)` in float16, with eps 1e-8 (0.0 there) ->
+    `(x / torch.sqrt(var.float() + self.eps)).to(var.dtype)`: the sum the epsilon vanishes
+    from is computed in float32, where it does not, and the flagged expression goes back to
+    the model's dtype (NUMERICS pattern 13: how float16 LayerNorm and RMSNorm are written)."""
+    if site.request.dtype != "float16" or _under_autocast(site):
+        return
+    node = site.node
+    if not isinstance(node, cst.BaseExpression):
+        return
+    found = _vanishing_sum(site, operand_node(site))
+    if found is None or not is_simple(found[1]):
+        return
+    total, value = found
+    if site.is_tf:
+        up = expr(_tf_call(site, "cast", site.code(value), site.spell("tensorflow.float32")))
+    else:
+        up = expr(f"{atomic_text(site, value)}.float()")
+    upcast = replace_in(node, total, total.with_changes(
+        left=up if total.left is value else total.left,
+        right=up if total.right is value else total.right))
+    assert isinstance(upcast, cst.BaseExpression)
+    text = site.code(upcast)
+    back = _tf_call(site, "cast", text, f"{site.code(value)}.dtype") if site.is_tf else \
+        f"{atomic_text(site, upcast)}.to({site.code(value)}.dtype)"
+    yield Edit("upcast", "float32-eps", f"compute `{site.code(total)}` in float32, where the "
+               "epsilon is not 0.0 as in float16, and cast the result back",
+               node, expr(back), site.take_imports(), ())
+
+
 def t_xlogy(site: Site) -> Iterator[Edit]:
     found = _log_call(site)
     if found is None:
@@ -994,6 +1051,30 @@ def _terms(node: cst.BaseExpression, sign: int = 1) -> list[tuple[int, cst.BaseE
 
 def _small_literal(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Float | cst.Integer) and 0 < float(node.evaluated_value) < SMALL
+
+
+def t_root_divisor_eps(site: Site) -> Iterator[Edit]:
+    """`x / sqrt(v)` -> `x / sqrt(v + eps)`: an epsilon after the root (`sqrt(v) + eps`)
+    keeps the quotient finite but not the root's own gradient at 0 (1 / (2 sqrt(0))); under
+    the root both stay finite, and the root moves by about sqrt(eps) (LayerNorm's form)."""
+    request = site.request
+    if request.op != "div":
+        return
+    divisor = operand_node(site)
+    v = view(site, divisor)
+    inner = v.operand() if v is not None and v.spec is not None and v.spec.op == "sqrt" \
+        else None
+    if inner is None:
+        return
+    eps = bounds.literal(bounds.epsilon_under_root(request.dtype))
+    bare = inner.with_changes(lpar=[], rpar=[]) if inner.lpar else inner
+    new_inner = expr(f"{site.code(bare)} + {eps}")
+    if v is not None and v.receiver is not None:  # `power.sqrt()`: `(power + eps).sqrt()`
+        new_inner = atomic(new_inner)
+    yield substitute_operand(site, lambda d: site.code(replace_in(d, inner, new_inner)),
+                             "epsilon", "epsilon-under-root",
+                             f"add {eps} under the root of the divisor: the quotient and the "
+                             "root's gradient stay finite where the sum reaches 0")
 
 
 def t_epsilon(site: Site) -> Iterator[Edit]:
@@ -1453,7 +1534,7 @@ TRANSFORMS: tuple[Transform, ...] = (
     t_bce_logits, t_logsumexp, t_log_mean_exp, t_exp_normalised, t_log1p, t_expm1, t_tanh,
     t_normalize, t_tf_norm_eps, t_xlogy, t_logit_eps, t_divide_no_nan, t_pow_abs,
     t_double_where, t_atan2, t_masked_fill, t_float32_scores, t_discarded_guard,
-    t_epsilon, t_clamp, t_where,
+    t_root_divisor_eps, t_epsilon, t_clamp, t_where, t_float32_eps,
 )
 
 

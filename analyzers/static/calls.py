@@ -24,12 +24,15 @@ from analyzers.static.values import (
     Interval,
     Value,
     absolute,
+    cast_target,
     constant,
     join,
     tensor_kind,
 )
 from analyzers.static.vocabulary import (
     BOOL_METHODS,
+    CASTS,
+    CASTS_TO,
     CONST_LIKE,
     FRAMEWORK_ROOTS,
     MATMULS,
@@ -172,7 +175,12 @@ class CallsMixin(AnalyzerState):
             return self._sum(values[0])
         if leaf in MATMULS:
             return product([a.value for a in node.args if a.keyword is None])
-        if leaf in UPCASTS and values and values[0].producer == "matmul":  # tf.cast(s, f32)
+        if leaf == "cast" and values:  # tf.cast(x, tf.float32): the same values, another dtype
+            target = cast_target(self.code(node.args[1].value)) if len(node.args) > 1 else None
+            return values[0].with_(kind="tensor", name=None, dtype=target,
+                                   producer=None if values[0].producer == "matmul"
+                                   else values[0].producer)
+        if leaf in UPCASTS and values and values[0].producer == "matmul":
             return values[0].with_(producer=None)
         positional = [v for k, v in args if k is None]
         if leaf in ("max", "min") and len(positional) == 2 and positional[1].kind == "tensor":
@@ -238,6 +246,8 @@ class CallsMixin(AnalyzerState):
             return self._in_place(node, func, method, receiver, args)
         if method == "masked_fill" and len(values) >= 2:
             return self._masked_fill(receiver, values[1])
+        if method in CASTS:
+            receiver = receiver.with_(dtype=self._cast_dtype(method, node, receiver))
         if method in UPCASTS and receiver.producer == "matmul":
             return receiver.with_(kind="tensor", producer=None)
         if method in MATMULS and receiver.is_tensor:
@@ -262,6 +272,18 @@ class CallsMixin(AnalyzerState):
         if receiver.kind == "tensor":
             return Value("tensor")
         return Value("unknown")
+
+    def _cast_dtype(self: Analyzer, method: str, node: cst.Call, receiver: Value) -> str | None:
+        """The dtype after `x.float()`, `x.half()`, `x.to(torch.float32)`, `x.type(...)`;
+        `x.to(y.dtype)` goes back to a runtime dtype (taken as the unit's); `x.to(device)`
+        keeps it."""
+        if method in CASTS_TO:
+            return CASTS_TO[method]
+        text = " ".join(self.code(a.value) for a in node.args)
+        target = cast_target(text)
+        if target is not None:
+            return target
+        return None if "dtype" in text or not text else receiver.dtype
 
     @staticmethod
     def _tensor_signature(spec: OpSpec, method: str, positional: list[cst.Arg],

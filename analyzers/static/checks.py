@@ -29,6 +29,7 @@ from analyzers.static.values import (
     Value,
     absolute,
     div,
+    promoted,
     square,
 )
 from analyzers.static.vocabulary import (
@@ -51,6 +52,18 @@ class ChecksMixin(AnalyzerState):
     def _apply_spec(self: Analyzer, node: cst.Call, spec: OpSpec, qual: str | None, framework: str,
                     args: list[tuple[str | None, Value]], values: list[Value],
                     receiver: tuple[cst.BaseExpression, Value] | None) -> Value:
+        """The op's checks and its result, computed in its tensor operands' promoted dtype
+        (`torch.sqrt(v.float() + eps)` is a float32 sqrt in a float16 model)."""
+        explicit = promoted(self.dtype, *values, *([receiver[1]] if receiver else []))
+        result = self._apply_spec_value(node, spec, qual, framework, args, values, receiver)
+        if explicit is not None and result.kind == "tensor" and result.dtype is None:
+            return result.with_(dtype=explicit)
+        return result
+
+    def _apply_spec_value(self: Analyzer, node: cst.Call, spec: OpSpec, qual: str | None,
+                          framework: str, args: list[tuple[str | None, Value]],
+                          values: list[Value],
+                          receiver: tuple[cst.BaseExpression, Value] | None) -> Value:
         if spec.kind == "guard":
             return self._guard_value(node, spec, qual, args, values, receiver)
         operand_node, operand = self._operand(node, spec, qual, args, receiver)
@@ -270,7 +283,8 @@ class ChecksMixin(AnalyzerState):
         if requirement == "none":
             return
         iv = operand.interval
-        if self._requirement_holds(requirement, iv, spec, self.dtype):
+        dtype = operand.dtype or self.dtype  # an upcast operand is checked in its own dtype
+        if self._requirement_holds(requirement, iv, spec, dtype):
             if self.ctx.half_precision and operand.fp16_zero_eps is not None \
                     and operand.fp16_interval is not None \
                     and not self._requirement_holds(requirement, operand.fp16_interval, spec,
@@ -286,23 +300,22 @@ class ChecksMixin(AnalyzerState):
                              explain.pattern_hint("eps-underflow-fp16", framework))
             return
         operand_src = self.code(operand_node)
-        consequence = explain.consequence(spec, iv, self.dtype, requirement, framework)
+        consequence = explain.consequence(spec, iv, dtype, requirement, framework)
         if operand.absorbed_eps:
             self._record(node, spec, "eps-absorbed", framework, operand_src,
                          f"the epsilon in `{operand_src}` is absorbed ({operand.absorbed_eps}), "
                          f"so it guards nothing and {consequence}.", iv,
                          explain.pattern_hint("eps-absorbed", framework))
             return
-        if operand.fp16_zero_eps is not None and self.dtype == "float16":
+        if operand.fp16_zero_eps is not None and dtype == "float16":
             self._record(node, spec, "eps-underflow-fp16", framework, operand_src,
                          f"the epsilon {operand.fp16_zero_eps:g} is 0.0 in float16, so "
                          f"{consequence}.", iv, explain.pattern_hint("eps-underflow-fp16",
                                                                      framework))
             return
         self._record(node, spec, "unguarded-domain", framework, operand_src,
-                     explain.why(operand_src, operand, consequence, self.dtype), iv,
-                     explain.domain_hint(spec, operand_src, framework, requirement, iv,
-                                         self.dtype))
+                     explain.why(operand_src, operand, consequence, dtype), iv,
+                     explain.domain_hint(spec, operand_src, framework, requirement, iv, dtype))
 
     def _check_division(self: Analyzer, node: cst.CSTNode, divisor: Value,
                         divisor_node: cst.BaseExpression, numerator: Value,

@@ -30,6 +30,8 @@ from analyzers.static.values import (
     join,
     mul,
     neg,
+    promoted,
+    restore_literal,
     square,
     sub,
     tensor_kind,
@@ -192,8 +194,21 @@ class ExpressionsMixin(AnalyzerState):
 
     def _binop(self: Analyzer, node: cst.CSTNode, symbol: str | None, left: Value, right: Value,
                left_node: cst.BaseExpression, right_node: cst.BaseExpression) -> Value:
+        """The value of `left <symbol> right`, in the dtype their promotion gives (an
+        explicitly upcast operand computes the op in float32, whatever the unit's dtype)."""
+        explicit = promoted(self.dtype, left, right)
+        if explicit in ("float32", "float64"):
+            left, right = restore_literal(left), restore_literal(right)
+        result = self._binop_value(node, symbol, left, right, left_node, right_node,
+                                   explicit or self.dtype)
+        if explicit in ("float32", "float64") and result.fp16_zero_eps is not None:
+            result = result.with_(fp16_zero_eps=None, fp16_interval=None)
+        return result.with_(dtype=explicit) if result.kind == "tensor" else result
+
+    def _binop_value(self: Analyzer, node: cst.CSTNode, symbol: str | None, left: Value,
+                     right: Value, left_node: cst.BaseExpression,
+                     right_node: cst.BaseExpression, dtype: str) -> Value:
         kind = tensor_kind(left, right)
-        dtype = self.dtype
         if symbol in ("/", "//"):
             if right.is_tensor:
                 self._check_division(node, right, right_node, left)
@@ -210,7 +225,7 @@ class ExpressionsMixin(AnalyzerState):
                 return Value(kind, Interval(0.0, INF, left.interval.positive()))
             return Value(kind)
         if symbol == "+":
-            return self._add(node, left, right, left_node, right_node, kind)
+            return self._add(node, left, right, left_node, right_node, kind, dtype)
         if symbol == "-":
             result = Value(kind, sub(left.interval, right.interval, dtype),
                            neg_inf_filled=left.neg_inf_filled)
@@ -242,8 +257,7 @@ class ExpressionsMixin(AnalyzerState):
 
     def _add(self: Analyzer, node: cst.CSTNode, left: Value, right: Value,
              left_node: cst.BaseExpression, right_node: cst.BaseExpression,
-             kind: str) -> Value:
-        dtype = self.dtype
+             kind: str, dtype: str) -> Value:
         a, b = left.interval, right.interval
         absorbed = left.absorbed_eps or right.absorbed_eps
         if a.lo == a.hi and b.lo == b.hi and not math.isinf(a.lo) and not math.isinf(b.lo):

@@ -69,6 +69,9 @@ class ClassFacts:
     attr_calls: dict[str, str] = field(default_factory=dict)  # self.attr -> qualname assigned
     # self.attr -> (lo, lo_open, hi), from torch.distributions' `arg_constraints`
     attr_ranges: dict[str, tuple[float, bool, float]] = field(default_factory=dict)
+    # self.attr -> the number it is set to in __init__ (a literal, or a parameter's default:
+    # `self.eps = eps` with `eps=1e-8`), when nothing else in the class assigns it
+    attr_defaults: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -170,7 +173,46 @@ def _class_facts(node: ast.ClassDef, imports: ImportMap) -> ClassFacts:
                 if (qual and isinstance(target, ast.Attribute)
                         and isinstance(target.value, ast.Name) and target.value.id == "self"):
                     facts.attr_calls[target.attr] = qual
+    facts.attr_defaults = _attr_defaults(node)
     return facts
+
+
+def _attr_defaults(node: ast.ClassDef) -> dict[str, str]:
+    """`self.eps = eps` (an `__init__` parameter with a number as default) or `self.eps =
+    1e-8`: the number, as source. An attribute assigned anywhere else in the class is left
+    out: its value is not the one set up."""
+    counts: dict[str, int] = {}
+    for sub in ast.walk(node):
+        targets = sub.targets if isinstance(sub, ast.Assign) else \
+            [sub.target] if isinstance(sub, ast.AugAssign | ast.AnnAssign) else []
+        for target in targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                    and target.value.id == "self":
+                counts[target.attr] = counts.get(target.attr, 0) + 1
+    init = next((item for item in node.body if isinstance(item, ast.FunctionDef)
+                 and item.name == "__init__"), None)
+    if init is None:
+        return {}
+    args = init.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]],
+                        args.defaults, strict=True))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+                     if d is not None})
+    found: dict[str, str] = {}
+    for stmt in init.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        target = stmt.targets[0]
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id == "self" and counts.get(target.attr) == 1):
+            continue
+        value = stmt.value
+        if isinstance(value, ast.Name) and value.id in defaults:
+            value = defaults[value.id]
+        if _literal_number(value) is not None:
+            found[target.attr] = ast.unparse(value)
+    return found
 
 
 INF = float("inf")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from analyzers.dtypes import round_to
 from analyzers.static.conditions import Fact, facts_from, refine
 from analyzers.static.prefilter import ClassFacts
 from analyzers.static.records import AnalyzerState
@@ -234,6 +235,9 @@ class StatementsMixin(AnalyzerState):
         for attr, (lo, lo_open, hi) in (cls.attr_ranges.items() if cls else ()):
             self.env[f"self.{attr}"] = Value("tensor", Interval(lo, hi, lo_open),
                                              name=f"self.{attr}")
+        for attr, text in (cls.attr_defaults.items() if cls else ()):  # `self.eps = eps`
+            self.env[f"self.{attr}"] = self._from_default(
+                cst.parse_expression(text), Value("unknown", name=f"self.{attr}"))
         params = func.params
         all_params = [*params.posonly_params, *params.params, *params.kwonly_params]
         for param in all_params:
@@ -266,7 +270,14 @@ class StatementsMixin(AnalyzerState):
         if default.kind != "scalar" or iv.lo != iv.hi or math.isinf(iv.lo):
             return value
         if iv.lo > 0:
-            return value.with_(kind="scalar", interval=POSITIVE)
+            positive = value.with_(kind="scalar", interval=POSITIVE)
+            if round_to(iv.lo, "float16") == 0.0:  # `eps=1e-8`: positive, but 0.0 in float16
+                positive = positive.with_(fp16_zero_eps=iv.lo, fp16_interval=NONNEG)
+            return positive
+        if iv.lo == 0 and default.fp16_zero_eps is not None:  # `eps=1e-8` in float16: it
+            # vanishes, unless the value meets one computed in float32 (`restore_literal`)
+            return value.with_(kind="scalar", interval=NONNEG,
+                               fp16_zero_eps=default.fp16_zero_eps, fp16_interval=NONNEG)
         if iv.lo == 0:
             return value.with_(kind="scalar", interval=NONNEG)
         return value.with_(kind="scalar")

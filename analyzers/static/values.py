@@ -8,6 +8,7 @@ produced the value, and which epsilon silently vanished on the way.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -168,6 +169,9 @@ class Value:
     name: str | None = None  # the local variable it was read from
     max_of: str | None = None  # `x.max(...)`: so `x - x.max(...)` is known to be <= 0
     norm_of: str | None = None  # `x.norm()`, `(x ** 2).sum()`: so `x / x.norm()` is recognised
+    # the float dtype an explicit cast put this value in (`x.float()`, `tf.cast(x, tf.float32)`),
+    # and what follows from it by type promotion; None: the unit's dtype (the configuration's)
+    dtype: str | None = None
 
     @property
     def is_tensor(self) -> bool:
@@ -200,7 +204,52 @@ def join(a: Value, b: Value) -> Value:
         name=a.name if a.name == b.name else None,
         max_of=a.max_of if a.max_of == b.max_of else None,
         norm_of=a.norm_of if a.norm_of == b.norm_of else None,
+        dtype=a.dtype if a.dtype == b.dtype else None,
     )
+
+
+FLOAT_WIDTH = {"bfloat16": 16, "float16": 16, "float32": 32, "float64": 64}
+
+
+def cast_target(text: str) -> str | None:
+    """The float dtype a cast names (`torch.float32`, `tf.float32`, `"float32"`, `torch.half`,
+    `torch.double`, `torch.float`); None for anything else (an integer dtype, `x.dtype`)."""
+    for dtype in ("bfloat16", "float16", "float64", "float32"):
+        if dtype in text:
+            return dtype
+    if re.search(r"\bhalf\b", text):
+        return "float16"
+    if re.search(r"\bdouble\b", text):
+        return "float64"
+    if re.search(r"\bfloat\b", text) and ".dtype" not in text:
+        return "float32"
+    return None
+
+
+def promoted(unit: str, *values: Value) -> str | None:
+    """The explicit dtype of an op on these values, by PyTorch's and NumPy's promotion among
+    tensors (a Python scalar does not promote): the widest of their dtypes, each value's own
+    or the unit's; None when that is just the unit's dtype."""
+    tensors = [v.dtype for v in values if v.kind == "tensor"]
+    explicit = [d for d in tensors if d is not None]
+    if not explicit:
+        return None
+    widest = max([d or unit for d in tensors], key=lambda d: FLOAT_WIDTH.get(d, 32))
+    return None if widest == unit and None in tensors else widest
+
+
+def restore_literal(value: Value) -> Value:
+    """A literal epsilon that vanished in a float16 unit, back to its value: it meets a value
+    computed in a wider dtype, where it exists."""
+    if value.fp16_zero_eps is None or value.interval.lo != 0.0:
+        return value
+    if value.interval == constant(0.0):  # the literal itself
+        return value.with_(interval=constant(value.fp16_zero_eps), fp16_zero_eps=None,
+                           fp16_interval=None)
+    if value.kind == "scalar" and value.interval.hi == INF:  # a parameter defaulting to it
+        return value.with_(interval=Interval(0.0, INF, True), fp16_zero_eps=None,
+                           fp16_interval=None)
+    return value
 
 
 def tensor_kind(*values: Value) -> Kind:

@@ -64,3 +64,6 @@ TF_EUCLIDEAN_NORMS = frozenset({"tensorflow.norm", "tensorflow.linalg.norm",
 # practitioners use (the scores, then the softmax, in float32).
 MATMULS = frozenset({"matmul", "bmm", "mm", "einsum", "baddbmm"})
 UPCASTS = frozenset({"float", "double", "to", "cast", "astype"})
+# tensor methods that may change the dtype (Value.dtype): those that name it, and the rest
+CASTS_TO = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16"}
+CASTS = frozenset({*CASTS_TO, "to", "type", "astype"})
