@@ -137,6 +137,9 @@ CLAMP_TINY = FixCandidate("clamp", "{x}.clamp_min({tiny})", "RANUM's preconditio
 ADD_EPS = FixCandidate("epsilon", "{x} + {eps}", "keeps the gradient flowing; only where x >= 0")
 WHERE_SAFE = FixCandidate("where", "where({x} > 0, {x}, 1)",
                           "double where: make the unsafe input safe")
+UPCAST_EPS = FixCandidate("upcast", "op({v}.float() + eps).to({v}.dtype)",
+                          "float16: the sum an epsilon vanishes from (1e-8 is 0.0 there), "
+                          "computed in float32")
 
 _ENTRIES: tuple[OpSpec, ...] = (
     # --- logarithms ------------------------------------------------------------------------
@@ -145,7 +148,8 @@ _ENTRIES: tuple[OpSpec, ...] = (
         functions=_everywhere("log"),
         methods=("log", "log_"), requires="positive",
         forward_invalid="x <= 0 (-inf at 0, NaN below)", gradient_invalid="x = 0",
-        suspect_loss="x", fixes=(ADD_EPS, CLAMP_TINY, WHERE_SAFE), patterns=(8, 10, 15),
+        suspect_loss="x", fixes=(ADD_EPS, CLAMP_TINY, WHERE_SAFE, UPCAST_EPS),
+        patterns=(8, 10, 15),
     ),
     OpSpec(
         "log2", "risky", "base-2 logarithm", functions=_everywhere("log2", tf_math=False),
@@ -180,7 +184,8 @@ _ENTRIES: tuple[OpSpec, ...] = (
         "sqrt", "risky", "square root", functions=_everywhere("sqrt"),
         methods=("sqrt", "sqrt_"), requires="positive",
         forward_invalid="x < 0", gradient_invalid="x = 0 (inf, NaN once multiplied by 0)",
-        suspect_loss="x", fixes=(ADD_EPS, CLAMP_TINY, WHERE_SAFE), patterns=(1, 2, 14),
+        suspect_loss="x", fixes=(ADD_EPS, CLAMP_TINY, WHERE_SAFE, UPCAST_EPS),
+        patterns=(1, 2, 14, 13),
     ),
     OpSpec(
         "rsqrt", "risky", "1 / sqrt(x)",
@@ -188,7 +193,7 @@ _ENTRIES: tuple[OpSpec, ...] = (
                    "jax": ("jax.lax.rsqrt",), "keras": ("keras.ops.rsqrt",)},
         methods=("rsqrt", "rsqrt_"), requires="positive",
         forward_invalid="x <= 0", gradient_invalid="x = 0", suspect_loss="x",
-        fixes=(ADD_EPS, CLAMP_TINY), patterns=(3, 13),
+        fixes=(ADD_EPS, CLAMP_TINY, UPCAST_EPS), patterns=(3, 13),
     ),
     OpSpec(
         "reciprocal", "risky", "1 / x",
@@ -216,8 +221,11 @@ _ENTRIES: tuple[OpSpec, ...] = (
         forward_invalid="divisor = 0 (or below the smallest normal)",
         gradient_invalid="divisor = 0", suspect_loss="abs(x)",
         fixes=(FixCandidate("epsilon", "{x} + {eps}", "only where the divisor is >= 0"),
+               FixCandidate("epsilon", "y / sqrt({v} + {eps})",
+                            "a divisor that is a root: the epsilon goes under it"),
                FixCandidate("clamp", "{x}.clamp_min({tiny})", "only where the divisor is >= 0"),
-               FixCandidate("stable-api", "tf.math.divide_no_nan(...)", "TensorFlow")),
+               FixCandidate("stable-api", "tf.math.divide_no_nan(...)", "TensorFlow"),
+               UPCAST_EPS),
         patterns=(2, 3, 13, 14),
     ),
     OpSpec(

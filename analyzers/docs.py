@@ -45,6 +45,7 @@ KIND_TEXT = {
 FRAMEWORK_ORDER = ("torch", "tensorflow", "keras", "numpy", "jax", "math", "scipy")
 PLACEHOLDERS = {
     "{x}": "the operand's source text",
+    "{v}": "the term an epsilon is added to (`var` in `var + eps`, under a root)",
     "{eps}": "an epsilon sized for the dtype, large enough not to be absorbed",
     "{tiny}": "the dtype's smallest positive normal number",
     "{exp_max}": "the largest x whose exp is finite in the dtype",

@@ -905,7 +905,8 @@ def t_float32_eps(site: Site) -> Iterator[Edit]:
     `(x / torch.sqrt(var.float() + self.eps)).to(var.dtype)`: the sum the epsilon vanishes
     from is computed in float32, where it does not, and the flagged expression goes back to
     the model's dtype (NUMERICS pattern 13: how float16 LayerNorm and RMSNorm are written)."""
-    if site.request.dtype != "float16" or _under_autocast(site):
+    if site.request.dtype != "float16" or _under_autocast(site) or \
+            "upcast" not in catalogue_kinds(site.request.op):
         return
     node = site.node
     if not isinstance(node, cst.BaseExpression):
