@@ -110,6 +110,11 @@ class CallSites:
         self.on_value = on_value
         self.ran = False  # the watched op has run
         self.hits: list[Any] = []  # one entry per call of the op, its output first
+        # the output of the last framework call on the watched lines in their first run: the
+        # line's value, what a fix that removes the op (a fused API) is compared on
+        self.line_value: Any = None
+        self.line_closed = False  # the lines ran once and the code went on past them
+        self.stop_at_line = False  # end the run there, op or not (a patched copy's run)
         self.counts: dict[str, int] = {}
         self._real: dict[str, str] = {}
         self._restore: list[Any] = []
@@ -155,6 +160,19 @@ class CallSites:
         count = self.counts.get(key, 0)
         self.counts[key] = count + 1
         return f"{key} #{count}"
+
+    def _done(self) -> bool:
+        """Is the run over at the next framework call or value off the watched lines?"""
+        return self.ran or (self.line_closed and self.stop_at_line)
+
+    def _on_line(self, value: Any) -> None:
+        """A framework call on the watched lines gave `value` (their first run only)."""
+        if not self.line_closed:
+            self.line_value = value
+
+    def _off_line(self) -> None:
+        if self.line_value is not None:
+            self.line_closed = True
 
     def _patch_numpy(self) -> None:
         """numpy.random's float draws, recorded at their call sites (`_numpy_draw`)."""
@@ -221,9 +239,13 @@ class ExternalValues(CallSites, TorchFunctionMode):
         kwargs = kwargs or {}
         caller = sys._getframe(1)
         on_line = self._on_watched_line(caller)
-        if self.ran and not on_line:
-            raise StopScript()
+        if not on_line:
+            self._off_line()
+            if self._done():
+                raise StopScript()
         out = func(*args, **kwargs)
+        if on_line:
+            self._on_line(out)
         name = getattr(func, "__name__", "")
         if name in RANDOM_DRAWS and not self.ran and isinstance(out, torch.Tensor):
             site = self._site(caller, walk=False)
@@ -259,7 +281,7 @@ class ExternalValues(CallSites, TorchFunctionMode):
 
         def __next__(iterator: Any) -> Any:
             site = mode._site(sys._getframe(1), walk=True)
-            if site is not None and mode.ran:
+            if site is not None and mode._done():
                 raise StopScript()
             batch = original(iterator)
             if site is None:
@@ -436,7 +458,9 @@ class Recorded:
 
 class ScriptRun:
     """The Entry's callable: one run of the script with the searched values substituted.
-    Returns the watched op's outputs (empty when the script ended without reaching it)."""
+    Returns the flagged line's value (the output of its last framework call, as one item;
+    empty when the script ended without reaching the line): what the op's NaN reaches on the
+    line, and what a fix is compared on, the op removed or not."""
 
     def __init__(self, repo: Path, config: ScriptConfig, path: str, lines: frozenset[int],
                  op: str, seed: int, shadows: Path | None = None,
@@ -464,14 +488,19 @@ class ScriptRun:
         return f"{self.path}:{min(self.lines)}"
 
     def mode(self, on_value: Callable[[str, Any], Any]) -> CallSites:
-        """The interceptor for one run: PyTorch's, or TensorFlow's for a TF finding."""
+        """The interceptor for one run: PyTorch's, or TensorFlow's for a TF finding. In a
+        patched copy the op may be gone (a fused API): the run ends once the line has run."""
+        mode: CallSites
         if self.framework == "tensorflow":
             from analyzers.dynamic.script_tf import TFExternalValues
 
-            return TFExternalValues(str(self.repo), str(self.repo / self.path), self.lines,
+            mode = TFExternalValues(str(self.repo), str(self.repo / self.path), self.lines,
                                     self.watched, on_value)
-        return ExternalValues(str(self.repo), str(self.repo / self.path), self.lines,
-                              self.names, on_value)
+        else:
+            mode = ExternalValues(str(self.repo), str(self.repo / self.path), self.lines,
+                                  self.names, on_value)
+        mode.stop_at_line = self.shadows is not None
+        return mode
 
     def run(self, on_value: Callable[[str, Any], Any]) -> CallSites:
         mode = self.mode(on_value)
@@ -486,7 +515,7 @@ class ScriptRun:
                     contextlib.redirect_stderr(tail):
                 run_script(str(self.repo), self.config.argv, self.seed, mode)
         except ScriptTimeout:
-            if mode.ran:  # past the op, in code that no stop rule cut short: enough
+            if mode._done():  # past the op, in code that no stop rule cut short: enough
                 self.last = mode
                 return mode
             why = f"run_seconds, times {FIRST_RUN_FACTOR} for the first run, which pays the " \
@@ -516,7 +545,7 @@ class ScriptRun:
     def __call__(self, *values: Any) -> Any:
         table = dict(zip(self.labels, values, strict=True))
         mode = self.run(lambda label, natural: table.get(label, natural))
-        return [hit[0] for hit in mode.hits]
+        return [] if mode.line_value is None else [mode.line_value]
 
     def operand_index(self) -> int | None:
         """Which tensor argument of the last run's first hit is the op's operand (for the

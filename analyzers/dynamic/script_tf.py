@@ -109,7 +109,7 @@ class TFExternalValues(CallSites):
         mode = self
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if mode.ran:
+            if mode._done():
                 raise StopScript()
             natural = draw(*args, **kwargs)
             site = mode._site(sys._getframe(1), walk=False)
@@ -124,7 +124,7 @@ class TFExternalValues(CallSites):
 
         def __next__(iterator: Any) -> Any:
             site = mode._site(sys._getframe(1), walk=True)
-            if site is not None and mode.ran:
+            if site is not None and mode._done():
                 raise StopScript()
             batch = original(iterator)
             if site is None:
@@ -140,8 +140,10 @@ class TFExternalValues(CallSites):
             import tensorflow as tf
 
             on_line = mode._on_watched_line(sys._getframe(1))
-            if mode.ran and not on_line:
-                raise StopScript()
+            if not on_line:
+                mode._off_line()
+                if mode._done():
+                    raise StopScript()
             if not on_line or not tf.executing_eagerly():
                 return original(*args, **kwargs)
             mode._busy = True
@@ -158,6 +160,7 @@ class TFExternalValues(CallSites):
                 else:
                     out = original(*args, **kwargs)
                 mode.hits.append((out, grads, name))
+                mode._on_line(out)
             finally:
                 mode._busy = False
             mode.ran = True
@@ -167,10 +170,15 @@ class TFExternalValues(CallSites):
 
     def _stop_after(self, op_type: Any, inputs: Any, attrs: Any, outputs: Any,
                     op_name: Any = None, graph: Any = None) -> Any:
-        """An eager op callback: the first TensorFlow op off the watched lines after the op
-        ran ends the run."""
-        if self.ran and graph is None and not self._busy \
-                and not self._on_watched_line(sys._getframe(1)):
+        """An eager op callback: an op on the watched lines gives the line's value; the first
+        op off them after the watched op ran ends the run."""
+        if graph is not None or self._busy:
+            return None
+        if self._on_watched_line(sys._getframe(1)):
+            self._on_line(outputs[0] if len(outputs) == 1 else tuple(outputs))
+            return None
+        self._off_line()
+        if self._done():
             raise StopScript()
         return None
 
