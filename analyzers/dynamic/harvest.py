@@ -26,6 +26,7 @@ import io
 import signal
 import sys
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -547,13 +548,20 @@ def _same_answer(replay: ModuleReplay, rebuilt: torch.nn.Module, call: Recorded)
             return [t.detach() for t in
                     tensors_in(again(*_clone(call.args), **_clone(call.kwargs)))]
 
+    return same_answers(answer, replay.module, rebuilt, _same_tensor)
+
+
+def same_answers(answer: Callable[[Any], list[Any]], recorded: Any, rebuilt: Any,
+                 same: Callable[[Any, Any], bool]) -> bool:
+    """`answer(recorded)` and `answer(rebuilt)` give the same outputs, by `same`. A recorded
+    call that raises here has nothing to compare (yes); a rebuild that raises does (no)."""
     try:
-        expected = answer(replay.module)
-    except Exception:  # the recorded call itself raises here: nothing to compare
+        expected = answer(recorded)
+    except Exception:  # the PR's code may raise in any way
         return True
     try:
         got = answer(rebuilt)
     except Exception:
         return False
     return len(got) == len(expected) and all(
-        _same_tensor(a, b) for a, b in zip(expected, got, strict=True))
+        same(a, b) for a, b in zip(expected, got, strict=True))

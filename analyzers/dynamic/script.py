@@ -115,6 +115,7 @@ class CallSites:
         self.line_value: Any = None
         self.line_closed = False  # the lines ran once and the code went on past them
         self.stop_at_line = False  # end the run there, op or not (a patched copy's run)
+        self.expired: Any = None  # the run's time is up: a callable that raises (`_expire`)
         self.counts: dict[str, int] = {}
         self._real: dict[str, str] = {}
         self._restore: list[Any] = []
@@ -161,6 +162,14 @@ class CallSites:
         self.counts[key] = count + 1
         return f"{key} #{count}"
 
+    def _expire(self) -> None:
+        """End a run whose time is up here, at the next framework call or value, where the
+        framework's own state is whole (SIGALRM itself may land inside torch's bookkeeping of
+        its mode stack, and leave it broken)."""
+        if self.expired is not None:
+            ending, self.expired = self.expired, None
+            ending()
+
     def _done(self) -> bool:
         """Is the run over at the next framework call or value off the watched lines?"""
         return self.ran or (self.line_closed and self.stop_at_line)
@@ -173,6 +182,28 @@ class CallSites:
     def _off_line(self) -> None:
         if self.line_value is not None:
             self.line_closed = True
+
+    def _batch(self, label: str, batch: Any, where: str = "") -> Any:
+        """A batch with each of its tensors (`_leaf`) substituted, inside tuples, lists,
+        namedtuples and dicts; labelled by its place: `#0[1]`, `#0['x']`."""
+        leaf = self._leaf(label + where, batch)
+        if leaf is not None:
+            return leaf
+        if isinstance(batch, dict):
+            items = {k: self._batch(label, v, f"{where}[{k!r}]") for k, v in batch.items()}
+            try:
+                return type(batch)(items)
+            except TypeError:
+                return items
+        if isinstance(batch, (list, tuple)):  # noqa: UP038 (the reproducer may run on 3.9)
+            parts = [self._batch(label, v, f"{where}[{i}]") for i, v in enumerate(batch)]
+            if hasattr(batch, "_fields"):  # a namedtuple
+                return type(batch)(*parts)
+            return type(batch)(parts)
+        return batch
+
+    def _leaf(self, label: str, value: Any) -> Any:
+        raise NotImplementedError
 
     def _patch_numpy(self) -> None:
         """numpy.random's float draws, recorded at their call sites (`_numpy_draw`)."""
@@ -218,25 +249,16 @@ class ExternalValues(CallSites, TorchFunctionMode):
             return value.detach().clone().requires_grad_(True)
         return value.clone()
 
-    def _batch(self, label: str, batch: Any, where: str = "") -> Any:
-        if isinstance(batch, torch.Tensor):
-            return self._put(batch, self.on_value(label + where, batch), False)
-        if isinstance(batch, dict):
-            items = {k: self._batch(label, v, f"{where}[{k!r}]") for k, v in batch.items()}
-            try:
-                return type(batch)(items)
-            except TypeError:
-                return items
-        if isinstance(batch, (list, tuple)):  # noqa: UP038 (the reproducer may run on 3.9)
-            parts = [self._batch(label, v, f"{where}[{i}]") for i, v in enumerate(batch)]
-            if hasattr(batch, "_fields"):  # a namedtuple
-                return type(batch)(*parts)
-            return type(batch)(parts)
-        return batch
+    def _leaf(self, label: str, value: Any) -> Any:
+        """One tensor of a batch, substituted; None for what is not a tensor."""
+        if isinstance(value, torch.Tensor):
+            return self._put(value, self.on_value(label, value), False)
+        return None
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (),
                            kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
+        self._expire()
         caller = sys._getframe(1)
         on_line = self._on_watched_line(caller)
         if not on_line:
@@ -280,6 +302,7 @@ class ExternalValues(CallSites, TorchFunctionMode):
         mode = self
 
         def __next__(iterator: Any) -> Any:
+            mode._expire()
             site = mode._site(sys._getframe(1), walk=True)
             if site is not None and mode._done():
                 raise StopScript()
@@ -414,12 +437,23 @@ def _run_limit(seconds: float) -> Iterator[None]:
         yield
         return
     started = time.monotonic()
+    deferred: list[bool] = []
 
     def expire(signum: int, frame: Any) -> None:
-        if outer_left and time.monotonic() - started >= outer_left - 0.01 \
-                and callable(outer_handler):
-            outer_handler(signum, frame)  # the finding's deadline came first
-        raise ScriptTimeout()
+        outer = outer_handler if outer_left and callable(outer_handler) and \
+            time.monotonic() - started >= outer_left - 0.01 else None
+
+        def ending() -> None:
+            if outer is not None:
+                outer(signum, frame)  # the finding's deadline came first
+            raise ScriptTimeout()
+
+        if CallSites.active and not deferred:  # at the run's next safe point (`_expire`);
+            deferred.append(True)  # a script stuck in plain Python: the next alarm, 1 s on
+            for mode in CallSites.active:
+                mode.expired = ending
+            return
+        ending()
 
     signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, min(seconds, outer_left) if outer_left else seconds,

@@ -74,21 +74,9 @@ class TFExternalValues(CallSites):
             return natural
         return self._put(natural, self.on_value(label, natural))
 
-    def _batch(self, label: str, batch: Any, where: str = "") -> Any:
-        if self._tensor(batch):
-            return self._value(label + where, batch)
-        if isinstance(batch, dict):
-            items = {k: self._batch(label, v, f"{where}[{k!r}]") for k, v in batch.items()}
-            try:
-                return type(batch)(items)
-            except TypeError:
-                return items
-        if isinstance(batch, (list, tuple)):  # noqa: UP038 (the reproducer may run on 3.9)
-            parts = [self._batch(label, v, f"{where}[{i}]") for i, v in enumerate(batch)]
-            if hasattr(batch, "_fields"):  # a namedtuple
-                return type(batch)(*parts)
-            return type(batch)(parts)
-        return batch
+    def _leaf(self, label: str, value: Any) -> Any:
+        """One tensor of a batch, substituted; None for what is not a tensor."""
+        return self._value(label, value) if self._tensor(value) else None
 
     def _array(self, label: str, natural: Any) -> Any:
         """A numpy draw: searched as a tf tensor, handed back as numpy (or a float)."""
@@ -109,6 +97,7 @@ class TFExternalValues(CallSites):
         mode = self
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            mode._expire()
             if mode._done():
                 raise StopScript()
             natural = draw(*args, **kwargs)
@@ -123,6 +112,7 @@ class TFExternalValues(CallSites):
         mode = self
 
         def __next__(iterator: Any) -> Any:
+            mode._expire()
             site = mode._site(sys._getframe(1), walk=True)
             if site is not None and mode._done():
                 raise StopScript()
@@ -174,6 +164,7 @@ class TFExternalValues(CallSites):
         op off them after the watched op ran ends the run."""
         if graph is not None or self._busy:
             return None
+        self._expire()
         if self._on_watched_line(sys._getframe(1)):
             self._on_line(outputs[0] if len(outputs) == 1 else tuple(outputs))
             return None
