@@ -68,6 +68,10 @@ MODULE = textwrap.dedent("""\
 
     def scalar(x):
         return torch.log(x + 0.9).mean()  # @scalar
+
+
+    def pairwise(x, adjacency):
+        return torch.log(adjacency @ x + 0.97)  # @pairwise
     """)
 
 
@@ -265,7 +269,7 @@ def test_an_entry_without_a_batch_dimension_in_its_output_is_not_batched(source:
 def test_a_trigger_made_by_mixing_restarts_is_never_reported(source: Path) -> None:
     """x * log(2.5 - sum_over_batch(x)) with x in [0, 1] and a batch of 2: alone the sum is
     at most 2 and the log is safe; 8 restarts in one batch sum to about 8 and the log is NaN.
-    The batched run fails, the bisection finds no single restart that does, and the search
+    The batched run fails, none of its restarts fails alone, and the search
     must end without a trigger."""
     outcome, _, searcher = _run(source, "batch_stat", "@batch-stat", batch=8, evaluations=400)
     assert searcher._batch_size() == 8
@@ -325,7 +329,8 @@ def test_a_failing_batch_tries_its_closest_restart_alone_first(
         source: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The batch's per-restart suspect losses say which draw came closest: that one goes
     alone right after the batch (here it is the trigger), instead of halving the batch down
-    to it; the others are halved only if it does not fail alone."""
+    to it; the others would follow alone, closest first. Batches double from one draw to
+    `Budget.batch`."""
     chunks: list[int] = []
     evaluate = Searcher.evaluate
 
@@ -339,4 +344,29 @@ def test_a_failing_batch_tries_its_closest_restart_alone_first(
     assert batched.triggered and batched.stage == "restarts"
     assert chunks[0] == 1 and 8 in chunks
     assert chunks[-2] > 1 and chunks[-1] == 1, chunks  # the failing batch, its closest alone
-    assert all(c == 1 or c >= 7 for c in chunks), chunks  # restart batches, never halvings
+    batches = [c for c in chunks if c > 1]  # restart batches 2, 4, 8, 8, ..., never halvings
+    assert batches == [min(2 ** i, 8) for i in range(1, len(batches) + 1)], chunks
+
+
+def test_an_entry_that_cannot_take_a_batch_pays_two_evaluations_for_the_test(
+        source: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """adjacency @ x with adjacency [2, 2]: two restarts concatenated do not multiply. The
+    first batched run, the test of batching, holds two draws, which then go alone; from then
+    on one draw per call, and the batch cost two evaluations, not `Budget.batch`."""
+    chunks: list[int] = []
+    evaluate = Searcher.evaluate
+
+    def recording(self: Searcher, inputs: Any, want_grad: bool = False,
+                  chunks_: int = 1, **kwargs: Any) -> Any:
+        chunks.append(kwargs.get("chunks", chunks_))
+        return evaluate(self, inputs, want_grad, kwargs.get("chunks", chunks_))
+
+    monkeypatch.setattr(Searcher, "evaluate", recording)
+    entry = _entry(source, "pairwise", "float32[2,4] in [-1, 1]", "float32[2,2] in [0, 1]")
+    searcher = _searcher(source, entry, "@pairwise", "log", seed=3)
+    outcome = searcher.run()
+    assert outcome.triggered and outcome.stage == "restarts", outcome
+    assert searcher._batch_size() == 1
+    assert chunks[:2] == [1, 2] and all(c == 1 for c in chunks[2:]), chunks
+    assert outcome.evaluations == len(chunks) + 1
+    assert outcome.inputs[1].shape == (2, 2)
