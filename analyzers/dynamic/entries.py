@@ -95,9 +95,9 @@ class Entry:
         """A recorded argument as the code got it: a recorded tf tensor is kept as a torch
         tensor (as every input is) and crosses back to TensorFlow here."""
         if self.framework == "tensorflow" and isinstance(value, torch.Tensor):
-            import tensorflow as tf
+            from analyzers.dynamic.harvest_keras import to_tf  # it imports this module
 
-            return tf.constant(value.numpy())
+            return to_tf(value)
         return value
 
     def parameters(self) -> list[torch.Tensor]:

@@ -46,7 +46,7 @@ def is_symbolic(value: Any) -> bool:
     if "tensorflow" not in sys.modules:
         return False
     tf = sys.modules["tensorflow"]
-    return isinstance(value, tf.Tensor) and not hasattr(value, "numpy") or \
+    return (isinstance(value, tf.Tensor) and not hasattr(value, "numpy")) or \
         type(value).__name__ == "KerasTensor"
 
 
