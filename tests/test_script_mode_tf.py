@@ -260,3 +260,41 @@ def test_compiled_train_step_is_confirmed_and_fixed_through_the_harness(
     # compared on the line's value in the first step of each run: the same numbers
     assert checks["equivalence"]["figures"]["compared"] > 0
     assert checks["equivalence"]["figures"]["max_abs"] == 0.0
+
+
+FIT = """\
+import numpy as np
+import tensorflow as tf
+
+
+def log_target_loss(y_true, y_pred):
+    return tf.reduce_mean(tf.square(y_pred - tf.math.log(y_true)))  # the op
+
+
+def main():
+    x = np.random.rand(32, 4).astype("float32")
+    y = np.random.uniform(0.5, 1.0, size=(32, 1)).astype("float32")
+    model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss=log_target_loss)
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+    model.fit(data, epochs=2, shuffle=False, verbose=0)
+
+
+main()
+"""
+
+
+def test_a_keras_fit_script_is_steered_through_the_draws_that_make_its_data(
+        tmp_path: Path) -> None:
+    root, name = make_script(tmp_path / "fit", FIT)
+    entry = build(root, name, "log")
+    # Keras's fit takes its batches through its own distributed iterator (not intercepted):
+    # the search reaches them through the numpy draws they are made from
+    draws = [line_of(FIT, '    x = np.random.rand(32, 4).astype("float32")'),
+             line_of(FIT, '    y = np.random.uniform(0.5, 1.0, size=(32, 1)).astype("float32")')]
+    assert entry.script.labels == [f"random run.py:{n} #0" for n in draws]
+    (natural,) = entry.call([tf.constant(x.numpy()) for x in entry.start or []])
+    assert bool(tf.math.is_finite(natural))  # the loss of fit's first batch, compiled step
+    outcome = Searcher(entry, str(root / name), op_line(root, name), "log",
+                       budget=Budget(seconds=10.0)).run(entry.start)
+    assert outcome.triggered and outcome.where == "forward", outcome

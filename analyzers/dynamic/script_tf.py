@@ -5,8 +5,10 @@ TensorFlow has no dispatch mode, so `TFExternalValues` patches for the time of o
 * `tf.random`'s float draws (`normal`, `uniform`, `truncated_normal`, ...), kept when the
   caller is the repository's own code (Keras's initialisers and dropout follow the seed);
 * the batches a `tf.data` iterator yields (`OwnedIterator.__next__`: a `for x, y in dataset`
-  loop, and Keras's `fit`), keyed at the nearest repository frame, tensor by tensor inside
-  tuples and dicts, and numpy's draws (`script.CallSites`);
+  loop), keyed at the nearest repository frame, tensor by tensor inside tuples and dicts, and
+  numpy's draws (`script.CallSites`). Keras's `fit` takes its batches through a distributed
+  iterator's `get_next_as_optional` inside its train function: not intercepted; the data
+  reach the search through the draws or code that make them;
 * the flagged op's functions (every spelling the catalogue knows, `watch_functions`): a call
   from the watched lines is a hit, with the op's local derivative when the reproducer checks
   the backward pass.
