@@ -233,6 +233,60 @@ def t_log_softmax(site: Site) -> Iterator[Edit]:
                "any logits", site.node, new, site.take_imports())
 
 
+SELECTIONS = frozenset({"gather", "take_along_dim", "index_select", "take_along_axis",
+                        "gather_nd", "squeeze"})
+
+
+def _picked_from(site: Site, node: cst.BaseExpression) -> \
+        tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """`p.gather(1, t)`, `torch.gather(p, 1, t)`, `p[idx]` (or a name assigned one earlier):
+    (the selection, the tensor it picks from)."""
+    if isinstance(node, cst.Name):
+        assigned = _assignment(site, node.value)
+        if assigned is None:
+            return None
+        node = assigned
+    if isinstance(node, cst.Subscript):
+        return node, node.value
+    if not isinstance(node, cst.Call):
+        return None
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value in SELECTIONS:
+        v = view(site, node)
+        if v is not None and v.qual is not None and node.args:  # torch.gather(p, dim, t)
+            return node, node.args[0].value
+        return node, node.func.value
+    return None
+
+
+def t_log_softmax_picked(site: Site) -> Iterator[Edit]:
+    """`log(p.gather(1, t))` with `p = softmax(z, dim)` (the target class's probability) ->
+    `log_softmax(z, dim).gather(1, t)`: the log commutes with picking elements, and a picked
+    probability that underflows to 0.0 has a finite log-softmax."""
+    found = _log_call(site)
+    if found is None:
+        return
+    picked = _picked_from(site, found[1])
+    if picked is None:
+        return
+    selection, base = picked
+    soft = _unwrap_call(site, base, "softmax")
+    if soft is None:
+        return
+    fused = _log_softmax_of(site, soft)
+    if isinstance(selection, cst.Subscript):
+        new: cst.BaseExpression = selection.with_changes(value=fused)
+    elif isinstance(selection, cst.Call) and isinstance(selection.func, cst.Attribute) and \
+            selection.func.value is base:
+        new = selection.with_changes(func=selection.func.with_changes(value=fused))
+    else:
+        assert isinstance(selection, cst.Call)
+        new = selection.with_changes(args=[selection.args[0].with_changes(value=fused),
+                                           *selection.args[1:]])
+    new = new.with_changes(lpar=site.node.lpar, rpar=site.node.rpar)
+    yield Edit("stable-api", "log-softmax", "log of a picked softmax probability -> the "
+               "picked log_softmax: finite for any logits", site.node, new, site.take_imports())
+
+
 def _log_softmax_of(site: Site, soft: CallView) -> cst.BaseExpression:
     """The log_softmax call with the softmax's own arguments (its dim or axis kept)."""
     if soft.receiver is not None:
@@ -1531,8 +1585,9 @@ Transform = Callable[[Site], Iterator[Edit]]
 
 # The rule's own fix first where a pattern has one, then developers' order of kinds.
 TRANSFORMS: tuple[Transform, ...] = (
-    t_log_softmax, t_log_softmax_ratio, t_log_of_exp, t_bce_hand_written, t_log_sigmoid,
-    t_bce_logits, t_logsumexp, t_log_mean_exp, t_exp_normalised, t_log1p, t_expm1, t_tanh,
+    t_log_softmax, t_log_softmax_picked, t_log_softmax_ratio, t_log_of_exp,
+    t_bce_hand_written, t_log_sigmoid, t_bce_logits, t_logsumexp, t_log_mean_exp,
+    t_exp_normalised, t_log1p, t_expm1, t_tanh,
     t_normalize, t_tf_norm_eps, t_xlogy, t_logit_eps, t_divide_no_nan, t_pow_abs,
     t_double_where, t_atan2, t_masked_fill, t_float32_scores, t_discarded_guard,
     t_root_divisor_eps, t_epsilon, t_clamp, t_where, t_float32_eps,
