@@ -57,10 +57,13 @@ def _op_name(func: Any) -> str:
 
 
 class _UserFrames:
-    """The innermost frame of the repository's own code above a framework call."""
+    """The innermost frame of the repository's own code above a framework call, at most
+    `limit` frames up; a frame of the file `stop` (the replay's own module) ends the walk."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, limit: int = MAX_FRAMES, stop: str | None = None) -> None:
         self.root = os.path.realpath(root)
+        self.limit = limit
+        self.stop = stop
         self._inside: dict[str, str | None] = {}
 
     def _relative(self, filename: str) -> str | None:
@@ -71,9 +74,12 @@ class _UserFrames:
         return self._inside[filename]
 
     def find(self, depth: int) -> tuple[str, int] | None:
-        frame: FrameType | None = sys._getframe(depth + 1)
-        for _ in range(MAX_FRAMES):
-            if frame is None:
+        return self.find_from(sys._getframe(depth + 1))
+
+    def find_from(self, frame: FrameType | None) -> tuple[str, int] | None:
+        for _ in range(self.limit):
+            if frame is None or (self.stop is not None and
+                                 os.path.realpath(frame.f_code.co_filename) == self.stop):
                 return None
             relative = self._relative(frame.f_code.co_filename)
             if relative is not None:

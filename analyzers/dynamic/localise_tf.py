@@ -101,20 +101,6 @@ def _tape_id(tensor: Any) -> int | None:
     return value if isinstance(value, int) else None
 
 
-class _Frames(_UserFrames):
-    def find_from(self, frame: FrameType | None) -> tuple[str, int] | None:
-        """The innermost frame of the repository's code from `frame` outwards, stopping at
-        this module (the replay itself is never the user's line)."""
-        for _ in range(MAX_FRAMES):
-            if frame is None or os.path.realpath(frame.f_code.co_filename) == HERE:
-                return None
-            relative = self._relative(frame.f_code.co_filename)
-            if relative is not None:
-                return relative, frame.f_lineno
-            frame = frame.f_back
-        return None
-
-
 def _label(op: str, where: tuple[str, int] | None) -> dict[str, Any]:
     return {"op": op, "path": where[0] if where else None,
             "line": where[1] if where else None}
@@ -139,7 +125,8 @@ class OpWatch:
 
     def __init__(self, root: str, mode: str = "forward") -> None:
         self.mode = mode
-        self._frames = _Frames(root)
+        # from a callback outwards, stopping at this module (the replay is never the user's line)
+        self._frames = _UserFrames(root, MAX_FRAMES, stop=HERE)
         self.found: dict[str, Any] | None = None
         self.culprit: tuple[str, dict[str, Any]] | None = None
         self._made_by: dict[int, dict[str, Any]] = {}  # output tape id -> label

@@ -205,6 +205,23 @@ class CallSites:
     def _leaf(self, label: str, value: Any) -> Any:
         raise NotImplementedError
 
+    def _next(self, original: Any) -> Any:
+        """A batch iterator's `__next__` (DataLoader's, tf.data's) whose batches are external
+        values, keyed at the nearest repository frame that asked for them."""
+        mode = self
+
+        def __next__(iterator: Any) -> Any:
+            mode._expire()
+            site = mode._site(sys._getframe(1), walk=True)
+            if site is not None and mode._done():
+                raise StopScript()
+            batch = original(iterator)
+            if site is None:
+                return batch
+            return mode._batch(mode._label("data", site), batch)
+
+        return __next__
+
     def _patch_numpy(self) -> None:
         """numpy.random's float draws, recorded at their call sites (`_numpy_draw`)."""
         numpy_random: Any = None
@@ -299,19 +316,8 @@ class ExternalValues(CallSites, TorchFunctionMode):
 
         base = dataloader._BaseDataLoaderIter
         original = getattr(base.__next__, "_numcheck_original", base.__next__)
-        mode = self
-
-        def __next__(iterator: Any) -> Any:
-            mode._expire()
-            site = mode._site(sys._getframe(1), walk=True)
-            if site is not None and mode._done():
-                raise StopScript()
-            batch = original(iterator)
-            if site is None:
-                return batch
-            return mode._batch(mode._label("data", site), batch)
-
-        __next__._numcheck_original = original  # type: ignore[attr-defined]
+        __next__ = self._next(original)
+        __next__._numcheck_original = original
         self._restore = [(base, "__next__", original)]
         setattr(base, "__next__", __next__)  # noqa: B010 (a method, patched for the run)
         self._patch_numpy()

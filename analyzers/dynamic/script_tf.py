@@ -110,21 +110,6 @@ class TFExternalValues(CallSites):
 
         return wrapper
 
-    def _next(self, original: Any) -> Any:
-        mode = self
-
-        def __next__(iterator: Any) -> Any:
-            mode._expire()
-            site = mode._site(sys._getframe(1), walk=True)
-            if site is not None and mode._done():
-                raise StopScript()
-            batch = original(iterator)
-            if site is None:
-                return batch
-            return mode._batch(mode._label("data", site), batch)
-
-        return __next__
-
     def _watch(self, original: Any, name: str) -> Any:
         mode = self
 
