@@ -284,17 +284,75 @@ main()
 """
 
 
-def test_a_keras_fit_script_is_steered_through_the_draws_that_make_its_data(
+def test_a_keras_fit_script_has_its_draws_and_fits_batches_as_external_values(
         tmp_path: Path) -> None:
     root, name = make_script(tmp_path / "fit", FIT)
     entry = build(root, name, "log")
-    # Keras's fit takes its batches through its own distributed iterator (not intercepted):
-    # the search reaches them through the numpy draws they are made from
+    # the numpy draws the data are made from, and the first batch fit's train step asked its
+    # iterator for (keyed at the `model.fit` line), before the op ran in that step
     draws = [line_of(FIT, '    x = np.random.rand(32, 4).astype("float32")'),
              line_of(FIT, '    y = np.random.uniform(0.5, 1.0, size=(32, 1)).astype("float32")')]
-    assert entry.script.labels == [f"random run.py:{n} #0" for n in draws]
+    fit = line_of(FIT, "    model.fit(data, epochs=2, shuffle=False, verbose=0)")
+    assert entry.script.labels == [f"random run.py:{n} #0" for n in draws] + \
+        [f"data run.py:{fit} #0[0]", f"data run.py:{fit} #0[1]"]
     (natural,) = entry.call([tf.constant(x.numpy()) for x in entry.start or []])
     assert bool(tf.math.is_finite(natural))  # the loss of fit's first batch, compiled step
     outcome = Searcher(entry, str(root / name), op_line(root, name), "log",
                        budget=Budget(seconds=10.0)).run(entry.start)
     assert outcome.triggered and outcome.where == "forward", outcome
+
+
+FIT_FIXED_DATA = """\
+import numpy as np
+import tensorflow as tf
+
+
+def log_target_loss(y_true, y_pred):
+    return tf.reduce_mean(tf.square(y_pred - tf.math.log(y_true)))  # the op
+
+
+def main():
+    x = np.linspace(0.0, 1.0, 64, dtype="float32").reshape(16, 4)
+    y = np.linspace(0.5, 1.0, 16, dtype="float32").reshape(16, 1)
+    tf.keras.utils.set_random_seed(0)
+    model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss=log_target_loss, steps_per_execution=STEPS)
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(4)
+    model.fit(data, epochs=1, shuffle=False, verbose=0)
+
+
+main()
+"""
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_fits_batches_are_steered_and_reproduced_without_a_single_draw(
+        tmp_path: Path, steps: int) -> None:
+    # no random draw makes the data: only fit's batches can reach the op. One step per
+    # execution asks the iterator's `get_next`; more ask `get_next_as_optional`.
+    body = FIT_FIXED_DATA.replace("STEPS", str(steps))
+    root, name = make_script(tmp_path / f"fit{steps}", body)
+    entry = build(root, name, "log")
+    fit = line_of(body, "    model.fit(data, epochs=1, shuffle=False, verbose=0)")
+    assert entry.script.labels == [f"data run.py:{fit} #0[0]", f"data run.py:{fit} #0[1]"]
+    x0, y0 = (x.numpy() for x in entry.start or [])
+    assert x0.shape == (4, 4) and y0.shape == (4, 1)
+    assert np.allclose(y0[:, 0], np.linspace(0.5, 1.0, 16)[:4])  # the first batch, as read
+
+    lines = op_line(root, name)
+    outcome = Searcher(entry, str(root / name), lines, "log",
+                       budget=Budget(seconds=10.0)).run(entry.start)
+    assert outcome.triggered and outcome.where == "forward", outcome
+    x1, y1 = (x.numpy() for x in outcome.inputs)
+    assert (y1 <= 0).any()  # the targets of the batch were steered out of log's domain
+
+    target = Target(name, min(lines), "log", "tf.math.log(...)", "forward")
+    source = render_script(entry, outcome.inputs, target, 0)
+    failed = run_python(root, source)
+    assert failed.returncode != 0, failed.stderr[-2000:]
+    assert f"log at run.py:{min(lines)} makes NaN/Inf" in failed.stderr
+    (root / name).write_text(body.replace("tf.math.log(y_true)",
+                                          "tf.math.log(tf.maximum(y_true, 1e-6))"),
+                             encoding="utf-8")
+    fixed = run_python(root, source)
+    assert fixed.returncode == 0, fixed.stderr[-2000:]

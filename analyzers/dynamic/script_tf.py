@@ -4,11 +4,12 @@ TensorFlow has no dispatch mode, so `TFExternalValues` patches for the time of o
 
 * `tf.random`'s float draws (`normal`, `uniform`, `truncated_normal`, ...), kept when the
   caller is the repository's own code (Keras's initialisers and dropout follow the seed);
-* the batches a `tf.data` iterator yields (`OwnedIterator.__next__`: a `for x, y in dataset`
-  loop), keyed at the nearest repository frame, tensor by tensor inside tuples and dicts, and
-  numpy's draws (`script.CallSites`). Keras's `fit` takes its batches through a distributed
-  iterator's `get_next_as_optional` inside its train function: not intercepted; the data
-  reach the search through the draws or code that make them;
+* the batches a `tf.data` iterator yields, keyed at the nearest repository frame, tensor by
+  tensor inside tuples and dicts (`script.CallSites`): `OwnedIterator.__next__` (a `for x, y
+  in dataset` loop), `get_next` (Keras's `fit`, `evaluate` and `predict`: their train step
+  asks the iterator itself, and runs eagerly here, so a `model.fit(...)` line is the batches'
+  call site) and `get_next_as_optional` (Keras with `steps_per_execution` > 1); numpy's
+  draws. Not intercepted: a `tf.distribute` strategy's own per-replica iterators;
 * the flagged op's functions (every spelling the catalogue knows, `watch_functions`): a call
   from the watched lines is a hit, with the op's local derivative when the reproducer checks
   the backward pass.
@@ -110,6 +111,25 @@ class TFExternalValues(CallSites):
 
         return wrapper
 
+    def _next_optional(self, original: Any) -> Any:
+        """`get_next_as_optional`: the batch inside the Optional is the external value."""
+        mode = self
+
+        def get_next_as_optional(iterator: Any) -> Any:
+            import tensorflow as tf
+
+            mode._expire()
+            site = mode._site(sys._getframe(1), walk=True)
+            if site is not None and mode._done():
+                raise StopScript()
+            optional = original(iterator)
+            if site is None or not tf.executing_eagerly() or not bool(optional.has_value()):
+                return optional
+            batch = mode._batch(mode._label("data", site), optional.get_value())
+            return tf.experimental.Optional.from_value(batch)
+
+        return get_next_as_optional
+
     def _watch(self, original: Any, name: str) -> Any:
         mode = self
 
@@ -179,8 +199,11 @@ class TFExternalValues(CallSites):
                 self._restore.append((tf.random, name, draw))
                 setattr(tf.random, name, self._draw(draw))
         base = iterator_ops.OwnedIterator
-        self._restore.append((base, "__next__", base.__next__))
-        setattr(base, "__next__", self._next(base.__next__))  # noqa: B010 (patched per run)
+        for name in ("__next__", "get_next"):
+            self._restore.append((base, name, getattr(base, name)))
+            setattr(base, name, self._next(getattr(base, name)))
+        self._restore.append((base, "get_next_as_optional", base.get_next_as_optional))
+        base.get_next_as_optional = self._next_optional(base.get_next_as_optional)
         for owner_path, attr in self.watched:
             owner = self._lookup(owner_path)
             original = getattr(owner, attr)
