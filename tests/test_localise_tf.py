@@ -64,11 +64,24 @@ def raises_after_nan(x):
 
 @tf.function
 def compiled_log(x):
-    return tf.math.log(x)
+    return tf.math.log(x)  # @compiled
 
 
 def calls_a_function(x):
     return compiled_log(x) + 1.0  # @function
+
+
+@tf.function
+def graph_only_log(x):
+    # stands in for a graph that computes otherwise than its eager run (XLA, fused kernels):
+    # the Python branch is taken when the function is traced, not when it runs eagerly
+    if tf.config.functions_run_eagerly():
+        return x
+    return tf.math.log(x)
+
+
+def calls_a_graph_only_failure(x):
+    return graph_only_log(x) + 1.0  # @graph
 
 
 class Angle(tf.keras.layers.Layer):
@@ -150,10 +163,19 @@ def test_code_that_raises_still_reports_the_nan_before_and_removes_the_callback(
     assert no_callbacks_left()
 
 
-def test_a_tf_function_is_named_as_one_op_on_its_calling_line(repo: Path) -> None:
+def test_the_op_inside_a_tf_function_is_found_on_its_own_line(repo: Path) -> None:
     found = localise(entry(repo, "calls_a_function"), [torch.zeros(4)], str(repo))
     assert found is not None
-    assert (found["op"], found["line"]) == ("compiled_log", line_of("@function"))
+    assert (found["op"], found["line"]) == ("Log", line_of("@compiled"))
+    assert not tf.config.functions_run_eagerly()  # the replay's setting does not outlive it
+
+
+def test_a_failure_only_the_compiled_graph_makes_names_the_function(repo: Path) -> None:
+    found = localise(entry(repo, "calls_a_graph_only_failure"), [torch.zeros(4)], str(repo))
+    assert found is not None
+    assert (found["op"], found["line"]) == ("graph_only_log", line_of("@graph"))
+    assert not tf.config.functions_run_eagerly()
+    assert no_callbacks_left()
 
 
 def test_backward_names_sqrt_of_a_sum_of_squares_at_zero(repo: Path) -> None:

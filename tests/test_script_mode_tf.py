@@ -22,6 +22,7 @@ import torch
 
 tf = pytest.importorskip("tensorflow")
 
+from analyzers.dynamic.localise import localise  # noqa: E402
 from analyzers.dynamic.reproducer import Target  # noqa: E402
 from analyzers.dynamic.script import (  # noqa: E402
     ScriptConfig,
@@ -170,6 +171,10 @@ def test_a_gradient_failure_gets_a_reproducer_that_checks_the_op_derivative(
     outcome = Searcher(entry, str(root / name), lines, "sqrt",
                        budget=Budget(seconds=10.0)).run(entry.start)
     assert outcome.triggered and outcome.where == "backward", outcome
+    first = localise(entry, outcome.inputs, str(root), where="backward")  # as the harness
+    assert first is not None, "a TF script's trigger is replayed for localisation"
+    assert (first["op"], first["node"], first["line"]) == ("Sqrt", "SqrtGrad", min(lines))
+    assert first["inputs"] == [entry.script.labels[-1]]  # the batch, named by its call site
     target = Target(name, min(lines), "sqrt", "tf.sqrt(...)", "backward")
     source = render_script(entry, outcome.inputs, target, 0)
     assert "check_gradient=True" in source
@@ -345,6 +350,8 @@ def test_fits_batches_are_steered_and_reproduced_without_a_single_draw(
     assert outcome.triggered and outcome.where == "forward", outcome
     x1, y1 = (x.numpy() for x in outcome.inputs)
     assert (y1 <= 0).any()  # the targets of the batch were steered out of log's domain
+    first = localise(entry, outcome.inputs, str(root))
+    assert first is not None and (first["op"], first["line"]) == ("Log", min(lines)), first
 
     target = Target(name, min(lines), "log", "tf.math.log(...)", "forward")
     source = render_script(entry, outcome.inputs, target, 0)

@@ -32,9 +32,18 @@ Not recovered: a gradient op with no forward op behind it (a `tf.custom_gradient
 function, the tape's gradient aggregation) is named by the gradient op itself, on the
 repository's line of a custom gradient where there is one, else with no line; a forward op
 matched by neither its outputs nor its inputs (a gradient that keeps no tensors) is named
-with no line. Ops inside a `tf.function` run as one graph op: it is named by the function
-("__inference_step_12" -> "step"), on the line that called it, forward and backward alike.
-Script entries are not localised.
+with no line.
+
+`tf.function`s: the replay runs them eagerly first (`tf.config.run_functions_eagerly`), so the
+ops inside a compiled step are seen one by one, on their own lines. Where that replay sees no
+failure (a graph's fused kernels or XLA compute otherwise), the compiled replay follows, in
+which a function runs as one graph op: it is named by the function ("__inference_step_12" ->
+"step"), on the line that called it, forward and backward alike.
+
+Script entries (script_tf.py) are replayed the same way: the script runs once more with the
+trigger's external values, and stops right after the flagged op (the run already executes
+its `tf.function`s eagerly); backward, the gradient runs from the line's value back to the
+substituted values.
 """
 
 from __future__ import annotations
@@ -268,11 +277,34 @@ def _backward(entry: Entry, inputs: Sequence[torch.Tensor], repo: str) -> \
             "parameters": sorted(bad_parameters)[:MAX_NAMED]}
 
 
+@contextmanager
+def functions_run(eagerly: bool) -> Iterator[None]:
+    """`tf.function`s run eagerly (or as compiled) for one replay, as they were after."""
+    import tensorflow as tf
+
+    before = tf.config.functions_run_eagerly()
+    tf.config.run_functions_eagerly(eagerly)
+    try:
+        yield
+    finally:
+        tf.config.run_functions_eagerly(before)
+
+
 def localise_tf(entry: Entry, inputs: Sequence[torch.Tensor], repo: str,
                 where: str = "forward") -> dict[str, Any] | None:
-    """`localise` for a TensorFlow entry: the same result, the same keys."""
-    if entry.source == "script":  # a script run is not replayed here
-        return None
+    """`localise` for a TensorFlow entry: the same result, the same keys. Replayed with the
+    `tf.function`s run eagerly, then (when that replay found nothing) as compiled."""
+    found = None
+    for eagerly in (True, False):
+        with functions_run(eagerly):
+            found = _replay(entry, inputs, repo, where)
+        if found is not None:
+            return found
+    return found
+
+
+def _replay(entry: Entry, inputs: Sequence[torch.Tensor], repo: str,
+            where: str) -> dict[str, Any] | None:
     try:
         tensors = _to_tf(inputs)
     except Exception:  # no TensorFlow, or an input it cannot take

@@ -686,7 +686,8 @@ def build_script_entry(repo: Path, config: ScriptConfig, path: str, lines: froze
                                "config" if configured else "observed"))
     runner.labels = [item.label for item in chosen]
     return ScriptEntry(f"script: {config.command}", specs, runner, "script",
-                       start=[item.value for item in chosen], framework=framework)
+                       start=[item.value for item in chosen], framework=framework,
+                       param_names=list(runner.labels))  # localisation names them so
 
 
 
