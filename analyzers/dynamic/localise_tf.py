@@ -295,7 +295,8 @@ def localise_tf(entry: Entry, inputs: Sequence[torch.Tensor], repo: str,
     """`localise` for a TensorFlow entry: the same result, the same keys. Replayed with the
     `tf.function`s run eagerly, then (when that replay found nothing) as compiled."""
     found = None
-    for eagerly in (True, False):
+    # a script run executes its tf.functions eagerly anyway (script_tf): one replay
+    for eagerly in (True,) if entry.source == "script" else (True, False):
         with functions_run(eagerly):
             found = _replay(entry, inputs, repo, where)
         if found is not None:
