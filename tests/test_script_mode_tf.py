@@ -62,6 +62,17 @@ def run_python(root: Path, source: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=180, env={**os.environ, "PYTHONPATH": ""})
 
 
+def fails_then_passes(script: Path, source: str, message: str, fixed_body: str) -> None:
+    """The reproducer `source` fails with `message` on the script as it is, and passes once
+    the script reads `fixed_body`."""
+    failed = run_python(script.parent, source)
+    assert failed.returncode != 0, failed.stderr[-2000:]
+    assert message in failed.stderr
+    script.write_text(fixed_body, encoding="utf-8")
+    fixed = run_python(script.parent, source)
+    assert fixed.returncode == 0, fixed.stderr[-2000:]
+
+
 STEERED = """\
 import json
 import sys
@@ -137,14 +148,9 @@ def test_values_are_keyed_by_call_site_substituted_and_runs_stop_after_the_op(
     head = source.split("def value_")[0]
     assert "import torch" not in head and "import tensorflow as tf" in head
     assert "analyzers" not in source  # it stands alone: no numcheck import
-    failed = run_python(root, source)
-    assert failed.returncode != 0, failed.stderr[-2000:]
-    assert f"log at run.py:{min(lines)} makes NaN/Inf" in failed.stderr
-    (root / name).write_text(STEERED.replace("tf.math.log(tf.reduce_sum(batch[\"x\"], -1)",
-                                             "tf.math.log(1.0 + tf.reduce_sum(batch[\"x\"], -1)"),
-                             encoding="utf-8")
-    fixed = run_python(root, source)
-    assert fixed.returncode == 0, fixed.stderr[-2000:]
+    fails_then_passes(root / name, source, f"log at run.py:{min(lines)} makes NaN/Inf",
+                      STEERED.replace("tf.math.log(tf.reduce_sum(batch[\"x\"], -1)",
+                                      "tf.math.log(1.0 + tf.reduce_sum(batch[\"x\"], -1)"))
 
 
 GRADIENT = """\
@@ -355,11 +361,5 @@ def test_fits_batches_are_steered_and_reproduced_without_a_single_draw(
 
     target = Target(name, min(lines), "log", "tf.math.log(...)", "forward")
     source = render_script(entry, outcome.inputs, target, 0)
-    failed = run_python(root, source)
-    assert failed.returncode != 0, failed.stderr[-2000:]
-    assert f"log at run.py:{min(lines)} makes NaN/Inf" in failed.stderr
-    (root / name).write_text(body.replace("tf.math.log(y_true)",
-                                          "tf.math.log(tf.maximum(y_true, 1e-6))"),
-                             encoding="utf-8")
-    fixed = run_python(root, source)
-    assert fixed.returncode == 0, fixed.stderr[-2000:]
+    fails_then_passes(root / name, source, f"log at run.py:{min(lines)} makes NaN/Inf",
+                      body.replace("tf.math.log(y_true)", "tf.math.log(tf.maximum(y_true, 1e-6))"))

@@ -205,9 +205,10 @@ class CallSites:
     def _leaf(self, label: str, value: Any) -> Any:
         raise NotImplementedError
 
-    def _next(self, original: Any) -> Any:
+    def _next(self, original: Any, within: Any = None) -> Any:
         """A batch iterator's `__next__` (DataLoader's, tf.data's) whose batches are external
-        values, keyed at the nearest repository frame that asked for them."""
+        values, keyed at the nearest repository frame that asked for them. `within(result,
+        put)` substitutes a batch the iterator hands over wrapped (tf.data's Optional)."""
         mode = self
 
         def __next__(iterator: Any) -> Any:
@@ -218,7 +219,11 @@ class CallSites:
             batch = original(iterator)
             if site is None:
                 return batch
-            return mode._batch(mode._label("data", site), batch)
+
+            def put(value: Any) -> Any:
+                return mode._batch(mode._label("data", site), value)
+
+            return put(batch) if within is None else within(batch, put)
 
         return __next__
 

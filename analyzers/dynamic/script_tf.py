@@ -111,24 +111,14 @@ class TFExternalValues(CallSites):
 
         return wrapper
 
-    def _next_optional(self, original: Any) -> Any:
+    @staticmethod
+    def _in_optional(optional: Any, put: Any) -> Any:
         """`get_next_as_optional`: the batch inside the Optional is the external value."""
-        mode = self
+        import tensorflow as tf
 
-        def get_next_as_optional(iterator: Any) -> Any:
-            import tensorflow as tf
-
-            mode._expire()
-            site = mode._site(sys._getframe(1), walk=True)
-            if site is not None and mode._done():
-                raise StopScript()
-            optional = original(iterator)
-            if site is None or not tf.executing_eagerly() or not bool(optional.has_value()):
-                return optional
-            batch = mode._batch(mode._label("data", site), optional.get_value())
-            return tf.experimental.Optional.from_value(batch)
-
-        return get_next_as_optional
+        if not tf.executing_eagerly() or not bool(optional.has_value()):
+            return optional
+        return tf.experimental.Optional.from_value(put(optional.get_value()))
 
     def _watch(self, original: Any, name: str) -> Any:
         mode = self
@@ -203,7 +193,7 @@ class TFExternalValues(CallSites):
             self._restore.append((base, name, getattr(base, name)))
             setattr(base, name, self._next(getattr(base, name)))
         self._restore.append((base, "get_next_as_optional", base.get_next_as_optional))
-        base.get_next_as_optional = self._next_optional(base.get_next_as_optional)
+        base.get_next_as_optional = self._next(base.get_next_as_optional, self._in_optional)
         for owner_path, attr in self.watched:
             owner = self._lookup(owner_path)
             original = getattr(owner, attr)
