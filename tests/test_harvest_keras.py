@@ -10,22 +10,17 @@ TensorFlow); the rest runs in process on `entry_from_call` with calls recorded b
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 tf = pytest.importorskip("tensorflow")
 
+from harness_support import Run, run_findings, run_script, write_repo  # noqa: E402
+
 from analyzers.dynamic.harvest import Construction, HarvestedMethod, Recorded, entry_from_call  # noqa: E402
 from analyzers.dynamic.harvest_keras import KerasOwner, KerasReplay, to_torch  # noqa: E402
-from analyzers.static import scan_source  # noqa: E402
-from runners.local import LocalRunner, RunResult  # noqa: E402
 
 LAYERS = '''\
 import tensorflow as tf
@@ -106,57 +101,22 @@ def test_row_norm():
 '''
 
 
-@dataclass
-class Run:
-    repo: Path
-    result: RunResult
-    fingerprints: dict[str, str]
-
-    def record(self, function: str, stage: str | None = None) -> dict[str, Any]:
-        (found,) = [r for r in self.result.records
-                    if r["fingerprint"] == self.fingerprints[function]
-                    and r.get("stage") == stage]
-        return found
-
-
-def write_repo(root: Path) -> Path:
-    repo = root / "repo"
-    for rel, text in {"mods/__init__.py": "", "mods/layers.py": LAYERS,
-                      "tests/test_layers.py": TESTS}.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text, encoding="utf-8")
-    return repo
+def write_layers_repo(root: Path) -> Path:
+    return write_repo(root / "repo", {"mods/__init__.py": "", "mods/layers.py": LAYERS,
+                                      "tests/test_layers.py": TESTS})
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    repo = write_repo(tmp_path_factory.mktemp("harvest-keras"))
-    scan = scan_source(LAYERS, "mods/layers.py")
-    assert scan.error is None, scan.error
-    findings = [f.to_json() for f in scan.findings]
-    assert sorted(f["function"] for f in findings) == [
-        "Centred.call", "Configured.call", "Pooled.call", "row_norm"]
-    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
-           "search_seconds": 3.0, "finding_timeout": 90.0}
-    result = LocalRunner().run(job, timeout=400)
-    assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
-    return Run(repo, result, {f["function"]: f["fingerprint"] for f in findings})
+    repo = write_layers_repo(tmp_path_factory.mktemp("harvest-keras"))
+    return run_findings(repo, "mods/layers.py",
+                        ["Centred.call", "Configured.call", "Pooled.call", "row_norm"],
+                        finding_timeout=90.0, timeout=400)
 
 
 def line_of(marker: str) -> int:
     (line,) = [i for i, text in enumerate(LAYERS.splitlines(), 1) if text.endswith(marker)]
     return line
-
-
-def run_script(repo: Path, source: str) -> subprocess.CompletedProcess[str]:
-    script = repo / "repro_check.py"
-    script.write_text(source, encoding="utf-8")
-    try:
-        return subprocess.run([sys.executable, str(script)], cwd=repo, capture_output=True,
-                              text=True, timeout=180,
-                              env={**os.environ, "PYTHONPATH": str(repo)})
-    finally:
-        script.unlink()
 
 
 def test_layer_finding_is_confirmed_on_the_recorded_layer(run: Run) -> None:

@@ -9,16 +9,13 @@ in process on `entry_from_call` with recorded calls made by hand.
 from __future__ import annotations
 
 import copy
-import os
 import re
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from harness_support import Run, run_findings, run_script, write_repo
 from torch import nn
 
 from analyzers.dynamic.harvest import (
@@ -30,8 +27,6 @@ from analyzers.dynamic.harvest import (
     entry_from_call,
 )
 from analyzers.dynamic.reproducer import Target, render, spell
-from analyzers.static import scan_source
-from runners.local import LocalRunner, RunResult
 
 NET = '''\
 import torch
@@ -97,52 +92,18 @@ def test_row_norm():
 '''
 
 
-@dataclass
-class Run:
-    repo: Path
-    result: RunResult
-    fingerprints: dict[str, str]
-
-    def record(self, function: str) -> dict[str, Any]:
-        (found,) = [r for r in self.result.records
-                    if r["fingerprint"] == self.fingerprints[function]
-                    and r.get("stage") != "fix"]  # the fix stage's record follows
-        return found
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    repo = tmp_path_factory.mktemp("harvest-methods") / "repo"
-    for rel, text in {"mods/__init__.py": "", "mods/net.py": NET,
-                      "tests/test_net.py": TESTS}.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text, encoding="utf-8")
-    scan = scan_source(NET, "mods/net.py")
-    assert scan.error is None, scan.error
-    findings = [f.to_json() for f in scan.findings]
-    assert sorted(f["function"] for f in findings) == [
-        "Centred.forward", "Configured.forward", "row_norm"]
-    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
-           "search_seconds": 3.0, "finding_timeout": 60.0}
-    result = LocalRunner().run(job, timeout=240)
-    assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
-    return Run(repo, result, {f["function"]: f["fingerprint"] for f in findings})
+    repo = write_repo(tmp_path_factory.mktemp("harvest-methods") / "repo", {
+        "mods/__init__.py": "", "mods/net.py": NET, "tests/test_net.py": TESTS})
+    return run_findings(repo, "mods/net.py",
+                        ["Centred.forward", "Configured.forward", "row_norm"],
+                        finding_timeout=60.0, timeout=240)
 
 
 def line_of(marker: str) -> int:
     (line,) = [i for i, text in enumerate(NET.splitlines(), 1) if text.endswith(marker)]
     return line
-
-
-def run_script(repo: Path, source: str) -> subprocess.CompletedProcess[str]:
-    script = repo / "repro_check.py"
-    script.write_text(source, encoding="utf-8")
-    try:
-        return subprocess.run([sys.executable, str(script)], cwd=repo, capture_output=True,
-                              text=True, timeout=120,
-                              env={**os.environ, "PYTHONPATH": str(repo)})
-    finally:
-        script.unlink()
 
 
 def test_method_finding_is_confirmed_on_the_recorded_module(run: Run) -> None:

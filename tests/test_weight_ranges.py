@@ -8,9 +8,7 @@ weight box; the rest runs in process.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from typing import Any
 
 import pytest
 import torch
+from harness_support import run_script
 
 from analyzers.config import ConfigError, config_from_mapping, load_config
 from analyzers.dynamic.entries import EntryConfig, EntryError, build_configured
@@ -95,17 +94,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     (fix,) = [r["fix"] for r in weighted if r.get("stage") == "fix"]
     (unweighted,) = [r for r in plain if "status" in r]
     return Runs(repo, confirmed, fix, unweighted)
-
-
-def run_script(repo: Path, source: str) -> subprocess.CompletedProcess[str]:
-    script = repo / "repro_check.py"
-    script.write_text(source, encoding="utf-8")
-    try:
-        return subprocess.run([sys.executable, str(script)], cwd=repo, capture_output=True,
-                              text=True, timeout=120,
-                              env={**os.environ, "PYTHONPATH": str(repo)})
-    finally:
-        script.unlink()
 
 
 def test_a_bug_only_a_weight_reaches_is_confirmed_inside_the_weight_box(runs: Runs) -> None:

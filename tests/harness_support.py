@@ -1,0 +1,66 @@
+"""Shared by the tests that run the real harness (`LocalRunner`) over a small repository
+written to a temporary folder (recorded module methods, Keras layers, weight ranges): writing
+the repository, scanning it and running every finding, finding a record, and running a
+reproducer in a plain `python` child with the repository on its path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analyzers.static import scan_source
+from runners.local import LocalRunner, RunResult
+
+
+def write_repo(repo: Path, files: Mapping[str, str]) -> Path:
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text, encoding="utf-8")
+    return repo
+
+
+@dataclass
+class Run:
+    repo: Path
+    result: RunResult
+    fingerprints: dict[str, str]  # function -> its finding's fingerprint
+
+    def record(self, function: str, stage: str | None = None) -> dict[str, Any]:
+        """The finding's record of the dynamic pass (`stage=None`), or of the fix stage."""
+        (found,) = [r for r in self.result.records
+                    if r["fingerprint"] == self.fingerprints[function]
+                    and r.get("stage") == stage]
+        return found
+
+
+def run_findings(repo: Path, path: str, functions: list[str], *, finding_timeout: float,
+                 timeout: float, search_seconds: float = 3.0) -> Run:
+    """Every finding of `path` through the harness, after checking the static pass flags
+    exactly `functions` (sorted) there."""
+    scan = scan_source((repo / path).read_text(encoding="utf-8"), path)
+    assert scan.error is None, scan.error
+    findings = [f.to_json() for f in scan.findings]
+    assert sorted(f["function"] for f in findings) == functions
+    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
+           "search_seconds": search_seconds, "finding_timeout": finding_timeout}
+    result = LocalRunner().run(job, timeout=timeout)
+    assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
+    return Run(repo, result, {f["function"]: f["fingerprint"] for f in findings})
+
+
+def run_script(repo: Path, source: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """`source` run as a script in `repo` (a reproducer stands alone: nothing but the
+    repository on its path)."""
+    script = repo / "repro_check.py"
+    script.write_text(source, encoding="utf-8")
+    try:
+        return subprocess.run([sys.executable, str(script)], cwd=repo, capture_output=True,
+                              text=True, timeout=timeout,
+                              env={**os.environ, "PYTHONPATH": str(repo)})
+    finally:
+        script.unlink()
