@@ -26,7 +26,6 @@ process (the first backward pass through a failing op) fall on neither side alon
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -47,7 +46,7 @@ from analyzers.dynamic.entries import (
 )
 from analyzers.dynamic.search import Budget, Searcher
 from analyzers.dynamic.specs import InputSpec
-from bench.case_layout import CASES_DIR, bug_line, case_dirs
+from bench.case_layout import CASES_DIR, bug_line, case_dirs, case_parser
 
 HANDFUL = 5  # random draws: above this, a case is one random sampling has to work for
 TARGET = 10.0  # the speed-up over random sampling the issue asks for
@@ -301,15 +300,8 @@ def report(rows: list[Row], budget: float, device: str = "cpu") -> dict[str, Any
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.dynamic",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("-k", action="append", default=[], metavar="TEXT",
-                        help="only cases whose id contains TEXT (repeatable)")
-    parser.add_argument("--budget", type=float, default=10.0,
-                        help="seconds per search and per baseline (default 10)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cases", type=Path, default=CASES_DIR)
-    parser.add_argument("--json", type=Path, help="write rows and summary to this file")
+    parser = case_parser("python -m bench.dynamic", __doc__.split("\n\n")[0], 10.0,
+                         "seconds per search and per baseline")
     parser.add_argument("--repeat", type=int, default=3,
                         help="timed runs per case of the search and of random sampling, "
                              "interleaved in alternating order; medians reported (default 3)")

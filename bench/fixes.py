@@ -22,7 +22,6 @@ Exit status 1 when a target is missed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -33,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.case_layout import CASES_DIR, bug_line, case_dirs
+from bench.case_layout import bug_line, case_dirs, case_parser
 
 MODULE = "buggy"
 PATH = "buggy.py"
@@ -286,18 +285,10 @@ def report(rows: list[Row], budget: float) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     import torch
 
-    parser = argparse.ArgumentParser(prog="python -m bench.fixes",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("-k", action="append", default=[], metavar="TEXT",
-                        help="only cases whose id contains TEXT (repeatable)")
-    parser.add_argument("--budget", type=float, default=2.0,
-                        help="seconds per search, and per re-run of the search on a patched "
-                             "copy (default 2)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cases", type=Path, default=CASES_DIR)
+    parser = case_parser("python -m bench.fixes", __doc__.split("\n\n")[0], 2.0,
+                         "seconds per search, and per re-run of the search on a patched copy")
     parser.add_argument("--no-revalidate", action="store_true",
                         help="skip the from-scratch re-validation of the chosen fixes")
-    parser.add_argument("--json", type=Path, help="write rows and summary to this file")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     dirs = case_dirs(args.cases, args.k)
