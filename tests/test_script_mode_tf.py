@@ -317,8 +317,13 @@ FIT_FIXED_DATA = """\
 import numpy as np
 import tensorflow as tf
 
+steps = []
+
 
 def log_target_loss(y_true, y_pred):
+    steps.append(len(steps))
+    if len(steps) == 1:  # a warm-up step on the raw targets: the op runs from the second on
+        return tf.reduce_mean(tf.square(y_pred - y_true))
     return tf.reduce_mean(tf.square(y_pred - tf.math.log(y_true)))  # the op
 
 
@@ -339,23 +344,26 @@ main()
 @pytest.mark.parametrize("steps", [1, 2])
 def test_fits_batches_are_steered_and_reproduced_without_a_single_draw(
         tmp_path: Path, steps: int) -> None:
-    # no random draw makes the data: only fit's batches can reach the op. One step per
-    # execution asks the iterator's `get_next`; more ask `get_next_as_optional`.
+    # no random draw makes the data: only fit's batches can reach the op, which runs from
+    # the second step on. One step per execution asks the iterator's `get_next`; two ask
+    # `get_next_as_optional`, the second batch from inside the execution's loop, 21 frames
+    # below the `model.fit` line.
     body = FIT_FIXED_DATA.replace("STEPS", str(steps))
     root, name = make_script(tmp_path / f"fit{steps}", body)
     entry = build(root, name, "log")
     fit = line_of(body, "    model.fit(data, epochs=1, shuffle=False, verbose=0)")
-    assert entry.script.labels == [f"data run.py:{fit} #0[0]", f"data run.py:{fit} #0[1]"]
-    x0, y0 = (x.numpy() for x in entry.start or [])
-    assert x0.shape == (4, 4) and y0.shape == (4, 1)
-    assert np.allclose(y0[:, 0], np.linspace(0.5, 1.0, 16)[:4])  # the first batch, as read
+    assert entry.script.labels == [f"data run.py:{fit} #{n}[{i}]" for n in (0, 1)
+                                   for i in (0, 1)]
+    x1, y1 = (x.numpy() for x in (entry.start or [])[2:])
+    assert x1.shape == (4, 4) and y1.shape == (4, 1)
+    assert np.allclose(y1[:, 0], np.linspace(0.5, 1.0, 16)[4:8])  # the second batch, as read
 
     lines = op_line(root, name)
     outcome = Searcher(entry, str(root / name), lines, "log",
                        budget=Budget(seconds=10.0)).run(entry.start)
     assert outcome.triggered and outcome.where == "forward", outcome
-    x1, y1 = (x.numpy() for x in outcome.inputs)
-    assert (y1 <= 0).any()  # the targets of the batch were steered out of log's domain
+    y1 = outcome.inputs[3].numpy()
+    assert (y1 <= 0).any()  # the second batch's targets were steered out of log's domain
     first = localise(entry, outcome.inputs, str(root))
     assert first is not None and (first["op"], first["line"]) == ("Log", min(lines)), first
 

@@ -83,7 +83,8 @@ NUMPY_DRAWS = (  # numpy.random's module-level functions that return floats
     "rayleigh", "weibull", "pareto", "power", "gumbel", "triangular", "vonmises", "wald",
 )
 DISPATCH_FILES = ("overrides.py", "_tensor.py", "_device.py")  # torch's plumbing, not a caller
-MAX_FRAMES = 16  # how far up a value's call site may be (past wrappers such as tqdm)
+MAX_FRAMES = 32  # how far up a value's call site may be: past wrappers such as tqdm, and
+# Keras's multi-step train loop, which asks for its batches 21 frames below `model.fit`
 WATCH_FRAMES = PROBE_FRAMES  # the op's line is found exactly as the search's probe finds it
 
 
