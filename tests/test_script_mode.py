@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import GitRepoFactory
+from script_support import build, line_of, make_script, op_line
 
 from analyzers.config import load_config
 from analyzers.dynamic.entries import EntryError
@@ -28,7 +29,6 @@ from analyzers.dynamic.localise import localise
 from analyzers.dynamic.reproducer import Target
 from analyzers.dynamic.script import (
     ScriptConfig,
-    ScriptEntry,
     build_script_entry,
     minimise_script,
     render_script,
@@ -112,10 +112,6 @@ TRAIN_FEATURE = TRAIN_MAIN.replace(
     "            loss = ((pred - y) ** 2).mean() - 0.01 * penalty.mean()", DIV_LINE)
 
 
-def line_of(text: str, line: str) -> int:
-    return text.splitlines().index(line) + 1
-
-
 # ---------------------------------------------------------------- end to end
 
 
@@ -196,22 +192,6 @@ def test_training_script_bugs_are_confirmed_by_steering_external_values(
 
 
 # ---------------------------------------------------------------- in this process
-
-
-def make_script(root: Path, body: str, name: str = "run.py") -> tuple[Path, str]:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / name).write_text(textwrap.dedent(body), encoding="utf-8")
-    return root, name
-
-
-def op_line(root: Path, name: str, marker: str = "# the op") -> frozenset[int]:
-    lines = (root / name).read_text(encoding="utf-8").splitlines()
-    return frozenset(i + 1 for i, line in enumerate(lines) if marker in line)
-
-
-def build(root: Path, name: str, op: str = "log", **settings: object) -> ScriptEntry:
-    config = ScriptConfig((name, *settings.pop("args", ())), **settings)  # type: ignore[arg-type]
-    return build_script_entry(root, config, name, op_line(root, name), op, 0)
 
 
 STEERED = """\

@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -22,38 +21,19 @@ import torch
 
 tf = pytest.importorskip("tensorflow")
 
+from script_support import build as build_script  # noqa: E402
+from script_support import line_of, make_script, op_line  # noqa: E402
+
 from analyzers.dynamic.localise import localise  # noqa: E402
 from analyzers.dynamic.reproducer import Target  # noqa: E402
-from analyzers.dynamic.script import (  # noqa: E402
-    ScriptConfig,
-    ScriptEntry,
-    build_script_entry,
-    minimise_script,
-    render_script,
-)
+from analyzers.dynamic.script import ScriptEntry, minimise_script, render_script  # noqa: E402
 from analyzers.dynamic.search import Budget, Searcher  # noqa: E402
 from analyzers.static import scan_source  # noqa: E402
 from runners.local import LocalRunner  # noqa: E402
 
 
-def line_of(text: str, line: str) -> int:
-    return text.splitlines().index(line) + 1
-
-
-def make_script(root: Path, body: str, name: str = "run.py") -> tuple[Path, str]:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / name).write_text(textwrap.dedent(body), encoding="utf-8")
-    return root, name
-
-
-def op_line(root: Path, name: str, marker: str = "# the op") -> frozenset[int]:
-    lines = (root / name).read_text(encoding="utf-8").splitlines()
-    return frozenset(i + 1 for i, line in enumerate(lines) if marker in line)
-
-
 def build(root: Path, name: str, op: str, **settings: object) -> ScriptEntry:
-    config = ScriptConfig((name, *settings.pop("args", ())), **settings)  # type: ignore[arg-type]
-    return build_script_entry(root, config, name, op_line(root, name), op, 0, "tensorflow")
+    return build_script(root, name, op, "tensorflow", **settings)
 
 
 def run_python(root: Path, source: str) -> subprocess.CompletedProcess[str]:

@@ -773,14 +773,20 @@ def _changed(value: torch.Tensor, natural: torch.Tensor | None) -> list[int] | N
             .reshape(-1)]
 
 
-def _runtime_source() -> list[str]:
-    draws = ", ".join(repr(name) for name in sorted(RANDOM_DRAWS))
-    lines = [f"RANDOM_DRAWS = frozenset({{{draws}}})", f"NUMPY_DRAWS = {NUMPY_DRAWS!r}",
+def runtime_lines(constants: list[str], mode: type) -> list[str]:
+    """The interception code a reproducer carries: the framework's own `constants`, the
+    ones `CallSites` reads, and the classes and functions of one run with `mode`."""
+    lines = [*constants, f"NUMPY_DRAWS = {NUMPY_DRAWS!r}",
              f"DISPATCH_FILES = {DISPATCH_FILES!r}", f"MAX_FRAMES = {MAX_FRAMES}",
              f"WATCH_FRAMES = {WATCH_FRAMES}", "", ""]
-    for obj in (StopScript, CallSites, ExternalValues, _numpy_draw, run_script):
+    for obj in (StopScript, CallSites, mode, _numpy_draw, run_script):
         lines += inspect.getsource(obj).rstrip("\n").split("\n") + ["", ""]
     return lines
+
+
+def _runtime_source() -> list[str]:
+    draws = ", ".join(repr(name) for name in sorted(RANDOM_DRAWS))
+    return runtime_lines([f"RANDOM_DRAWS = frozenset({{{draws}}})"], ExternalValues)
 
 
 def render_script(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,

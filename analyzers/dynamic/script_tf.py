@@ -27,20 +27,10 @@ the sandboxed harness; the reproducer carries a copy of the runtime (`runtime_so
 from __future__ import annotations
 
 import importlib
-import inspect
 import sys
 from typing import Any
 
-from analyzers.dynamic.script import (
-    DISPATCH_FILES,
-    MAX_FRAMES,
-    NUMPY_DRAWS,
-    WATCH_FRAMES,
-    CallSites,
-    StopScript,
-    _numpy_draw,
-    run_script,
-)
+from analyzers.dynamic.script import CallSites, StopScript, runtime_lines
 
 # tf.random's functions that return float draws (integer draws, shuffles and categorical
 # indices are not values a NaN is searched in)
@@ -241,9 +231,4 @@ def watch_functions(op: str) -> list[tuple[str, str]]:
 
 def runtime_source() -> list[str]:
     """The interception code a TensorFlow script reproducer carries (no numcheck, no torch)."""
-    lines = [f"TF_RANDOM_DRAWS = {TF_RANDOM_DRAWS!r}", f"NUMPY_DRAWS = {NUMPY_DRAWS!r}",
-             f"DISPATCH_FILES = {DISPATCH_FILES!r}", f"MAX_FRAMES = {MAX_FRAMES}",
-             f"WATCH_FRAMES = {WATCH_FRAMES}", "", ""]
-    for obj in (StopScript, CallSites, TFExternalValues, _numpy_draw, run_script):
-        lines += inspect.getsource(obj).rstrip("\n").split("\n") + ["", ""]
-    return lines
+    return runtime_lines([f"TF_RANDOM_DRAWS = {TF_RANDOM_DRAWS!r}"], TFExternalValues)

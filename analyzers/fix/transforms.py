@@ -218,10 +218,8 @@ def t_log_softmax(site: Site) -> Iterator[Edit]:
     if soft is None:
         return
     if soft.receiver is not None:  # x.softmax(dim) -> x.log_softmax(dim)
-        func = soft.node.func
-        assert isinstance(func, cst.Attribute)
-        new_call = soft.node.with_changes(func=func.with_changes(attr=cst.Name("log_softmax")))
-        new: cst.BaseExpression = new_call.with_changes(lpar=site.node.lpar, rpar=site.node.rpar)
+        new: cst.BaseExpression = _log_softmax_of(site, soft).with_changes(
+            lpar=site.node.lpar, rpar=site.node.rpar)
     else:
         canonical = "tensorflow.nn.log_softmax" if site.is_tf \
             else "torch.nn.functional.log_softmax"
