@@ -325,21 +325,27 @@ def test_tensorflow_probe_sees_atan2_operands_and_the_sqrt_inside_tf_norm(
     assert math.isclose(float(tf.reduce_sum(sqrt.hits[0].operand)), 0.0)
 
 
-def test_a_failing_batch_tries_its_closest_restart_alone_first(
-        source: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The batch's per-restart suspect losses say which draw came closest: that one goes
-    alone right after the batch (here it is the trigger), instead of halving the batch down
-    to it; the others would follow alone, closest first. Batches double from one draw to
-    `Budget.batch`."""
-    chunks: list[int] = []
+@pytest.fixture
+def chunks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many restarts each evaluation of a search carries, in order."""
+    counts: list[int] = []
     evaluate = Searcher.evaluate
 
     def recording(self: Searcher, inputs: Any, want_grad: bool = False,
                   chunks_: int = 1, **kwargs: Any) -> Any:
-        chunks.append(kwargs.get("chunks", chunks_))
+        counts.append(kwargs.get("chunks", chunks_))
         return evaluate(self, inputs, want_grad, kwargs.get("chunks", chunks_))
 
     monkeypatch.setattr(Searcher, "evaluate", recording)
+    return counts
+
+
+def test_a_failing_batch_tries_its_closest_restart_alone_first(
+        source: Path, chunks: list[int]) -> None:
+    """The batch's per-restart suspect losses say which draw came closest: that one goes
+    alone right after the batch (here it is the trigger), instead of halving the batch down
+    to it; the others would follow alone, closest first. Batches double from one draw to
+    `Budget.batch`."""
     batched, _, _ = _run(source, "rowwise", "@rowwise", batch=8, seed=22)
     assert batched.triggered and batched.stage == "restarts"
     assert chunks[0] == 1 and 8 in chunks
@@ -349,19 +355,10 @@ def test_a_failing_batch_tries_its_closest_restart_alone_first(
 
 
 def test_an_entry_that_cannot_take_a_batch_pays_two_evaluations_for_the_test(
-        source: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        source: Path, chunks: list[int]) -> None:
     """adjacency @ x with adjacency [2, 2]: two restarts concatenated do not multiply. The
     first batched run, the test of batching, holds two draws, which then go alone; from then
     on one draw per call, and the batch cost two evaluations, not `Budget.batch`."""
-    chunks: list[int] = []
-    evaluate = Searcher.evaluate
-
-    def recording(self: Searcher, inputs: Any, want_grad: bool = False,
-                  chunks_: int = 1, **kwargs: Any) -> Any:
-        chunks.append(kwargs.get("chunks", chunks_))
-        return evaluate(self, inputs, want_grad, kwargs.get("chunks", chunks_))
-
-    monkeypatch.setattr(Searcher, "evaluate", recording)
     entry = _entry(source, "pairwise", "float32[2,4] in [-1, 1]", "float32[2,2] in [0, 1]")
     searcher = _searcher(source, entry, "@pairwise", "log", seed=3)
     outcome = searcher.run()
