@@ -48,6 +48,7 @@ DTYPES = ("float16", "bfloat16", "float32", "float64")
 SCOPES = ("added", "diff_context", "file")
 DEVICES = ("auto", "cpu", "cuda")
 CHECK_FAILURE = ("never", "confirmed")
+COMMENT_ON = ("proven", "potential")
 SEVERITIES = ("error", "warning", "note")
 FAIL_ON = ("any", "none", "error")
 DEFAULT_INCLUDE: tuple[str, ...] = ("**/*.py",)
@@ -214,6 +215,7 @@ class Config:
     max_file_bytes: int = 1_000_000
     fail_on: str = "any"
     check_failure: str = "never"  # the App's check run fails on: never | confirmed findings
+    comment_on: str = "proven"  # inline comments: proven or definite findings | every finding
     dynamic: bool = True  # confirm findings by running the code (in the sandbox)
     search_seconds: float = 5.0  # search budget per finding
     dynamic_timeout: int = 300  # wall clock for the whole sandboxed run
@@ -242,6 +244,7 @@ class Config:
         _choice("scope", self.scope, _choices("scope"), where)
         _choice("fail_on", self.fail_on, _choices("fail_on"), where)
         _choice("check_failure", self.check_failure, _choices("check_failure"), where)
+        _choice("comment_on", self.comment_on, _choices("comment_on"), where)
         _int("context_lines", self.context_lines, 0, where)
         _int("max_file_bytes", self.max_file_bytes, 1, where)
         set_("severity", _severity_map(self.severity, where))
@@ -282,6 +285,7 @@ class Config:
             "max_file_bytes": self.max_file_bytes,
             "fail_on": self.fail_on,
             "check_failure": self.check_failure,
+            "comment_on": self.comment_on,
             "dynamic": self.dynamic,
             "search_seconds": self.search_seconds,
             "dynamic_timeout": self.dynamic_timeout,
@@ -400,6 +404,12 @@ CONFIG_KEYS: tuple[KeySpec, ...] = (
     KeySpec("check_failure", "string", "When the App's check run concludes `failure`: "
             "never (findings give `neutral`), or when a finding is confirmed.",
             'check_failure = "confirmed"', choices=CHECK_FAILURE),
+    KeySpec("comment_on", "string", "Which findings become inline review comments on a "
+            "pull request: `proven` (confirmed by running the code, or definite: a fact of the "
+            "code whatever the inputs, such as an absorbed epsilon or log(softmax(x))), or "
+            "every finding (`potential`). The others are notice annotations on the check run "
+            "and a collapsed list in its summary; the review says how many were held back.",
+            'comment_on = "potential"', choices=COMMENT_ON),
     KeySpec("dynamic", "boolean", "Confirm findings by running the code in the sandbox "
             "(needs PyTorch or TensorFlow). `--static-only` switches it off for one run.",
             "dynamic = false"),

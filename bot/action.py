@@ -56,6 +56,7 @@ from analyzers.report.summary import (
     validated_fix,
     validation_summary,
 )
+from analyzers.trust import comment_inline, comment_on
 from bot.console import dynamic_frameworks, missing_framework_hint
 from bot.progress import Progress
 from runners.base import Runner
@@ -132,7 +133,9 @@ def _finding_message(finding: Finding) -> str:
     return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT - 1] + "…"
 
 
-def finding_annotation(finding: Finding) -> str:
+def finding_annotation(finding: Finding, held_back: bool = False) -> str:
+    """A workflow annotation; one the publishing policy holds back from inline comments
+    (analyzers/trust.py) is a notice, so an unproven suspicion does not read as a warning."""
     end_line = max(finding.end_line, finding.line)
     properties: dict[str, object] = {"file": finding.path, "line": finding.line,
                                      "endLine": end_line}
@@ -140,8 +143,8 @@ def finding_annotation(finding: Finding) -> str:
         properties["col"] = finding.column + 1
         properties["endColumn"] = max(finding.end_column, finding.column) + 1
     properties["title"] = f"numcheck: {finding.op} ({finding.status})"
-    return workflow_command(LEVEL_COMMAND.get(finding.severity, "warning"),
-                            _finding_message(finding), properties)
+    level = "notice" if held_back else LEVEL_COMMAND.get(finding.severity, "warning")
+    return workflow_command(level, _finding_message(finding), properties)
 
 
 def error_annotation(error: StageError) -> str:
@@ -153,7 +156,9 @@ def error_annotation(error: StageError) -> str:
 
 
 def workflow_annotations(result: AnalysisResult) -> list[str]:
-    return [*(finding_annotation(f) for f in sorted_findings(result.findings)),
+    policy = comment_on(result.config)
+    return [*(finding_annotation(f, not comment_inline(f, policy))
+              for f in sorted_findings(result.findings)),
             *(error_annotation(e) for e in result.errors)]
 
 

@@ -28,6 +28,7 @@ from analyzers.report import comment_range, inline_comment, review_body
 from analyzers.report.markdown import REVIEW_MARKER
 from analyzers.report.mdescape import truncate
 from analyzers.report.summary import sorted_findings
+from analyzers.trust import comment_inline, comment_on, held_back_sentence
 from bot.github import GitHubClient
 from bot.report import finding_anchor
 
@@ -123,6 +124,9 @@ def _summary(result: AnalysisResult, head: str, details_url: str | None = None) 
     if ops:
         parts.append("By op: " + ", ".join(f"`{op}` × {n}" for op, n in sorted(ops.items()))
                      + ".")
+    held = held_back_sentence(result.findings, comment_on(result.config))
+    if held:
+        parts.append(held + " They are the notice annotations; the list is below.")
     if result.errors:
         parts.append(f"{len(result.errors)} stage error(s); see the details below.")
     if details_url:
@@ -143,11 +147,14 @@ def _commented_lines(finding: Finding, commentable: set[int]) -> tuple[int, int]
     return own
 
 
-def annotation(finding: Finding) -> dict[str, Any]:
+def annotation(finding: Finding, held_back: bool = False) -> dict[str, Any]:
+    """A check-run annotation; a finding the publishing policy holds back from inline comments
+    is a notice, whatever its severity, so that it does not read as a proven problem."""
+    level = "notice" if held_back else _LEVEL.get(finding.severity, "warning")
     item: dict[str, Any] = {
         "path": finding.path, "start_line": finding.line,
         "end_line": max(finding.end_line, finding.line),
-        "annotation_level": _LEVEL.get(finding.severity, "warning"),
+        "annotation_level": level,
         "title": truncate(f"numcheck: {finding.op} ({finding.status})", 255),
         "message": truncate(finding.why or finding.call, 60000),
         "raw_details": truncate(finding.call, 60000),
@@ -210,12 +217,16 @@ def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisRes
     head = result.head or ""
     out = Published(check_run_id=check_run_id)
     findings = sorted_findings(result.findings)
+    policy = comment_on(result.config)
 
-    # 1. Review comments: read back what is there, edit what changed, post what is new.
+    # 1. Review comments: read back what is there, edit what changed, post what is new. Only
+    # what the policy lets be inline (proven or definite, by default) is placed; a finding
+    # commented earlier under another policy or status is still edited, not left stale.
     existing, replied, resolved = _existing_comments(client, repo, number, bot_login)
     placed: list[Finding] = []
     for f in findings:
-        if f.fingerprint in existing or {f.line, f.end_line} <= lines.get(f.path, set()):
+        if f.fingerprint in existing or (comment_inline(f, policy) and {
+                f.line, f.end_line} <= lines.get(f.path, set())):
             placed.append(f)
     new_comments: list[dict[str, Any]] = []
     inline: set[str] = set()
@@ -239,7 +250,8 @@ def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisRes
             comment.update(start_line=start, start_side="RIGHT")
         new_comments.append(comment)
         inline.add(f.fingerprint)
-    out.body_only = [f.fingerprint for f in findings if f.fingerprint not in inline]
+    out.body_only = [f.fingerprint for f in findings
+                     if f.fingerprint not in inline and comment_inline(f, policy)]
 
     reviews = client.reviews(repo, number)
     ours = [r for r in reviews if REVIEW_MARKER in str(r.get("body") or "")]
@@ -277,7 +289,8 @@ def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisRes
     del replied  # kept for callers that want to know; replies never block anything here
 
     # 3. The check run: annotations in batches of 50, then completed.
-    batches = [[annotation(f) for f in findings[i:i + ANNOTATION_BATCH]]
+    batches = [[annotation(f, not comment_inline(f, policy))
+                 for f in findings[i:i + ANNOTATION_BATCH]]
                for i in range(0, len(findings), ANNOTATION_BATCH)]
     title, summary = _title(result), _summary(result, head, details_url)
     text = review_body(result)

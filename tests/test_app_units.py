@@ -18,7 +18,7 @@ from github import GithubException
 from github_fake import FakeGitHub, FakePull
 from sqlalchemy import inspect
 
-from analyzers.model import AnalysisResult, Finding, StageError
+from analyzers.model import AnalysisResult, Finding, StageError, Status
 from bot import db
 from bot.github import GitHubClient, TokenCache, app_jwt, is_transient
 from bot.publish import commentable_lines, publish
@@ -204,10 +204,50 @@ def test_transient_errors_are_retried_and_others_are_not(key: tuple[Path, str],
     assert time.monotonic() - started >= 0.5
 
 
-def _finding(line: int, call: str, op: str = "log", end_line: int | None = None) -> Finding:
+def _finding(line: int, call: str, op: str = "log", end_line: int | None = None,
+             status: Status = "confirmed") -> Finding:
+    """A finding the publishing policy comments on (confirmed) unless told otherwise."""
     return Finding(path="model/loss.py", line=line, column=8, end_line=end_line or line,
                    end_column=20, function="loss", op=op, framework="torch", call=call,
-                   operand="p", why=f"`{call}` can be NaN", rule=f"{op}-domain")
+                   operand="p", why=f"`{call}` can be NaN", rule=f"{op}-domain", status=status)
+
+
+def test_publish_comments_on_proven_findings_and_holds_back_the_rest(
+        key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory) -> None:
+    repo = _repo_with_pull(git_repo, fake)
+    settings = from_env(_env(key, fake.api_url))
+    client = GitHubClient(settings, TokenCache(settings), 7)
+    head = repo.sha("feature")
+    proven = _finding(5, "torch.log(p)")
+    suspicion = _finding(6, "p / q.norm()", "div", status="potential")
+    definite = _finding(7, "torch.log(torch.softmax(z, -1))", status="not-triggered")
+    definite.rule, definite.fingerprint = "log-softmax", ""
+    definite.__post_init__()
+    result = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
+                            findings=[proven, suspicion, definite], files_analyzed=1)
+    run = client.create_check_run("octo/numlib", {"name": "numcheck", "head_sha": head})
+    out = publish(client, repo="octo/numlib", number=3, result=result, check_run_id=run["id"],
+                  lines={"model/loss.py": {5, 6, 7}}, state={}, save=lambda s: None,
+                  bot_login="numcheck[bot]")
+    assert sorted(c["line"] for c in fake.state.review_comments) == [5, 7]
+    assert out.body_only == []  # held back is not "over the cap"
+    review = fake.state.reviews[0]["body"]
+    assert "1 finding held back from inline comments" in review and "1 potential" in review
+    levels = {a["start_line"]: a["annotation_level"] for a in fake.state.annotations[run["id"]]}
+    assert levels == {5: "warning", 6: "notice", 7: "warning"}
+    summary = fake.state.check_runs[0]["output"]["summary"]
+    assert "1 finding held back from inline comments" in summary
+    assert "held back (not proven)" in fake.state.check_runs[0]["output"]["text"]
+
+    # the repository asks for every finding inline: the suspicion gets its comment too
+    fake.state.reviews.clear()
+    every = AnalysisResult(repo="octo/numlib", base=None, head=head,
+                           config={"comment_on": "potential"},
+                           findings=[proven, suspicion, definite], files_analyzed=1)
+    publish(client, repo="octo/numlib", number=3, result=every, check_run_id=run["id"],
+            lines={"model/loss.py": {5, 6, 7}}, state={}, save=lambda s: None,
+            bot_login="numcheck[bot]")
+    assert sorted(c["line"] for c in fake.state.review_comments) == [5, 6, 7]
 
 
 def test_publish_twice_posts_each_comment_once(key: tuple[Path, str], fake: FakeGitHub,
@@ -422,7 +462,7 @@ def test_the_routers_handle_the_events_the_manifest_subscribes_to() -> None:
 def test_the_check_run_fails_only_on_confirmed_findings_and_only_when_asked() -> None:
     from bot.publish import conclusion
 
-    potential = _finding(3, "torch.log(p)")
+    potential = _finding(3, "torch.log(p)", status="potential")
     confirmed = dataclasses.replace(_finding(5, "torch.log(q)"), status="confirmed")
 
     def result(findings: list[Finding], **config: str) -> AnalysisResult:

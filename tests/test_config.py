@@ -250,6 +250,7 @@ def test_to_json_is_plain() -> None:
     assert data["include"] == ["**/*.py"] and data["source"] == "x"
     assert set(data) == {"enable", "disable", "include", "exclude", "dtype", "scope",
                          "context_lines", "severity", "max_file_bytes", "fail_on", "check_failure",
+                         "comment_on",
                          "dynamic",
                          "search_seconds", "dynamic_timeout", "seed", "harvest",
                          "harvest_seconds", "device", "fix", "runner_image", "entries", "script",

@@ -85,9 +85,12 @@ def _error_finding() -> Finding:
 
 
 def _result(findings: list[Finding] | None = None, errors: list[StageError] | None = None,
-            ) -> AnalysisResult:
+            comment_on: str = "potential") -> AnalysisResult:
+    """A result with one finding of each status. The rendering tests comment on every finding
+    (`comment_on = "potential"`); the publishing policy's own tests pass "proven"."""
     return AnalysisResult(
-        repo="acme/model", base="a" * 40, head="b" * 40, config={"static_only": False},
+        repo="acme/model", base="a" * 40, head="b" * 40,
+        config={"static_only": False, "comment_on": comment_on},
         findings=findings if findings is not None else [
             _log_finding(), _div_finding(), _exp_finding(), _error_finding()],
         errors=errors if errors is not None else [
@@ -380,6 +383,50 @@ def test_text_neutralises_control_characters() -> None:
     out = render_text(_result(findings=[sneaky], errors=[]))
     assert "\x1b" not in out and "\x07" not in out
     assert "looks fine\\x1b[2J" in out and "suggestion: a\\x07b" in out
+
+
+def test_review_body_holds_back_what_is_not_proven() -> None:
+    body = review_body(_result(comment_on="proven"))
+    assert ('3 findings held back from inline comments (comment\\_on = "proven"): 1 potential '
+            "(not proven: the code was not run, or no entry reached the op), 1 not-triggered "
+            "(not proven: the search found no input that makes NaN/Inf), 1 error (not proven: "
+            "running the code failed).") in body
+    assert "<summary>3 findings held back (not proven)</summary>" in body
+    held = body[body.index("held back (not proven)</summary>"):]
+    assert "`model/norm.py:3`" in held and "`train.py:7`" in held and "`model/loss.py:30`" in held
+    assert "`model/loss.py:12`" not in held  # the confirmed one is not held back
+    # every finding the policy lets be inline was placed: no "not commented inline" table
+    confirmed = {f.fingerprint for f in _result().findings if f.status == "confirmed"}
+    assert "not commented inline" not in review_body(_result(comment_on="proven"),
+                                                     inline=confirmed)
+
+
+def test_a_definite_rule_is_commented_without_proof() -> None:
+    softmax = _div_finding()
+    softmax.op, softmax.rule, softmax.fingerprint = "log", "log-softmax", ""
+    softmax.__post_init__()
+    text = render_markdown(_result(findings=[softmax, _exp_finding()], errors=[],
+                                   comment_on="proven"))
+    assert "### model/norm.py:3" in text  # potential, but definite: inline
+    assert "### model/loss.py:30" not in text  # not-triggered and not definite: held back
+    assert "1 finding held back" in text
+
+
+def test_results_without_the_key_hold_back_unproven_findings() -> None:
+    result = _result(findings=[_div_finding()], errors=[])
+    result.config = {}
+    assert "### model/norm.py:3" not in render_markdown(result)
+    assert "1 finding held back" in render_markdown(result)
+
+
+def test_text_summary_says_what_a_pull_request_would_show() -> None:
+    lines = render_text(_result(comment_on="proven")).splitlines()
+    at = lines.index("4 findings (1 confirmed, 1 potential, 1 not-triggered, 1 error) in 4 files;"
+                     " 1 error")
+    assert lines[at + 1].startswith("on a pull request: 1 inline comment; 3 findings held back")
+    assert lines[at + 2:at + 5] == ["    held back: model/loss.py:30 exp [not-triggered]",
+                                    "    held back: model/norm.py:3 div [potential]",
+                                    "    held back: train.py:7 sqrt [error]"]
 
 
 def test_text_summary_wording() -> None:

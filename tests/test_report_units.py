@@ -375,8 +375,9 @@ def test_publish_links_the_check_run_and_every_comment_to_the_report(
                                     NUMCHECK_REPORT_SECRET="s3cret"))
         client = GitHubClient(settings, TokenCache(settings), 7)
         head = repo.sha("feature")
-        findings = [_finding(5), Finding(**{**_finding(6).__dict__, "call": "torch.log(q)",
-                                            "fingerprint": ""})]
+        findings = [_finding(5, status="confirmed"),
+                    Finding(**{**_finding(6, status="confirmed").__dict__,
+                               "call": "torch.log(q)", "fingerprint": ""})]
         result = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
                                 findings=findings)
         run = client.create_check_run("octo/numlib", {"name": "numcheck", "head_sha": head})

@@ -39,6 +39,7 @@ from analyzers.report.summary import (
     validated_fix,
     validation_summary,
 )
+from analyzers.trust import comment_inline, comment_on, held_back_sentence
 
 GITHUB_BODY_LIMIT = 65535
 # Room kept free below GitHub's limit: the bot may append a line or two (links, footers).
@@ -268,22 +269,37 @@ def _errors_section(errors: list[StageError], budget: int) -> str:
 def review_body(result: AnalysisResult, inline: Collection[str] = frozenset()) -> str:
     """The review's summary; findings whose fingerprint is in `inline` are left to their comment.
 
-    The bot passes the fingerprints it could place on changed lines; the rest are listed here
-    so that nothing the analysis found is lost to the comment cap.
+    The bot passes the fingerprints it could place on changed lines; the other findings that
+    the publishing policy (`comment_on`, analyzers/trust.py) lets be inline are listed here, so
+    that nothing is lost to the comment cap. Findings the policy holds back are counted, with
+    why, and listed in a collapsed section.
     """
     findings = sorted_findings(result.findings)
+    policy = comment_on(result.config)
     parts = ["## numcheck"]
     if findings:
         parts.append(_counts_line(result))
     else:
         files = plural(file_count(result), "file")
         parts.append(f"No NaN/Inf risks found in the changed code ({files} analysed).")
-    remaining = [f for f in findings if f.fingerprint not in inline]
+    shown = [f for f in findings if comment_inline(f, policy)]
+    kept = [f for f in findings if not comment_inline(f, policy)]
+    remaining = [f for f in shown if f.fingerprint not in inline]
+    sentence = held_back_sentence(findings, policy)
+    if sentence:
+        parts.append(escape_text(sentence) + " They are notice annotations on the check run; "
+                     "`comment_on = \"potential\"` comments on every finding.")
     errors_reserve = 8000 if result.errors else 0
+    held_reserve = min(12000, 400 * len(kept)) if kept else 0
     if remaining:
-        used = sum(len(p) + 2 for p in parts) + len(REVIEW_MARKER) + errors_reserve
+        used = sum(len(p) + 2 for p in parts) + len(REVIEW_MARKER) + errors_reserve \
+            + held_reserve
         title = "Findings" if not inline else "Findings not commented inline"
         parts.append(f"### {title}\n\n{_findings_table(remaining, BODY_BUDGET - used - 40)}")
+    if kept:
+        used = sum(len(p) + 2 for p in parts) + len(REVIEW_MARKER) + errors_reserve
+        table = _findings_table(kept, BODY_BUDGET - used - 200)
+        parts.append(_details(f"{plural(len(kept), 'finding')} held back (not proven)", table))
     if result.errors:
         parts.append(_errors_section(result.errors, errors_reserve))
     parts.append(REVIEW_MARKER)
@@ -291,9 +307,13 @@ def review_body(result: AnalysisResult, inline: Collection[str] = frozenset()) -
 
 
 def render_markdown(result: AnalysisResult) -> str:
-    """The CLI's markdown: the review body, then every comment under its location."""
+    """The CLI's markdown: the review body, then every comment the App would post inline
+    (under the `comment_on` policy), each under its location."""
     parts = [review_body(result)]
+    policy = comment_on(result.config)
     for finding in sorted_findings(result.findings):
+        if not comment_inline(finding, policy):
+            continue
         start, end = comment_range(finding)
         where = f"{start}" if start == end else f"{start}-{end}"
         heading = f"### {escape_text(one_line(finding.path))}:{where}"

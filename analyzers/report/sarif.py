@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 from urllib.parse import quote
@@ -17,6 +16,7 @@ from urllib.parse import quote
 from analyzers.model import AnalysisResult, Finding, StageError
 from analyzers.report.jsonout import json_safe
 from analyzers.report.summary import SEVERITY_RANK, format_interval, sorted_findings
+from analyzers.static.rules import RuleText, rule_texts
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = (
@@ -26,15 +26,6 @@ TOOL_NAME = "numcheck"
 INFORMATION_URI = "https://github.com/apps/numcheck"
 FINGERPRINT_KEY = "numcheck/v1"
 SRCROOT = "%SRCROOT%"
-
-
-@dataclass(frozen=True)
-class RuleText:
-    """Human text for one rule; the op catalogue may supply it, else it is derived."""
-
-    short: str
-    full: str
-    help: str
 
 
 def _installed_version() -> str | None:
@@ -253,8 +244,6 @@ def to_sarif(
 ) -> dict[str, Any]:
     """The SARIF log as a dict (one run)."""
     if rule_text is None:
-        from analyzers.static.rules import rule_texts  # the registry imports RuleText from here
-
         rule_text = rule_texts()
     findings = sorted_findings(result.findings)
     rules, index = _rules(findings, rule_text)

@@ -23,6 +23,7 @@ from analyzers.report.summary import (
     validated_fix,
     validation_summary,
 )
+from analyzers.trust import comment_on, held_back, held_back_sentence
 
 _RESET = "\033[0m"
 _BOLD = "\033[1m"
@@ -117,7 +118,10 @@ def _fix_lines(finding: Finding) -> list[str]:
         f"{label}: {_one_line(why)[:300]}" for label, why in tried))
 
 
-def _summary_line(result: AnalysisResult) -> str:
+def _summary_lines(result: AnalysisResult) -> list[str]:
+    """The counts, then what a pull request would show inline and what it would hold back
+    (the `comment_on` policy, analyzers/trust.py), so a run on a laptop tells the same story
+    as the review."""
     findings = result.findings
     files = plural(file_count(result), "file")
     if findings:
@@ -127,7 +131,15 @@ def _summary_line(result: AnalysisResult) -> str:
         line = f"no findings in {files}"
     if result.errors:
         line += f"; {plural(len(result.errors), 'error')}"
-    return line
+    lines = [line]
+    policy = comment_on(result.config)
+    sentence = held_back_sentence(findings, policy)
+    if sentence:
+        inline = len(findings) - len(held_back(findings, policy))
+        lines.append(f"on a pull request: {plural(inline, 'inline comment')}; {sentence}")
+        lines.extend(f"{_INDENT}held back: {_clean(f.path)}:{f.line} {_clean(f.op)} "
+                     f"[{f.status}]" for f in sorted_findings(held_back(findings, policy)))
+    return lines
 
 
 def _error_line(error: StageError, paint: _Paint) -> str:
@@ -142,7 +154,9 @@ def render_text(result: AnalysisResult, color: bool = False) -> str:
     lines: list[str] = []
     for finding in sorted_findings(result.findings):
         lines.extend(_finding_lines(finding, paint))
-    lines.append(paint(_BOLD, _summary_line(result)))
+    summary = _summary_lines(result)
+    lines.append(paint(_BOLD, summary[0]))
+    lines.extend(summary[1:])
     errors = sorted(result.errors, key=lambda e: (e.stage, e.path or "", e.message))
     lines.extend(_error_line(e, paint) for e in errors)
     return "\n".join(lines) + "\n"

@@ -18,7 +18,9 @@ from analyzers.static.conditions import facts_from
 from analyzers.static.expressions import product
 from analyzers.static.records import AnalyzerState, Probe
 from analyzers.static.values import (
+    COUNT,
     INF,
+    SIZE,
     UNIT,
     UNKNOWN,
     Interval,
@@ -26,6 +28,7 @@ from analyzers.static.values import (
     absolute,
     cast_target,
     constant,
+    integral,
     join,
     tensor_kind,
 )
@@ -95,7 +98,11 @@ class CallsMixin(AnalyzerState):
                     except ValueError:
                         return Value("scalar")
             return args[0][1].with_(kind="scalar") if args else Value("scalar")
-        if name in ("len", "int", "round", "bool", "str"):
+        if name == "len":
+            return Value("scalar", SIZE)
+        if name in ("int", "round") and args:
+            return Value("scalar", integral(args[0][1].interval))
+        if name in ("int", "round", "bool", "str"):
             return Value("scalar")
         if name == "abs" and args:
             return args[0][1].with_(interval=absolute(args[0][1].interval), producer="abs",
@@ -144,7 +151,20 @@ class CallsMixin(AnalyzerState):
             if spec.op == "binary_cross_entropy" and not self._from_logits(node):
                 return Value("callable", callable_op=spec.op)
             return Value("callable")
-        return self._apply_spec(node, spec, qual, framework, args, values, receiver=None)
+        value = self._apply_spec(node, spec, qual, framework, args, values, receiver=None)
+        if spec.op == "arange":
+            return value.with_(interval=self._arange_range(args))
+        return value
+
+    @staticmethod
+    def _arange_range(args: list[tuple[str | None, Value]]) -> Interval:
+        """arange(end) counts from 0 and arange(start, end[, step > 0]) from start; the end
+        is not tracked (upper bound inf)."""
+        positional = [v.interval for k, v in args if k is None]
+        step = positional[2] if len(positional) > 2 else constant(1.0)
+        if not positional or step.lo <= 0:
+            return Interval()
+        return Interval(positional[0].lo if len(positional) > 1 else 0.0, INF)
 
     def _from_logits(self: Analyzer, node: cst.Call) -> bool:
         for arg in node.args:
@@ -257,7 +277,7 @@ class CallsMixin(AnalyzerState):
                 return receiver.with_(kind="tensor", name=receiver.name)
             return receiver if receiver.kind == "tensor" else Value("unknown")
         if method in SCALAR_METHODS:
-            return receiver.with_(kind="scalar") if method == "item" else Value("scalar")
+            return self._scalar_method(method, receiver, positional)
         if method in SUM_REDUCTIONS:
             return self._sum(receiver)
         if method in SAME_RANGE_REDUCTIONS:
@@ -272,6 +292,19 @@ class CallsMixin(AnalyzerState):
         if receiver.kind == "tensor":
             return Value("tensor")
         return Value("unknown")
+
+    @staticmethod
+    def _scalar_method(method: str, receiver: Value, positional: list[cst.Arg]) -> Value:
+        """`x.item()` keeps the value's range; sizes and counts are sizes (values.SIZE)."""
+        if method == "item":
+            return receiver.with_(kind="scalar")
+        if method in ("size", "get_shape") and not positional:
+            return Value("scalar", SIZE, producer="shape")  # torch.Size: indexed later
+        if method in ("size", "numel", "nelement"):
+            return Value("scalar", SIZE)
+        if method in ("dim", "ndimension"):
+            return Value("scalar", COUNT)
+        return Value("scalar")
 
     def _cast_dtype(self: Analyzer, method: str, node: cst.Call, receiver: Value) -> str | None:
         """The dtype after `x.float()`, `x.half()`, `x.to(torch.float32)`, `x.type(...)`;

@@ -10,26 +10,13 @@ import re
 
 from analyzers.catalogue import OpSpec
 from analyzers.dtypes import limits
+from analyzers.static.rules import RULES
 from analyzers.static.values import Interval, Value
 
 DEFAULT_EPS = {"float16": "1e-4", "bfloat16": "1e-6", "float32": "1e-6", "float64": "1e-12"}
 
-RULE_SEVERITY = {
-    "unguarded-domain": "warning",
-    "eps-absorbed": "warning",
-    "eps-underflow-fp16": "warning",
-    "discarded-guard": "warning",
-    "where-grad-leak": "warning",
-    "log-softmax": "warning",
-    "log-sigmoid": "warning",
-    "bce-sigmoid": "warning",
-    "log-sum-exp": "warning",
-    "masked-softmax-inf": "warning",
-    "manual-normalize": "warning",
-    "fp16-scores-overflow": "warning",
-    "log1p": "note",
-    "expm1": "note",
-}
+# a rule's severity lives with the rule (rules.py); this is the lookup the scanner reads
+RULE_SEVERITY = {rule.id: rule.severity for rule in RULES}
 
 
 def producer_phrase(producer: str, dtype: str) -> str:

@@ -19,7 +19,9 @@ from analyzers.dtypes import limits, round_to
 from analyzers.static.conditions import facts_from
 from analyzers.static.records import AnalyzerState
 from analyzers.static.values import (
+    COUNT,
     INF,
+    SIZE,
     UNIT,
     Interval,
     Value,
@@ -83,6 +85,8 @@ class ExpressionsMixin(AnalyzerState):
                 self._children(element)
             if base.kind == "tensor":
                 return base.with_(name=None) if base.name else base
+            if base.producer == "shape":  # x.shape[-1], x.size()[0]: one dimension
+                return Value("scalar", SIZE)
             return Value(base.kind if base.kind != "module" else "unknown")
         if isinstance(node, cst.Comparison):
             values = [self.ev(node.left)] + [self.ev(t.comparator) for t in node.comparisons]
@@ -164,7 +168,11 @@ class ExpressionsMixin(AnalyzerState):
             return Value("module")
         if base.kind == "finfo":
             return self._finfo_attr(base, attr)
-        if attr in ("shape", "ndim", "dtype", "device", "is_cuda", "requires_grad"):
+        if attr == "shape":
+            return Value("scalar", SIZE, producer="shape")
+        if attr == "ndim":
+            return Value("scalar", COUNT)
+        if attr in ("dtype", "device", "is_cuda", "requires_grad"):
             return Value("scalar")
         if attr in ("T", "mT", "H", "data", "real", "values"):
             return base.with_(name=None) if base.kind == "tensor" else base

@@ -1,16 +1,33 @@
 """The rules the static pass reports, each with the examples that define it (Fixit's manner).
 
 The analysis itself lives in `analyzer.py` (one abstract interpretation serves every rule);
-this registry is what a reader, the SARIF writer and the tests see: an id, a message, and
-VALID/INVALID snippets. `tests/test_rules.py` runs every example, so a rule's documentation
-cannot drift from what it does.
+this registry is what a reader, the SARIF writer, the publishing policy and the tests see: an
+id, a message, a severity, whether the rule is *definite*, and VALID/INVALID snippets.
+`tests/test_rules.py` runs every example, so a rule's documentation cannot drift from what it
+does.
+
+A definite rule states a fact about the code that needs no input to be true: an epsilon that
+rounds away, a guard whose result is thrown away, log(softmax(x)) where log_softmax exists. Such
+a finding is worth an inline comment without a proof. Every other rule (an operand not proven
+inside the domain) is only a suspicion until the dynamic pass confirms it
+(`analyzers/trust.py` decides what is published inline).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-from analyzers.report.sarif import RuleText
+Severity = Literal["error", "warning", "note"]
+
+
+@dataclass(frozen=True)
+class RuleText:
+    """Human text for one rule (SARIF's short and full descriptions and its help)."""
+
+    short: str
+    full: str
+    help: str
 
 
 @dataclass(frozen=True)
@@ -21,6 +38,9 @@ class Rule:
     fix: str
     valid: tuple[str, ...]
     invalid: tuple[str, ...]
+    severity: Severity = "warning"
+    # true when the finding is a fact of the code whatever the inputs (see the module doc)
+    definite: bool = False
 
     def text(self) -> RuleText:
         return RuleText(short=self.summary, full=self.message, help=self.fix)
@@ -40,6 +60,17 @@ RULES: tuple[Rule, ...] = (
             "import numpy as np\ndef f(x):\n    return np.log(np.abs(x) + 1e-9)\n",
             "import torch\ndef f(x):\n    return x / 255.0\n",
             "def f(a, b):\n    return a / b\n",
+            # bounded by construction: a negated square over a square, sizes, loop indices
+            "import torch\ndef f(x: torch.Tensor, s):\n"
+            "    return torch.exp(-x ** 2 / (2 * s ** 2 + 1e-6))\n",
+            "import math, torch\ndef f(q: torch.Tensor, k: torch.Tensor):\n"
+            "    return (q @ k.T) / math.sqrt(q.shape[-1])\n",
+            "import torch\ndef f(x: torch.Tensor):\n"
+            "    return torch.log2(torch.tensor(x.size(-1))) + x.sum() / x.numel()\n",
+            "import torch\ndef f(x: torch.Tensor):\n    for i in range(4):\n"
+            "        x = x / torch.tensor(i + 1.0)\n    return x\n",
+            "import torch\ndef f(x: torch.Tensor):\n"
+            "    return torch.log(torch.arange(1, x.shape[0] + 1))\n",
         ),
         invalid=(
             "import torch\ndef f(x):\n    return torch.log(x)\n",
@@ -60,6 +91,7 @@ RULES: tuple[Rule, ...] = (
                "    return torch.log(1 - p + 1e-6)\n",),
         invalid=("import torch\ndef f(z):\n    p = torch.sigmoid(z)\n"
                  "    return torch.log(1e-10 + 1 - p)\n",),
+        definite=True,
     ),
     Rule(
         "eps-underflow-fp16",
@@ -71,6 +103,7 @@ RULES: tuple[Rule, ...] = (
                "        return x / (y.abs() + 1e-4)\n",),
         invalid=("import torch\ndef f(x, y):\n    with torch.autocast('cuda'):\n"
                  "        return x / (y.abs() + 1e-8)\n",),
+        definite=True,
     ),
     Rule(
         "discarded-guard",
@@ -81,6 +114,7 @@ RULES: tuple[Rule, ...] = (
                "    return torch.log(x)\n",),
         invalid=("import tensorflow as tf\ndef f(x):\n    tf.clip_by_value(x, 1e-6, 1.0)\n"
                  "    return x\n",),
+        definite=True,
     ),
     Rule(
         "where-grad-leak",
@@ -92,6 +126,7 @@ RULES: tuple[Rule, ...] = (
                "    return torch.where(x > 0, torch.log(safe), torch.zeros_like(x))\n",),
         invalid=("import torch\ndef f(x):\n"
                  "    return torch.where(x > 0, torch.sqrt(x), torch.zeros_like(x))\n",),
+        definite=True,
     ),
     Rule(
         "log-softmax", "log of softmax",
@@ -100,6 +135,7 @@ RULES: tuple[Rule, ...] = (
         valid=("import torch\ndef f(x):\n    return torch.log_softmax(x, dim=-1)\n",),
         invalid=("import torch\nimport torch.nn.functional as F\ndef f(x):\n"
                  "    return torch.log(F.softmax(x, dim=-1))\n",),
+        definite=True,
     ),
     Rule(
         "log-sigmoid", "log of sigmoid",
@@ -107,6 +143,7 @@ RULES: tuple[Rule, ...] = (
         "Use logsigmoid(x) and logsigmoid(-x).",
         valid=("import torch.nn.functional as F\ndef f(x):\n    return F.logsigmoid(x)\n",),
         invalid=("import torch\ndef f(x):\n    return torch.log(torch.sigmoid(x))\n",),
+        definite=True,
     ),
     Rule(
         "bce-sigmoid", "binary cross-entropy on a sigmoid",
@@ -117,6 +154,7 @@ RULES: tuple[Rule, ...] = (
                "    return F.binary_cross_entropy_with_logits(x, y)\n",),
         invalid=("import torch\nfrom torch import nn\ndef f(x, y):\n"
                  "    return nn.BCELoss()(torch.sigmoid(x), y)\n",),
+        definite=True,
     ),
     Rule(
         "log-sum-exp", "hand-written log(sum(exp(x)))",
@@ -125,18 +163,21 @@ RULES: tuple[Rule, ...] = (
         valid=("import torch\ndef f(x):\n    return torch.logsumexp(x, dim=1)\n",),
         invalid=("import torch\ndef f(x):\n"
                  "    return torch.log(torch.sum(torch.exp(x), dim=1))\n",),
+        definite=True,
     ),
     Rule(
         "log1p", "log(1 + x)", "log(1 + x) loses precision for small x and is NaN for x < -1.",
         "Use log1p(x).",
         valid=("import torch\ndef f(x):\n    return torch.log1p(torch.relu(x))\n",),
         invalid=("import torch\ndef f(x: torch.Tensor):\n    return torch.log(1 + x)\n",),
+        severity="note",
     ),
     Rule(
         "expm1", "exp(x) - 1", "exp(x) - 1 cancels catastrophically for small x.",
         "Use expm1(x).",
         valid=("import torch\ndef f(x):\n    return torch.expm1(x.clamp(max=20))\n",),
         invalid=("import torch\ndef f(x):\n    return torch.exp(x) - 1\n",),
+        severity="note",
     ),
     Rule(
         "masked-softmax-inf", "softmax over rows filled with -inf",
@@ -148,6 +189,7 @@ RULES: tuple[Rule, ...] = (
         invalid=("import torch\ndef f(s, m):\n"
                  "    s = s.masked_fill(m == 0, float('-inf'))\n"
                  "    return torch.softmax(s, dim=-1)\n",),
+        definite=True,
     ),
     Rule(
         "fp16-scores-overflow", "softmax over float16 matmul scores",

@@ -7,6 +7,8 @@ it never raises, so one bad file cannot cost the findings of the others.
 from __future__ import annotations
 
 import ast
+import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -97,7 +99,8 @@ def scan_source(source: str, path: str, config: Config | None = None,
         scan.error = f"{path}: libcst could not parse the file: {exc}"
         return scan
     suppressions = Suppressions.from_source(source)
-    scan.findings = _finalise(raw, path, config, lines, suppressions, scan)
+    scan.findings = _finalise(raw, path, config, lines, suppressions, scan,
+                              frozenset(plan.imports.names))
     return scan
 
 
@@ -158,14 +161,45 @@ def _positions(module: cst.Module, found: list[RawFinding], line_offset: int,
              col_offset) for f in found]
 
 
+def is_test_file(path: str) -> bool:
+    """pytest's and unittest's conventions: a `tests`/`test` folder, `test_*.py`, `*_test.py`,
+    `conftest.py`."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    return any(p in ("tests", "test") for p in parts[:-1]) or name.startswith("test_") \
+        or name.endswith("_test.py") or name == "conftest.py"
+
+
+def on_constants(item: RawFinding, modules: Collection[str]) -> bool:
+    """The operand is written from literals alone (`torch.log(torch.tensor([0.0, 1.0]))`,
+    `x / np.array(0.0)`): its range is known at both ends and no variable feeds it. In a test
+    that is an input chosen on purpose (often the edge case itself), not a risk a caller can
+    reach, so such findings in test files are not reported."""
+    interval = item.interval
+    if interval is None or not (math.isfinite(interval.lo) and math.isfinite(interval.hi)):
+        return False
+    try:
+        tree = ast.parse(item.operand.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id not in modules \
+                and node.id not in ("float", "int", "abs", "min", "max"):
+            return False  # a variable, or a method called on one
+    return True
+
+
 def _finalise(raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]], path: str,
               config: Config, lines: frozenset[int] | None, suppressions: Suppressions,
-              scan: FileScan) -> list[Finding]:
+              scan: FileScan, modules: Collection[str] = ()) -> list[Finding]:
     best: dict[tuple[int, str], tuple[Finding, int]] = {}
+    in_tests = is_test_file(path)
     for item, where, stmt_where, line_offset, col_offset in raw:
         line = where.start.line + line_offset
         stmt_line = stmt_where.start.line + line_offset
         if lines is not None and line not in lines:
+            continue
+        if in_tests and on_constants(item, modules):
             continue
         if suppressions.match(item.op, (line, stmt_line)) is not None:
             scan.suppressed += 1

@@ -27,6 +27,7 @@ from analyzers.static.values import (
     Interval,
     Kind,
     Value,
+    constant,
     join,
 )
 from analyzers.static.vocabulary import (
@@ -200,6 +201,7 @@ class StatementsMixin(AnalyzerState):
             iterable = self.ev(stmt.iter)
             self._assign(stmt.target, Value("tensor" if iterable.is_tensor else "unknown"),
                          stmt.iter)
+            self._loop_index(stmt.target, stmt.iter)
         else:
             self.ev(stmt.test)
         before = dict(self.env)
@@ -209,6 +211,37 @@ class StatementsMixin(AnalyzerState):
         self.env = self._join_envs(before, self.env)
         if stmt.orelse is not None:
             self._block(stmt.orelse.body)
+
+    def _loop_index(self: Analyzer, target: cst.BaseExpression, iterable: cst.BaseExpression
+                    ) -> None:
+        """`for i in range(a, b)`: i >= a (>= 0 without a start); with a negative step,
+        i > b. `for i, x in enumerate(xs, k)`: i >= k. So `(i + 1)` and `(5 + i) / 6` are
+        known positive inside the loop."""
+        if not isinstance(iterable, cst.Call) or not isinstance(iterable.func, cst.Name):
+            return
+        name = iterable.func.value
+        positional = [a.value for a in iterable.args if a.keyword is None and not a.star]
+        index: cst.BaseExpression | None = None
+        bound = Interval(0.0, INF)
+        if name == "range" and positional and name not in self.env:
+            index = target
+            values = [self.ev(v).interval for v in positional]
+            step = values[2] if len(values) > 2 else constant(1.0)
+            if step.lo > 0 and len(values) > 1:
+                bound = Interval(values[0].lo, INF)
+            elif step.hi < 0:
+                stop = values[1].lo
+                bound = Interval(stop + 1 if math.isfinite(stop) else -INF, values[0].hi)
+        elif name == "enumerate" and name not in self.env and isinstance(
+                target, cst.Tuple) and target.elements:
+            index = target.elements[0].value
+            start = next((a.value for a in iterable.args
+                          if a.keyword is not None and a.keyword.value == "start"),
+                         positional[1] if len(positional) > 1 else None)
+            if start is not None:
+                bound = Interval(self.ev(start).interval.lo, INF)
+        if isinstance(index, cst.Name):
+            self.env[index.value] = Value("scalar", bound, name=index.value)
 
     @staticmethod
     def _join_envs(a: dict[str, Value], b: dict[str, Value]) -> dict[str, Value]:

@@ -74,6 +74,12 @@ FULL = Interval()
 NONNEG = Interval(0.0, INF)
 POSITIVE = Interval(0.0, INF, lo_open=True)
 UNIT = Interval(0.0, 1.0)
+# A tensor dimension, a length, an element count (`x.shape[-1]`, `x.size(1)`, `len(x)`,
+# `x.numel()`): taken as at least 1. A tensor with an empty dimension is a shape bug that
+# fails elsewhere first, and treating sizes as possibly 0 flagged every `sqrt(d)` and
+# `log2(n)` of a dimension, the most common noise on real code.
+SIZE = Interval(1.0, INF)
+COUNT = Interval(0.0, INF)  # a loop index from range()/enumerate(), an ndim, an arange
 
 
 def constant(value: float) -> Interval:
@@ -106,6 +112,13 @@ def _bound_sum(x: float, y: float, dtype: str, undefined: float) -> float:
     return add_in(x, y, dtype)
 
 
+def integral(a: Interval) -> Interval:
+    """int() or round() of a value in `a`: the ends move to the integers outside them."""
+    lo = math.floor(a.lo) if math.isfinite(a.lo) else a.lo
+    hi = math.ceil(a.hi) if math.isfinite(a.hi) else a.hi
+    return Interval(float(lo), float(hi))
+
+
 def neg(a: Interval) -> Interval:
     return Interval(-a.hi, -a.lo)
 
@@ -114,11 +127,22 @@ def sub(a: Interval, b: Interval, dtype: str) -> Interval:
     return add(a, neg(b), dtype)
 
 
+def _sign_only(a: Interval, b: Interval, positive_when: bool) -> Interval:
+    """A product or quotient whose magnitude is unbounded but whose sign the operands fix:
+    [0, inf] when both are >= 0 or both <= 0, [-inf, 0] when they differ (`-x**2 / s**2`,
+    `-0.5 * d2 * scale`). FULL when an operand's sign is unknown."""
+    a_sign = 1 if a.nonnegative() else -1 if a.hi <= 0 else 0
+    b_sign = 1 if b.nonnegative() else -1 if b.hi <= 0 else 0
+    if not a_sign or not b_sign:
+        return FULL
+    if a_sign == b_sign:
+        return Interval(0.0, INF, positive_when)
+    return Interval(-INF, 0.0)
+
+
 def mul(a: Interval, b: Interval, dtype: str) -> Interval:
     if a.unknown or b.unknown:
-        if a.nonnegative() and b.nonnegative():
-            return Interval(0.0, INF, a.positive() and b.positive())
-        return FULL
+        return _sign_only(a, b, a.positive() and b.positive())
     products = [_mul(x, y) for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
     lo, hi = round_to(min(products), dtype), round_to(max(products), dtype)
     lo_open = lo == 0 and a.positive() and b.positive()
@@ -143,9 +167,9 @@ def absolute(a: Interval) -> Interval:
 
 def div(a: Interval, b: Interval, dtype: str) -> Interval:
     if not b.nonzero() or a.unknown or b.unknown:
-        if a.nonnegative() and b.positive():
-            return Interval(0.0, INF, a.positive())
-        return FULL
+        # a divisor that may be 0 gives ±inf (flagged by the division check itself) or NaN
+        # for 0/0; the sign of every other quotient still follows the operands' signs
+        return _sign_only(a, b, a.positive() and b.positive())
     inv = Interval(1 / b.hi if b.hi != INF else 0.0, 1 / b.lo if b.lo > 0 else INF,
                    lo_open=b.positive())
     if b.hi < 0:

@@ -1,0 +1,79 @@
+"""Which findings a pull request shows as inline review comments, and what is held back.
+
+A comment that is not proven is noise to the person reading the diff: the static pass flags
+every operand it cannot prove safe, and on real code most of those are safe by construction in
+ways no interval sees. So, by default (`comment_on = "proven"`), a finding becomes an inline
+comment only when
+
+* the dynamic pass confirmed it: a concrete input made the op produce NaN/Inf, and the comment
+  carries the reproducer; or
+* its rule is *definite* (`Rule.definite` in `analyzers/static/rules.py`): the finding is a
+  fact of the code whatever the inputs (an epsilon that rounds away, a guard whose result is
+  discarded, log(softmax(x)), a -inf fill reaching a softmax).
+
+Everything else (`potential`, `not-triggered`, `error`) is *held back*: it stays in the check
+run (a notice annotation and a collapsed list), in the Action's notices and in every
+`--format`, and the review says how many were held back and why. `comment_on = "potential"`
+restores the older behaviour of commenting on every finding.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from analyzers.model import Finding
+from analyzers.static.rules import RULES_BY_ID
+
+DEFAULT_COMMENT_ON = "proven"
+
+# Why a finding of each status was not worth an inline comment, in the reader's words.
+HELD_BACK_WHY = {
+    "potential": "not proven: the code was not run, or no entry reached the op",
+    "not-triggered": "not proven: the search found no input that makes NaN/Inf",
+    "error": "not proven: running the code failed",
+}
+
+
+def comment_on(config: Mapping[str, Any]) -> str:
+    """The policy a result was produced under; results written before the key existed, and
+    hand-built ones, get the default."""
+    value = config.get("comment_on")
+    return value if value in ("proven", "potential") else DEFAULT_COMMENT_ON
+
+
+def is_definite(finding: Finding) -> bool:
+    rule = RULES_BY_ID.get(finding.rule)
+    return rule is not None and rule.definite
+
+
+def is_proven(finding: Finding) -> bool:
+    return finding.status == "confirmed"
+
+
+def comment_inline(finding: Finding, policy: str) -> bool:
+    """May this finding be an inline review comment under `policy`?"""
+    if policy == "potential":
+        return True
+    return is_proven(finding) or is_definite(finding)
+
+
+def held_back(findings: Iterable[Finding], policy: str) -> list[Finding]:
+    return [f for f in findings if not comment_inline(f, policy)]
+
+
+def held_back_sentence(findings: Iterable[Finding], policy: str) -> str | None:
+    """'3 findings held back from inline comments (comment_on = "proven"): 2 potential (...),
+    1 not-triggered (...).', or None when nothing was held back."""
+    kept = held_back(findings, policy)
+    if not kept:
+        return None
+    counts = Counter(f.status for f in kept)
+    order = list(HELD_BACK_WHY)
+    parts = [f"{n} {status} ({HELD_BACK_WHY.get(status, 'not proven')})"
+             for status, n in sorted(counts.items(), key=lambda item: (
+                 order.index(item[0]) if item[0] in order else len(order), item[0]))]
+    noun = "finding" if len(kept) == 1 else "findings"
+    return (f"{len(kept)} {noun} held back from inline comments "
+            f"(comment_on = \"{policy}\"): {', '.join(parts)}.")

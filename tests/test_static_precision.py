@@ -1,0 +1,74 @@
+"""Values bounded by construction are not reported, and real risks next to them still are.
+
+The noise on real pull requests was operands the interval analysis could not see were safe:
+a negated square, a tensor size, a loop index, test code computing on literals. Each case
+here pairs the safe form with the unsafe one it must not hide.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzers.static import scan_source
+
+
+def _flagged(code: str, path: str = "model.py") -> list[tuple[int, str]]:
+    scan = scan_source(code, path)
+    assert scan.error is None
+    return [(f.line, f.op) for f in scan.findings if f.severity != "note"]
+
+
+@pytest.mark.parametrize(("safe", "unsafe"), [
+    # exp of a non-positive quotient cannot overflow; of a quotient of unknown sign it can
+    ("torch.exp(-d ** 2 / (2 * s ** 2 + 1))", "torch.exp(-(d * d) / s)"),
+    ("torch.exp(-0.5 * d.abs() * s.abs())", "torch.exp(0.5 * d.abs() * s)"),
+    ("torch.exp(-x.norm(dim=-1))", "torch.exp(x.norm(dim=-1))"),
+    # sizes are at least 1; a sum over a mask can be 0
+    ("x.sum() / x.shape[0]", "x.sum() / mask.sum()"),
+    ("x / torch.sqrt(torch.tensor(float(x.size(-1))))", "x / torch.sqrt(torch.tensor(s))"),
+    ("torch.log2(torch.tensor(len(x)))", "torch.log2(torch.tensor(x.sum()))"),
+])
+def test_bounded_by_construction(safe: str, unsafe: str) -> None:
+    template = ("import torch\n"
+                "def f(x: torch.Tensor, d: torch.Tensor, s: torch.Tensor, mask: torch.Tensor):\n"
+                "    return {}\n")
+    assert _flagged(template.format(safe)) == []
+    assert {line for line, _ in _flagged(template.format(unsafe))} == {3}
+
+
+def test_loop_indices_from_range_and_enumerate() -> None:
+    code = ("import torch\n"
+            "def f(xs: torch.Tensor, k: int):\n"
+            "    for i in range(10):\n"
+            "        xs = xs / torch.tensor(i + 1.0)\n"          # i >= 0: safe
+            "    for j, x in enumerate(xs, 1):\n"
+            "        xs = xs / torch.tensor(float(j))\n"        # j >= 1: safe
+            "    for m in range(k, 0, -1):\n"
+            "        xs = xs / torch.tensor(float(m))\n"        # counts down to 1: safe
+            "    for n in range(-3, 3):\n"
+            "        xs = xs / torch.tensor(float(n))\n"        # passes 0: flagged
+            "    return xs\n")
+    assert _flagged(code) == [(10, "div")]
+
+
+def test_a_counter_can_still_be_zero() -> None:
+    code = ("import torch\n"
+            "def mean(xs):\n"
+            "    n = 0\n"
+            "    total = torch.zeros(3)\n"
+            "    for x in xs:\n"
+            "        total = total + x\n"
+            "        n += 1\n"
+            "    return total / torch.tensor(float(n))\n")  # an empty xs: 0/0
+    assert _flagged(code) == [(8, "div")]
+
+
+@pytest.mark.parametrize("path", ["tests/test_losses.py", "pkg/tests/helpers.py",
+                                  "test_losses.py", "losses_test.py", "conftest.py"])
+def test_test_files_do_not_report_ops_on_literals(path: str) -> None:
+    code = ("import torch\n"
+            "def test_log(x: torch.Tensor):\n"
+            "    assert torch.isinf(torch.log(torch.tensor([0.0, 1.0]))).any()\n"
+            "    return torch.log(x.clamp(0.0, 1.0))\n")
+    assert _flagged(code, path) == [(4, "log")]  # a variable still feeds line 4
+    assert _flagged(code, "losses.py") == [(3, "log"), (4, "log")]
