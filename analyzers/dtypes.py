@@ -1,8 +1,8 @@
 """Floating-point facts per dtype, and rounding into each dtype.
 
 The static pass folds constants the way the hardware will (so `1 + 1e-10 == 1` in float32,
-`1e-8 == 0` in float16); the numbers come from NUMERICS.md and are checked against
-`torch.finfo` in the tests.
+`1e-8 == 0` in float16); the numbers are checked against `torch.finfo` in the tests, and
+so is each framework's handling of subnormals.
 """
 
 from __future__ import annotations
@@ -47,6 +47,24 @@ DTYPE_ALIASES = {
 
 def limits(dtype: str) -> DtypeLimits:
     return DTYPES[DTYPE_ALIASES.get(dtype, dtype)]
+
+
+# Whether a framework's CPU kernels flush subnormal results to zero (FTZ/DAZ). TensorFlow
+# sets flush-to-zero in its CPU threads, in float32 and float64 alike: tf.exp(-100.0) is 0.0
+# where torch.exp gives 3.8e-44. PyTorch does not unless the program calls
+# torch.set_flush_denormal(True); numpy never does. Checked against the installed frameworks in
+# tests/test_catalogue.py. (CUDA kernels compiled with fast-math flush too; where a GPU is lent
+# the CUDA tests record what they do.)
+FLUSHES_SUBNORMALS: dict[str, bool] = {"tensorflow": True, "keras": True, "torch": False,
+                                       "numpy": False, "math": False}
+
+
+def smallest_positive(dtype: str, framework: str) -> float:
+    """The smallest positive value an op of `framework` can return in `dtype`: the smallest
+    normal where the framework flushes subnormals, else the smallest subnormal. exp(x) below it
+    is exactly 0, so sqrt(exp(x)) has an infinite gradient and log(exp(x)) is -inf there."""
+    lim = limits(dtype)
+    return lim.tiny if FLUSHES_SUBNORMALS.get(framework, False) else lim.smallest_subnormal
 
 
 def _to_bfloat16(value: float) -> float:

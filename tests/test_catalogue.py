@@ -159,3 +159,48 @@ def test_numpy_and_math_names_exist(qualname: str) -> None:
 
     parts = qualname.split(".")
     assert _lookup_path(importlib.import_module(parts[0]), parts[1:]), qualname
+
+
+# ------------------------------------------------ subnormals: what each framework keeps
+
+
+def _exp_subnormal(framework: str, dtype: str) -> float:
+    """exp of an exponent whose exact result is subnormal in `dtype`, as the framework
+    computes it on this machine's CPU."""
+    exponent = {"float32": -100.0, "float64": -720.0}[dtype]
+    if framework == "torch":
+        return float(torch.exp(torch.tensor(exponent, dtype=TORCH_DTYPES[dtype])))
+    if framework == "numpy":
+        import numpy as np
+
+        return float(np.exp(np.dtype(dtype).type(exponent)))
+    import tensorflow as tf
+
+    return float(tf.exp(tf.constant(exponent, dtype=getattr(tf, dtype))))
+
+
+@pytest.mark.parametrize("framework", ["torch", "numpy", "tensorflow"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_subnormal_flushing_is_what_the_framework_does(framework: str, dtype: str) -> None:
+    from analyzers.dtypes import FLUSHES_SUBNORMALS, smallest_positive
+
+    value = _exp_subnormal(framework, dtype)
+    if FLUSHES_SUBNORMALS[framework]:
+        assert value == 0.0
+        assert smallest_positive(dtype, framework) == DTYPES[dtype].tiny
+    else:
+        assert 0.0 < value < DTYPES[dtype].tiny
+        assert smallest_positive(dtype, framework) == DTYPES[dtype].smallest_subnormal
+
+
+def test_the_static_pass_knows_tensorflow_flushes_exp_to_zero() -> None:
+    """sqrt(exp(clip(z, -100, 87))): exp(-100) is 3.8e-44 in torch but 0.0 in TensorFlow,
+    where sqrt's gradient is then inf."""
+    from analyzers.static import scan_source
+
+    code = ("import tensorflow as tf\nimport torch\n"
+            "def f(z):\n    return tf.sqrt(tf.exp(tf.clip_by_value(z, -100.0, 87.0)))\n"
+            "def g(z):\n    return torch.sqrt(torch.exp(torch.clamp(z, -100.0, 87.0)))\n")
+    scan = scan_source(code, "m.py")
+    assert [(f.line, f.op) for f in scan.findings] == [(4, "sqrt")]
+    assert "flushes its subnormal results" in scan.findings[0].why

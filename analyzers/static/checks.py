@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from analyzers.catalogue import CATALOGUE, OpSpec
-from analyzers.dtypes import limits, round_to
+from analyzers.dtypes import limits, round_to, smallest_positive
 from analyzers.static import explain
 from analyzers.static.records import AnalyzerState, Probe, RawFinding
 from analyzers.static.values import (
@@ -119,7 +119,7 @@ class ChecksMixin(AnalyzerState):
         if spec.op == "logit" and framework == "torch":
             operand = self._logit_eps(node, operand, receiver is not None)
         self._check_domain(node, spec, operand_node, operand, framework)
-        result = self._result_of(spec, operand)
+        result = self._result_of(spec, operand, framework)
         return result.with_(kind="scalar") if framework == "math" else result
 
     def _float16_unit(self: Analyzer) -> bool:
@@ -209,8 +209,10 @@ class ChecksMixin(AnalyzerState):
             return Value("tensor", Interval(lo, hi, spec.output_open_low), producer=op)
         return Value("tensor")
 
-    def _result_of(self: Analyzer, spec: OpSpec, operand: Value) -> Value:
-        """The op's output range, pushed through where the op is monotonic."""
+    def _result_of(self: Analyzer, spec: OpSpec, operand: Value, framework: str) -> Value:
+        """The op's output range, pushed through where the op is monotonic; exp's low end is
+        0 where it falls below the smallest value the framework keeps (TensorFlow flushes
+        subnormals: dtypes.smallest_positive)."""
         iv = operand.interval
         if spec.op == "exp":
             if operand.producer in EXP_OF_LOG:  # exp(log_softmax(x)) is softmax(x): it
@@ -218,6 +220,9 @@ class ChecksMixin(AnalyzerState):
                 return Value("tensor", UNIT, producer=EXP_OF_LOG[operand.producer or ""])
             lo = round_to(math.exp(max(iv.lo, -745.0)), self.dtype) if iv.lo != -INF else 0.0
             hi = round_to(math.exp(min(iv.hi, 709.0)), self.dtype) if iv.hi != INF else INF
+            if 0.0 < lo < smallest_positive(self.dtype, framework):
+                # a bounded exponent whose exp is subnormal: flushed to exactly 0 here
+                return Value("tensor", Interval(0.0, hi), producer="exp_flushed")
             return Value("tensor", Interval(lo, hi, lo == 0.0), producer="exp")
         if spec.op == "sqrt" and iv.nonnegative():
             producer = "norm" if operand.producer == "sumsq" else None

@@ -37,6 +37,8 @@ def producer_phrase(producer: str, dtype: str) -> str:
         "softplus": f"comes from softplus, which underflows toward 0 for inputs below "
                     f"{math.log(lim.tiny):.1f} in {dtype}",
         "sum_exp": "is a sum of exponentials",
+        "exp_flushed": f"comes from exp, and TensorFlow flushes its subnormal results (below "
+                       f"{lim.tiny:.3g} in {dtype}) to exactly 0.0 on the CPU",
         "one_plus": "is 1 + x",
         "tanh": f"comes from tanh and saturates to exactly ±1.0 in {dtype}",
         "cos": "is a cosine and reaches ±1",
