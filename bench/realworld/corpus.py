@@ -1,0 +1,150 @@
+"""The bug list, the hand judgements, and scoring one reviewed pull request against its bug.
+
+No numcheck run happens here (that is `review.py`), so the scoring can be tested on results
+written by hand.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analyzers.model import Finding
+from analyzers.trust import comment_inline, is_definite
+
+HERE = Path(__file__).parent
+BUGS = HERE / "bugs.tsv"
+JUDGEMENTS = HERE / "judgements.tsv"
+BUG_COLUMNS = ("id", "repo", "framework", "fix_commit", "intro_commit", "path", "line", "op",
+               "excerpt", "summary")
+JUDGEMENT_COLUMNS = ("bug", "path", "line", "op", "rule", "judgement", "note")
+VERDICTS = ("real", "borderline", "noise")
+# The bug list names the failure; a finding names the op (and a pattern rule). These are the
+# same bug: `log-softmax` is a `log` finding of rule log-softmax, `norm` a division by one.
+OP_ALIASES: dict[str, frozenset[str]] = {
+    "log-softmax": frozenset({"log", "log-softmax", "log_softmax", "softmax"}),
+    "log-sigmoid": frozenset({"log", "log-sigmoid"}),
+    "bce-sigmoid": frozenset({"binary_cross_entropy", "bce-sigmoid"}),
+    "softmax": frozenset({"softmax", "masked-softmax-inf"}),
+    "norm": frozenset({"norm", "div", "manual-normalize"}),
+    "reciprocal": frozenset({"reciprocal", "div"}),
+    "rsqrt": frozenset({"rsqrt", "sqrt"}),
+}
+
+
+@dataclass(frozen=True)
+class Bug:
+    id: str
+    repo: str
+    framework: str
+    fix_commit: str
+    intro_commit: str
+    path: str
+    line: int
+    op: str
+    excerpt: str
+    summary: str
+
+    def matches_op(self, finding: Finding) -> bool:
+        names = OP_ALIASES.get(self.op, frozenset({self.op}))
+        return finding.op in names or finding.rule in names
+
+
+def _rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+        if tuple(reader.fieldnames or ()) != columns:
+            raise ValueError(f"{path}: the header must be {' '.join(columns)}")
+        return [dict(row) for row in reader]
+
+
+def load_bugs(path: Path = BUGS) -> list[Bug]:
+    bugs = []
+    for row in _rows(path, BUG_COLUMNS):
+        bugs.append(Bug(**{**row, "line": int(row["line"])}))  # type: ignore[arg-type]
+    ids = [b.id for b in bugs]
+    if len(ids) != len(set(ids)):
+        raise ValueError(f"{path}: duplicate ids")
+    return bugs
+
+
+JudgementKey = tuple[str, str, int, str]
+
+
+def load_judgements(path: Path = JUDGEMENTS) -> dict[JudgementKey, str]:
+    """(bug, path, line, op) -> real | borderline | noise."""
+    if not path.exists():
+        return {}
+    out: dict[JudgementKey, str] = {}
+    for row in _rows(path, JUDGEMENT_COLUMNS):
+        if row["judgement"] not in VERDICTS:
+            raise ValueError(f"{path}: judgement must be one of {VERDICTS}: {row}")
+        out[(row["bug"], row["path"], int(row["line"]), row["op"])] = row["judgement"]
+    return out
+
+
+def at_line(bug: Bug, finding: Finding) -> bool:
+    return finding.path == bug.path and finding.line <= bug.line <= max(finding.end_line,
+                                                                        finding.line)
+
+
+@dataclass
+class Scored:
+    """What a reviewer of one introducing pull request saw."""
+
+    bug: Bug
+    state: str  # reviewed | missing (no clone) | error (the review did not finish)
+    reason: str = ""
+    flagged: bool = False  # a finding covers the bug's line
+    op_agrees: bool = False  # ... and names the bug's op
+    proven: bool = False  # ... and is confirmed
+    fix_validated: bool = False
+    bug_status: str = ""  # the status of the finding at the line
+    findings: int = 0
+    inline: int = 0  # under comment_on = "proven"
+    inline_proven_or_definite: int = 0
+    inline_judged: dict[str, int] = field(default_factory=dict)  # verdict -> count
+    inline_unjudged: list[Finding] = field(default_factory=list)
+    others: list[Finding] = field(default_factory=list)  # not at the bug's line
+    others_judged: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+
+def score(bug: Bug, findings: Iterable[Finding], judgements: Mapping[JudgementKey, str],
+          policy: str = "proven") -> Scored:
+    out = Scored(bug, "reviewed")
+    for f in findings:
+        out.findings += 1
+        hit = at_line(bug, f)
+        if hit:
+            out.flagged = True
+            out.op_agrees = out.op_agrees or bug.matches_op(f)
+            if f.status == "confirmed":
+                out.proven = True
+                out.fix_validated = out.fix_validated or (
+                    isinstance(f.fix, dict) and f.fix.get("status") == "validated")
+            out.bug_status = out.bug_status or f.status
+        else:
+            out.others.append(f)
+        verdict = "real" if hit else judgements.get((bug.id, f.path, f.line, f.op))
+        if not hit and verdict:
+            out.others_judged[verdict] = out.others_judged.get(verdict, 0) + 1
+        if comment_inline(f, policy):
+            out.inline += 1
+            if f.status == "confirmed" or is_definite(f):
+                out.inline_proven_or_definite += 1
+            if verdict:
+                out.inline_judged[verdict] = out.inline_judged.get(verdict, 0) + 1
+            else:
+                out.inline_unjudged.append(f)
+    return out
+
+
+def finding_from_json(data: Mapping[str, Any]) -> Finding:
+    fields = {k: v for k, v in data.items() if k in Finding.__dataclass_fields__}
+    fields["interval"] = None
+    return Finding(**fields)
