@@ -1,7 +1,8 @@
 """The result model shared by every stage and every front end.
 
-Findings and results are plain dataclasses that serialise to the JSON shapes fixed in
-DESIGN.md ("Contracts"); the CLI, the bot and the SARIF writer all read these and nothing else.
+Findings and results are plain dataclasses that serialise to the JSON shapes of
+analyzers/schemas/analysis-result.schema.json; the CLI, the bot and the SARIF writer all read
+these and nothing else.
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ class Finding:
     fix: dict[str, Any] | None = None
     error: str | None = None
     fingerprint: str = ""
+    # the op's own line is unchanged, and this line of the change feeds its operand (a -inf
+    # fill above an untouched softmax): the review comments here (analyzers/static/feeds.py)
+    fed_by: int | None = None
 
     def __post_init__(self) -> None:
         if not self.fingerprint:

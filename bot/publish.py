@@ -27,7 +27,7 @@ from analyzers.model import AnalysisResult, Finding
 from analyzers.report import comment_range, inline_comment, review_body
 from analyzers.report.markdown import REVIEW_MARKER
 from analyzers.report.mdescape import truncate
-from analyzers.report.summary import sorted_findings
+from analyzers.report.summary import anchor_lines, sorted_findings
 from analyzers.trust import comment_inline, comment_on, held_back_sentence
 from bot.github import GitHubClient
 from bot.report import finding_anchor
@@ -140,7 +140,7 @@ def _commented_lines(finding: Finding, commentable: set[int]) -> tuple[int, int]
     """The fix's range when its suggestion block needs more lines than the finding's own and
     GitHub lets us comment on all of them; else the finding's lines (the comment then shows
     the fix as a diff instead of a block)."""
-    own = (finding.line, max(finding.end_line, finding.line))
+    own = anchor_lines(finding)
     start, end = comment_range(finding)
     if (start, end) != own and all(n in commentable for n in range(start, end + 1)):
         return start, end
@@ -225,8 +225,8 @@ def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisRes
     existing, replied, resolved = _existing_comments(client, repo, number, bot_login)
     placed: list[Finding] = []
     for f in findings:
-        if f.fingerprint in existing or (comment_inline(f, policy) and {
-                f.line, f.end_line} <= lines.get(f.path, set())):
+        if f.fingerprint in existing or (comment_inline(f, policy) and set(
+                anchor_lines(f)) <= lines.get(f.path, set())):
             placed.append(f)
     new_comments: list[dict[str, Any]] = []
     inline: set[str] = set()

@@ -42,7 +42,8 @@ INSTALLATION = 4242
 # once, and the prefix keeps these queues apart from any other user of the same Redis.
 BROKER_PREFIX = f"numcheck-test-{secrets.token_hex(4)}:"
 BASE_FILES = {
-    ".numcheck.toml": "dynamic = false\n",
+    # static only, commenting on every finding: these tests are about how comments are posted
+    ".numcheck.toml": "dynamic = false\ncomment_on = \"potential\"\n",
     "model/loss.py": "import torch\n\n\ndef loss(p):\n    return p.sum()\n",
 }
 HEAD = ("import torch\n\n\ndef loss(p, q):\n    a = torch.log(p)\n    b = p / q.norm()\n"

@@ -19,7 +19,7 @@ from github_fake import FakeGitHub, FakePull
 def test_serve_runs_the_app_without_redis(tmp_path: Path, numcheck_exe: str,
                                           git_repo: GitRepoFactory) -> None:
     key_path, public = make_key(tmp_path)
-    repo = git_repo({".numcheck.toml": "dynamic = false\n",
+    repo = git_repo({".numcheck.toml": "dynamic = false\ncomment_on = \"potential\"\n",
                      "m.py": "import torch\n\n\ndef f(x):\n    return x\n"},
                     {"m.py": "import torch\n\n\ndef f(x):\n    return torch.log(x)\n"})
     with FakeGitHub(APP_ID, public) as fake:

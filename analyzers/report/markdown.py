@@ -23,6 +23,7 @@ from analyzers.report.mdescape import (
     truncate,
 )
 from analyzers.report.summary import (
+    anchor_lines,
     comment_range,
     file_count,
     fix_diff,
@@ -185,7 +186,7 @@ def inline_comment(finding: Finding, commented: tuple[int, int] | None = None) -
     the comment covers (default: the finding's own); a suggestion block is shown only when
     it replaces exactly those lines (`comment_range` says which lines that takes)."""
     if commented is None:
-        commented = (finding.line, max(finding.end_line, finding.line))
+        commented = anchor_lines(finding)
     parts = [_headline(finding), inline_markdown(truncate(finding.why, _WHY_CAP))]
     operand = _operand_line(finding)
     if operand:

@@ -92,13 +92,21 @@ def fix_range(finding: Finding) -> tuple[int, int]:
     return finding.line, max(finding.end_line, finding.line)
 
 
+def anchor_lines(finding: Finding) -> tuple[int, int]:
+    """Where a comment on the finding belongs: the added line that feeds an op on an
+    unchanged line (`fed_by`), else the finding's own lines."""
+    if finding.fed_by is not None:
+        return finding.fed_by, finding.fed_by
+    return finding.line, max(finding.end_line, finding.line)
+
+
 def comment_range(finding: Finding) -> tuple[int, int]:
     """The lines a review comment on the finding should cover: the validated fix's range when
     a suggestion block can carry the whole fix (so the block replaces exactly the commented
-    lines), else the finding's own lines."""
-    if suggestion_applies(finding):
+    lines), else where the finding is anchored."""
+    if suggestion_applies(finding) and finding.fed_by is None:
         return fix_range(finding)
-    return finding.line, max(finding.end_line, finding.line)
+    return anchor_lines(finding)
 
 
 def suggestion_applies(finding: Finding) -> bool:

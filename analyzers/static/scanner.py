@@ -19,8 +19,10 @@ from analyzers.config import Config
 from analyzers.model import Finding, IntervalInfo
 from analyzers.static.analyzer import FunctionAnalyzer
 from analyzers.static.explain import RULE_SEVERITY
+from analyzers.static.feeds import feeding_line
 from analyzers.static.prefilter import Unit, plan_file
 from analyzers.static.records import FileContext, RawFinding
+from analyzers.static.rules import RULES_BY_ID
 from analyzers.static.suppression import Suppressions
 
 DEFAULT_CONFIG = Config()
@@ -100,7 +102,7 @@ def scan_source(source: str, path: str, config: Config | None = None,
         return scan
     suppressions = Suppressions.from_source(source)
     scan.findings = _finalise(raw, path, config, lines, suppressions, scan,
-                              frozenset(plan.imports.names))
+                              frozenset(plan.imports.names), tree, source.splitlines())
     return scan
 
 
@@ -191,14 +193,21 @@ def on_constants(item: RawFinding, modules: Collection[str]) -> bool:
 
 def _finalise(raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]], path: str,
               config: Config, lines: frozenset[int] | None, suppressions: Suppressions,
-              scan: FileScan, modules: Collection[str] = ()) -> list[Finding]:
+              scan: FileScan, modules: Collection[str] = (), tree: ast.Module | None = None,
+              source_lines: list[str] | None = None) -> list[Finding]:
     best: dict[tuple[int, str], tuple[Finding, int]] = {}
     in_tests = is_test_file(path)
     for item, where, stmt_where, line_offset, col_offset in raw:
         line = where.start.line + line_offset
         stmt_line = stmt_where.start.line + line_offset
+        fed_by = None
         if lines is not None and line not in lines:
-            continue
+            rule = RULES_BY_ID.get(item.rule)
+            fed_by = feeding_line(tree, source_lines or [], line, item.operand,
+                                  rule is not None and rule.definite, lines) \
+                if tree is not None else None
+            if fed_by is None:
+                continue
         if in_tests and on_constants(item, modules):
             continue
         if suppressions.match(item.op, (line, stmt_line)) is not None:
@@ -213,8 +222,11 @@ def _finalise(raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]], path
             function=item.function, op=item.op, framework=item.framework, call=item.call,
             operand=item.operand, why=item.why, rule=item.rule,
             severity=severity,  # type: ignore[arg-type]
-            interval=interval, suggestion=item.suggestion or None,
+            interval=interval, suggestion=item.suggestion or None, fed_by=fed_by,
         )
+        if fed_by is not None:
+            finding.why += (f" Line {line} is unchanged; line {fed_by} of this change feeds "
+                            "its operand.")
         rank = 1 if item.rule in RULE_PRIORITY else 0
         key = (line, item.op)
         if key not in best or rank < best[key][1]:

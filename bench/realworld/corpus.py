@@ -10,7 +10,6 @@ import csv
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from analyzers.model import Finding
 from analyzers.trust import comment_inline, is_definite
@@ -142,9 +141,3 @@ def score(bug: Bug, findings: Iterable[Finding], judgements: Mapping[JudgementKe
             else:
                 out.inline_unjudged.append(f)
     return out
-
-
-def finding_from_json(data: Mapping[str, Any]) -> Finding:
-    fields = {k: v for k, v in data.items() if k in Finding.__dataclass_fields__}
-    fields["interval"] = None
-    return Finding(**fields)

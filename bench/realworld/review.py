@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.realworld.corpus import Bug, JudgementKey, Scored, finding_from_json, score
+from analyzers.report.jsonout import finding_from_json
+from bench.realworld.corpus import Bug, JudgementKey, Scored, score
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
