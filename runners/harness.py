@@ -161,6 +161,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
     A confirmed finding leaves in `context` what the fix stage needs: its entry, the
     minimised trigger and the reproducer script."""
     from analyzers.dynamic.entries import (
+        SHAPE_GUESSES,
         EntryConfig,
         EntryError,
         build_configured,
@@ -201,6 +202,9 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         for call in harvested.calls.get(key, []) if harvested else []:
             yield lambda call=call, key=key: _harvested_entry(repo, key, call)
         yield lambda: synthesise(repo, finding["path"], finding["function"], seed, device)
+        for shape in SHAPE_GUESSES:  # when the default shape never reaches the op
+            yield lambda shape=shape: synthesise(repo, finding["path"], finding["function"],
+                                                 seed, device, shape)
         if job.get("script"):
             yield lambda: _script_entry(repo, job["script"], finding, lines, seed)
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import torch
 
+from analyzers.dynamic.loading import load
 from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec
 from analyzers.dynamic.weights import call_with_weights, with_weights
 
@@ -67,6 +68,10 @@ class Entry:
     device: str = "cpu"  # where the code runs; the search samples on CPU and moves inputs
     # configured weight ranges: the module's parameters that the last inputs replace
     weights: tuple[str, ...] = ()
+    # how the module was loaded (loading.py): import | package-stubs | extracted, and why
+    # the plain import failed; the reproducer loads it the same way
+    loading: str = "import"
+    loading_why: str = ""
 
     def call(self, inputs: Sequence[torch.Tensor]) -> Any:
         if self.device == "cpu":
@@ -201,32 +206,44 @@ def build_configured(repo_dir: Path, config: EntryConfig, seed: int,
                               autocast=config.autocast, device=device), config.weights, seed)
 
 
+# Shapes tried, in order, for tensor parameters that say nothing of their shape, when the
+# default (batch, features) call never reaches the op (a function that asserts
+# `(*, 3, H, W)` raises on it): an image batch, a sequence batch, a vector.
+SHAPE_GUESSES: tuple[tuple[int, ...], ...] = ((2, 3, 8, 8), (2, 6, 16), (16,))
+
+
 def synthesise(repo_dir: Path, path: str, function: str, seed: int,
-               device: str = "cpu") -> Entry:
-    """A call for the function enclosing a finding, from what its code says."""
+               device: str = "cpu", shape: tuple[int, ...] | None = None) -> Entry:
+    """A call for the function enclosing a finding, from what its code says; `shape`, for
+    the parameters whose annotation gives none (default: batch x features)."""
     module_name = module_name_for(path)
     try:
-        module = import_module(repo_dir, module_name)
+        loaded = load(repo_dir, module_name)
     except Exception as exc:  # the PR's module may fail to import for any reason
         raise EntryError(f"importing {module_name} failed: {type(exc).__name__}: {exc}") \
             from exc
+    module = loaded.module
     parts = function.split(".")
     if "<locals>" in parts or function == "<module>":
         raise EntryError(f"{function} is not reachable from the module; configure an entry")
     try:
         obj = resolve_attr(module, function)
     except AttributeError as exc:
-        raise EntryError(f"{module_name} has no {function}; configure an entry") from exc
+        extra = f" (the module was {loaded.how}: {loaded.why})" if loaded.why else ""
+        raise EntryError(f"{module_name} has no {function}{extra}; configure an entry") \
+            from exc
     target = f"{module_name}:{function}"
     if len(parts) >= 2:
         owner = resolve_attr(module, ".".join(parts[:-1]))
         if inspect.isclass(owner):
-            return _method_entry(owner, parts[-1], target, seed, device)
-    specs, constants = _specs_from_signature(obj, None)
+            entry = _method_entry(owner, parts[-1], target, seed, device)
+            return replace(entry, loading=loaded.how, loading_why=loaded.why)
+    specs, constants = _specs_from_signature(obj, None, shape)
     framework = framework_of(obj)
     return Entry(target, specs, obj, "synthesised", constants=constants,
                  framework=framework, param_names=_param_names(obj),
-                 device="cpu" if framework == "tensorflow" else device)
+                 device="cpu" if framework == "tensorflow" else device,
+                 loading=loaded.how, loading_why=loaded.why)
 
 
 def _method_entry(owner: type, method: str, target: str, seed: int, device: str) -> Entry:
@@ -331,7 +348,8 @@ def _first_layer_spec(module: torch.nn.Module) -> InputSpec | None:
     return None
 
 
-def _specs_from_signature(fn: Callable[..., Any], first: InputSpec | None) -> \
+def _specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
+                          shape: tuple[int, ...] | None = None) -> \
         tuple[list[InputSpec], dict[str, Any]]:
     try:
         signature = inspect.signature(fn)
@@ -356,8 +374,10 @@ def _specs_from_signature(fn: Callable[..., Any], first: InputSpec | None) -> \
         if param.kind is param.KEYWORD_ONLY:
             raise EntryError(f"keyword-only tensor parameter {param.name!r}; configure an "
                              "entry")
+        annotated = JAXTYPING_DIMS.search(str(annotation)) is not None
         specs.append(first if first is not None and not specs else
-                     default_spec(_shape_from_annotation(str(annotation))))
+                     default_spec(shape if shape is not None and not annotated
+                                  else _shape_from_annotation(str(annotation))))
     if not specs:
         raise EntryError("no tensor parameters to search over; configure an entry")
     return specs, constants

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from analyzers.dynamic.entries import Entry, device_type
+from analyzers.dynamic.loading import import_lines
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.weights import split_for_script
 
@@ -301,7 +302,7 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         *(["import base64", "import io", ""] if rebuild is not None and rebuild.state else []),
         *(["import numpy as np", "import tensorflow as tf"] if tf_mode else ["import torch"]),
         "",
-        f"from {module} import {imported}",
+        *import_lines(module, imported, entry.loading, entry.loading_why),
         "",
         "",
         *helpers,

@@ -56,8 +56,9 @@ def _row(s: Scored) -> str:
     if s.state != "reviewed":
         return f"{s.bug.id:<40} {s.state:<8} {s.reason}"
     at = f"{s.bug_status or '-':<13}" + ("" if s.op_agrees or not s.flagged else " (other op)")
-    return (f"{s.bug.id:<40} {'flagged' if s.flagged else 'MISSED':<8} {at:<24} "
-            f"findings {s.findings:>3}  inline {s.inline:>2}  {s.seconds:6.1f} s")
+    row = (f"{s.bug.id:<40} {'flagged' if s.flagged else 'MISSED':<8} {at:<24} "
+           f"findings {s.findings:>3}  inline {s.inline:>2}  {s.seconds:6.1f} s")
+    return row + (f"\n    {s.bug_reason[:200]}" if s.bug_reason else "")
 
 
 def summary(rows: Sequence[Scored], dynamic: bool) -> list[str]:

@@ -102,6 +102,7 @@ class Scored:
     proven: bool = False  # ... and is confirmed
     fix_validated: bool = False
     bug_status: str = ""  # the status of the finding at the line
+    bug_reason: str = ""  # ... and why it is not confirmed (its error, or the search's box)
     findings: int = 0
     inline: int = 0  # under comment_on = "proven"
     inline_proven_or_definite: int = 0
@@ -126,7 +127,9 @@ def score(bug: Bug, findings: Iterable[Finding], judgements: Mapping[JudgementKe
                 out.proven = True
                 out.fix_validated = out.fix_validated or (
                     isinstance(f.fix, dict) and f.fix.get("status") == "validated")
-            out.bug_status = out.bug_status or f.status
+            if not out.bug_status or f.status == "confirmed":
+                out.bug_status = f.status
+                out.bug_reason = (f.error or "")[:300]
         else:
             out.others.append(f)
         verdict = "real" if hit else judgements.get((bug.id, f.path, f.line, f.op))

@@ -1,0 +1,72 @@
+"""Modules that will not import in the sandbox are still reached (analyzers/dynamic/loading.py).
+
+Real repositories' modules failed to import for reasons that have nothing to do with the
+flagged function: a package `__init__` importing a file generated at build time, or a
+dependency the sandbox lacks. Each case runs the real harness, and the reproducer it writes
+fails on its own in a plain `python` child, the way the search loaded the module.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from harness_support import run_findings, run_script, write_repo
+
+from analyzers.dynamic.loading import load
+
+LOSS = ("import torch\n\n\n"
+        "def rate(counts: torch.Tensor, total: torch.Tensor) -> torch.Tensor:\n"
+        "    return torch.log(counts / total)\n")
+
+
+@pytest.fixture
+def clean_modules() -> object:
+    before = set(sys.modules)
+    yield None
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+def test_a_package_init_that_fails_is_skipped(tmp_path: Path, clean_modules: object) -> None:
+    repo = write_repo(tmp_path, {
+        "gpkg/__init__.py": "from .version import __version__  # generated at build time\n",
+        "gpkg/metrics.py": LOSS,
+    })
+    loaded = load(repo, "gpkg.metrics")
+    assert loaded.how == "package-stubs" and "gpkg.version" in loaded.why
+    assert callable(loaded.module.rate)
+
+    run = run_findings(repo, "gpkg/metrics.py", ["rate", "rate"], finding_timeout=120,
+                       timeout=300)
+    record = next(r for r in run.result.records if r["status"] == "confirmed")
+    source = record["reproducer"]
+    assert "fails here (ModuleNotFoundError: No module named 'gpkg.version')" in source
+    check = run_script(repo, source)
+    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+
+
+def test_a_missing_dependency_leaves_the_function_extracted(tmp_path: Path,
+                                                            clean_modules: object) -> None:
+    repo = write_repo(tmp_path, {
+        "xpkg/__init__.py": "",
+        "xpkg/layers.py": ("import numcheck_absent_dependency as nad  # not installed\n"
+                           "from .helpers import SCALE\n" + LOSS
+                           + "\n\nprint('import-time work must not run')\n"
+                           "MODEL = nad.build()\n"),
+        "xpkg/helpers.py": "SCALE = 2.0\n",
+    })
+    loaded = load(repo, "xpkg.layers")
+    assert loaded.how == "extracted" and "numcheck_absent_dependency" in loaded.why
+    assert loaded.module.SCALE == 2.0  # a relative import that works is kept
+    assert not hasattr(loaded.module, "MODEL")  # work at import time is not run
+
+    run = run_findings(repo, "xpkg/layers.py", ["rate", "rate"], finding_timeout=120,
+                       timeout=300)
+    record = next(r for r in run.result.records if r["status"] == "confirmed")
+    source = record["reproducer"]
+    assert "statement by statement" in source and "(extracted)" in source
+    check = run_script(repo, source)
+    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+    assert "import-time work must not run" not in check.stdout
