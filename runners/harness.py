@@ -167,6 +167,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         build_configured,
         module_name_for,
         resolve_device,
+        shape_from_message,
         synthesise,
     )
     from analyzers.dynamic.localise import localise
@@ -202,7 +203,10 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         for call in harvested.calls.get(key, []) if harvested else []:
             yield lambda call=call, key=key: _harvested_entry(repo, key, call)
         yield lambda: synthesise(repo, finding["path"], finding["function"], seed, device)
-        for shape in SHAPE_GUESSES:  # when the default shape never reaches the op
+        # when the default shape never reaches the op: the shape the code's own error asks
+        # for, then common shapes
+        asked = shape_from_message(problems[-1]) if problems else None
+        for shape in ([asked] if asked else []) + list(SHAPE_GUESSES):
             yield lambda shape=shape: synthesise(repo, finding["path"], finding["function"],
                                                  seed, device, shape)
         if job.get("script"):

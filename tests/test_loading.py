@@ -70,3 +70,17 @@ def test_a_missing_dependency_leaves_the_function_extracted(tmp_path: Path,
     check = run_script(repo, source)
     assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
     assert "import-time work must not run" not in check.stdout
+
+
+@pytest.mark.parametrize(("message", "shape"), [
+    ("ValueError: Input size must be a (*, 3, 3) tensor. Got torch.Size([4, 8])", (2, 3, 3)),
+    ("Invalid input shape, we expect BxCx*. Got: (4, 8)", (2, 3, 8, 8)),
+    ("Input must be Nx3x3, got (4, 8)", (2, 3, 3)),
+    ("expected (B, C, H, W)", (2, 3, 8, 8)),
+    ("index 5 is out of bounds for dimension 0 with size 4", None),
+])
+def test_the_shape_a_function_asks_for_in_its_error(message: str,
+                                                    shape: tuple[int, ...] | None) -> None:
+    from analyzers.dynamic.entries import shape_from_message
+
+    assert shape_from_message(message) == shape

@@ -212,6 +212,32 @@ def build_configured(repo_dir: Path, config: EntryConfig, seed: int,
 SHAPE_GUESSES: tuple[tuple[int, ...], ...] = ((2, 3, 8, 8), (2, 6, 16), (16,))
 
 
+_DIM = r"(?:\*|\.\.\.|\d+|[A-Za-z]\w{0,3})"
+_SHAPE_IN_TEXT = (re.compile(rf"\(({_DIM}(?:\s*,\s*{_DIM}){{1,5}})\)"),  # (*, 3, H, W)
+                  re.compile(r"\b([A-Z\d*]{1,3}(?:x[A-Z\d*]{1,3}){1,5})(?![\w])"))  # BxCxHxW
+
+
+def shape_from_message(text: str) -> tuple[int, ...] | None:
+    """The shape a function's own error asks for (what it says before "Got"): `Input size
+    must be a (*, 3, 3) tensor` -> (2, 3, 3); `(B, C, H, W)` and `BxCx*` -> (2, 3, 8, 8). A
+    leading `*`/`...` is a batch of 2, a trailing one two dimensions of 8; a letter is 2 for a
+    batch (B, N), 3 for channels (C), else 8."""
+    wanted = re.split(r"\bgot\b", text, maxsplit=1, flags=re.IGNORECASE)[0]
+    match = next((m for pattern in _SHAPE_IN_TEXT if (m := pattern.search(wanted))), None)
+    if match is None:
+        return None
+    dims = [d for d in re.split(r"\s*[,x]\s*", match[1]) if d]
+    sizes: list[int] = []
+    for index, dim in enumerate(dims):
+        if dim in ("*", "..."):
+            sizes.extend([2] if index == 0 else [8, 8] if index == len(dims) - 1 else [])
+        elif dim.isdigit():
+            sizes.append(int(dim))
+        else:
+            sizes.append({"B": 2, "N": 2, "C": 3}.get(dim, 8))
+    return tuple(sizes) if len(sizes) >= 2 and all(0 < n <= 64 for n in sizes) else None
+
+
 def synthesise(repo_dir: Path, path: str, function: str, seed: int,
                device: str = "cpu", shape: tuple[int, ...] | None = None) -> Entry:
     """A call for the function enclosing a finding, from what its code says; `shape`, for
@@ -229,9 +255,13 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
     try:
         obj = resolve_attr(module, function)
     except AttributeError as exc:
-        extra = f" (the module was {loaded.how}: {loaded.why})" if loaded.why else ""
-        raise EntryError(f"{module_name} has no {function}{extra}; configure an entry") \
-            from exc
+        outer = _enclosing_function(module, parts)
+        if outer is None:
+            extra = f" (the module was {loaded.how}: {loaded.why})" if loaded.why else ""
+            raise EntryError(f"{module_name} has no {function}{extra}; configure an entry") \
+                from exc
+        function, obj = outer  # a function defined inside it: calling it runs the op
+        parts = function.split(".")
     target = f"{module_name}:{function}"
     if len(parts) >= 2:
         owner = resolve_attr(module, ".".join(parts[:-1]))
@@ -244,6 +274,21 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
                  framework=framework, param_names=_param_names(obj),
                  device="cpu" if framework == "tensorflow" else device,
                  loading=loaded.how, loading_why=loaded.why)
+
+
+def _enclosing_function(module: Any, parts: list[str]) -> tuple[str, Any] | None:
+    """For `outer.inner` where `inner` is defined inside the function `outer` (a closure the
+    module does not expose): the nearest enclosing function the module does expose."""
+    for end in range(len(parts) - 1, 0, -1):
+        qualname = ".".join(parts[:end])
+        try:
+            obj = resolve_attr(module, qualname)
+        except AttributeError:
+            continue
+        if inspect.isfunction(obj):
+            return qualname, obj
+        return None  # a class or another object: its methods are reached another way
+    return None
 
 
 def _method_entry(owner: type, method: str, target: str, seed: int, device: str) -> Entry:
