@@ -254,7 +254,9 @@ class CallsMixin(AnalyzerState):
                 return self._call_op_object(node, made.callable_op, args)
             return Value("tensor" if made.kind == "callable" else "unknown")
         if receiver.kind == "scalar" and method not in ("sqrt", "log", "exp"):
-            return Value("scalar")
+            # `n.float()` of a size keeps its range; anything else on a scalar is a scalar
+            return Value("scalar", receiver.interval) if method in SAME_VALUE_METHODS \
+                else Value("scalar")
         spec = CATALOGUE.method(method)
         tensorish = receiver.kind in ("tensor", "unknown") and receiver.name not in ("self",)
         if spec is not None and tensorish and self._tensor_signature(spec, method, positional,
