@@ -302,17 +302,17 @@ def test_demo_reports_sample_pr(run_cli: RunCli, tmp_path: Path) -> None:
     assert data["errors"] == []
 
 
-def test_demo_text(run_cli: RunCli, tmp_path: Path) -> None:
-    proc = run_cli("demo", env=temp_env(tmp_path))
-    assert proc.returncode == 1, proc.stderr
-    assert "model/losses.py:" in proc.stdout
-
-
-def test_demo_without_keep_cleans_up(run_cli: RunCli, tmp_path: Path) -> None:
+def test_demo_text_holds_back_the_unproven_and_cleans_up(run_cli: RunCli,
+                                                         tmp_path: Path) -> None:
     env = temp_env(tmp_path)
     proc = run_cli("demo", env=env)
     assert proc.returncode == 1, proc.stderr
-    assert list(Path(env["TMPDIR"]).iterdir()) == []
+    assert "model/losses.py:" in proc.stdout
+    # what the App would comment inline, and what it would only list (not proven)
+    summary = proc.stdout[proc.stdout.index("on a pull request: "):]
+    assert "held back from inline comments (comment_on = \"proven\")" in summary
+    assert "    held back: model/losses.py:" in summary
+    assert list(Path(env["TMPDIR"]).iterdir()) == []  # without --keep nothing is left
 
 
 def test_demo_keep_leaves_a_repository(tmp_path: Path, run_main: RunMain) -> None:
