@@ -1,0 +1,64 @@
+"""bench.realworld: its data files stay well-formed, and its scoring counts what it says."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from analyzers.model import Finding
+from bench.realworld.corpus import Bug, load_bugs, load_judgements, score
+from bench.realworld.review import find_clone
+
+
+def test_the_bug_list_is_well_formed() -> None:
+    bugs = load_bugs()
+    assert len(bugs) >= 30 and len({b.repo for b in bugs}) >= 10
+    for bug in bugs:
+        assert re.fullmatch(r"[0-9a-f]{40}", bug.intro_commit), bug.id
+        assert re.fullmatch(r"[0-9a-f]{40}", bug.fix_commit), bug.id
+        assert bug.intro_commit != bug.fix_commit and bug.line >= 1 and bug.path.endswith(".py")
+        assert bug.framework in ("torch", "tf", "jax"), bug.id
+        assert len(bug.excerpt) <= 100
+
+
+def test_every_judgement_names_a_bug_and_a_verdict() -> None:
+    ids = {b.id for b in load_bugs()}
+    judgements = load_judgements()
+    assert judgements and {bug for bug, *_ in judgements} <= ids
+    assert set(judgements.values()) <= {"real", "borderline", "noise"}
+
+
+def _bug() -> Bug:
+    return Bug("b", "o/r", "torch", "f" * 40, "e" * 40, "m.py", 10, "log-softmax", "x", "y")
+
+
+def _finding(line: int, op: str = "log", rule: str = "log-softmax",
+             status: str = "potential") -> Finding:
+    return Finding(path="m.py", line=line, column=0, end_line=line, end_column=5,
+                   function="f", op=op, framework="torch", call=f"c{line}", operand="x",
+                   why="", rule=rule, status=status)  # type: ignore[arg-type]
+
+
+def test_scoring_counts_the_bug_line_inline_comments_and_judgements() -> None:
+    bug_line = _finding(10, status="confirmed")
+    bug_line.fix = {"status": "validated"}
+    unproven = _finding(20, op="div", rule="unguarded-domain")
+    definite = _finding(30, rule="eps-absorbed")
+    scored = score(_bug(), [bug_line, unproven, definite],
+                   {("b", "m.py", 20, "div"): "noise", ("b", "m.py", 30, "log"): "borderline"})
+    assert scored.flagged and scored.op_agrees and scored.proven and scored.fix_validated
+    assert (scored.findings, scored.inline, scored.inline_proven_or_definite) == (3, 2, 2)
+    assert scored.inline_judged == {"real": 1, "borderline": 1}  # the bug's own line is real
+    assert scored.others_judged == {"noise": 1, "borderline": 1}
+    missed = score(_bug(), [unproven], {})
+    assert not missed.flagged and missed.inline == 0 and missed.inline_unjudged == []
+
+
+@pytest.mark.parametrize("layout", ["o+r/repo", "o+r", "o/r.git"])
+def test_clones_are_found_in_each_documented_layout(tmp_path: Path, layout: str) -> None:
+    (tmp_path / layout).mkdir(parents=True)
+    (tmp_path / layout / "HEAD").write_text("ref: refs/heads/main\n")
+    assert find_clone(tmp_path, "o/r") == tmp_path / layout
+    assert find_clone(tmp_path, "o/other") is None
