@@ -48,15 +48,30 @@ def is_definite(finding: Finding) -> bool:
     return rule is not None and rule.definite
 
 
+def is_candidate(finding: Finding) -> bool:
+    """A suspicion too weak to show unless confirmed (`Rule.candidate`)."""
+    rule = RULES_BY_ID.get(finding.rule)
+    return rule is not None and rule.candidate
+
+
 def is_proven(finding: Finding) -> bool:
     return finding.status == "confirmed"
 
 
 def comment_inline(finding: Finding, policy: str) -> bool:
-    """May this finding be an inline review comment under `policy`?"""
-    if policy == "potential":
+    """May this finding be an inline review comment under `policy`? A candidate only once
+    confirmed, whatever the policy."""
+    if is_proven(finding):
         return True
-    return is_proven(finding) or is_definite(finding)
+    if is_candidate(finding):
+        return False
+    return policy == "potential" or is_definite(finding)
+
+
+def counts(finding: Finding) -> bool:
+    """Does the finding count toward a failing exit status (`fail_on`)? Not a candidate that
+    was not confirmed: it is a question for the dynamic pass, not a finding yet."""
+    return is_proven(finding) or not is_candidate(finding)
 
 
 def held_back(findings: Iterable[Finding], policy: str) -> list[Finding]:

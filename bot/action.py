@@ -56,7 +56,7 @@ from analyzers.report.summary import (
     validated_fix,
     validation_summary,
 )
-from analyzers.trust import comment_inline, comment_on
+from analyzers.trust import comment_inline, comment_on, counts
 from bot.console import dynamic_frameworks, missing_framework_hint
 from bot.progress import Progress
 from runners.base import Runner
@@ -432,7 +432,7 @@ def _analyse(env: Environment, target: Target, inputs: Inputs, config: Config,
 
 def _fails(result: AnalysisResult, fail_on: str) -> bool:
     if fail_on == "any":
-        return bool(result.findings)
+        return any(counts(f) for f in result.findings)  # not unconfirmed candidates
     if fail_on == "confirmed":
         return any(f.status == "confirmed" for f in result.findings)
     return False

@@ -25,6 +25,7 @@ from analyzers.config import SCOPES, Config, ConfigError, load_config
 from analyzers.diffscope import DiffError
 from analyzers.model import AnalysisResult, StageError
 from analyzers.report import FORMATS, render
+from analyzers.trust import counts
 from bot.console import color_enabled, dynamic_frameworks, missing_framework_hint, one_line
 from bot.demo import build_sample_repo
 from bot.progress import Progress
@@ -193,10 +194,10 @@ def _config(args: argparse.Namespace, repo: Path) -> Config:
 def _exit_status(result: AnalysisResult, config: Config) -> int:
     if config.fail_on == "none":
         return EXIT_CLEAN
+    findings = [f for f in result.findings if counts(f)]  # not unconfirmed candidates
     if config.fail_on == "error":
-        return EXIT_FINDINGS if any(f.severity == "error" for f in result.findings) \
-            else EXIT_CLEAN
-    return EXIT_FINDINGS if result.findings else EXIT_CLEAN
+        return EXIT_FINDINGS if any(f.severity == "error" for f in findings) else EXIT_CLEAN
+    return EXIT_FINDINGS if findings else EXIT_CLEAN
 
 
 def _emit(result: AnalysisResult, args: argparse.Namespace) -> None:

@@ -72,3 +72,17 @@ def test_test_files_do_not_report_ops_on_literals(path: str) -> None:
             "    return torch.log(x.clamp(0.0, 1.0))\n")
     assert _flagged(code, path) == [(4, "log")]  # a variable still feeds line 4
     assert _flagged(code, "losses.py") == [(3, "log"), (4, "log")]
+
+
+def test_a_divisor_of_unknown_provenance_is_a_candidate_never_shown_unconfirmed() -> None:
+    from analyzers.trust import comment_inline, counts
+
+    code = ("def iou(stats):\n    tps, fps, fns = stats()\n"
+            "    return tps / (fps + fns + tps)\n"
+            "def ratio(a, b):\n    return a / b\n")
+    scan = scan_source(code, "metrics.py")
+    (finding,) = scan.findings  # the sum of counts, not the plain ratio of two parameters
+    assert (finding.line, finding.rule, finding.severity) == (3, "unknown-operand", "note")
+    assert not comment_inline(finding, "potential") and not counts(finding)
+    finding.status = "confirmed"  # proven: shown and counted like any other
+    assert comment_inline(finding, "proven") and counts(finding)

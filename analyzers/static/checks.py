@@ -283,7 +283,7 @@ class ChecksMixin(AnalyzerState):
 
     def _check_domain(self: Analyzer, node: cst.CSTNode, spec: OpSpec,
                       operand_node: cst.BaseExpression, operand: Value, framework: str,
-                      requirement: str | None = None) -> None:
+                      requirement: str | None = None, rule: str = "unguarded-domain") -> None:
         requirement = requirement or spec.requires
         if requirement == "none":
             return
@@ -318,13 +318,13 @@ class ChecksMixin(AnalyzerState):
                          f"{consequence}.", iv, explain.pattern_hint("eps-underflow-fp16",
                                                                      framework))
             return
-        self._record(node, spec, "unguarded-domain", framework, operand_src,
+        self._record(node, spec, rule, framework, operand_src,
                      explain.why(operand_src, operand, consequence, dtype), iv,
                      explain.domain_hint(spec, operand_src, framework, requirement, iv, dtype))
 
     def _check_division(self: Analyzer, node: cst.CSTNode, divisor: Value,
                         divisor_node: cst.BaseExpression, numerator: Value,
-                        framework: str | None = None) -> None:
+                        framework: str | None = None, rule: str = "unguarded-domain") -> None:
         """`x / x.norm()` is the normalisation pattern; a scalar over a norm is a plain
         division (clip coefficients, ratios)."""
         spec = CATALOGUE.by_op["div"]
@@ -336,7 +336,7 @@ class ChecksMixin(AnalyzerState):
             self._emit_pattern(node, spec, "manual-normalize", divisor_node, divisor, framework,
                                absorb=("sqrt",))
             return
-        self._check_domain(node, spec, divisor_node, divisor, framework)
+        self._check_domain(node, spec, divisor_node, divisor, framework, rule=rule)
 
     def _check_pow(self: Analyzer, node: cst.CSTNode, base: Value, base_node: cst.BaseExpression,
                    exponent: float | None, framework: str | None = None) -> None:

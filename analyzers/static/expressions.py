@@ -220,6 +220,8 @@ class ExpressionsMixin(AnalyzerState):
         if symbol in ("/", "//"):
             if right.is_tensor:
                 self._check_division(node, right, right_node, left)
+            elif self._sum_of_unknowns(right, right_node):
+                self._check_division(node, right, right_node, left, rule="unknown-operand")
             return Value(kind, div(left.interval, right.interval, dtype),
                          neg_inf_filled=left.neg_inf_filled,
                          producer=scaled_product(left, right))
@@ -262,6 +264,16 @@ class ExpressionsMixin(AnalyzerState):
         if symbol == "@":
             return product((left_node, right_node))
         return Value(kind)
+
+    @staticmethod
+    def _sum_of_unknowns(value: Value, node: cst.BaseExpression) -> bool:
+        """A divisor of unknown provenance that is a sum or difference (`fps + fns + tps`
+        of counts a helper returned, `width - 1.0`): such a value reaching 0 is the usual
+        bug, where a plain `a / b` of two parameters is usually a ratio the caller keeps
+        valid. A candidate (rules.py): for the dynamic pass to prove, never shown until it
+        does."""
+        return value.kind == "unknown" and not value.interval.nonzero() and isinstance(
+            node, cst.BinaryOperation) and isinstance(node.operator, cst.Add | cst.Subtract)
 
     def _add(self: Analyzer, node: cst.CSTNode, left: Value, right: Value,
              left_node: cst.BaseExpression, right_node: cst.BaseExpression,

@@ -11,6 +11,12 @@ rounds away, a guard whose result is thrown away, log(softmax(x)) where log_soft
 a finding is worth an inline comment without a proof. Every other rule (an operand not proven
 inside the domain) is only a suspicion until the dynamic pass confirms it
 (`analyzers/trust.py` decides what is published inline).
+
+A candidate rule is weaker still: an operand of unknown provenance (a sum of values a helper
+returned, a parameter minus one) that the static pass cannot judge at all. It is flagged so
+that the dynamic pass tries it (recall comes from the static pass, precision from the proof),
+and it is never an inline comment, nor a failing exit status, unless confirmed. The labelled
+corpus scores the other rules only (`bench.corpus` counts candidates apart).
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ class Rule:
     severity: Severity = "warning"
     # true when the finding is a fact of the code whatever the inputs (see the module doc)
     definite: bool = False
+    # a suspicion too weak to show unless the dynamic pass confirms it (see the module doc)
+    candidate: bool = False
 
     def text(self) -> RuleText:
         return RuleText(short=self.summary, full=self.message, help=self.fix)
@@ -206,6 +214,19 @@ RULES: tuple[Rule, ...] = (
                  "import torch\ndef f(q, k):\n"
                  "    with torch.autocast('cuda', dtype=torch.float16):\n"
                  "        return torch.softmax(torch.matmul(q, k.mT) / 8.0, dim=-1)\n"),
+    ),
+    Rule(
+        "unknown-operand", "divisor of unknown provenance that can reach 0",
+        "The divisor is a sum or difference of values the analysis cannot follow (counts a "
+        "helper returned, a parameter minus one); such a divisor reaching 0 is a common bug, "
+        "so the dynamic pass tries to prove it. Not shown unless confirmed.",
+        "Guard the divisor (clamp_min, + eps) or check it before dividing.",
+        valid=("def f(a, b):\n    return a / b\n",
+               "def f(a, b):\n    return a / (b * b + 1.0)\n"),
+        invalid=("def iou(stats):\n    tps, fps, fns = stats()\n"
+                 "    return tps / (fps + fns + tps)\n",
+                 "def scale(x, width):\n    return x * 2.0 / (width - 1.0)\n"),
+        severity="note", candidate=True,
     ),
     Rule(
         "manual-normalize", "division by a norm",

@@ -26,7 +26,8 @@ from analyzers.static.rules import RULES_BY_ID
 from analyzers.static.suppression import Suppressions
 
 DEFAULT_CONFIG = Config()
-RULE_PRIORITY = ("unguarded-domain",)  # pattern rules outrank the generic one on a line
+# pattern rules outrank the generic one on a line, and the generic one outranks a candidate
+RULE_RANK = {"unguarded-domain": 1, "unknown-operand": 2}
 
 
 @dataclass
@@ -227,7 +228,7 @@ def _finalise(raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]], path
         if fed_by is not None:
             finding.why += (f" Line {line} is unchanged; line {fed_by} of this change feeds "
                             "its operand.")
-        rank = 1 if item.rule in RULE_PRIORITY else 0
+        rank = RULE_RANK.get(item.rule, 0)
         key = (line, item.op)
         if key not in best or rank < best[key][1]:
             best[key] = (finding, rank)
