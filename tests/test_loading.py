@@ -84,3 +84,20 @@ def test_the_shape_a_function_asks_for_in_its_error(message: str,
     from analyzers.dynamic.entries import shape_from_message
 
     assert shape_from_message(message) == shape
+
+
+def test_parameters_without_defaults_get_a_value_from_their_annotation(
+        tmp_path: Path, clean_modules: object) -> None:
+    repo = write_repo(tmp_path, {"kpkg/__init__.py": "", "kpkg/kl.py": (
+        "from typing import Literal, Optional\n\nimport torch\n\n\n"
+        "def kl(p: torch.Tensor, q: torch.Tensor, log_prob: bool,\n"
+        "       reduction: Optional[Literal['mean', 'sum']]) -> torch.Tensor:\n"
+        "    assert reduction == 'mean' and log_prob is False\n"
+        "    return (p * torch.log(p.abs() + q.abs())).mean()\n")})
+    run = run_findings(repo, "kpkg/kl.py", ["kl"], finding_timeout=120, timeout=300,
+                       search_seconds=2.0)
+    (record,) = [r for r in run.result.records if r.get("stage") is None]
+    assert record["status"] == "confirmed", record
+    assert "kl(p, q, log_prob=False, reduction='mean')" in record["reproducer"]
+    check = run_script(repo, record["reproducer"])
+    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]

@@ -8,6 +8,7 @@ sandboxed harness: it imports the PR's code.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import re
@@ -55,6 +56,9 @@ class Entry:
     fn: Callable[..., Any]
     source: EntrySource
     constants: dict[str, Any] = field(default_factory=dict)  # keyword args not searched
+    # of those, the ones numcheck chose (a parameter without a default): the reproducer
+    # passes them by keyword
+    passed: dict[str, Any] = field(default_factory=dict)
     init: dict[str, Any] = field(default_factory=dict)
     is_method: bool = False
     framework: str = "torch"
@@ -268,9 +272,9 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
         if inspect.isclass(owner):
             entry = _method_entry(owner, parts[-1], target, seed, device)
             return replace(entry, loading=loaded.how, loading_why=loaded.why)
-    specs, constants = _specs_from_signature(obj, None, shape)
+    specs, constants, chosen = _specs_from_signature(obj, None, shape)
     framework = framework_of(obj)
-    return Entry(target, specs, obj, "synthesised", constants=constants,
+    return Entry(target, specs, obj, "synthesised", constants=constants, passed=chosen,
                  framework=framework, param_names=_param_names(obj),
                  device="cpu" if framework == "tensorflow" else device,
                  loading=loaded.how, loading_why=loaded.why)
@@ -304,8 +308,9 @@ def _method_entry(owner: type, method: str, target: str, seed: int, device: str)
                          "configure an entry with `init`") from exc
     first = _first_layer_spec(instance)
     bound = getattr(_place(instance, device), method)
-    specs, constants = _specs_from_signature(bound, first)
-    return Entry(target, specs, bound, "synthesised", constants=constants, is_method=True,
+    specs, constants, chosen = _specs_from_signature(bound, first)
+    return Entry(target, specs, bound, "synthesised", constants=constants, passed=chosen,
+                 is_method=True,
                  param_names=_param_names(bound), device=device)
 
 
@@ -321,8 +326,10 @@ def _keras_entry(owner: type, method: str, target: str, seed: int) -> Entry:
     except TypeError as exc:
         raise EntryError(f"{owner.__name__}() needs constructor arguments ({exc}); "
                          "configure an entry with `init`") from exc
-    specs, constants = _specs_from_signature(instance.call, _keras_input_spec(instance))
-    return Entry(target, specs, instance, "synthesised", constants=constants, is_method=True,
+    specs, constants, chosen = _specs_from_signature(instance.call,
+                                                     _keras_input_spec(instance))
+    return Entry(target, specs, instance, "synthesised", constants=constants, passed=chosen,
+                 is_method=True,
                  framework="tensorflow", param_names=_param_names(instance.call))
 
 
@@ -395,26 +402,33 @@ def _first_layer_spec(module: torch.nn.Module) -> InputSpec | None:
 
 def _specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
                           shape: tuple[int, ...] | None = None) -> \
-        tuple[list[InputSpec], dict[str, Any]]:
+        tuple[list[InputSpec], dict[str, Any], dict[str, Any]]:
+    """(input specs, keyword constants, the constants numcheck chose for parameters without
+    a default, which the reproducer must pass)."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
         raise EntryError(f"cannot read the signature of {fn!r}: {exc}") from exc
     specs: list[InputSpec] = []
     constants: dict[str, Any] = {}
+    chosen: dict[str, Any] = {}
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         annotation = "" if param.annotation is inspect.Parameter.empty else (
             param.annotation if isinstance(param.annotation, str) else
-            getattr(param.annotation, "__name__", repr(param.annotation)))
+            param.annotation.__name__ if isinstance(param.annotation, type)
+            else repr(param.annotation).replace("typing.", ""))
         tensorish = bool(TENSOR_HINT.search(str(annotation))) or (
             not annotation and param.default is inspect.Parameter.empty)
         if not tensorish:
             if param.default is inspect.Parameter.empty:
-                raise EntryError(f"parameter {param.name!r} ({annotation}) has no default and "
-                                 "is not a tensor; configure an entry")
-            constants[param.name] = param.default
+                found, value = constant_for(str(annotation))
+                if not found:
+                    raise EntryError(f"parameter {param.name!r} ({annotation}) has no default "
+                                     "and is not a tensor; configure an entry")
+                chosen[param.name] = value
+            constants[param.name] = chosen.get(param.name, param.default)
             continue
         if param.kind is param.KEYWORD_ONLY:
             raise EntryError(f"keyword-only tensor parameter {param.name!r}; configure an "
@@ -425,7 +439,24 @@ def _specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
                                   else _shape_from_annotation(str(annotation))))
     if not specs:
         raise EntryError("no tensor parameters to search over; configure an entry")
-    return specs, constants
+    return specs, constants, chosen
+
+
+_LITERAL = re.compile(r"Literal\[\s*('[^']*'|\"[^\"]*\"|-?\d+(?:\.\d+)?|True|False|None)")
+
+
+def constant_for(annotation: str) -> tuple[bool, Any]:
+    """(found, value) for a non-tensor parameter without a default, from its annotation:
+    the first choice of a `Literal[...]`, None for an `Optional`, False for a `bool`, 1 for
+    an `int`, 1.0 for a `float`. The reproducer passes the same value by keyword."""
+    literal = _LITERAL.search(annotation)
+    if literal is not None:
+        return True, ast.literal_eval(literal[1])
+    if annotation.startswith("Optional[") or annotation.endswith("| None") \
+            or annotation in ("None", "NoneType"):
+        return True, None
+    return {"bool": (True, False), "int": (True, 1), "float": (True, 1.0)}.get(
+        annotation, (False, None))
 
 
 def _shape_from_annotation(annotation: str) -> tuple[int, ...]:

@@ -252,7 +252,7 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         call = qualname
     for name, x, spec in zip(names, inputs, entry.specs, strict=True):
         body.extend(tensor_code(name, x, spec, entry.framework, entry.device))
-    arguments = ", ".join(names)
+    arguments = ", ".join([*names, *(f"{k}={v!r}" for k, v in entry.passed.items())])
     if entry.template is not None:
         arguments = _replayed_arguments(entry, names, body)
     label = f"{target.op} at {target.path}:{target.line}"
