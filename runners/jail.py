@@ -366,13 +366,15 @@ def enter_root(path: str) -> str:
 
 def seal(writable: list[str]) -> None:
     """Every mount of the (new) root read-only but `writable` and the pid namespace's /proc;
-    the writable ones nosuid, nodev."""
+    the writable ones nosuid, and nodev but for the device nodes themselves."""
     keep = set(writable)
     for point, flags in _mounts():
         if point == "/proc" or point.startswith("/proc/"):
             continue
         if point in keep:
-            _mount(None, point, None, MS_REMOUNT | MS_BIND | flags | MS_NOSUID | MS_NODEV)
+            device = point.startswith("/dev/") and point != "/dev/shm"
+            flags |= MS_NOSUID | (0 if device else MS_NODEV)
+            _mount(None, point, None, MS_REMOUNT | MS_BIND | flags)
         else:
             _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
 
