@@ -435,13 +435,14 @@ def _isolate_filesystem(spec: dict[str, Any], uid: int | None, gid: int | None) 
             print(f"numcheck-jail-root: {entered}", file=sys.stderr, flush=True)
             return
     covered = sorted({os.path.realpath(p) for p in HOST_HIDDEN if os.path.lexists(p)})
-    expose(spec["expose"], uid, gid, [*hidden, *covered])
+    tops = expose(spec["expose"], uid, gid, [*hidden, *covered])
     if spec.get("read_only"):
         failed = read_only_except(spec["writable"])
         if "/" in failed:
             raise JailError("could not make the root filesystem read-only")
-        for point in failed:
-            _warn(f"{point} stayed writable (its remount failed)")
+        for point in failed:  # one under a covered directory is out of the job's view
+            if not any(_inside(point, top) and point != top for top in tops):
+                _warn(f"{point} stayed writable (its remount failed)")
     for git in (root or {}).get("git", []):
         if os.path.isdir(git) and not os.path.islink(git):
             _mount("tmpfs", git, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0755,size=4k")

@@ -351,8 +351,11 @@ def test_writing_outside_the_workspace_fails(attack: Attack) -> None:
     seen = attack.observed("write")
     assert "File too large" in seen["big"], seen  # RLIMIT_FSIZE, isolated or not
     attack.isolated("read_only_fs")
+    private_tmp = bool(attack.result.isolation.get("minimal_root"))
     for path in attack.outside:
-        assert seen[str(path)] != "written" and not path.exists(), seen
+        assert not path.exists(), seen  # nothing reached the host's filesystem
+        if not (private_tmp and str(path).startswith("/tmp/")):  # the job's own /tmp may take it
+            assert seen[str(path)] != "written", seen
 
 
 def test_a_daemon_does_not_outlive_the_job(attack: Attack) -> None:
