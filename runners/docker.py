@@ -82,7 +82,9 @@ def container_spec(*, image: str, checkout: str, scratch: str, job_dir: str, run
         ulimits.append({"name": "cpu", "soft": cpu, "hard": cpu + 5})
     spec: dict[str, Any] = {
         "image": image,
-        "command": ["/bin/sh", "-c", f"exec python -m runners.harness < {JOB_MOUNT}/job.json"],
+        # -I: not the working directory (the PR's scratch copy) first on sys.path, so a PR's
+        # own runners/harness.py cannot stand in for the installed harness
+        "command": ["/bin/sh", "-c", f"exec python -I -m runners.harness < {JOB_MOUNT}/job.json"],
         "user": user,
         "working_dir": WORK_MOUNT,
         "environment": container_env(),

@@ -8,12 +8,17 @@ stage (candidates validated on a scratch copy of the repository, under `fix_time
 Nothing here may reach the network or see a secret: the runner starts this process with a
 scrubbed environment.
 
-    python -m runners.harness < job.json
+    python -I -m runners.harness < job.json
+
+Started isolated (no working directory on sys.path) from numcheck's own packages: the checkout
+goes on sys.path only once the harness's own modules are imported (`_own_imports`), so a PR's
+`runners/`, `analyzers/` (or `torch/`) never stands in for them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import shutil
@@ -28,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 SUPPORTED_FRAMEWORKS = ("torch", "tensorflow")
+# What `confirm` runs on, imported before the checkout is on sys.path (they import torch).
+OWN_IMPORTS = ("analyzers", "analyzers.dynamic.entries", "analyzers.dynamic.localise",
+               "analyzers.dynamic.reproducer", "analyzers.dynamic.search")
 
 
 _RECORDS: Any = None  # a private duplicate of the original stdout (see _own_stdout)
@@ -451,11 +459,30 @@ def _harvest(job: dict[str, Any]) -> Any:
         return None
 
 
+def _own_imports() -> None:
+    """numcheck's modules (and torch, through them) from numcheck's installation, before
+    anything of the checkout's can be found on sys.path; a failure here is left to the
+    finding that needs the module, as before."""
+    for name in OWN_IMPORTS:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+
+
+def _enter_checkout(repo: str) -> None:
+    """The checkout as the working directory and first on sys.path (where `python -m` from
+    inside it would have put it)."""
+    root = os.path.realpath(repo)
+    os.chdir(root)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+
+
 def main() -> int:
     job = json.load(sys.stdin)
     _own_stdout()
     nonce = job.get("nonce")
-    os.chdir(job["repo"])
+    _own_imports()
+    _enter_checkout(job["repo"])
     harvested = _harvest(job)
     confirmed: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (finding, its context)
     for finding in job["findings"]:

@@ -15,11 +15,21 @@ Where the kernel allows it (`unshare`, see `runners/jail.py`):
 - no network: a new network namespace with nothing but a loopback that is down;
 - a pid namespace: the job cannot see or signal the worker's processes, and everything it
   spawned dies with it, daemons included;
-- a private mount namespace: the whole filesystem read-only except the checkout and the
-  workspace.
+- a private mount namespace with a minimal root (`runners/jail.py`, `build_root`): the job
+  sees only the system's /usr and libraries, a few files of /etc, the interpreter's
+  installation, numcheck's own packages, its checkout (without .git) and workspace, a private
+  /tmp, the ordinary device nodes and its own /proc; no host /tmp (other jobs' checkouts), no
+  /run or /var/run (service sockets: a network namespace does not cover socket files), no
+  /home, /root, /srv or /var. All of it read-only except the checkout, the workspace and the
+  private /tmp. Where the minimal root cannot be built, the host's filesystem is shown
+  read-only with those directories covered, and the result says so.
+The harness starts isolated (`python -I`) from numcheck's installed packages with the workspace
+as its working directory: a PR that adds its own `runners/harness.py` (or `analyzers/`)
+cannot stand in for it; the checkout goes on sys.path only after the harness's own imports.
 As root, the job runs as an unprivileged user (`numcheck-sandbox`, created when missing;
-process limits do not bind root) which owns the checkout for the run; as another user, a user
-namespace provides the namespaces and the job keeps the worker's uid with no capabilities.
+process limits do not bind root) with no supplementary groups, which owns the checkout for the
+run; as another user, a user namespace provides the namespaces and the job keeps the worker's
+uid (and, where the kernel will not drop them, its supplementary groups) with no capabilities.
 
 What could not be enforced is listed in `RunResult.isolation["warnings"]`; with
 `require_network_isolation=True` a run that cannot cut the network does not start and returns
@@ -58,6 +68,13 @@ SANDBOX_USER = "numcheck-sandbox"
 FALLBACK_UID = 64999  # used as root when no user can be created (no passwd entry needed)
 JAIL = Path(__file__).resolve().parent / "jail.py"
 JAIL_FAILED = 125
+# numcheck's own packages: what the harness imports from numcheck (see `_own_root`).
+OWN_PACKAGES = ("runners", "analyzers")
+# Started with `python -I` (no working directory on sys.path, no PYTHON* variables): numcheck's
+# harness from where the worker imported it, never a `runners/` the PR brings along.
+HARNESS_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
+                "from runners.harness import main; raise SystemExit(main())")
+TMP_BYTES = 64 * 1024**2  # the job's private /tmp and /dev/shm, each
 HEAD_BYTES = 4096  # the start of stderr, where the jail's own lines are
 EXIT_GRACE = 2.0  # seconds to drain the pipes after the job's main process is gone
 
@@ -163,6 +180,7 @@ class LocalRunner:
     require_network_isolation: bool = False
     unshare: str | None = None  # path of util-linux `unshare`; "" switches namespaces off
     hide: tuple[str, ...] = ()  # more paths the job must not see (with a mount namespace)
+    expose: tuple[str, ...] = ()  # more paths the job may read (libraries a minimal root lacks)
 
     def __post_init__(self) -> None:
         self.python = self.python or sys.executable
@@ -186,6 +204,9 @@ class LocalRunner:
             report["warnings"] += identity[3]
         repo = Path(job["repo"]).resolve()
         workspace = Path(tempfile.mkdtemp(prefix="numcheck-sandbox-"))
+        # Where the jail mounts the job's minimal root, in its own mount namespace only: here
+        # it stays an empty directory.
+        new_root = Path(tempfile.mkdtemp(prefix="numcheck-root-")) if isolation.mount else None
         owners: dict[str, tuple[int, int]] = {}
         try:
             if identity is not None:
@@ -198,7 +219,7 @@ class LocalRunner:
                         return RunResult("isolation-unavailable", [], "the sandbox user "
                                          f"cannot reach {', '.join(closed)} and there is "
                                          "no mount namespace to expose it", "", report)
-            spec = self._spec(job, repo, workspace, identity, isolation, timeout)
+            spec = self._spec(job, repo, workspace, identity, isolation, timeout, new_root)
             report["rlimits"] = spec["rlimits"]
             jail = [sys.executable, "-I", "-S", str(JAIL), json.dumps(spec)]
             argv = [*isolation.prefix, "--", *jail] if isolation.prefix else jail
@@ -208,6 +229,8 @@ class LocalRunner:
             if owners:
                 _give_back(repo, owners)
             shutil.rmtree(workspace, ignore_errors=True)
+            if new_root is not None:
+                shutil.rmtree(new_root, ignore_errors=True)
 
     # ------------------------------------------------------------ pieces
 
@@ -224,13 +247,14 @@ class LocalRunner:
                             "protected by file permissions only")
         return {"network": isolation.network, "pid_namespace": isolation.pid,
                 "mount_namespace": isolation.mount, "read_only_fs": isolation.mount,
+                "minimal_root": False,  # set from the jail's own line once it is built
                 "user_namespace": isolation.user_namespace, "user": None,
                 "warnings": warnings}
 
     def _spec(self, job: dict[str, Any], repo: Path, workspace: Path,
               identity: tuple[int, int, str, list[str]] | None, isolation: Isolation,
-              timeout: float) -> dict[str, Any]:
-        env = {**scrubbed_env(workspace), "PYTHONPATH": _own_root()}
+              timeout: float, new_root: Path | None = None) -> dict[str, Any]:
+        env = scrubbed_env(workspace)
         if identity is not None:
             env.update({"USER": identity[2], "LOGNAME": identity[2]})
         limits = self.limits
@@ -241,14 +265,21 @@ class LocalRunner:
         if identity is None and not isolation.user_namespace:
             rlimits["nproc"] = None  # it would count the worker's own processes too
         python = str(self.python)
+        needed = _needed_paths(repo, workspace, python)
+        writable = [str(repo), str(workspace)]
+        root = None if new_root is None else {
+            "path": str(new_root), "writable": writable, "git": [str(repo / ".git")],
+            "read_only": [p for p in needed if p not in writable] + list(self.expose),
+            "tmp_bytes": TMP_BYTES, "uid": identity[0] if identity else None,
+            "gid": identity[1] if identity else None,
+            "user": identity[2] if identity else None, "home": str(workspace)}
         return {"uid": identity[0] if identity else None,
                 "gid": identity[1] if identity else None,
                 "mount_namespace": isolation.mount, "read_only": isolation.mount,
-                "expose": _needed_paths(repo, workspace, python),
-                "writable": [str(repo), str(workspace)],
+                "root": root, "expose": needed, "writable": writable,
                 "hide": self._hidden(),
-                "rlimits": rlimits, "cwd": str(repo), "env": env,
-                "argv": [python, "-m", "runners.harness"]}
+                "rlimits": rlimits, "cwd": str(workspace), "env": env,
+                "argv": [python, "-I", "-c", HARNESS_BOOT, _own_root()]}
 
     def _hidden(self) -> list[str]:
         """What the job must not read even where file permissions would let it: the worker's
@@ -319,6 +350,9 @@ class LocalRunner:
                       if line.startswith("numcheck-jail")]
         report["warnings"] += [line.split(":", 1)[1].strip() for line in jail_lines
                                if line.startswith("numcheck-jail-warning:")]
+        for line in jail_lines:  # how the jail entered the minimal root, where it did
+            if line.startswith("numcheck-jail-root:"):
+                report["minimal_root"] = line.split(":", 1)[1].strip()
         outcome, reason = self._classify(proc.returncode, stream, stderr, timed_out, timeout,
                                          jail_lines)
         return RunResult(outcome, stream.records, reason, stderr[-4000:], report)
@@ -355,7 +389,7 @@ class LocalRunner:
 
 
 def _own_root() -> str:
-    """Where `runners` and `analyzers` are importable from, for the child's sys.path."""
+    """Where `runners` and `analyzers` are importable from (the harness's sys.path[0])."""
     return str(Path(__file__).resolve().parent.parent)
 
 
@@ -365,7 +399,7 @@ def _needed_paths(repo: Path, workspace: Path, python: str) -> list[str]:
     directory that is closed to other users)."""
     from runners.jail import _shebang
 
-    paths = [repo, workspace, Path(_own_root())]
+    paths = [repo, workspace, *(Path(_own_root()) / name for name in OWN_PACKAGES)]
     interpreters = [python, *_shebang(python)[:1]]  # a wrapper script: its interpreter too
     for interpreter in interpreters:
         real = Path(os.path.realpath(interpreter))

@@ -106,7 +106,7 @@ def test_scrubbed_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_harness_reads_the_job_file() -> None:
     command = spec()["command"]
-    assert command[:2] == ["/bin/sh", "-c"] and "python -m runners.harness" in command[2]
+    assert command[:2] == ["/bin/sh", "-c"] and "python -I -m runners.harness" in command[2]
     assert "< /job/job.json" in command[2]
 
 

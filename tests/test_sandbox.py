@@ -17,9 +17,11 @@ import secrets
 import shutil
 import socket
 import stat
+import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -349,8 +351,11 @@ def test_writing_outside_the_workspace_fails(attack: Attack) -> None:
     seen = attack.observed("write")
     assert "File too large" in seen["big"], seen  # RLIMIT_FSIZE, isolated or not
     attack.isolated("read_only_fs")
+    private_tmp = bool(attack.result.isolation.get("minimal_root"))
     for path in attack.outside:
-        assert seen[str(path)] != "written" and not path.exists(), seen
+        assert not path.exists(), seen  # nothing reached the host's filesystem
+        if not (private_tmp and str(path).startswith("/tmp/")):  # the job's own /tmp may take it
+            assert seen[str(path)] != "written", seen
 
 
 def test_a_daemon_does_not_outlive_the_job(attack: Attack) -> None:
@@ -509,3 +514,287 @@ def test_scrubbed_env_keeps_gpu_passthrough(monkeypatch: pytest.MonkeyPatch) -> 
     env = scrubbed_env(Path("/w"))
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and "GITHUB_TOKEN" not in env
     assert env["HOME"] == env["TMPDIR"] == "/w"
+
+
+# ---------------------------------------------------------------- what of the host the job reaches
+#
+# A second hostile PR, one job: modules whose import probes the host and raises ImportError with
+# what it found (the finding's `error` carries it back), beside an ordinary torch.log finding
+# that must still be confirmed. And a third: a PR that brings its own `runners/harness.py`.
+
+GIT_TOKEN = "ghp_plantedGitConfigToken0123456789"
+OTHER_JOB_TEXT = "planted-other-job-source"
+OTHER_CHECKOUT_TEXT = "planted-other-checkout-token"
+DATABASE_TEXT = "planted-database-row"
+SOCKET_TEXT = "outside"
+
+PROBE_SOCKET = '''\
+import socket
+
+import torch
+from torch import Tensor
+
+try:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(2)
+        conn.connect(SOCKET_PATH)
+        said = conn.recv(100).decode()
+except OSError as exc:
+    said = f"probe-ran, blocked: {exc}"
+raise ImportError(f"socket said: {said}")
+
+
+def through_socket(x: Tensor) -> Tensor:
+    return torch.log(x)
+'''
+
+PROBE_FILES = '''\
+import glob
+import json
+import os
+
+import torch
+from torch import Tensor
+
+seen = {"groups": os.getgroups(), "root": sorted(os.listdir("/"))}
+for path in FILES:
+    try:
+        with open(path) as handle:
+            seen[path] = handle.read()
+    except OSError as exc:
+        seen[path] = f"unreadable: {exc.strerror}"
+seen["other jobs"] = [p for p in glob.glob("/tmp/numcheck-head-*/*")
+                      + glob.glob("/tmp/numcheck-sandbox-*") if p != os.environ["HOME"]]
+for pattern in ("/tmp/numcheck-head-*/*", "/var/tmp/numcheck-test-*/*"):
+    for path in glob.glob(pattern):
+        try:
+            seen[path] = open(path).read()
+        except OSError as exc:
+            seen[path] = f"unreadable: {exc.strerror}"
+host = []
+for pid in os.listdir("/proc"):
+    try:
+        if pid.isdigit() and b"HOST_TOKEN" in open(f"/proc/{pid}/cmdline", "rb").read():
+            host.append(pid)
+    except OSError:
+        pass
+seen["host processes"] = host
+raise ImportError("probe-ran " + json.dumps(seen))
+
+
+def through_files(x: Tensor) -> Tensor:
+    return torch.log(x)
+'''
+
+ORDINARY = '''\
+import torch
+from torch import Tensor
+
+
+def log_of_softmax(logits: Tensor) -> Tensor:
+    probs = torch.softmax(logits, dim=-1)
+    return torch.log(probs)
+'''
+
+FAKE_HARNESS = '''\
+import json
+import sys
+from pathlib import Path
+
+job = json.load(sys.stdin)
+for finding in job["findings"]:
+    print(json.dumps({"fingerprint": finding["fingerprint"], "status": "not-triggered",
+                      "forged": True, "nonce": job["nonce"]}), flush=True)
+print(json.dumps({"done": True, "nonce": job["nonce"]}), flush=True)
+'''
+
+FAKE_ANALYZERS = '''\
+from pathlib import Path
+
+(Path(__file__).resolve().parent.parent / "analyzers-shadowed").write_text("yes")
+'''
+
+
+@dataclass
+class Probe:
+    repo: Path
+    result: RunResult
+    fingerprints: dict[str, str]
+
+    def record(self, name: str) -> dict[str, Any]:
+        found = [r for r in self.result.records
+                 if r["fingerprint"] == self.fingerprints[name] and r.get("stage") != "fix"]
+        assert len(found) == 1, (name, self.result.records, self.result.stderr[-1500:])
+        return found[0]
+
+    def error(self, name: str) -> str:
+        record = self.record(name)
+        assert record["status"] == "error" and "probe-ran" in record["error"], record
+        return str(record["error"])
+
+    def isolated(self, what: str) -> None:
+        if not self.result.isolation.get(what):
+            pytest.skip(f"{what} is not available on this machine: "
+                        + "; ".join(self.result.warnings))
+
+
+def _review(repo: Path, modules: dict[str, str], timeout: float = 300) -> Probe:
+    """Write `modules` (path: source) into `repo`, scan them, run every finding of them."""
+    fingerprints, findings = {}, []
+    for path, source in modules.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(source, encoding="utf-8")
+        for finding in scan_source(source, path).findings:
+            fingerprints[finding.function] = finding.fingerprint
+            findings.append(finding.to_json())
+    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
+           "search_seconds": 1.0, "finding_timeout": 120.0, "harvest": False, "fix": False}
+    result = LocalRunner(limits=Limits(stderr_bytes=16 * 1024)).run(job, timeout=timeout)
+    return Probe(repo, result, fingerprints)
+
+
+class _SocketService:
+    """A UNIX socket service outside the sandbox (an agent, a database) that tells whoever
+    connects `outside`."""
+
+    def __init__(self) -> None:
+        self.path = f"/tmp/agent-{secrets.token_hex(4)}.sock"
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(self.path)
+        # 0600 as an agent's socket; as root, the job is another user: 0666 as PostgreSQL's
+        # socket, which any local user may dial
+        os.chmod(self.path, 0o666 if os.geteuid() == 0 else 0o600)
+        self.server.listen(8)
+        self.server.settimeout(0.2)
+        self.served = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(SOCKET_TEXT.encode())
+            self.served += 1
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.server.close()
+        Path(self.path).unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    base = tmp_path_factory.mktemp("probe")
+    repo = base / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "config").write_text(
+        f'[remote "origin"]\n\turl = https://x-access-token:{GIT_TOKEN}@github.com/o/r\n')
+    other_job = Path(tempfile.mkdtemp(prefix="numcheck-head-"))  # a concurrent job's checkout
+    (other_job / "model.py").write_text(OTHER_JOB_TEXT)
+    host = Path(tempfile.mkdtemp(prefix="numcheck-test-", dir="/var/tmp"))
+    (host / "config").write_text(OTHER_CHECKOUT_TEXT)  # another checkout on the host
+    (host / "app.db").write_text(DATABASE_TEXT)  # the App's database
+    for directory in (other_job, host):
+        directory.chmod(0o755)
+        for path in directory.iterdir():
+            path.chmod(0o644)
+    service = _SocketService()
+    token = f"numcheck-host-{secrets.token_hex(6)}"  # a host process the job must not see
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", token])
+    files = [str(repo / ".git" / "config"), str(host / "config"), str(host / "app.db"),
+             str(other_job / "model.py")]
+    try:
+        result = _review(repo, {
+            "probes/__init__.py": "",
+            "probes/sock.py": PROBE_SOCKET.replace("SOCKET_PATH", repr(service.path)),
+            "probes/files.py": PROBE_FILES.replace("FILES", repr(files))
+                                          .replace("HOST_TOKEN", token),
+            "probes/ordinary.py": ORDINARY})
+        yield result, service
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        service.close()
+        shutil.rmtree(other_job, ignore_errors=True)
+        shutil.rmtree(host, ignore_errors=True)
+
+
+def test_probes_leave_the_ordinary_finding_confirmed(probe: tuple[Probe, Any]) -> None:
+    result = probe[0]
+    assert result.result.outcome == "ok", (result.result.reason, result.result.stderr[-1500:])
+    assert result.record("log_of_softmax")["status"] == "confirmed"
+
+
+def test_a_host_unix_socket_is_out_of_reach(probe: tuple[Probe, Any]) -> None:
+    result, service = probe
+    result.isolated("mount_namespace")
+    error = result.record("through_socket")["error"]
+    assert "socket said: probe-ran, blocked" in error, error
+    assert SOCKET_TEXT not in error.replace("probe-ran", "").split("blocked", 1)[0]
+    assert service.served == 0
+
+
+def test_other_jobs_checkouts_are_out_of_reach(probe: tuple[Probe, Any]) -> None:
+    result = probe[0]
+    result.isolated("mount_namespace")
+    error = result.error("through_files")
+    assert OTHER_JOB_TEXT not in error, error
+    assert '"other jobs": []' in error, error
+
+
+def test_host_files_and_the_checkouts_git_are_out_of_reach(probe: tuple[Probe, Any]) -> None:
+    result = probe[0]
+    result.isolated("mount_namespace")
+    error = result.error("through_files")
+    for planted in (GIT_TOKEN, OTHER_CHECKOUT_TEXT, DATABASE_TEXT):
+        assert planted not in error, error
+
+
+def test_the_job_has_no_supplementary_groups(probe: tuple[Probe, Any]) -> None:
+    result = probe[0]
+    seen = json.loads(result.error("through_files").split("probe-ran ", 1)[1])
+    if os.geteuid() == 0:
+        assert seen["groups"] == [] or len(seen["groups"]) == 1, seen["groups"]
+    elif len(seen["groups"]) > 1:
+        assert any("supplementary groups" in w for w in result.result.warnings)
+
+
+def test_the_jobs_proc_shows_no_host_process(probe: tuple[Probe, Any]) -> None:
+    result = probe[0]
+    result.isolated("pid_namespace")
+    seen = json.loads(result.error("through_files").split("probe-ran ", 1)[1])
+    assert seen["host processes"] == [], seen
+
+
+def test_the_job_runs_in_a_minimal_root(probe: tuple[Probe, Any]) -> None:
+    result = probe[0]
+    result.isolated("minimal_root")
+    seen = json.loads(result.error("through_files").split("probe-ran ", 1)[1])
+    assert not {"run", "var", "home", "srv", "mnt", "opt", "boot"} & set(seen["root"]), seen
+    assert result.result.isolation["minimal_root"] in ("pivot_root", "chroot")
+
+
+@pytest.fixture(scope="module")
+def shadowed(tmp_path_factory: pytest.TempPathFactory) -> Probe:
+    repo = tmp_path_factory.mktemp("shadow") / "repo"
+    repo.mkdir()
+    (repo / "runners").mkdir()
+    (repo / "runners" / "__init__.py").write_text("")
+    (repo / "runners" / "harness.py").write_text(FAKE_HARNESS)
+    (repo / "analyzers").mkdir()
+    (repo / "analyzers" / "__init__.py").write_text(FAKE_ANALYZERS)
+    return _review(repo, {"model.py": ORDINARY})
+
+
+def test_a_prs_own_harness_does_not_stand_in_for_numchecks(shadowed: Probe) -> None:
+    result = shadowed.result
+    assert result.outcome == "ok", (result.reason, result.stderr[-1500:])
+    assert not [r for r in result.records if r.get("forged")], result.records
+    assert shadowed.record("log_of_softmax")["status"] == "confirmed"
+    assert not (shadowed.repo / "analyzers-shadowed").exists()
