@@ -238,8 +238,10 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         last = (entry, outcome, searcher)
         if outcome.reached:
             break
-        problems.append(outcome.error or f"{entry.target} never reached line "
-                                          f"{finding['line']}")
+        problem = outcome.error or f"{entry.target} never reached line {finding['line']}"
+        if getattr(entry, "loading", "import") != "import":  # say why it was not imported
+            problem += f" (the module was {entry.loading}: {entry.loading_why})"
+        problems.append(problem)
     if last is None or not last[1].reached:
         return {**base, "status": "error",
                 "error": "no entry reaches the op: " + "; ".join(problems)}

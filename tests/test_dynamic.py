@@ -405,7 +405,9 @@ def test_synthesise_keeps_non_tensor_defaults_as_constants() -> None:
 
 
 @pytest.mark.parametrize(("function", "message"), [
-    ("needs_count", r"parameter 'count' \(int\) has no default and is not a tensor"),
+    # an int, bool, float, Optional or Literal parameter gets a value (entries.constant_for);
+    # a str has none to give
+    ("needs_label", r"parameter 'label' \(str\) has no default and is not a tensor"),
     ("nothing_to_search", r"no tensor parameters"),
     ("NotAModule.run", r"NotAModule is not an nn.Module"),
     ("outer.<locals>.inner", r"not reachable from the module"),
