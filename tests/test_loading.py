@@ -101,3 +101,23 @@ def test_parameters_without_defaults_get_a_value_from_their_annotation(
     assert "kl(p, q, log_prob=False, reduction='mean')" in record["reproducer"]
     check = run_script(repo, record["reproducer"])
     assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+
+
+def test_a_module_whose_constructor_needs_sizes_is_built_with_them(
+        tmp_path: Path, clean_modules: object) -> None:
+    repo = write_repo(tmp_path, {"mpkg/__init__.py": "", "mpkg/attn.py": (
+        "import torch\nfrom torch import nn\n\n\n"
+        "class LinearAttention(nn.Module):\n"
+        "    def __init__(self, in_channels, out_channels, heads: int):\n"
+        "        super().__init__()\n"
+        "        self.proj = nn.Linear(in_channels, out_channels * heads)\n\n"
+        "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+        "        v = self.proj(x)\n"
+        "        return v / v.sum(dim=-1, keepdim=True)\n")})
+    run = run_findings(repo, "mpkg/attn.py", ["LinearAttention.forward"], finding_timeout=120,
+                       timeout=300, search_seconds=2.0)
+    (record,) = [r for r in run.result.records if r.get("stage") is None]
+    assert record["status"] == "confirmed", record
+    assert "LinearAttention(in_channels=8, out_channels=8, heads=2)" in record["reproducer"]
+    check = run_script(repo, record["reproducer"])
+    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]

@@ -295,14 +295,48 @@ def _enclosing_function(module: Any, parts: list[str]) -> tuple[str, Any] | None
     return None
 
 
+_SIZE_NAME = re.compile(r"(^|_)(channels|dim|dims|features|size|hidden|width|d_model|embed)"
+                        r"(_|$)|^(in|out|n|num)_")
+
+
+def constructor_args(owner: type) -> dict[str, Any]:
+    """Values for an nn.Module's constructor parameters that have no default: an `int` or a
+    parameter named like a size (`in_channels`, `dim`, `hidden_size`) is 8, two for heads;
+    otherwise what `constant_for` gives from the annotation. Those it cannot fill are left
+    out, and the constructor's own error says which."""
+    try:
+        signature = inspect.signature(owner.__init__)
+    except (TypeError, ValueError):
+        return {}
+    args: dict[str, Any] = {}
+    for param in list(signature.parameters.values())[1:]:
+        if param.default is not inspect.Parameter.empty or param.kind in (
+                param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = param.annotation
+        text = "" if annotation is inspect.Parameter.empty else (
+            annotation if isinstance(annotation, str) else annotation.__name__
+            if isinstance(annotation, type) else repr(annotation).replace("typing.", ""))
+        if "head" in param.name:
+            args[param.name] = 2
+        elif text == "int" or (not text and _SIZE_NAME.search(param.name)):
+            args[param.name] = 8
+        else:
+            found, value = constant_for(text)
+            if found:
+                args[param.name] = value
+    return args
+
+
 def _method_entry(owner: type, method: str, target: str, seed: int, device: str) -> Entry:
     if framework_of(owner) == "tensorflow" and callable(getattr(owner, "build", None)):
         return _keras_entry(owner, method, target, seed)
     if not issubclass(owner, torch.nn.Module):
         raise EntryError(f"{owner.__name__} is not an nn.Module; configure an entry")
     torch.manual_seed(seed)
+    init = constructor_args(owner)
     try:
-        instance = owner()
+        instance = owner(**init)
     except TypeError as exc:
         raise EntryError(f"{owner.__name__}() needs constructor arguments ({exc}); "
                          "configure an entry with `init`") from exc
@@ -310,7 +344,7 @@ def _method_entry(owner: type, method: str, target: str, seed: int, device: str)
     bound = getattr(_place(instance, device), method)
     specs, constants, chosen = _specs_from_signature(bound, first)
     return Entry(target, specs, bound, "synthesised", constants=constants, passed=chosen,
-                 is_method=True,
+                 init=init, is_method=True,
                  param_names=_param_names(bound), device=device)
 
 
