@@ -305,11 +305,11 @@ def constructor_args(owner: type) -> dict[str, Any]:
     otherwise what `constant_for` gives from the annotation. Those it cannot fill are left
     out, and the constructor's own error says which."""
     try:
-        signature = inspect.signature(owner.__init__)
+        signature = inspect.signature(owner)
     except (TypeError, ValueError):
         return {}
     args: dict[str, Any] = {}
-    for param in list(signature.parameters.values())[1:]:
+    for param in signature.parameters.values():  # the class's signature has no `self`
         if param.default is not inspect.Parameter.empty or param.kind in (
                 param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
