@@ -263,7 +263,9 @@ def attack(tmp_path_factory: pytest.TempPathFactory) -> Any:
     by_function = {f.function: f.to_json() for f in scan.findings}
     assert set(ATTACKS) <= set(by_function), sorted(by_function)
     job = {"repo": str(repo), "findings": [by_function[name] for name in ATTACKS],
-           "entries": [], "seed": 0, "search_seconds": 1.0, "finding_timeout": 3.0,
+           # a finding's limit covers its search and the reproducer's own python (which
+           # imports torch: seconds on a loaded 2-core machine), so 3 s was too tight
+           "entries": [], "seed": 0, "search_seconds": 1.0, "finding_timeout": 10.0,
            "harvest": False, "fix": False}
     streamed: list[str] = []
     started = time.monotonic()
@@ -273,7 +275,7 @@ def attack(tmp_path_factory: pytest.TempPathFactory) -> Any:
         patch.setenv("NUMCHECK_PRIVATE_KEY", str(key))
         patch.setenv("HOME", str(home))
         result = LocalRunner(limits=LIMITS).run(
-            job, timeout=120, on_record=lambda r: streamed.append(r["fingerprint"]))
+            job, timeout=240, on_record=lambda r: streamed.append(r["fingerprint"]))
     seconds = time.monotonic() - started
     connections = []
     try:
@@ -293,7 +295,7 @@ def test_the_worker_lives_on_and_the_ordinary_finding_is_confirmed(attack: Attac
     assert attack.result.outcome == "ok", (attack.result.reason, attack.result.stderr[-1500:])
     assert attack.record("log_of_softmax")["status"] == "confirmed"
     assert [attack.fingerprints[n] for n in ATTACKS] == attack.streamed, "streamed in order"
-    assert attack.seconds < 60
+    assert attack.seconds < 150
 
 
 def test_infinite_loop_is_stopped_and_reported(attack: Attack) -> None:
@@ -518,7 +520,8 @@ def test_scrubbed_env_keeps_gpu_passthrough(monkeypatch: pytest.MonkeyPatch) -> 
 
 # ---------------------------------------------------------------- what of the host the job reaches
 #
-# A second hostile PR, one job: modules whose import probes the host and raises ImportError with
+# A second hostile PR, one job: modules whose import (and whose flagged function, for when the
+# module is loaded without running its top level) probes the host and raises ImportError with
 # what it found (the finding's `error` carries it back), beside an ordinary torch.log finding
 # that must still be confirmed. And a third: a PR that brings its own `runners/harness.py`.
 
@@ -534,17 +537,22 @@ import socket
 import torch
 from torch import Tensor
 
-try:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.settimeout(2)
-        conn.connect(SOCKET_PATH)
-        said = conn.recv(100).decode()
-except OSError as exc:
-    said = f"probe-ran, blocked: {exc}"
-raise ImportError(f"socket said: {said}")
+def probe() -> None:
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(2)
+            conn.connect(SOCKET_PATH)
+            said = conn.recv(100).decode()
+    except OSError as exc:
+        said = f"probe-ran, blocked: {exc}"
+    raise ImportError(f"socket said: {said}")
+
+
+probe()
 
 
 def through_socket(x: Tensor) -> Tensor:
+    probe()  # also when the module is loaded without running its top level
     return torch.log(x)
 '''
 
@@ -556,33 +564,38 @@ import os
 import torch
 from torch import Tensor
 
-seen = {"groups": os.getgroups(), "root": sorted(os.listdir("/"))}
-for path in FILES:
-    try:
-        with open(path) as handle:
-            seen[path] = handle.read()
-    except OSError as exc:
-        seen[path] = f"unreadable: {exc.strerror}"
-seen["other jobs"] = [p for p in glob.glob("/tmp/numcheck-head-*/*")
-                      + glob.glob("/tmp/numcheck-sandbox-*") if p != os.environ["HOME"]]
-for pattern in ("/tmp/numcheck-head-*/*", "/var/tmp/numcheck-test-*/*"):
-    for path in glob.glob(pattern):
+def probe() -> None:
+    seen = {"groups": os.getgroups(), "root": sorted(os.listdir("/"))}
+    for path in FILES:
         try:
-            seen[path] = open(path).read()
+            with open(path) as handle:
+                seen[path] = handle.read()
         except OSError as exc:
             seen[path] = f"unreadable: {exc.strerror}"
-host = []
-for pid in os.listdir("/proc"):
-    try:
-        if pid.isdigit() and b"HOST_TOKEN" in open(f"/proc/{pid}/cmdline", "rb").read():
-            host.append(pid)
-    except OSError:
-        pass
-seen["host processes"] = host
-raise ImportError("probe-ran " + json.dumps(seen))
+    seen["other jobs"] = [p for p in glob.glob("/tmp/numcheck-head-*/*")
+                          + glob.glob("/tmp/numcheck-sandbox-*") if p != os.environ["HOME"]]
+    for pattern in ("/tmp/numcheck-head-*/*", "/var/tmp/numcheck-test-*/*"):
+        for path in glob.glob(pattern):
+            try:
+                seen[path] = open(path).read()
+            except OSError as exc:
+                seen[path] = f"unreadable: {exc.strerror}"
+    host = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and b"HOST_TOKEN" in open(f"/proc/{pid}/cmdline", "rb").read():
+                host.append(pid)
+        except OSError:
+            pass
+    seen["host processes"] = host
+    raise ImportError("probe-ran " + json.dumps(seen))
+
+
+probe()
 
 
 def through_files(x: Tensor) -> Tensor:
+    probe()  # also when the module is loaded without running its top level
     return torch.log(x)
 '''
 
@@ -613,6 +626,12 @@ from pathlib import Path
 
 (Path(__file__).resolve().parent.parent / "analyzers-shadowed").write_text("yes")
 '''
+
+
+def _seen(error: str) -> dict[str, Any]:
+    """The JSON the file probe raised, from a finding's error (which may go on after it)."""
+    seen, _ = json.JSONDecoder().raw_decode(error.split("probe-ran ", 1)[1])
+    return dict(seen)
 
 
 @dataclass
@@ -758,7 +777,7 @@ def test_host_files_and_the_checkouts_git_are_out_of_reach(probe: tuple[Probe, A
 
 def test_the_job_has_no_supplementary_groups(probe: tuple[Probe, Any]) -> None:
     result = probe[0]
-    seen = json.loads(result.error("through_files").split("probe-ran ", 1)[1])
+    seen = _seen(result.error("through_files"))
     if os.geteuid() == 0:
         assert seen["groups"] == [] or len(seen["groups"]) == 1, seen["groups"]
     elif len(seen["groups"]) > 1:
@@ -768,14 +787,14 @@ def test_the_job_has_no_supplementary_groups(probe: tuple[Probe, Any]) -> None:
 def test_the_jobs_proc_shows_no_host_process(probe: tuple[Probe, Any]) -> None:
     result = probe[0]
     result.isolated("pid_namespace")
-    seen = json.loads(result.error("through_files").split("probe-ran ", 1)[1])
+    seen = _seen(result.error("through_files"))
     assert seen["host processes"] == [], seen
 
 
 def test_the_job_runs_in_a_minimal_root(probe: tuple[Probe, Any]) -> None:
     result = probe[0]
     result.isolated("minimal_root")
-    seen = json.loads(result.error("through_files").split("probe-ran ", 1)[1])
+    seen = _seen(result.error("through_files"))
     assert not {"run", "var", "home", "srv", "mnt", "opt", "boot"} & set(seen["root"]), seen
     assert result.result.isolation["minimal_root"] in ("pivot_root", "chroot")
 
