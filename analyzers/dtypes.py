@@ -1,7 +1,7 @@
 """Floating-point facts per dtype, and rounding into each dtype.
 
 The static pass folds constants the way the hardware will (so `1 + 1e-10 == 1` in float32,
-`1e-8 == 0` in float16); the numbers come from NUMERICS.md and are checked against
+`1e-8 == 0` in float16); the numbers are in docs/numerics.md and are checked against
 `torch.finfo` in the tests.
 """
 

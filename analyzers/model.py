@@ -1,7 +1,7 @@
 """The result model shared by every stage and every front end.
 
 Findings and results are plain dataclasses that serialise to the JSON shapes fixed in
-DESIGN.md ("Contracts"); the CLI, the bot and the SARIF writer all read these and nothing else.
+docs/architecture.md ("Contracts"); the CLI, the bot and the SARIF writer read only these.
 """
 
 from __future__ import annotations
