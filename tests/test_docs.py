@@ -1,6 +1,7 @@
 """docs/ops.md and docs/configuration.md are generated from the code (`python -m
 analyzers.docs`): the committed pages must be what the generator writes today, cover every op
-and every key, and every example in them must load."""
+and every key, and every example in them must load. And the repository is self-contained: no
+tracked file names a file outside it."""
 
 from __future__ import annotations
 
