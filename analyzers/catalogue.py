@@ -2,7 +2,7 @@
 
 The static pass reads `requires` and the names, the dynamic pass reads `suspect_loss` and the
 domains, the fix pass reads `fixes`; nothing else in numcheck hard-codes an op. Entries cite
-the NUMERICS.md pattern they cover. Qualified names are normalised: `tensorflow.compat.v1.X`
+the docs/numerics.md pattern they cover. Qualified names are normalised: `tensorflow.compat.v1.X`
 and `tensorflow.compat.v2.X` resolve to `tensorflow.X` before lookup (see `normalise_qualname`).
 """
 

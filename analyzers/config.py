@@ -537,7 +537,7 @@ AUTOCAST_DTYPES: tuple[str, ...] = ENTRY_KEY_SPECS[ENTRY_KEYS.index("autocast")]
 
 
 def _entries(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
-    """`[[tool.numcheck.entries]]`: how the dynamic pass calls the code (DESIGN.md)."""
+    """`[[tool.numcheck.entries]]`: how the dynamic pass calls the code (docs/architecture.md)."""
     from analyzers.dynamic.specs import SpecError, parse_spec  # no torch: specs only
     from analyzers.dynamic.weights import WeightError, parse_weights
 
@@ -618,7 +618,7 @@ def script_argv(command: str | Sequence[str]) -> tuple[str, ...]:
 
 def _script(value: Any, where: str) -> Mapping[str, Any]:
     """`[tool.numcheck.script]`: a script of the repository that the dynamic pass runs with
-    its external values (data batches, random draws) substituted (DESIGN.md, script mode)."""
+    its external values (data batches, random draws) substituted (docs/architecture.md)."""
     at = f"[script] in {where}"
     if not isinstance(value, Mapping):
         raise ConfigError(f"'script' in {where} must be a table ([tool.numcheck.script]) "

@@ -167,7 +167,7 @@ def _op_section(spec: OpSpec) -> list[str]:
     if spec.stable_replacement:
         facts.append(f"- stable replacement: {_code(spec.stable_replacement)}")
     if spec.patterns:
-        facts.append("- NUMERICS.md patterns: " + ", ".join(str(p) for p in spec.patterns))
+        facts.append("- patterns (docs/numerics.md): " + ", ".join(str(p) for p in spec.patterns))
     lines += ["", *facts]
     if spec.kind == "risky":
         lines += ["", "| dtype | invalid forward domain in the dtype |", "| --- | --- |"]

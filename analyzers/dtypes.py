@@ -1,8 +1,8 @@
 """Floating-point facts per dtype, and rounding into each dtype.
 
 The static pass folds constants the way the hardware will (so `1 + 1e-10 == 1` in float32,
-`1e-8 == 0` in float16); the numbers are checked against `torch.finfo` in the tests, and
-so is each framework's handling of subnormals.
+`1e-8 == 0` in float16); the numbers are in docs/numerics.md and are checked against
+`torch.finfo` in the tests, and so is each framework's handling of subnormals.
 """
 
 from __future__ import annotations

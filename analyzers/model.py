@@ -1,8 +1,8 @@
 """The result model shared by every stage and every front end.
 
 Findings and results are plain dataclasses that serialise to the JSON shapes of
-analyzers/schemas/analysis-result.schema.json; the CLI, the bot and the SARIF writer all read
-these and nothing else.
+analyzers/schemas/analysis-result.schema.json (docs/architecture.md, "Contracts"); the CLI,
+the bot and the SARIF writer read only these.
 """
 
 from __future__ import annotations

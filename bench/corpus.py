@@ -235,7 +235,7 @@ def load_case(path: Path, corpus_dir: Path = CORPUS_DIR) -> CorpusCase:
     if group != "patterns" and pattern is not None:
         raise CorpusError(f"{ident}: only files in patterns/ carry a pattern number")
     if pattern is not None and pattern not in PATTERN_NUMBERS:
-        raise CorpusError(f"{ident}: no pattern {pattern} in NUMERICS.md (1..15)")
+        raise CorpusError(f"{ident}: no pattern {pattern} in docs/numerics.md (1..15)")
     source = path.read_text(encoding="utf-8")
     expectations, covers = parse_labels(source, ident)
     if kind == INVALID and not expectations:

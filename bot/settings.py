@@ -1,4 +1,4 @@
-"""The App's settings, read once from the environment (DESIGN.md "Command line and settings").
+"""The App's settings, read once from the environment (docs/architecture.md, settings).
 
 A missing or malformed setting stops start-up with a message naming the variable and what was
 expected, rather than surfacing later as a 401 from GitHub or a broker timeout in a worker.

@@ -1,6 +1,6 @@
 """`analyze()`: the static pass, then the dynamic pass in a sandboxed runner.
 
-It lives in `runners/` because it needs a runner (DESIGN.md: imports run bot -> runners ->
+It lives in `runners/` as it needs a runner (docs/architecture.md: imports run bot -> runners ->
 analyzers). A failing dynamic stage is recorded in `errors` and never costs the static
 findings.
 """

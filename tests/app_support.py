@@ -1,6 +1,6 @@
 """Helpers for the App's tests: real services (Redis, PostgreSQL), an App key pair, the Flask
 app on a real HTTP server, a real Celery worker process, signed deliveries built from GitHub's
-own payload examples."""
+own payload examples (tests/fixtures/webhooks)."""
 
 from __future__ import annotations
 
@@ -28,9 +28,7 @@ from werkzeug.serving import make_server
 from bot.webhooks import signature
 
 ROOT = Path(__file__).resolve().parent.parent
-WEBHOOKS = ROOT.parent / "shared" / "github-webhooks"
-if not WEBHOOKS.is_dir():  # a checkout elsewhere: the shared folder beside /work/main
-    WEBHOOKS = Path("/work/shared/github-webhooks")
+WEBHOOKS = ROOT / "tests" / "fixtures" / "webhooks"
 APP_ID = 424242
 SECRET = "It's a Secret to Everybody"
 REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
@@ -203,7 +201,7 @@ def pull_payload(action: str, *, repo: str, number: int, head: str, base: str,
                  installation: int, api_url: str, draft: bool = False) -> dict[str, Any]:
     """GitHub's own `pull_request` example, pointed at the test's repository and commits."""
     name = {"synchronize": "synchronize.payload.json", "opened": "opened.payload.json",
-            "closed": "closed.payload.json", "reopened": "reopened.payload.json"}[action]
+            "closed": "closed.payload.json"}[action]
     payload = copy.deepcopy(load_payload(f"pull_request/{name}"))
     retarget(payload, repo, api_url)
     payload["action"] = action

@@ -3,7 +3,7 @@
 The `Run numcheck` step of action.yml is executed the way the runner executes a composite
 step: its `${{ }}` expressions evaluated against the inputs, its `env` set, its script run by
 `bash --noprofile --norc -eo pipefail`, in GITHUB_WORKSPACE, with GITHUB_EVENT_PATH pointing
-at GitHub's own pull_request payload (shared/github-webhooks) adjusted to a repository built
+at GitHub's own pull_request payload (tests/fixtures/webhooks) adjusted to a repository built
 here, and GITHUB_OUTPUT / GITHUB_STEP_SUMMARY / RUNNER_TEMP as files and folders the test
 reads back. The workspace is a shallow clone of the PR's merge commit, as actions/checkout
 leaves it by default, so the action must fetch the base and head itself.
@@ -38,7 +38,7 @@ from bot.action import (
 
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = ROOT / "action.yml"
-PAYLOADS = WEBHOOKS  # ../shared/github-webhooks, also from a clone elsewhere
+PAYLOADS = WEBHOOKS  # tests/fixtures/webhooks
 SARIF_SCHEMA = Path(__file__).parent / "fixtures" / "sarif-schema-2.1.0.json"
 BIN = Path(sys.executable).parent
 

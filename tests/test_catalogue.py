@@ -1,4 +1,4 @@
-"""The op catalogue against NUMERICS.md and against the real PyTorch it describes."""
+"""The op catalogue against docs/numerics.md and against the real PyTorch it describes."""
 
 from __future__ import annotations
 

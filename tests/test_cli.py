@@ -1,6 +1,6 @@
 """The `numcheck` command line as users and CI run it: the installed console script, real git.
 
-Exit status and output formats are a contract (DESIGN.md, "Command line and settings"), so
+Exit status and output formats are a contract (docs/architecture.md, command line), so
 they are checked on the real executable in a subprocess; the rest calls `bot.cli.main`.
 """
 

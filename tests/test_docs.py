@@ -1,6 +1,7 @@
 """docs/ops.md and docs/configuration.md are generated from the code (`python -m
 analyzers.docs`): the committed pages must be what the generator writes today, cover every op
-and every key, and every example in them must load."""
+and every key, and every example in them must load. And the repository is self-contained: no
+tracked file names a file outside it."""
 
 from __future__ import annotations
 
@@ -194,3 +195,32 @@ def test_documented_defaults_are_the_parsers() -> None:
 def test_readme_links_the_reference_pages() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "docs/ops.md" in readme and "docs/configuration.md" in readme
+
+
+# ---------------------------------------------------------------- one house
+
+# What a clone from GitHub does not have: the design and numerics notes and the `shared`
+# folder beside the repository, and paths of one machine. Written as regular expressions, so
+# this file does not match itself.
+OUTSIDE = (r"\bDESIGN\.md", r"\bNUMERICS\.md", r"\.\./shared\b", r"\bshared/github-webhooks",
+           r"[\"']shared[\"']",  # as a path part in code
+           r"(?<![\w.~/-])/(?:work|root)/")
+
+
+def test_the_repository_names_nothing_outside_it() -> None:
+    """No tracked file cites or reads a file outside the repository: docs/architecture.md and
+    docs/numerics.md hold the design and the facts, tests/fixtures/ the webhook payloads."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                            check=False)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    pattern = re.compile("|".join(OUTSIDE))
+    hits = []
+    for name in listed.stdout.decode().split("\0"):
+        path = ROOT / name
+        if not name or not path.is_file():
+            continue
+        text = path.read_bytes().decode("utf-8", "replace")
+        hits += [f"{name}:{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), 1)
+                 if pattern.search(line)]
+    assert hits == [], "names files outside the repository:\n" + "\n".join(hits)

@@ -1,7 +1,7 @@
 """Input specs and the valid box: `float32[8,16] in [-100, 100]`.
 
 The box bounds every value the search may try, and it is stated in every comment, so a reader
-can judge whether the trigger is realistic (DESIGN.md, "The dynamic pass").
+can judge whether the trigger is realistic (docs/architecture.md, "The dynamic pass").
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 
 Each candidate is the whole patched file (for the sandbox to validate), the same file without
 the imports it adds (for the suggestion block), and its `Patch`. Candidates come in developers'
-order (NUMERICS.md, the issue): a fused stable API, the pattern's own fix (double `where`,
+order (docs/numerics.md, the issue): a fused stable API, the pattern's own fix (double `where`,
 masked fill with finfo.min), an epsilon sized for the dtype, a clamp from the op's invalid
 domain, a `where`. The first one the validation accepts is the one suggested.
 """

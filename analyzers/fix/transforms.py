@@ -3,7 +3,7 @@
 Each transform looks at a `Site` (site.py: the flagged node in the parsed file) and yields
 zero or more `Edit`s: a node of the original tree and the node to put in its place, so the
 rest of the file, comments and formatting included, stays as it was. `TRANSFORMS` lists them
-in the order developers prefer their kinds (NUMERICS.md): fused stable APIs, the pattern's own
+in the order developers prefer their kinds (docs/numerics.md): fused stable APIs, the pattern's own
 fix (the double `where`, a masked fill with finfo.min), an epsilon, a clamp, a `where`. The
 generic domain fixes (epsilon, clamp, where) are tried only for ops whose catalogue entry lists
 that kind; their bounds come from the op's invalid domain and the dtype (bounds.py).
@@ -895,7 +895,7 @@ def _under_autocast(site: Site) -> bool:
 
 def t_float32_scores(site: Site) -> Iterator[Edit]:
     """`softmax(q @ k.T * s)` -> `softmax(q.float() @ k.T.float() * s).to(q.dtype)`: the
-    product is what overflows float16 (NUMERICS pattern 12), so a softmax in float32 alone is
+    product is what overflows float16 (docs/numerics.md #12), so a softmax in float32 alone is
     too late; the probabilities go back to the model's dtype for the next product."""
     if site.request.rule != "fp16-scores-overflow" or _under_autocast(site):
         return
@@ -956,7 +956,7 @@ def t_float32_eps(site: Site) -> Iterator[Edit]:
     """`x / torch.sqrt(var + self.eps)` in float16, with eps 1e-8 (0.0 there) ->
     `(x / torch.sqrt(var.float() + self.eps)).to(var.dtype)`: the sum the epsilon vanishes
     from is computed in float32, where it does not, and the flagged expression goes back to
-    the model's dtype (NUMERICS pattern 13: how float16 LayerNorm and RMSNorm are written)."""
+    the model's dtype (docs/numerics.md #13: how float16 LayerNorm and RMSNorm are written)."""
     if site.request.dtype != "float16" or _under_autocast(site) or \
             "upcast" not in catalogue_kinds(site.request.op):
         return

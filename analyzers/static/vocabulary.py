@@ -60,7 +60,7 @@ TF_EUCLIDEAN_NORMS = frozenset({"tensorflow.norm", "tensorflow.linalg.norm",
                                 "tensorflow.math.reduce_euclidean_norm"})
 
 # Products whose float16 result overflows past 65504 before any scale applied afterwards
-# (attention scores q @ k^T: NUMERICS pattern 12); an upcast before the softmax is the fix
+# (attention scores q @ k^T: docs/numerics.md #12); an upcast before the softmax is the fix
 # practitioners use (the scores, then the softmax, in float32).
 MATMULS = frozenset({"matmul", "bmm", "mm", "einsum", "baddbmm"})
 UPCASTS = frozenset({"float", "double", "to", "cast", "astype"})
