@@ -15,6 +15,10 @@ Everything else (`potential`, `not-triggered`, `error`) is *held back*: it stays
 run (a notice annotation and a collapsed list), in the Action's notices and in every
 `--format`, and the review says how many were held back and why. `comment_on = "potential"`
 restores the older behaviour of commenting on every finding.
+
+A *candidate* (`Rule.candidate`: an operand of unknown provenance, flagged so the dynamic pass
+tries it) is commented only once confirmed, under either policy, and until then does not make
+an exit status fail (`counts`).
 """
 
 from __future__ import annotations
@@ -84,10 +88,10 @@ def held_back_sentence(findings: Iterable[Finding], policy: str) -> str | None:
     kept = held_back(findings, policy)
     if not kept:
         return None
-    counts = Counter(f.status for f in kept)
+    by_status = Counter(f.status for f in kept)
     order = list(HELD_BACK_WHY)
     parts = [f"{n} {status} ({HELD_BACK_WHY.get(status, 'not proven')})"
-             for status, n in sorted(counts.items(), key=lambda item: (
+             for status, n in sorted(by_status.items(), key=lambda item: (
                  order.index(item[0]) if item[0] in order else len(order), item[0]))]
     noun = "finding" if len(kept) == 1 else "findings"
     return (f"{len(kept)} {noun} held back from inline comments "
