@@ -31,9 +31,12 @@ a child process under `ulimit -s`, bisecting the depth where it dies):
 
 At 200 levels the costliest tree the bound admits (CPython's 100 blocks, the rest brackets)
 needs about 3.2 MiB of native stack, and a 200-level operator chain about 250 KiB: within the
-8 MiB a process's main thread has, with margin; the parse itself runs on a thread with a larger
-stack as well (see `scanner.parse_module`). Real code stays far below: the deepest file in
-the standard library and the installed site-packages measures well under 100 levels.
+8 MiB a process's main thread has, with margin; and a file deeper than 60 levels is parsed on
+a thread with a 64 MiB stack besides (`scanner.THREAD_PARSE_LEVELS`), for hosts whose stack
+is smaller. Real code stays below: of the 13,638 files of
+CPython 3.11's standard library and this project's installed site-packages, 13,154 measure
+under 20 levels and 75 exceed 200, all generated tables (the codecs' 256-literal decoding
+tables, pydoc's topics, sympy's expanded polynomials).
 """
 
 from __future__ import annotations
