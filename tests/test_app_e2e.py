@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -582,10 +582,12 @@ def test_a_worker_that_keeps_crashing_gets_three_deliveries_then_a_failed_check_
     stack.fake.fail("GET", files, 0, delay=3.0, times=MAX_DELIVERIES)
     assert stack.push_event(repo, name, 29, action="opened")[0] == 202
     assert stack.worker.proc is not None
+
+    def started(count: int) -> Callable[[], bool]:
+        return lambda: len(stack.fake.calls("GET", files)) >= count
+
     for delivery in range(1, MAX_DELIVERIES + 1):
-        started = delivery
-        wait_for(lambda: len(stack.fake.calls("GET", files)) >= started, 60,
-                 f"delivery {delivery} to start", stack.worker.log)
+        wait_for(started(delivery), 60, f"delivery {delivery} to start", stack.worker.log)
         children = _children(stack.worker.proc.pid)
         assert children, "the prefork worker has no pool process"
         for pid in children:
