@@ -94,6 +94,10 @@ class Analysis(Base):
     publish_state: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     error: Mapped[str] = mapped_column(Text, default="")
+    # Deliveries of the analysis task that started on this row and have not ended: a worker
+    # process that dies mid-analysis (a native crash) leaves it counted, and the redelivered
+    # task gives up past bot.tasks.MAX_DELIVERIES. Zeroed when a delivery ends in Python.
+    deliveries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow,
                                                  onupdate=utcnow)

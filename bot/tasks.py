@@ -4,7 +4,10 @@ Queues: `static` (CPU: fetch, static pass, publishing, commands) and `dynamic` (
 dynamic pass; GPU workers in production). Tasks are acknowledged late with a prefetch of one, so
 a worker that dies mid-task leaves its task to be redelivered (Redis's visibility timeout is
 set above the longest job); every task first re-reads its analysis row and GitHub's view of
-the PR, so a redelivered, superseded or cancelled task does nothing twice.
+the PR, so a redelivered, superseded or cancelled task does nothing twice. A task whose worker
+process keeps dying (a native crash on the PR's code, the hard time limit) is taken up at most
+`MAX_DELIVERIES` times: the analysis row counts the deliveries that never ended, and the next
+one completes the check run with the reason instead of running again.
 
 Start a worker with `celery -A bot.tasks worker -Q static,dynamic` (settings from the
 environment, see bot/settings.py).
@@ -21,7 +24,7 @@ from typing import Any
 from celery import Celery, Task
 from celery.exceptions import SoftTimeLimitExceeded
 from kombu import Queue
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from bot.db import session_scope
 from bot.github import GitHubClient, TokenCache, is_transient, retry_after
@@ -31,6 +34,12 @@ from bot.settings import Settings, from_env
 log = logging.getLogger("numcheck.worker")
 
 ACTIVE = ("queued", "running", "analysed")
+MAX_DELIVERIES = 3
+"""Deliveries of one analysis task that may start and never end (the worker process died:
+acks_late with reject_on_worker_lost puts the message straight back). Past this, the next
+delivery fails the analysis visibly and acknowledges the message, so a file that kills the
+process cannot crash worker after worker. Retries of transient GitHub errors end in Python
+and are counted by Celery's `retries` (settings.max_retries), not here."""
 COALESCE_SECONDS = 60
 QUEUES = ("static", "dynamic")
 
@@ -211,11 +220,21 @@ def analyze_task(self: Task, analysis_id: int, stage: str = "static") -> str:
     row = load_analysis(analysis_id)
     if row is None:
         return "unknown analysis"
-    if row.status in ("published", "analysed"):  # a redelivery of finished work
+    if row.status in ("published", "analysed", "failed"):  # a redelivery of finished work
         return f"already {row.status}"
     if not still_wanted(row):
         cancel_check_run(row, "Superseded by a newer push or cancelled")
         return "superseded"
+    delivery = begin_delivery(analysis_id)
+    if delivery > MAX_DELIVERIES:
+        log.error("analysis %s: delivery %s; the %s before never finished, giving up",
+                  analysis_id, delivery, delivery - 1)
+        _fail(row, f"the worker process running it died {delivery - 1} times without "
+                   "finishing (a crash of the analysis on this push's code, or its "
+                   f"{settings.hard_time_limit} s hard time limit), so numcheck stopped "
+                   "trying. Push a new commit or comment `/numcheck rerun` to try again.",
+              create=True)
+        return "gave up"
     try:
         return jobs.run_analysis(settings, row, stage, client_for(row.installation_id))
     except SoftTimeLimitExceeded:
@@ -227,6 +246,25 @@ def analyze_task(self: Task, analysis_id: int, stage: str = "static") -> str:
         log.exception("analysis %s failed", analysis_id)
         _fail(row, f"{type(exc).__name__}: {exc}")
         return "failed"
+    finally:
+        end_delivery(analysis_id)
+
+
+def begin_delivery(analysis_id: int) -> int:
+    """Count one more delivery of the analysis task that started work; the count so far."""
+    with session_scope(get_settings().database_url) as s:
+        s.execute(update(Analysis).where(Analysis.id == analysis_id)
+                  .values(deliveries=Analysis.deliveries + 1))
+        return int(s.scalar(select(Analysis.deliveries).where(Analysis.id == analysis_id))
+                   or 0)
+
+
+def end_delivery(analysis_id: int) -> None:
+    """The delivery ended in Python (done, failed or retried): it was no crash."""
+    try:
+        update_analysis(analysis_id, deliveries=0)
+    except Exception as exc:  # noqa: BLE001 - the task's own outcome matters more
+        log.warning("analysis %s: could not reset its delivery count: %s", analysis_id, exc)
 
 
 @celery_app.task(bind=True, name="numcheck.publish", max_retries=None)
@@ -287,17 +325,27 @@ def find_pull_task(self: Task, installation_id: int, repo: str, head_sha: str,
         raise
 
 
-def _fail(row: Analysis, message: str) -> None:
+def _fail(row: Analysis, message: str, create: bool = False) -> None:
+    """Mark the analysis failed and complete its check run (neutral) with the reason; with
+    `create`, a check run is made when the analysis never got as far as making one."""
     update_analysis(row.id, status="failed", error=message[:5000])
     current = load_analysis(row.id)
-    if current is None or current.check_run_id is None:
+    if current is None or (current.check_run_id is None and not create):
         return
     try:
-        from bot.publish import finish_check_run
+        from bot.publish import ensure_check_run, finish_check_run
 
-        finish_check_run(client_for(row.installation_id), row.repo, current.check_run_id,
+        client = client_for(row.installation_id)
+        run_id = current.check_run_id
+        if run_id is None:
+            run_id = ensure_check_run(client, row.repo, row.head_sha, get_settings().check_name,
+                                      "numcheck could not finish", None)
+            update_analysis(row.id, check_run_id=run_id)
+        finish_check_run(client, row.repo, run_id,
                          conclusion="neutral", title="numcheck could not finish",
                          summary=f"The analysis of `{row.head_sha[:12]}` stopped: {message}")
+        update_analysis(row.id, publish_state={**current.publish_state,
+                                               "check_completed": True})
     except Exception as exc:  # noqa: BLE001 - reporting the failure must not raise
         log.warning("could not report failure of analysis %s: %s", row.id, exc)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -562,4 +562,46 @@ def test_a_bad_repository_config_fails_the_check_run_with_the_reason(stack: Stac
     assert run["conclusion"] == "failure"
     assert run["output"]["title"] == "numcheck configuration error"
     assert "dynamc" in run["output"]["summary"] and "dynamic" in run["output"]["summary"]
+    assert not [r for r in stack.fake.state.reviews if r["repo"] == name]
+
+
+@pytest.mark.parametrize("stack", ["sqlite"], indirect=True)
+def test_a_worker_that_keeps_crashing_gets_three_deliveries_then_a_failed_check_run(
+        stack: Stack) -> None:
+    """The pool process running the analysis dies by SIGSEGV, as on a native parser crash;
+    Celery puts the task back each time. The fourth delivery completes the check run with the
+    reason instead of analysing again, and nothing is delivered after it."""
+    import os
+    import signal
+    import time
+
+    from bot.tasks import MAX_DELIVERIES
+
+    repo, name = stack.repo("octo/crashing", 29)
+    head = repo.sha("feature")
+    files = rf"/repos/{name}/pulls/29/files$"
+    stack.fake.fail("GET", files, 0, delay=3.0, times=MAX_DELIVERIES)
+    assert stack.push_event(repo, name, 29, action="opened")[0] == 202
+    assert stack.worker.proc is not None
+
+    def started(count: int) -> Callable[[], bool]:
+        return lambda: len(stack.fake.calls("GET", files)) >= count
+
+    for delivery in range(1, MAX_DELIVERIES + 1):
+        wait_for(started(delivery), 60, f"delivery {delivery} to start", stack.worker.log)
+        children = _children(stack.worker.proc.pid)
+        assert children, "the prefork worker has no pool process"
+        for pid in children:
+            os.kill(pid, signal.SIGSEGV)
+    run = wait_for(lambda: stack.completed_run(name, head), 60, "the check run to complete",
+                   stack.worker.log)
+    assert run["conclusion"] == "neutral", run
+    assert run["output"]["title"] == "numcheck could not finish"
+    assert f"died {MAX_DELIVERIES} times" in run["output"]["summary"], run["output"]
+    with session_scope(stack.settings.database_url) as s:
+        row = s.scalars(select(Analysis).where(Analysis.repo == name)).one()
+        assert row.status == "failed" and row.deliveries == MAX_DELIVERIES + 1
+    time.sleep(3)  # no fifth delivery: the fourth was acknowledged
+    assert len(stack.fake.calls("GET", files)) == MAX_DELIVERIES
+    assert "gave up" in stack.worker.log() or "giving up" in stack.worker.log()
     assert not [r for r in stack.fake.state.reviews if r["repo"] == name]

@@ -1,13 +1,16 @@
 """One file in, findings out: prefilter, libcst on the candidate units, positions, suppression.
 
 A file that cannot be read or parsed yields a `FileScan` with `error` set and no findings;
-it never raises, so one bad file cannot cost the findings of the others.
+it never raises, so one bad file cannot cost the findings of the others: a file too deep for
+libcst (analyzers/static/bounds.py) is refused before libcst sees it, and any exception out
+of libcst or the analysis of one file becomes that file's error.
 """
 
 from __future__ import annotations
 
 import ast
 import math
+import threading
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
@@ -18,6 +21,7 @@ from analyzers.catalogue import CATALOGUE
 from analyzers.config import Config
 from analyzers.model import Finding, IntervalInfo
 from analyzers.static.analyzer import FunctionAnalyzer
+from analyzers.static.bounds import measure
 from analyzers.static.explain import RULE_SEVERITY
 from analyzers.static.feeds import feeding_line
 from analyzers.static.prefilter import Unit, plan_file
@@ -28,6 +32,16 @@ from analyzers.static.suppression import Suppressions
 DEFAULT_CONFIG = Config()
 # pattern rules outrank the generic one on a line, and the generic one outranks a candidate
 RULE_RANK = {"unguarded-domain": 1, "unknown-operand": 2}
+THREAD_PARSE_LEVELS = 60
+"""A file deeper than this (and within bounds.MAX_NESTING_LEVELS) is parsed by libcst on a
+thread of its own with `PARSE_STACK_BYTES` of stack: belt and braces for a process whose
+stack is smaller than Linux's 8 MiB (a thread of an embedding program, Windows' 1 MiB), where
+the bounded depth could still overflow it. Shallower files, nearly all, parse inline."""
+PARSE_STACK_BYTES = 64 * 1024 * 1024
+# Exceptions raised into the analysis from outside to stop the whole run (Celery's soft time
+# limit arrives as an ordinary Exception in whatever frame is running): not one file's error.
+RUN_INTERRUPTIONS = frozenset({"SoftTimeLimitExceeded", "TimeLimitExceeded"})
+_STACK_SIZE_LOCK = threading.Lock()
 
 
 @dataclass
@@ -81,6 +95,38 @@ def scan_source(source: str, path: str, config: Config | None = None,
     except (ValueError, RecursionError, MemoryError) as exc:
         scan.error = f"{path}: does not parse: {exc}"
         return scan
+    depth = measure(tree, source)
+    refusal = depth.refusal(path)
+    if refusal is not None:
+        scan.error = refusal
+        return scan
+    try:
+        _scan_tree(tree, source, path, config, lines, scan, depth.levels > THREAD_PARSE_LEVELS)
+    except (cst.ParserSyntaxError, RecursionError) as exc:
+        scan.findings = []
+        scan.error = f"{path}: libcst could not parse the file: {_describe(exc)}"
+    except Exception as exc:
+        if any(c.__name__ in RUN_INTERRUPTIONS for c in type(exc).__mro__):
+            raise
+        scan.findings = []
+        scan.error = (f"{path}: the static pass failed on this file ({_describe(exc)}); "
+                      "the other files were analysed")
+    return scan
+
+
+def _describe(exc: BaseException) -> str:
+    """`KeyError: <node>` can itself fail to print (libcst's recursive reprs): the type
+    then, and no text."""
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - whatever str() raises, the type still says something
+        text = ""
+    text = text if len(text) <= 300 else text[:300] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _scan_tree(tree: ast.Module, source: str, path: str, config: Config,
+               lines: frozenset[int] | None, scan: FileScan, deep: bool) -> None:
     plan = plan_file(tree, source)
     enabled = frozenset(op for op in CATALOGUE.by_op if config.op_enabled(op))
     ctx = FileContext(plan.imports, plan.constants, config.dtype, plan.half_precision,
@@ -90,46 +136,70 @@ def scan_source(source: str, path: str, config: Config | None = None,
     if lines is not None and not plan.whole_module:
         units = [u for u in units if any(u.start_line <= n <= u.end_line for n in lines)]
     raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]] = []
-    try:
-        if plan.whole_module:
-            scan.units = 1
-            raw = _analyse_module(source, ctx, 0, 0)
-        else:
-            scan.units = len(units)
-            for unit in units:
-                raw += _analyse_unit(source, unit, ctx)
-    except (cst.ParserSyntaxError, RecursionError) as exc:
-        scan.error = f"{path}: libcst could not parse the file: {exc}"
-        return scan
+    if plan.whole_module:
+        scan.units = 1
+        raw = _analyse_module(source, ctx, 0, 0, deep)
+    else:
+        scan.units = len(units)
+        for unit in units:
+            raw += _analyse_unit(source, unit, ctx, deep)
     suppressions = Suppressions.from_source(source)
     scan.findings = _finalise(raw, path, config, lines, suppressions, scan,
                               frozenset(plan.imports.names), tree, source.splitlines())
-    return scan
 
 
-def _analyse_module(source: str, ctx: FileContext, line_offset: int,
-                    col_offset: int) -> list[tuple[RawFinding, CodeRange, CodeRange, int, int]]:
-    module = cst.parse_module(source)
+def parse_module(source: str, deep: bool = False) -> cst.Module:
+    """`cst.parse_module`; with `deep`, on a thread with a large stack (THREAD_PARSE_LEVELS)."""
+    if not deep:
+        return cst.parse_module(source)
+    out: list[cst.Module | BaseException] = []
+
+    def work() -> None:
+        try:
+            out.append(cst.parse_module(source))
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
+            out.append(exc)
+
+    with _STACK_SIZE_LOCK:  # the size applies to threads started while it is set
+        try:
+            previous = threading.stack_size(PARSE_STACK_BYTES)
+        except (ValueError, RuntimeError):  # a platform that cannot: parse inline
+            return cst.parse_module(source)
+        try:
+            worker = threading.Thread(target=work, name="numcheck-libcst-parse", daemon=True)
+            worker.start()
+        finally:
+            threading.stack_size(previous)
+    worker.join()
+    if isinstance(out[0], BaseException):
+        raise out[0]
+    return out[0]
+
+
+def _analyse_module(source: str, ctx: FileContext, line_offset: int, col_offset: int,
+                    deep: bool = False) -> list[tuple[RawFinding, CodeRange, CodeRange,
+                                                      int, int]]:
+    module = parse_module(source, deep)
     analyzer = FunctionAnalyzer(module, ctx)
     found = analyzer.run_module()
     return _positions(module, found, line_offset, col_offset)
 
 
-def _analyse_unit(source: str, unit: Unit,
-                  ctx: FileContext) -> list[tuple[RawFinding, CodeRange, CodeRange, int, int]]:
+def _analyse_unit(source: str, unit: Unit, ctx: FileContext,
+                  deep: bool = False) -> list[tuple[RawFinding, CodeRange, CodeRange, int, int]]:
     all_lines = source.splitlines(keepends=True)
     chunk = all_lines[unit.start_line - 1: unit.end_line]
     indent = unit.indent
     dedented: list[str] = []
     for text in chunk:
         if text[:indent].strip() and text.strip():
-            return _analyse_function_in_module(source, unit, ctx)
+            return _analyse_function_in_module(source, unit, ctx, deep)
         dedented.append(text[indent:] if len(text) > indent else text.lstrip(" \t"))
     snippet = "".join(dedented)
     try:
-        module = cst.parse_module(snippet)
+        module = parse_module(snippet, deep)
     except cst.ParserSyntaxError:
-        return _analyse_function_in_module(source, unit, ctx)
+        return _analyse_function_in_module(source, unit, ctx, deep)
     func = next((s for s in module.body if isinstance(s, cst.FunctionDef)), None)
     if func is None:
         return []
@@ -138,11 +208,11 @@ def _analyse_unit(source: str, unit: Unit,
     return _positions(module, found, unit.start_line - 1, indent)
 
 
-def _analyse_function_in_module(source: str, unit: Unit,
-                                ctx: FileContext) -> list[tuple[RawFinding, CodeRange,
-                                                                CodeRange, int, int]]:
+def _analyse_function_in_module(source: str, unit: Unit, ctx: FileContext,
+                                deep: bool = False) -> list[tuple[RawFinding, CodeRange,
+                                                                  CodeRange, int, int]]:
     """Slow path for a function whose text cannot stand alone (odd indentation)."""
-    module = cst.parse_module(source)
+    module = parse_module(source, deep)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
     for node, code_range in positions.items():
