@@ -439,8 +439,11 @@ def test_synthesise_module_method_from_its_first_layer() -> None:
 
 
 def test_synthesise_module_needing_constructor_arguments_asks_for_init() -> None:
-    with pytest.raises(EntryError, match=r"NeedsArgs\(\) needs constructor arguments.*`init`"):
-        synthesise(FIXTURES, ENTRIES, "NeedsArgs.forward", 0)
+    # a size it makes up (entries.constructor_args); another module it cannot
+    entry = synthesise(FIXTURES, ENTRIES, "NeedsArgs.forward", 0)
+    assert entry.init == {"width": 8} and entry.specs[0].shape[-1] == 8
+    with pytest.raises(EntryError, match=r"NeedsEncoder\(\) needs constructor arguments.*`init`"):
+        synthesise(FIXTURES, ENTRIES, "NeedsEncoder.forward", 0)
 
 
 def test_build_configured_constructs_a_module_with_init() -> None:
