@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 from collections import Counter
@@ -121,7 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.only:
         bugs = [b for b in bugs if any(k in b.id for k in args.only)]
     mirrors = args.mirrors or default_mirrors()
-    print(f"mirrors: {mirrors}; pass: {'static + dynamic' if args.dynamic else 'static'}",
+    shown = "$NUMCHECK_MIRRORS" if os.environ.get("NUMCHECK_MIRRORS") == str(mirrors) \
+        else mirrors  # a result file quotes no path of one machine
+    print(f"mirrors: {shown}; pass: {'static + dynamic' if args.dynamic else 'static'}",
           flush=True)
     rows = []
     for bug in bugs:
