@@ -12,13 +12,23 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness_support import run_findings, run_script, write_repo
+from harness_support import Run, run_findings, run_script, write_repo
 
 from analyzers.dynamic.loading import load
 
 LOSS = ("import torch\n\n\n"
         "def rate(counts: torch.Tensor, total: torch.Tensor) -> torch.Tensor:\n"
         "    return torch.log(counts / total)\n")
+
+
+def _confirmed_reproducer(repo: Path, run: Run) -> str:
+    """The one finding's reproducer, after checking it is confirmed and that the reproducer
+    fails on its own in a plain python child."""
+    (record,) = [r for r in run.result.records if r.get("stage") is None]
+    assert record["status"] == "confirmed", record
+    check = run_script(repo, record["reproducer"])
+    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+    return str(record["reproducer"])
 
 
 @pytest.fixture
@@ -96,11 +106,7 @@ def test_parameters_without_defaults_get_a_value_from_their_annotation(
         "    return (p * torch.log(p.abs() + q.abs())).mean()\n")})
     run = run_findings(repo, "kpkg/kl.py", ["kl"], finding_timeout=120, timeout=300,
                        search_seconds=2.0)
-    (record,) = [r for r in run.result.records if r.get("stage") is None]
-    assert record["status"] == "confirmed", record
-    assert "kl(p, q, log_prob=False, reduction='mean')" in record["reproducer"]
-    check = run_script(repo, record["reproducer"])
-    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+    assert "kl(p, q, log_prob=False, reduction='mean')" in _confirmed_reproducer(repo, run)
 
 
 def test_a_module_whose_constructor_needs_sizes_is_built_with_them(
@@ -116,8 +122,5 @@ def test_a_module_whose_constructor_needs_sizes_is_built_with_them(
         "        return v / v.sum(dim=-1, keepdim=True)\n")})
     run = run_findings(repo, "mpkg/attn.py", ["LinearAttention.forward"], finding_timeout=120,
                        timeout=300, search_seconds=2.0)
-    (record,) = [r for r in run.result.records if r.get("stage") is None]
-    assert record["status"] == "confirmed", record
-    assert "LinearAttention(in_channels=8, out_channels=8, heads=2)" in record["reproducer"]
-    check = run_script(repo, record["reproducer"])
-    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+    assert "LinearAttention(in_channels=8, out_channels=8, heads=2)" in \
+        _confirmed_reproducer(repo, run)

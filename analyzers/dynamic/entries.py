@@ -313,10 +313,7 @@ def constructor_args(owner: type) -> dict[str, Any]:
         if param.default is not inspect.Parameter.empty or param.kind in (
                 param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        annotation = param.annotation
-        text = "" if annotation is inspect.Parameter.empty else (
-            annotation if isinstance(annotation, str) else annotation.__name__
-            if isinstance(annotation, type) else repr(annotation).replace("typing.", ""))
+        text = annotation_text(param)
         if "head" in param.name:
             args[param.name] = 2
         elif text == "int" or (not text and _SIZE_NAME.search(param.name)):
@@ -449,10 +446,7 @@ def _specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        annotation = "" if param.annotation is inspect.Parameter.empty else (
-            param.annotation if isinstance(param.annotation, str) else
-            param.annotation.__name__ if isinstance(param.annotation, type)
-            else repr(param.annotation).replace("typing.", ""))
+        annotation = annotation_text(param)
         tensorish = bool(TENSOR_HINT.search(str(annotation))) or (
             not annotation and param.default is inspect.Parameter.empty)
         if not tensorish:
@@ -474,6 +468,19 @@ def _specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
     if not specs:
         raise EntryError("no tensor parameters to search over; configure an entry")
     return specs, constants, chosen
+
+
+def annotation_text(param: inspect.Parameter) -> str:
+    """A parameter's annotation as text: a string annotation as written, a class by name,
+    a typing form by its repr without `typing.` (`Optional[Literal['a', 'b']]`)."""
+    annotation = param.annotation
+    if annotation is inspect.Parameter.empty:
+        return ""
+    if isinstance(annotation, str):
+        return annotation
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return repr(annotation).replace("typing.", "")
 
 
 _LITERAL = re.compile(r"Literal\[\s*('[^']*'|\"[^\"]*\"|-?\d+(?:\.\d+)?|True|False|None)")
