@@ -412,6 +412,23 @@ def test_a_definite_rule_is_commented_without_proof() -> None:
     assert "1 finding held back" in text
 
 
+def test_a_definite_rule_in_a_test_file_is_held_back_until_confirmed() -> None:
+    """A test's reference formula (`F.binary_cross_entropy(torch.sigmoid(x), y)` next to the
+    fused loss it checks) matches a definite pattern on inputs the test chose itself."""
+    in_test = _div_finding()
+    in_test.op, in_test.rule, in_test.path, in_test.fingerprint = (
+        "binary_cross_entropy", "bce-sigmoid", "keras/losses_test.py", "")
+    in_test.__post_init__()
+    text = render_markdown(_result(findings=[in_test], errors=[], comment_on="proven"))
+    assert "### keras/losses_test.py:3" not in text
+    assert ("1 finding held back from inline comments (comment\\_on = \"proven\"): "
+            "1 test-file (a definite pattern, but in a test file, whose inputs are the "
+            "test's own).") in text
+    in_test.status = "confirmed"
+    assert "held back" not in render_markdown(
+        _result(findings=[in_test], errors=[], comment_on="proven"))
+
+
 def test_results_without_the_key_hold_back_unproven_findings() -> None:
     result = _result(findings=[_div_finding()], errors=[])
     result.config = {}

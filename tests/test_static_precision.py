@@ -86,3 +86,28 @@ def test_a_divisor_of_unknown_provenance_is_a_candidate_never_shown_unconfirmed(
     assert not comment_inline(finding, "potential") and not counts(finding)
     finding.status = "confirmed"  # proven: shown and counted like any other
     assert comment_inline(finding, "proven") and counts(finding)
+
+
+@pytest.mark.parametrize(("cut", "framework"), [
+    ("h = jax.lax.stop_gradient(h)\n    t = jax.lax.stop_gradient(t)", "jax"),
+    ("h = h.detach()\n    t = t.detach()", "torch"),
+])
+def test_where_cannot_leak_a_gradient_that_was_stopped(cut: str, framework: str) -> None:
+    """`where(h == 0, 0, t / h)` leaks a NaN gradient only if a gradient flows through `t / h`:
+    on values cut off from autograd (and constants) it cannot. Stopping one operand is not
+    enough: the gradient still reaches `t` through the division."""
+    where = "jnp.where" if framework == "jax" else "torch.where"
+    template = ("import jax\nimport jax.numpy as jnp\nimport torch\n"
+                "def f(h: torch.Tensor, t: torch.Tensor):\n"
+                "    {cut}\n"
+                "    h2 = h * 2.0\n"
+                f"    return {where}(h2 == 0, 0.0, t * 14.4 / h2)\n")
+
+    def rules_on_return(cut: str) -> list[str]:
+        code = template.format(cut=cut)
+        last = code.count("\n")
+        return [f.rule for f in scan_source(code, "m.py").findings if f.line == last]
+
+    assert rules_on_return(cut) == []
+    assert rules_on_return(cut.split("\n")[0]) == ["where-grad-leak"]  # only h is stopped
+    assert rules_on_return("pass") == ["where-grad-leak"]

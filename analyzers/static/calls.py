@@ -183,6 +183,8 @@ class CallsMixin(AnalyzerState):
             if dtype is None and ("half" in dtype_text):
                 dtype = "float16"
             return Value("finfo", origin=dtype or self.dtype)
+        if leaf == "stop_gradient" and values:  # jax.lax / tf: the value, cut off from autograd
+            return values[0].with_(kind="tensor", name=None, no_grad=True)
         if leaf == "epsilon" and root in ("keras", "tensorflow"):
             return Value("scalar", constant(round_to(1e-7, self.dtype)))
         if leaf in CONST_LIKE:
@@ -276,7 +278,8 @@ class CallsMixin(AnalyzerState):
             return product([func.value] + [a.value for a in node.args if a.keyword is None])
         if method in SAME_VALUE_METHODS:
             if receiver.kind == "tensor" or method in ("detach", "float", "contiguous"):
-                return receiver.with_(kind="tensor", name=receiver.name)
+                return receiver.with_(kind="tensor", name=receiver.name,
+                                      no_grad=receiver.no_grad or method == "detach")
             return receiver if receiver.kind == "tensor" else Value("unknown")
         if method in SCALAR_METHODS:
             return self._scalar_method(method, receiver, positional)
@@ -376,6 +379,7 @@ class CallsMixin(AnalyzerState):
         before = dict(self.env)
         grad_leak = framework in ("torch", "tensorflow", "jax")
         leaked: list[tuple[cst.CSTNode, str, str, str]] = []
+        grad_free_ops: set[int] = set()
         if grad_leak:  # each branch without the condition: what its op would do there
             for branch, hidden in ((when_true, "false"), (when_false, "true")):
                 probe = Probe()
@@ -384,6 +388,7 @@ class CallsMixin(AnalyzerState):
                 self.probe = saved_probe
                 self.env = dict(before)
                 leaked += [(n, op, src, hidden) for n, op, src in probe.nodes]
+                grad_free_ops |= probe.grad_free
         self._apply(facts_from(cond, True, self.const))
         guarded = Probe()
         saved_probe, self.probe = self.probe, guarded
@@ -402,7 +407,7 @@ class CallsMixin(AnalyzerState):
             true_value = self._replay(when_true, before, cond)
             false_value = self._replay(when_false, before, cond, False)
         for leak_node, op, operand_src, hidden in leaked:
-            if id(leak_node) in flagged_anyway:
+            if id(leak_node) in flagged_anyway or id(leak_node) in grad_free_ops:
                 continue
             spec = CATALOGUE.by_op[op]
             self._record(leak_node, spec, "where-grad-leak", framework, operand_src,

@@ -29,6 +29,7 @@ from analyzers.static.values import (
     Value,
     absolute,
     div,
+    grad_free,
     promoted,
     square,
 )
@@ -54,11 +55,21 @@ class ChecksMixin(AnalyzerState):
                     receiver: tuple[cst.BaseExpression, Value] | None) -> Value:
         """The op's checks and its result, computed in its tensor operands' promoted dtype
         (`torch.sqrt(v.float() + eps)` is a float32 sqrt in a float16 model)."""
-        explicit = promoted(self.dtype, *values, *([receiver[1]] if receiver else []))
+        inputs = [*values, *([receiver[1]] if receiver else [])]
+        explicit = promoted(self.dtype, *inputs)
         result = self._apply_spec_value(node, spec, qual, framework, args, values, receiver)
+        if inputs and grad_free(*inputs):
+            self.grad_free_op(node)
+            result = result.with_(no_grad=True)
         if explicit is not None and result.kind == "tensor" and result.dtype is None:
             return result.with_(dtype=explicit)
         return result
+
+    def grad_free_op(self: Analyzer, node: cst.CSTNode) -> None:
+        """While a `where` branch is probed: this op's inputs carry no gradient, so the NaN
+        gradient `where-grad-leak` warns about cannot reach anything through it."""
+        if self.probe is not None:
+            self.probe.grad_free.add(id(node))
 
     def _apply_spec_value(self: Analyzer, node: cst.Call, spec: OpSpec, qual: str | None,
                           framework: str, args: list[tuple[str | None, Value]],

@@ -29,6 +29,7 @@ from analyzers.static.values import (
     constant,
     div,
     fold_add,
+    grad_free,
     join,
     mul,
     neg,
@@ -209,6 +210,9 @@ class ExpressionsMixin(AnalyzerState):
             left, right = restore_literal(left), restore_literal(right)
         result = self._binop_value(node, symbol, left, right, left_node, right_node,
                                    explicit or self.dtype)
+        if grad_free(left, right):
+            self.grad_free_op(node)
+            result = result.with_(no_grad=True)
         if explicit in ("float32", "float64") and result.fp16_zero_eps is not None:
             result = result.with_(fp16_zero_eps=None, fp16_interval=None)
         return result.with_(dtype=explicit) if result.kind == "tensor" else result

@@ -44,6 +44,7 @@ class Probe:
     """While evaluating a `where` branch without its guard: which nodes would be flagged."""
 
     nodes: list[tuple[cst.CSTNode, str, str]] = field(default_factory=list)
+    grad_free: set[int] = field(default_factory=set)  # ids of ops whose inputs need no gradient
 
 
 class AnalyzerState:

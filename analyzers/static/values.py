@@ -196,6 +196,9 @@ class Value:
     # the float dtype an explicit cast put this value in (`x.float()`, `tf.cast(x, tf.float32)`),
     # and what follows from it by type promotion; None: the unit's dtype (the configuration's)
     dtype: str | None = None
+    # no gradient flows back through it: `stop_gradient(x)`, `x.detach()`, and what is computed
+    # from such values and constants alone (so a `where` cannot leak a NaN gradient from it)
+    no_grad: bool = False
 
     @property
     def is_tensor(self) -> bool:
@@ -229,7 +232,15 @@ def join(a: Value, b: Value) -> Value:
         max_of=a.max_of if a.max_of == b.max_of else None,
         norm_of=a.norm_of if a.norm_of == b.norm_of else None,
         dtype=a.dtype if a.dtype == b.dtype else None,
+        no_grad=a.no_grad and b.no_grad,
     )
+
+
+def grad_free(*values: Value) -> bool:
+    """No gradient reaches the inputs through these values: each is cut off from autograd
+    (`Value.no_grad`) or a Python scalar (a literal, a size), which frameworks never
+    differentiate through."""
+    return all(v.no_grad or v.kind == "scalar" for v in values)
 
 
 FLOAT_WIDTH = {"bfloat16": 16, "float16": 16, "float32": 32, "float64": 64}
