@@ -32,10 +32,13 @@ def _confirmed_reproducer(repo: Path, run: Run) -> str:
 
 
 @pytest.fixture
-def clean_modules() -> object:
-    before = set(sys.modules)
+def clean_modules(tmp_path: Path) -> object:
+    """Forget the test repository's packages after the test, and nothing else: dropping a
+    library first imported during the test (torch's lazily loaded submodules) from
+    `sys.modules` crashed the interpreter at the next garbage collection."""
     yield None
-    for name in set(sys.modules) - before:
+    roots = {p.stem for p in tmp_path.iterdir()}
+    for name in [n for n in sys.modules if n.split(".")[0] in roots]:
         del sys.modules[name]
 
 
@@ -124,3 +127,20 @@ def test_a_module_whose_constructor_needs_sizes_is_built_with_them(
                        timeout=300, search_seconds=2.0)
     assert "LinearAttention(in_channels=8, out_channels=8, heads=2)" in \
         _confirmed_reproducer(repo, run)
+
+
+def test_optional_tensors_and_tensors_after_constants_keep_their_defaults(
+        tmp_path: Path, clean_modules: object) -> None:
+    """kornia's `binary_focal_loss_with_logits(input, target, alpha=0.25, ...,
+    pos_weight: Optional[Tensor] = None)`: passing `pos_weight` by position after the
+    keyword constants was `got multiple values for argument 'alpha'`."""
+    repo = write_repo(tmp_path, {"fpkg/__init__.py": "", "fpkg/focal.py": (
+        "from typing import Optional\n\nimport torch\nfrom torch import Tensor\n\n\n"
+        "def focal(input: Tensor, target: Tensor, alpha: float = 0.25,\n"
+        "          pos_weight: Optional[Tensor] = None) -> Tensor:\n"
+        "    if pos_weight is None:\n"
+        "        pos_weight = torch.ones(input.shape[-1])\n"
+        "    return -(alpha * pos_weight * target * input.sigmoid().log()).mean()\n")})
+    run = run_findings(repo, "fpkg/focal.py", ["focal"], finding_timeout=120, timeout=300,
+                       search_seconds=2.0)
+    assert "focal(input, target)" in _confirmed_reproducer(repo, run)

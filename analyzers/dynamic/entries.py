@@ -458,8 +458,16 @@ def _specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
                 chosen[param.name] = value
             constants[param.name] = chosen.get(param.name, param.default)
             continue
+        if param.default is not inspect.Parameter.empty and (param.default is None or constants):
+            # `pos_weight: Optional[Tensor] = None` is called without it, as callers do; and a
+            # tensor after a keyword-passed constant cannot be passed by position
+            continue
         if param.kind is param.KEYWORD_ONLY:
             raise EntryError(f"keyword-only tensor parameter {param.name!r}; configure an "
+                             "entry")
+        if constants:
+            raise EntryError(f"tensor parameter {param.name!r} follows a non-tensor one "
+                             f"({next(iter(constants))!r}) and has no default; configure an "
                              "entry")
         annotated = JAXTYPING_DIMS.search(str(annotation)) is not None
         specs.append(first if first is not None and not specs else
