@@ -21,19 +21,15 @@ entry's inputs and parameters.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
-from types import FrameType
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
 from analyzers.dynamic.entries import Entry
+from analyzers.dynamic.frames import MAX_NAMED, UserFrames, input_names
 from analyzers.dynamic.probe import tensors_in
-
-MAX_FRAMES = 40
-MAX_NAMED = 20  # at most this many input / parameter names in a result
 
 
 def _finite(values: Sequence[torch.Tensor | None]) -> bool:
@@ -56,38 +52,6 @@ def _op_name(func: Any) -> str:
     return str(getattr(func, "__name__", str(func)))
 
 
-class _UserFrames:
-    """The innermost frame of the repository's own code above a framework call, at most
-    `limit` frames up; a frame of the file `stop` (the replay's own module) ends the walk."""
-
-    def __init__(self, root: str, limit: int = MAX_FRAMES, stop: str | None = None) -> None:
-        self.root = os.path.realpath(root)
-        self.limit = limit
-        self.stop = stop
-        self._inside: dict[str, str | None] = {}
-
-    def _relative(self, filename: str) -> str | None:
-        if filename not in self._inside:
-            path = os.path.realpath(filename)
-            self._inside[filename] = os.path.relpath(path, self.root) \
-                if path.startswith(self.root + os.sep) else None
-        return self._inside[filename]
-
-    def find(self, depth: int) -> tuple[str, int] | None:
-        return self.find_from(sys._getframe(depth + 1))
-
-    def find_from(self, frame: FrameType | None) -> tuple[str, int] | None:
-        for _ in range(self.limit):
-            if frame is None or (self.stop is not None and
-                                 os.path.realpath(frame.f_code.co_filename) == self.stop):
-                return None
-            relative = self._relative(frame.f_code.co_filename)
-            if relative is not None:
-                return relative, frame.f_lineno
-            frame = frame.f_back
-        return None
-
-
 class FirstNonFinite(TorchFunctionMode):
     """Remembers the first call that makes a NaN from NaN-free inputs, or an infinity from
     finite ones (an -inf mask going into softmax is not yet a failure; the NaN out of it is)."""
@@ -95,7 +59,7 @@ class FirstNonFinite(TorchFunctionMode):
     def __init__(self, root: str) -> None:
         super().__init__()
         self.root = os.path.realpath(root)
-        self._frames = _UserFrames(root)
+        self._frames = UserFrames(root)
         self.found: dict[str, Any] | None = None
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
@@ -119,7 +83,7 @@ class NodeLabels(TorchFunctionMode):
 
     def __init__(self, root: str) -> None:
         super().__init__()
-        self._frames = _UserFrames(root)
+        self._frames = UserFrames(root)
         self.labels: dict[Any, dict[str, Any]] = {}  # autograd Node -> label
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
@@ -154,17 +118,6 @@ def _graph(roots: list[Any], labels: dict[Any, dict[str, Any]]) -> \
             leaves.append(variable)
         queue.extend((child, label) for child, _ in node.next_functions)
     return seen, leaves
-
-
-def _names(entry: Entry, count: int) -> list[str]:
-    """The call's inputs by parameter name (else x0, x1, ...), then configured weights by
-    their parameter name (weights.py)."""
-    weights = list(entry.weights)
-    count -= len(weights)
-    names = list(entry.param_names)
-    if len(names) >= count and len(set(names[:count])) == count:
-        return names[:count] + weights
-    return [f"x{i}" for i in range(count)] + weights
 
 
 def _parameter_names(entry: Entry) -> dict[int, str]:
@@ -221,7 +174,7 @@ def _backward(entry: Entry, inputs: Sequence[torch.Tensor], repo: str) -> \
     node = culprit[0]
     label = nodes.get(node) or {"op": node.name(), "path": None, "line": None}
     index = {id(x): i for i, x in enumerate(leaves)}
-    input_names = _names(entry, len(leaves))
+    names = input_names(entry, len(leaves))
     parameter_names = _parameter_names(entry)
     bad_inputs: list[str] = []
     bad_parameters: list[str] = []
@@ -229,7 +182,7 @@ def _backward(entry: Entry, inputs: Sequence[torch.Tensor], repo: str) -> \
         if grad is None or _finite([grad]):
             continue
         if id(variable) in index:
-            bad_inputs.append(input_names[index[id(variable)]])
+            bad_inputs.append(names[index[id(variable)]])
         else:
             bad_parameters.append(parameter_names.get(id(variable),
                                                       f"<tensor {list(variable.shape)}>"))

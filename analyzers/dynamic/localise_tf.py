@@ -61,7 +61,7 @@ import numpy as np
 import torch
 
 from analyzers.dynamic.entries import Entry
-from analyzers.dynamic.localise import MAX_NAMED, _names, _UserFrames
+from analyzers.dynamic.frames import MAX_NAMED, UserFrames, input_names
 
 MAX_FRAMES = 120  # Keras layers and TensorFlow's dispatch wrappers nest deep
 SOURCES = frozenset({"ReadVariableOp", "ResourceGather", "VarHandleOp"})  # variable reads
@@ -135,7 +135,7 @@ class OpWatch:
     def __init__(self, root: str, mode: str = "forward") -> None:
         self.mode = mode
         # from a callback outwards, stopping at this module (the replay is never the user's line)
-        self._frames = _UserFrames(root, MAX_FRAMES, stop=HERE)
+        self._frames = UserFrames(root, MAX_FRAMES, stop=HERE)
         self.found: dict[str, Any] | None = None
         self.culprit: tuple[str, dict[str, Any]] | None = None
         self._made_by: dict[int, dict[str, Any]] = {}  # output tape id -> label
@@ -264,9 +264,9 @@ def _backward(entry: Entry, inputs: Sequence[torch.Tensor], repo: str) -> \
     if watch.culprit is None:
         return None
     node, label = watch.culprit
-    input_names = _names(entry, len(tensors))
+    names = input_names(entry, len(tensors))
     index = {id(t): i for i, t in enumerate(tensors)}
-    bad_inputs = [input_names[index[id(t)]] for t, g in zip(watched, grads, strict=False)
+    bad_inputs = [names[index[id(t)]] for t, g in zip(watched, grads, strict=False)
                   if g is not None and not _finite(_arrays([_gradient_values(g)]))]
     bad_parameters = [_variable_name(v) for v, g in zip(variables, grads[len(watched):],
                                                         strict=True)

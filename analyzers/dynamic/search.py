@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -40,10 +40,15 @@ import torch
 from analyzers.catalogue import CATALOGUE
 from analyzers.dtypes import limits
 from analyzers.dynamic.entries import Entry, sample
+from analyzers.dynamic.evaluation import (
+    Evaluation,
+    chunk_losses,
+    keeps_rows,
+    suspect_loss_or_none,
+)
 from analyzers.dynamic.probe import Hit, OpProbe, tensors_in
 from analyzers.dynamic.searchtrace import SearchTrace
 from analyzers.dynamic.specs import InputSpec
-from analyzers.dynamic.suspect import CallSite, suspect_loss
 
 STAGES = ("restarts", "snap", "solve", "gradient", "snap", "evolution")
 
@@ -57,25 +62,6 @@ class Budget:
     gradient_steps: int = 150
     batch: int = 8  # restarts per call, where the entry takes a batch (see _restarts)
     solve_rounds: int = 3
-
-
-@dataclass
-class Evaluation:
-    """One run of the entry under the probe."""
-
-    reached: bool = False  # the watched op ran at all
-    loss: float = math.inf
-    forward: bool = False  # the op's output went non-finite from finite operands
-    backward: bool = False  # the op's local derivative went non-finite
-    # where a standalone reproducer can see it, when the op failed: "output" (the entry's
-    # output is NaN/Inf), "gradient" (the output is finite, but the gradient of the sum of
-    # its float outputs reaching a float input is not), or None (the failure is absorbed)
-    visible: str | None = None
-    reaches_output: bool = False  # visible is not None
-    error: str | None = None
-    grads: list[torch.Tensor | None] = field(default_factory=list)
-    chunk_losses: list[float] = field(default_factory=list)  # per restart of a batched run
-    batch_kept: bool = False  # every output kept the first input's leading rows
 
 
 @dataclass
@@ -125,42 +111,6 @@ def _local_derivative_fails(hit: Hit) -> bool:
     return any(g is not None and not _finite(g) for g in local)
 
 
-def _suspect_loss(op: str, operand: torch.Tensor, dtype: str,
-                  call: CallSite) -> torch.Tensor | None:
-    """The objective, or None where this call's shapes do not fit it (a slice of a batch
-    that is not a square matrix): guidance is lost, never the search."""
-    try:
-        return suspect_loss(op, operand, dtype, call)
-    except (RuntimeError, ValueError, IndexError, TypeError):
-        return None
-
-
-def _split(value: Any, chunks: int, rows: int) -> list[Any]:
-    """A tensor with `rows` leading rows cut into `chunks` pieces; anything else repeated."""
-    if isinstance(value, torch.Tensor) and value.dim() >= 1 and value.shape[0] == rows:
-        return list(value.chunk(chunks, dim=0))
-    return [value] * chunks
-
-
-def _chunk_losses(op: str, hit: Hit, dtype: str, chunks: int) -> list[float]:
-    """The suspect loss of each restart of a batched run, where the operand kept the batch's
-    leading dimension (inf for all where it did not: a reduction mixed the restarts)."""
-    operand = hit.operand.detach()
-    rows = operand.shape[0] if operand.dim() >= 1 else 0
-    if rows == 0 or rows % chunks:
-        return [math.inf] * chunks
-    parts = _split(operand, chunks, rows)
-    others = list(zip(*[_split(o, chunks, rows) for o in hit.call.others], strict=True)) \
-        if hit.call.others else [()] * chunks
-    out = []
-    for part, other in zip(parts, others, strict=True):
-        call = replace(hit.call, others=tuple(o.detach() if isinstance(o, torch.Tensor) else o
-                                              for o in other))
-        value = _suspect_loss(op, part, dtype, call)
-        out.append(math.inf if value is None else float(value))
-    return out
-
-
 class Searcher:
     def __init__(self, entry: Entry, path: str, lines: frozenset[int], op: str,
                  dtype: str = "float32", seed: int = 0, budget: Budget | None = None,
@@ -197,7 +147,8 @@ class Searcher:
         if self.entry.framework == "tensorflow":
             from analyzers.dynamic.tf_backend import evaluate_tf
 
-            return evaluate_tf(self, list(inputs), want_grad, chunks)
+            return evaluate_tf(self.tf_probe, self.entry, self.op, self.dtype, list(inputs),
+                               want_grad, chunks)
         leaves = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
         self.probe.reset()
         try:
@@ -206,7 +157,7 @@ class Searcher:
         except Exception as exc:  # the PR's code may raise on any input
             return Evaluation(error=f"{type(exc).__name__}: {exc}")
         hits = self.probe.hits
-        kept = bool(inputs) and inputs[0].dim() >= 1 and _keeps_rows(output, inputs[0].shape[0])
+        kept = bool(inputs) and inputs[0].dim() >= 1 and keeps_rows(output, inputs[0].shape[0])
         if not hits:
             return Evaluation(batch_kept=kept)
         result = Evaluation(reached=True, batch_kept=kept)
@@ -220,11 +171,11 @@ class Searcher:
             if operand_ok and not _finite(hit.output):
                 result.forward = True
             if operand_ok and hit.operand.is_floating_point():
-                loss_value = _suspect_loss(self.op, hit.operand, self.dtype, hit.call)
+                loss_value = suspect_loss_or_none(self.op, hit.operand, self.dtype, hit.call)
                 if loss_value is not None:
                     losses.append(loss_value)
                 if per_chunk:
-                    for i, value in enumerate(_chunk_losses(self.op, hit, self.dtype, chunks)):
+                    for i, value in enumerate(chunk_losses(self.op, hit, self.dtype, chunks)):
                         per_chunk[i] = min(per_chunk[i], value)
             if not result.forward and _local_derivative_fails(hit):
                 result.backward = True
@@ -586,18 +537,6 @@ def _step(x: torch.Tensor, g: torch.Tensor, size: float) -> torch.Tensor:
 def _concat(points: list[list[torch.Tensor]]) -> list[torch.Tensor]:
     """k restarts as one batch: each input concatenated along dim 0."""
     return [torch.cat(column, dim=0) for column in zip(*points, strict=True)]
-
-
-def _keeps_rows(output: Any, rows: int) -> bool:
-    """Is every tensor (torch or TensorFlow) in `output` `rows` long in its first dimension?"""
-    if isinstance(output, dict):
-        output = list(output.values())
-    if isinstance(output, tuple | list):
-        parts = [_keeps_rows(o, rows) for o in output if hasattr(o, "shape") or
-                 isinstance(o, tuple | list | dict)]
-        return bool(parts) and all(parts)
-    shape = getattr(output, "shape", None)
-    return shape is not None and len(shape) >= 1 and shape[0] == rows
 
 
 def _quantise(x: torch.Tensor, quantum: float, spec: InputSpec) -> torch.Tensor:

@@ -24,11 +24,12 @@ import torch
 
 from analyzers.catalogue import CATALOGUE
 from analyzers.dtypes import limits
+from analyzers.dynamic.evaluation import Evaluation, chunk_losses, keeps_rows
 from analyzers.dynamic.probe import Hit, LineWatch
 from analyzers.dynamic.suspect import CallSite, call_site
 
 if TYPE_CHECKING:
-    from analyzers.dynamic.search import Evaluation, Searcher
+    from analyzers.dynamic.entries import Entry
 
 OPERATORS = {"div": ("__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__"),
              "pow": ("__pow__",)}
@@ -240,14 +241,11 @@ def _as_torch_hit(hit: TFHit) -> Hit:
                replace(hit.call, others=tuple(_to_torch(o) for o in hit.call.others)))
 
 
-def evaluate_tf(searcher: Searcher, inputs: list[torch.Tensor],
+def evaluate_tf(probe: TFProbe, entry: Entry, op: str, dtype: str, inputs: list[torch.Tensor],
                 want_grad: bool, chunks: int = 1) -> Evaluation:
     """One run of a TensorFlow entry under the probe, with the local-derivative check."""
     import tensorflow as tf
 
-    from analyzers.dynamic.search import Evaluation, _chunk_losses, _keeps_rows
-
-    probe: TFProbe = searcher.tf_probe
     probe.hits.clear()
     tensors = [tf.constant(x.detach().cpu().numpy()) for x in inputs]
     watched = [t for t in tensors if t.dtype.is_floating]
@@ -257,21 +255,21 @@ def evaluate_tf(searcher: Searcher, inputs: list[torch.Tensor],
         probe.tape = tape
         try:
             with probe:
-                output = searcher.entry.call(tensors)
+                output = entry.call(tensors)
         except Exception as exc:  # the PR's code may raise on any input
             return Evaluation(error=f"{type(exc).__name__}: {exc}")
         finally:
             probe.tape = None
         usable = [h for h in probe.hits if h.operand.dtype.is_floating and _finite(h.operand)
                   and _finite(h.others)]
-        losses = [_loss_or_none(searcher.op, h, searcher.dtype) for h in usable]
+        losses = [_loss_or_none(op, h, dtype) for h in usable]
         losses = [v for v in losses if v is not None]
         loss = tf.reduce_min(tf.stack(losses)) if losses else None
         finite_outputs = [o for o in tf.nest.flatten(output)
                           if isinstance(o, tf.Tensor) and o.dtype.is_floating and _finite(o)]
         total = tf.add_n([tf.reduce_sum(tf.cast(o, tf.float64)) for o in finite_outputs]) \
             if finite_outputs else None
-    kept = bool(inputs) and inputs[0].dim() >= 1 and _keeps_rows(output, inputs[0].shape[0])
+    kept = bool(inputs) and inputs[0].dim() >= 1 and keeps_rows(output, inputs[0].shape[0])
     if not probe.hits:
         return Evaluation(batch_kept=kept)
     result = Evaluation(reached=True, batch_kept=kept)
@@ -285,8 +283,8 @@ def evaluate_tf(searcher: Searcher, inputs: list[torch.Tensor],
     if chunks > 1:
         per_chunk = [math.inf] * chunks
         for hit in usable:
-            for i, value in enumerate(_chunk_losses(searcher.op, _as_torch_hit(hit),
-                                                    searcher.dtype, chunks)):
+            for i, value in enumerate(chunk_losses(op, _as_torch_hit(hit),
+                                                    dtype, chunks)):
                 per_chunk[i] = min(per_chunk[i], value)
         result.chunk_losses = per_chunk
     if loss is not None:
