@@ -278,6 +278,18 @@ def _fixes(result: AnalysisResult, args: argparse.Namespace, config: Config,
     return EXIT_ERROR if refused else _exit_status(result, config)
 
 
+def scan_root(paths: list[Path]) -> Path:
+    """The folder `scan` treats as the repository: the working directory, as for `git`, unless
+    a path lies outside it (`numcheck scan /tmp/model.py`); then the paths' common folder, so
+    findings are named relative to it and the dynamic pass imports the file as a module of
+    its own folder (copying only the paths given: that folder may be /tmp)."""
+    cwd = Path.cwd().resolve()
+    resolved = [p.resolve() for p in paths if p.exists()]
+    if all(p.is_relative_to(cwd) for p in resolved):
+        return cwd
+    return Path(os.path.commonpath([p if p.is_dir() else p.parent for p in resolved]))
+
+
 def _scan_fixes(result: AnalysisResult, config: Config, root: Path, run: _Run) -> int:
     """`scan --fix`: the validated fixes written into the files as they are on disk (the
     dynamic pass ran on a copy of exactly that text), one after another per file."""
@@ -349,10 +361,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.fix or args.diff:
                 return _fixes(result, args, config, run)
         elif args.command == "scan":
-            root = Path.cwd()
+            root = scan_root(args.paths)
             config = _config(args, root)
             run.progress.stage("scanning", ", ".join(one_line(str(p)) for p in args.paths))
-            result = run(config, lambda c, r: scan(args.paths, c, root, r))
+            whole = root == Path.cwd().resolve()
+            result = run(config, lambda c, r: scan(args.paths, c, root, r, whole_root=whole))
             missing = [str(p) for p in args.paths if not p.exists()]
             if args.fix:
                 _emit(result, args)

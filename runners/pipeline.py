@@ -46,15 +46,17 @@ def analyze(repo_dir: Path, base_ref: str | None, head_ref: str | None, config: 
 
 
 def scan(paths: list[Path], config: Config, root: Path,
-         runner: Runner | None = None) -> AnalysisResult:
+         runner: Runner | None = None, whole_root: bool = True) -> AnalysisResult:
     """`numcheck scan`: whole files; the dynamic pass runs on a copy of the Python files
-    under `root` (the code the findings import)."""
+    under `root` (the code the findings import), or of `paths` alone when `whole_root` is
+    False (files outside the working directory: their folder may be /tmp or a home)."""
     result = scan_paths(paths, config, root)
     if config.dynamic and result.findings:
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="numcheck-scan-") as workspace:
             try:
-                _copy_python_tree(root, Path(workspace), config)
+                _copy_python_tree([root] if whole_root else paths, root, Path(workspace),
+                                  config)
             except OSError as exc:
                 result.errors.append(StageError("dynamic", f"could not copy {root}: {exc}"))
             else:
@@ -65,13 +67,23 @@ def scan(paths: list[Path], config: Config, root: Path,
     return result
 
 
-def _copy_python_tree(root: Path, into: Path, config: Config) -> None:
-    for path in root.rglob("*.py"):
-        rel = path.relative_to(root).as_posix()
-        if config.path_selected(rel):
-            target = into / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(path.read_bytes())
+def _copy_python_tree(sources: list[Path], root: Path, into: Path, config: Config) -> None:
+    """The selected Python files of `sources` (files, or folders walked) under `root`, at
+    their paths relative to it. The workspace is never copied into itself, however the
+    sources enclose it."""
+    root, target_root = root.resolve(), into.resolve()
+    for source in (Path(s).resolve() for s in sources):
+        files = sorted(source.rglob("*.py")) if source.is_dir() else [source]
+        for path in files:
+            path = path.resolve()
+            if path.is_relative_to(target_root) or not path.is_relative_to(root) \
+                    or not path.is_file():
+                continue
+            rel = path.relative_to(root).as_posix()
+            if config.path_selected(rel):
+                target = into / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(path.read_bytes())
 
 
 def confirm(repo_dir: Path, result: AnalysisResult, config: Config,

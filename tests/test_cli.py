@@ -255,6 +255,23 @@ def test_scan_file_and_directory(tmp_path: Path, run_cli: RunCli) -> None:
     assert data["files_analyzed"] == 2
 
 
+def test_scan_of_a_file_outside_the_working_directory(tmp_path: Path, run_cli: RunCli) -> None:
+    """`numcheck scan /elsewhere/model.py`: named relative to its own folder, and the dynamic
+    pass imports it from there (it used to walk the whole enclosing folder, /tmp included,
+    into a workspace inside it)."""
+    elsewhere, work = tmp_path / "elsewhere", tmp_path / "work"
+    elsewhere.mkdir()
+    work.mkdir()
+    (elsewhere / "model.py").write_text(
+        "import torch\n\n\ndef rate(x: torch.Tensor) -> torch.Tensor:\n"
+        "    return torch.log(x)\n", encoding="utf-8")
+    proc = run_cli("scan", elsewhere / "model.py", "--format", "json", cwd=work, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    data = parse_json(proc)
+    assert [(f["path"], f["line"], f["status"]) for f in data["findings"]] == \
+        [("model.py", 5, "confirmed")], data["errors"]
+
+
 def test_scan_clean_file_exits_0(tmp_path: Path, run_cli: RunCli) -> None:
     (tmp_path / "ok.py").write_text("def f(x):\n    return x + 1\n", encoding="utf-8")
     proc = run_cli("scan", "ok.py", cwd=tmp_path)
