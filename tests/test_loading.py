@@ -144,3 +144,24 @@ def test_optional_tensors_and_tensors_after_constants_keep_their_defaults(
     run = run_findings(repo, "fpkg/focal.py", ["focal"], finding_timeout=120, timeout=300,
                        search_seconds=2.0)
     assert "focal(input, target)" in _confirmed_reproducer(repo, run)
+
+
+def test_unannotated_numbers_are_tried_as_scalars(tmp_path: Path, clean_modules: object) -> None:
+    """kornia's `normal_transform_pixel(height, width)`: sizes passed as numbers. A (4, 8)
+    tensor for `width` fails in the function's own indexing; a scalar reaches the division
+    and `width == 1` makes it inf."""
+    repo = write_repo(tmp_path, {"gpkg/__init__.py": "", "gpkg/warp.py": (
+        "import torch\n\n\n"
+        "def normal_transform_pixel(height, width):\n"
+        "    tr_mat = torch.Tensor([[1.0, 0.0, -1.0], [0.0, 1.0, -1.0], [0.0, 0.0, 1.0]])\n"
+        "    tr_mat[0, 0] = tr_mat[0, 0] * 2.0 / (width - 1.0)\n"
+        "    tr_mat[1, 1] = tr_mat[1, 1] * 2.0 / (height - 1.0)\n"
+        "    return tr_mat.unsqueeze(0)\n")})
+    run = run_findings(repo, "gpkg/warp.py", ["normal_transform_pixel"] * 2,
+                       finding_timeout=120, timeout=300, search_seconds=2.0)
+    records = [r for r in run.result.records if r.get("stage") is None]
+    assert [r["status"] for r in records] == ["confirmed", "confirmed"], records
+    for record in records:
+        assert "normal_transform_pixel(height, width)" in record["reproducer"]
+        check = run_script(repo, record["reproducer"])
+        assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]

@@ -212,8 +212,9 @@ def build_configured(repo_dir: Path, config: EntryConfig, seed: int,
 
 # Shapes tried, in order, for tensor parameters that say nothing of their shape, when the
 # default (batch, features) call never reaches the op (a function that asserts
-# `(*, 3, H, W)` raises on it): an image batch, a sequence batch, a vector.
-SHAPE_GUESSES: tuple[tuple[int, ...], ...] = ((2, 3, 8, 8), (2, 6, 16), (16,))
+# `(*, 3, H, W)` raises on it): an image batch, a sequence batch, a vector, and a scalar
+# (an unannotated `height, width` that is a number: `x / (width - 1.0)`).
+SHAPE_GUESSES: tuple[tuple[int, ...], ...] = ((2, 3, 8, 8), (2, 6, 16), (16,), ())
 
 
 _DIM = r"(?:\*|\.\.\.|\d+|[A-Za-z]\w{0,3})"
