@@ -68,7 +68,9 @@ class FunctionAnalyzer(StatementsMixin, ExpressionsMixin, CallsMixin, ChecksMixi
         dotted = self.dotted(node)
         if dotted is None:
             return None
-        head = dotted.split(".", 1)[0]
+        head, _, attr = dotted.partition(".")
+        if head == "self" and self.cls is not None and attr in self.cls.attr_funcs:
+            return self.cls.attr_funcs[attr]  # `self.attn_fn = F.softmax` in __init__
         if head in self.env and self.env[head].kind != "module":
             return None
         return self.ctx.imports.resolve(dotted)

@@ -26,11 +26,20 @@ HALF_PRECISION_HINTS = (".half(", "float16", "torch.half", "autocast", "cuda.amp
 _COMMENT = re.compile(r"#[^\n]*")
 
 
+# A package's own backend layer, imported by these names (`from . import backend as K`,
+# `from keras.src import backend`, `from ..backend import ops`), mirrors a framework API:
+# `K.exp(x)`, `backend.math.rsqrt(s)`. Its functions are looked up by their last name in the
+# API it mirrors (BACKEND_APIS), when the full name is not in the catalogue.
+BACKEND_MODULES = frozenset({"backend", "ops"})
+BACKEND_APIS = ("keras.ops", "keras.backend")
+
+
 @dataclass
 class ImportMap:
     """Local name -> fully qualified name, for every import in the file."""
 
     names: dict[str, str] = field(default_factory=dict)
+    backends: set[str] = field(default_factory=set)  # local names of a backend layer
 
     def add(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
@@ -41,6 +50,9 @@ class ImportMap:
                     root = alias.name.split(".", 1)[0]
                     self.names[root] = root
             return
+        for alias in node.names:
+            if alias.name in BACKEND_MODULES:
+                self.backends.add(alias.asname or alias.name)
         if node.level or not node.module:
             return
         for alias in node.names:
@@ -49,12 +61,17 @@ class ImportMap:
             self.names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
 
     def resolve(self, dotted: str) -> str | None:
-        """`t.nn.functional.softmax` -> `torch.nn.functional.softmax` when `t` is torch."""
+        """`t.nn.functional.softmax` -> `torch.nn.functional.softmax` when `t` is torch;
+        `K.exp` -> `keras.ops.exp` when `K` is the package's own backend layer."""
         head, _, rest = dotted.partition(".")
         target = self.names.get(head)
-        if target is None:
-            return None
-        return normalise_qualname(f"{target}.{rest}" if rest else target)
+        qual = None if target is None else \
+            normalise_qualname(f"{target}.{rest}" if rest else target)
+        if head in self.backends and rest and (qual is None or CATALOGUE.lookup(qual) is None):
+            leaf = rest.rsplit(".", 1)[-1]
+            return next((f"{api}.{leaf}" for api in BACKEND_APIS
+                         if CATALOGUE.lookup(f"{api}.{leaf}") is not None), qual)
+        return qual
 
     def frameworks(self) -> set[str]:
         return {q.split(".", 1)[0] for q in self.names.values()} & set(FRAMEWORK_ROOTS)
@@ -67,6 +84,9 @@ class ClassFacts:
     name: str
     is_model: bool
     attr_calls: dict[str, str] = field(default_factory=dict)  # self.attr -> qualname assigned
+    # self.attr -> the catalogue function assigned to it, uncalled (`self.attn_fn = F.softmax`):
+    # calling `self.attn_fn(x)` is calling that function
+    attr_funcs: dict[str, str] = field(default_factory=dict)
     # self.attr -> (lo, lo_open, hi), from torch.distributions' `arg_constraints`
     attr_ranges: dict[str, tuple[float, bool, float]] = field(default_factory=dict)
     # self.attr -> the number it is set to in __init__ (a literal, or a parameter's default:
@@ -145,6 +165,8 @@ def _is_candidate_call(func: ast.expr, imports: ImportMap, cls: ClassFacts | Non
         return False  # a local function: nothing the catalogue knows
     if func.attr in _CANDIDATE_METHODS:
         return True
+    if cls is not None and dotted == f"self.{func.attr}" and func.attr in cls.attr_funcs:
+        return CATALOGUE.lookup(cls.attr_funcs[func.attr]) is not None
     if cls is not None and dotted == f"self.{func.attr}" and func.attr in cls.attr_calls:
         found = CATALOGUE.lookup(cls.attr_calls[func.attr])
         return found is not None and found[0].kind == "risky"
@@ -165,6 +187,8 @@ def _class_facts(node: ast.ClassDef, imports: ImportMap) -> ClassFacts:
         if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         for sub in ast.walk(item):
+            if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Name | ast.Attribute):
+                _function_attribute(sub, imports, facts)
             if not (isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)):
                 continue
             callee = dotted_name(sub.value.func)
@@ -175,6 +199,18 @@ def _class_facts(node: ast.ClassDef, imports: ImportMap) -> ClassFacts:
                     facts.attr_calls[target.attr] = qual
     facts.attr_defaults = _attr_defaults(node)
     return facts
+
+
+def _function_attribute(assign: ast.Assign, imports: ImportMap, facts: ClassFacts) -> None:
+    """`self.attn_fn = F.softmax`: a catalogue function (not a class) kept for later calls."""
+    dotted = dotted_name(assign.value)
+    qual = imports.resolve(dotted) if dotted else None
+    if qual is None or CATALOGUE.lookup(qual) is None or not qual.rsplit(".", 1)[-1][:1].islower():
+        return
+    for target in assign.targets:
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                and target.value.id == "self":
+            facts.attr_funcs[target.attr] = qual
 
 
 def _attr_defaults(node: ast.ClassDef) -> dict[str, str]:
