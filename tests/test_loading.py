@@ -165,3 +165,24 @@ def test_unannotated_numbers_are_tried_as_scalars(tmp_path: Path, clean_modules:
         assert "normal_transform_pixel(height, width)" in record["reproducer"]
         check = run_script(repo, record["reproducer"])
         assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+
+
+def test_the_reproducer_keeps_what_the_failed_import_loaded(tmp_path: Path,
+                                                            clean_modules: object) -> None:
+    """torchmetrics: the package `__init__` defines `_logger`, imports a helper that takes
+    `_logger` from the package, then fails on a missing dependency. The search's process kept
+    the helper the failed import loaded; the reproducer has to make the same attempt, or the
+    helper's `from tpkg import _logger` fails against the bare stub package."""
+    repo = write_repo(tmp_path, {
+        "tpkg/__init__.py": ("_logger = 'log'\nfrom tpkg.utils import prints\n"
+                             "import numcheck_absent_dependency\n"),
+        "tpkg/utils/__init__.py": "",
+        "tpkg/utils/prints.py": "from tpkg import _logger\n\n\ndef warn():\n    return _logger\n",
+        "tpkg/kl.py": ("import torch\nfrom tpkg.utils.prints import warn\n\n\n"
+                       "def kl(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:\n"
+                       "    warn()\n"
+                       "    return torch.sum(p * torch.log(p.abs() + q.abs()), axis=-1)\n"),
+    })
+    run = run_findings(repo, "tpkg/kl.py", ["kl"], finding_timeout=120, timeout=300,
+                       search_seconds=2.0)
+    assert "without its packages' __init__ files" in _confirmed_reproducer(repo, run)

@@ -140,10 +140,22 @@ def import_lines(module: str, imported: str, how: str, why: str) -> list[str]:
              "def _stub_parents(name):",
              "    parts = name.split('.')",
              "    for i in range(1, len(parts)):",
+             "        known = sys.modules.get('.'.join(parts[:i]))",
+             "        if known is not None and getattr(known, '__path__', None) is not None:",
+             "            continue",
              "        package = types.ModuleType('.'.join(parts[:i]))",
              "        package.__path__ = [str(pathlib.Path(*parts[:i]))]",
-             "        sys.modules.setdefault(package.__name__, package)",
+             "        sys.modules[package.__name__] = package",
+             "        if i > 1:",
+             "            setattr(sys.modules['.'.join(parts[:i - 1])], parts[i - 1], package)",
              "", ""]
+    # the search's process tried the plain import first: the modules that import loaded
+    # before failing (a package's own helpers) stay loaded, and the code may need them
+    lines += ["try:", f"    importlib.import_module({module!r})",
+              "except Exception:", "    pass",
+              f"for _name in [n for n in sys.modules if n == {module!r}"
+              f" or n.startswith({module + '.'!r})]:",
+              "    del sys.modules[_name]", "", ""]
     if how == "package-stubs":
         lines += [f"_stub_parents({module!r})",
                   f"{imported} = importlib.import_module({module!r}).{imported}"]
