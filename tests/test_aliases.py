@@ -59,3 +59,17 @@ def test_a_kept_risky_function_is_checked_where_it_is_called() -> None:
             "    def __init__(self):\n        self.root = torch.sqrt\n\n"
             "    def forward(self, x):\n        return self.root(x)\n")
     assert [(line, op) for line, op, _ in _ops(code)] == [(9, "sqrt")]
+
+
+@pytest.mark.parametrize(("imports", "framework"), [
+    ("from torch_scatter import scatter_add", "torch"),
+    ("import torchvision", "torch"),
+    ("import flax.linen as nn", "jax"),
+    ("import tensorflow_probability as tfp", "tensorflow"),
+])
+def test_a_library_built_on_a_framework_makes_its_tensors(imports: str, framework: str) -> None:
+    """pytorch_geometric's `softmax(src, index)` imports only torch_scatter: `src.exp()` is a
+    torch method call, which the dynamic pass can run."""
+    code = f"{imports}\n\n\ndef softmax(src, index):\n    return src.exp()\n"
+    scan = scan_source(code, "pkg/softmax.py")
+    assert [(f.op, f.framework) for f in scan.findings] == [("exp", framework)]

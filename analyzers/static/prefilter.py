@@ -25,6 +25,24 @@ HALF_PRECISION_HINTS = (".half(", "float16", "torch.half", "autocast", "cuda.amp
 
 _COMMENT = re.compile(r"#[^\n]*")
 
+# Libraries whose tensors are a framework's: what a file that imports only them computes on.
+JAX_LIBRARIES = frozenset({"flax", "optax", "haiku", "equinox", "numpyro", "distrax", "chex",
+                           "jraph", "jaxopt", "jax_md", "trax"})
+TENSORFLOW_LIBRARIES = frozenset({"tensorflow_probability", "tensorflow_addons", "sonnet",
+                                  "tensor2tensor"})
+
+
+def ecosystem(root: str) -> str | None:
+    """The framework a library's top-level package is built on (`torch_geometric`,
+    `torchvision` -> torch), or None."""
+    if root.startswith("torch"):
+        return "torch"
+    if root in JAX_LIBRARIES:
+        return "jax"
+    if root in TENSORFLOW_LIBRARIES:
+        return "tensorflow"
+    return None
+
 
 # A package's own backend layer, imported by these names (`from . import backend as K`,
 # `from keras.src import backend`, `from ..backend import ops`), mirrors a framework API:
@@ -74,7 +92,11 @@ class ImportMap:
         return qual
 
     def frameworks(self) -> set[str]:
-        return {q.split(".", 1)[0] for q in self.names.values()} & set(FRAMEWORK_ROOTS)
+        """The frameworks the file's imports belong to; a library built on one counts as it
+        (`from torch_scatter import scatter_add` makes `src.exp()` a torch method call)."""
+        roots = {q.split(".", 1)[0] for q in self.names.values()}
+        return (roots & set(FRAMEWORK_ROOTS)) | {
+            framework for root in roots for framework in [ecosystem(root)] if framework}
 
 
 @dataclass
