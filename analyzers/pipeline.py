@@ -1,8 +1,12 @@
-"""`analyze(repo_dir, base_ref, head_ref, config)`: the one function every front end calls.
+"""`analyze_diff(repo_dir, base_ref, head_ref, config)`: the static pass over a diff, and
+`scan_paths` over whole files. Front ends do not call these directly: they call
+`runners.pipeline.analyze` / `scan`, which add the dynamic pass (it needs a runner, so the
+whole pipeline lives one layer up).
 
-It reads files at the head commit straight from git (no checkout needed), scopes findings to
-the lines the diff adds, and records a per-file error for anything it cannot analyse. A stage
-that fails is recorded in `errors`; what earlier stages found stays in the result.
+`analyze_diff` reads files at the head commit straight from git (no checkout needed), scopes
+findings to the lines the diff adds, and records a per-file error for anything it cannot
+analyse. A stage that fails is recorded in `errors`; what earlier stages found stays in the
+result.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from analyzers.model import AnalysisResult, StageError
 from analyzers.static import FileScan, scan_bytes
 
 
-def analyze(repo_dir: Path, base_ref: str | None, head_ref: str | None,
-            config: Config) -> AnalysisResult:
+def analyze_diff(repo_dir: Path, base_ref: str | None, head_ref: str | None,
+                 config: Config) -> AnalysisResult:
     """Review the diff base...head of a local git checkout. Raises DiffError only when the
     diff itself cannot be computed (unknown ref, not a repository): nothing to report then."""
     repo_dir = Path(repo_dir)

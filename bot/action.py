@@ -46,7 +46,6 @@ from analyzers.catalogue import KNOWN_OPS
 from analyzers.config import Config, ConfigError, glob_match, load_config
 from analyzers.diffscope import DiffError
 from analyzers.model import AnalysisResult, Finding, StageError
-from analyzers.pipeline import analyze as analyze_static
 from analyzers.report import render_markdown, review_body, to_sarif_text
 from analyzers.report.summary import (
     plural,
@@ -61,7 +60,7 @@ from bot.console import dynamic_frameworks, missing_framework_hint
 from bot.progress import Progress
 from runners.base import Runner
 from runners.local import LocalRunner
-from runners.pipeline import confirm, scan
+from runners.pipeline import analyze, keep_paths, scan
 
 STAGES = ("static", "confirm")
 FAIL_ON = ("none", "confirmed", "any")
@@ -241,11 +240,6 @@ def path_filter(patterns: Sequence[str]) -> Callable[[str], bool]:
     return selected
 
 
-def _keep(result: AnalysisResult, selected: Callable[[str], bool]) -> None:
-    result.findings = [f for f in result.findings if selected(f.path)]
-    result.errors = [e for e in result.errors if e.path is None or selected(e.path)]
-
-
 # ---------------------------------------------------------------- what to review
 
 
@@ -415,18 +409,14 @@ def _analyse(env: Environment, target: Target, inputs: Inputs, config: Config,
                 raise
             notice(f"cannot diff the push ({exc}); numcheck scans whole files instead")
             return _analyse(env, Target("scan"), inputs, config, runner, say, notice)
-        result = analyze_static(env.workspace, target.base, target.head, config)
-        _keep(result, selected)
-        if config.dynamic and result.findings and result.head:
-            confirm(env.workspace, result, config, runner)
-        return result
+        return analyze(env.workspace, target.base, target.head, config, runner, selected)
     plain = [p for p in inputs.paths if not any(c in p for c in "*?[")]
     if plain and len(plain) == len(inputs.paths):
         paths = [env.workspace / p for p in plain]
     else:
         paths = [env.workspace]
     result = scan(paths, config, env.workspace, runner)
-    _keep(result, selected)
+    keep_paths(result, selected)
     return result
 
 

@@ -1,4 +1,5 @@
-"""`analyze()`: the static pass, then the dynamic pass in a sandboxed runner.
+"""`analyze()`: the static pass, then the dynamic pass in a sandboxed runner: the one pipeline
+every front end (CLI, Action, App, pre-commit) calls.
 
 It lives in `runners/` as it needs a runner (docs/architecture.md: imports run bot -> runners ->
 analyzers). A failing dynamic stage is recorded in `errors` and never costs the static
@@ -11,13 +12,13 @@ import subprocess
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from analyzers.config import Config
 from analyzers.model import AnalysisResult, Finding, StageError
-from analyzers.pipeline import analyze as analyze_static
-from analyzers.pipeline import scan_paths
+from analyzers.pipeline import analyze_diff, scan_paths
 from runners.base import Runner, RunResult
 from runners.local import LocalRunner
 
@@ -38,11 +39,21 @@ def default_runner() -> Runner:
 
 
 def analyze(repo_dir: Path, base_ref: str | None, head_ref: str | None, config: Config,
-            runner: Runner | None = None) -> AnalysisResult:
-    result = analyze_static(repo_dir, base_ref, head_ref, config)
+            runner: Runner | None = None,
+            selected: Callable[[str], bool] | None = None) -> AnalysisResult:
+    """`selected`: a predicate on repository-relative paths (the Action's `paths` input);
+    findings and file errors elsewhere are dropped before the dynamic pass spends time."""
+    result = analyze_diff(repo_dir, base_ref, head_ref, config)
+    if selected is not None:
+        keep_paths(result, selected)
     if config.dynamic and result.findings and result.head:
         confirm(Path(repo_dir), result, config, runner or default_runner())
     return result
+
+
+def keep_paths(result: AnalysisResult, selected: Callable[[str], bool]) -> None:
+    result.findings = [f for f in result.findings if selected(f.path)]
+    result.errors = [e for e in result.errors if e.path is None or selected(e.path)]
 
 
 def scan(paths: list[Path], config: Config, root: Path,

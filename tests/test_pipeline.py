@@ -11,7 +11,7 @@ import pytest
 from conftest import GitRepo, GitRepoFactory, RunMain
 
 from analyzers.config import Config
-from analyzers.pipeline import analyze
+from analyzers.pipeline import analyze_diff as analyze
 
 # Line 5 is an unguarded log that is already on main in every test below.
 MODEL_MAIN = """\
