@@ -41,7 +41,7 @@ DEFAULT_COMMENT_ON = "proven"
 HELD_BACK_WHY = {
     "potential": "not proven: the code was not run, or no entry reached the op",
     "not-triggered": "not proven: the search found no input that makes NaN/Inf",
-    "error": "not proven: running the code failed",
+    "error": "not proven: the code could not be run as far as the op",
     "test-file": "a definite pattern, but in a test file, whose inputs are the test's own",
 }
 

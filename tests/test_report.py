@@ -390,7 +390,7 @@ def test_review_body_holds_back_what_is_not_proven() -> None:
     assert ('3 findings held back from inline comments (comment\\_on = "proven"): 1 potential '
             "(not proven: the code was not run, or no entry reached the op), 1 not-triggered "
             "(not proven: the search found no input that makes NaN/Inf), 1 error (not proven: "
-            "running the code failed).") in body
+            "the code could not be run as far as the op).") in body
     assert "<summary>3 findings held back (not proven)</summary>" in body
     held = body[body.index("held back (not proven)</summary>"):]
     assert "`model/norm.py:3`" in held and "`train.py:7`" in held and "`model/loss.py:30`" in held
