@@ -90,6 +90,46 @@ class GitRepoFactory(Protocol):
                  name: str = "repo") -> GitRepo: ...
 
 
+
+# Test tiers, one per file (`pytest -m static`, `-m "not app"`, ...). `static` needs neither
+# torch nor a service: `pip install -e '.[dev-static]'` runs it, and when it is the only tier
+# asked for, the other files are not even imported. tests/test_tiers.py checks that every
+# test file is in exactly one tier.
+TIERS: dict[str, tuple[str, ...]] = {
+    "static": ("test_aliases", "test_app_manifest", "test_bench_realworld", "test_config",
+               "test_corpus", "test_deep_files", "test_diffscope", "test_docs", "test_feeds",
+               "test_imports", "test_report", "test_rules", "test_static_precision",
+               "test_suppression", "test_tiers"),
+    "dynamic": ("test_bench_dynamic", "test_bench_static_torch", "test_catalogue", "test_cli",
+                "test_cuda", "test_dynamic", "test_fix_report", "test_fix_stage",
+                "test_fix_transforms", "test_fix_validate", "test_harness",
+                "test_harvest_methods", "test_loading", "test_localise", "test_numerics_doc",
+                "test_pipeline", "test_precommit", "test_report_units",
+                "test_reproducer_checks", "test_sandbox", "test_script_mode",
+                "test_search_stages", "test_static_dtype", "test_weight_ranges"),
+    "tf": ("test_harvest_keras", "test_localise_tf", "test_script_mode_tf"),
+    "app": ("test_action", "test_app_e2e", "test_app_serve", "test_app_units"),
+    "browser": ("test_report_pages",),
+    "docker": ("test_docker_runner",),
+    "lint": ("test_lint",),
+}
+TIER_OF = {module: tier for tier, modules in TIERS.items() for module in modules}
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With `-m static` alone, files of other tiers are not imported (they need torch)."""
+    if config.option.markexpr.strip() == "static" and collection_path.suffix == ".py" \
+            and collection_path.stem.startswith("test_"):
+        return TIER_OF.get(collection_path.stem) != "static"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = TIER_OF.get(item.path.stem)
+        if tier is not None:
+            item.add_marker(getattr(pytest.mark, tier))
+
 @pytest.fixture
 def git_repo(tmp_path: Path) -> GitRepoFactory:
     """Factory: `git_repo(main_files, feature_files)` commits `main_files` on `main`, then
