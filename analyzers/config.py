@@ -18,19 +18,23 @@ import math
 import re
 import shlex
 import tomllib
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
 __all__ = [
+    "APP_KEY_SOURCE",
     "CONFIG_KEYS",
     "DEFAULT_EXCLUDE",
     "DEFAULT_INCLUDE",
     "DTYPES",
     "ENTRY_KEY_SPECS",
     "FAIL_ON",
+    "HEAD_KEYS",
+    "LIMIT_KEYS",
+    "POLICY_KEYS",
     "REQUIRED",
     "SCOPES",
     "SCRIPT_KEY_SPECS",
@@ -41,6 +45,7 @@ __all__ = [
     "config_from_mapping",
     "glob_match",
     "load_config",
+    "load_config_with",
     "script_argv",
 ]
 
@@ -228,6 +233,9 @@ class Config:
     entries: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
     script: Mapping[str, Any] | None = field(default=None, hash=False)  # script mode
     source: str | None = None
+    # What the App changed while building this config: head policy it ignored, limits it
+    # lowered (analyzers/policy.py). Shown in the review; empty for a config read as is.
+    notes: tuple[str, ...] = field(default=(), hash=False)
 
     def __post_init__(self) -> None:
         # Checked here too so that dataclasses.replace() (CLI overrides) cannot smuggle
@@ -270,6 +278,10 @@ class Config:
                               "'ghcr.io/org/numcheck-runner:1.2' (no spaces)")
         set_("entries", _entries(self.entries, where))
         set_("script", None if self.script is None else _script(self.script, where))
+        if isinstance(self.notes, str) or not isinstance(self.notes, list | tuple) \
+                or not all(isinstance(n, str) for n in self.notes):
+            raise ConfigError(f"'notes' of {where} must be a list of strings")
+        set_("notes", tuple(self.notes))
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types, for the `config` field of a result."""
@@ -298,6 +310,7 @@ class Config:
             "entries": [dict(e) for e in self.entries],
             "script": _script_json(self.script),
             "source": self.source,
+            "notes": list(self.notes),
         }
 
     def path_selected(self, rel_path: str) -> bool:
@@ -496,10 +509,41 @@ def _choices(key: str) -> tuple[str, ...]:
     return _SPEC[key].choices
 
 
-_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Config) if f.name != "source") + _EXTRA_KEYS
+_NOT_KEYS = ("source", "notes")  # fields of Config that no file sets
+_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Config) if f.name not in _NOT_KEYS) \
+    + _EXTRA_KEYS
 if set(_KEYS) != set(_SPEC):  # a key the parser accepts but the reference does not describe
     raise RuntimeError("CONFIG_KEYS must describe exactly the keys the loader accepts; "
                        f"differs on {sorted(set(_KEYS) ^ set(_SPEC))}")
+
+# ---------------------------------------------------------------- who decides each key in the App
+
+# Where the GitHub App reads each key from. "head": keys that only say how to call the code,
+# so that a PR can add the entry point its own new code needs. "base": policy, read from the
+# PR's base commit (analyzers/policy.py), because the PR under review must not decide how it
+# is judged: turn its failing check neutral (`check_failure`, `fail_on`, `severity`), stop
+# its code being run (`dynamic`, `fix`, `harvest`), drop ops or files (`enable`, `disable`,
+# `include`, `exclude`, `scope`, `dtype`), pick the image its code runs in (`runner_image`)
+# or raise its own limits. A new key must be placed here (checked below).
+APP_KEY_SOURCE: Mapping[str, str] = MappingProxyType({
+    "dtype": "base", "scope": "base", "context_lines": "base", "enable": "base",
+    "disable": "base", "include": "base", "exclude": "base", "extend_exclude": "base",
+    "severity": "base", "max_file_bytes": "base", "fail_on": "base", "check_failure": "base",
+    "comment_on": "base", "dynamic": "base", "search_seconds": "base",
+    "dynamic_timeout": "base", "seed": "base", "harvest": "base", "harvest_seconds": "base",
+    "device": "base", "fix": "base", "runner_image": "base",
+    "entries": "head", "script": "head",
+})
+HEAD_KEYS: tuple[str, ...] = tuple(k for k, v in APP_KEY_SOURCE.items() if v == "head")
+POLICY_KEYS: tuple[str, ...] = tuple(k for k in _KEYS if k not in HEAD_KEYS
+                                     and k not in _EXTRA_KEYS)  # Config's policy fields
+# Every time and size limit a repository sets; the App caps each by its operator's setting
+# (NUMCHECK_MAX_*, bot/settings.py), a head key's (`script.run_seconds`) included.
+LIMIT_KEYS: tuple[str, ...] = ("max_file_bytes", "search_seconds", "dynamic_timeout",
+                               "harvest_seconds", "script.run_seconds")
+if set(APP_KEY_SOURCE) != set(_KEYS) or not set(APP_KEY_SOURCE.values()) <= {"base", "head"}:
+    raise RuntimeError("APP_KEY_SOURCE must place every key on the base or the head; "
+                       f"differs on {sorted(set(APP_KEY_SOURCE) ^ set(_KEYS))}")
 
 
 def config_from_mapping(data: Mapping[str, Any], where: str = "configuration",
@@ -691,16 +735,24 @@ def _display(path: Path, repo_dir: Path) -> str:
         return str(path)
 
 
-def _read_toml(path: Path, shown: str) -> dict[str, Any]:
+def _parse_toml(data: bytes, shown: str) -> dict[str, Any]:
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML in {shown}: {exc}") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{shown} is not UTF-8 text: {exc}") from exc
+
+
+def _read_bytes(path: Path, shown: str) -> bytes:
+    try:
+        return path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read {shown}: {exc.strerror or exc}") from exc
+
+
+def _read_toml(path: Path, shown: str) -> dict[str, Any]:
+    return _parse_toml(_read_bytes(path, shown), shown)
 
 
 def _tool_table(doc: Mapping[str, Any], shown: str) -> Mapping[str, Any] | None:
@@ -715,18 +767,17 @@ def _tool_table(doc: Mapping[str, Any], shown: str) -> Mapping[str, Any] | None:
     return table
 
 
-def _from_pyproject(path: Path, shown: str,
+def _from_pyproject(doc: Mapping[str, Any], shown: str,
                     known_ops: Collection[str] | None) -> Config | None:
     """None when the file has no [tool.numcheck] table (most pyproject files)."""
-    table = _tool_table(_read_toml(path, shown), shown)
+    table = _tool_table(doc, shown)
     if table is None:
         return None
     return config_from_mapping(table, f"[tool.numcheck] of {shown}", known_ops)
 
 
-def _from_numcheck_toml(path: Path, shown: str,
+def _from_numcheck_toml(doc: Mapping[str, Any], shown: str,
                         known_ops: Collection[str] | None) -> Config:
-    doc = _read_toml(path, shown)
     table = _tool_table(doc, shown)
     if table is None:
         return config_from_mapping(doc, shown, known_ops)
@@ -735,6 +786,28 @@ def _from_numcheck_toml(path: Path, shown: str,
         raise ConfigError(f"{shown} mixes a [tool.numcheck] table with other settings; "
                           "use either top-level keys or the table")
     return config_from_mapping(table, f"[tool.numcheck] of {shown}", known_ops)
+
+
+Reader = Callable[[str], bytes | None]  # a root-level file name -> its bytes, None if absent
+
+
+def load_config_with(read: Reader, known_ops: Collection[str] | None = None,
+                     at: str = "") -> Config:
+    """.numcheck.toml, else [tool.numcheck] of pyproject.toml, else the defaults, with the
+    files read through `read`: the working tree (load_config) or a commit (the App reads the
+    PR's base, analyzers/policy.py). `at` follows each file's name in messages and `source`
+    (" at 1a2b3c4d5e6f"), so an error says which commit's file is wrong."""
+    shown = f".numcheck.toml{at}"
+    data = read(".numcheck.toml")
+    if data is not None:
+        return _from_numcheck_toml(_parse_toml(data, shown), shown, known_ops)
+    shown = f"pyproject.toml{at}"
+    data = read("pyproject.toml")
+    if data is not None:
+        config = _from_pyproject(_parse_toml(data, shown), shown, known_ops)
+        if config is not None:
+            return config
+    return Config()
 
 
 def load_config(repo_dir: Path, explicit: Path | None = None,
@@ -749,18 +822,16 @@ def load_config(repo_dir: Path, explicit: Path | None = None,
         shown = _display(explicit, repo_dir)
         if not explicit.is_file():
             raise ConfigError(f"config file {shown} not found")
+        doc = _read_toml(explicit, shown)
         if explicit.name != "pyproject.toml":
-            return _from_numcheck_toml(explicit, shown, known_ops)
-        config = _from_pyproject(explicit, shown, known_ops)
+            return _from_numcheck_toml(doc, shown, known_ops)
+        config = _from_pyproject(doc, shown, known_ops)
         if config is None:
             raise ConfigError(f"{shown} has no [tool.numcheck] table")
         return config
-    dedicated = repo_dir / ".numcheck.toml"
-    if dedicated.is_file():
-        return _from_numcheck_toml(dedicated, ".numcheck.toml", known_ops)
-    pyproject = repo_dir / "pyproject.toml"
-    if pyproject.is_file():
-        config = _from_pyproject(pyproject, "pyproject.toml", known_ops)
-        if config is not None:
-            return config
-    return Config()
+
+    def read(name: str) -> bytes | None:
+        path = repo_dir / name
+        return _read_bytes(path, name) if path.is_file() else None
+
+    return load_config_with(read, known_ops)

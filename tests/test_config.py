@@ -254,7 +254,7 @@ def test_to_json_is_plain() -> None:
                          "dynamic",
                          "search_seconds", "dynamic_timeout", "seed", "harvest",
                          "harvest_seconds", "device", "fix", "runner_image", "entries", "script",
-                         "source"}
+                         "source", "notes"}
 
 
 def test_config_is_hashable_and_comparable() -> None:
