@@ -76,7 +76,7 @@ def merge_policy(base: Config, head: Config) -> Config:
                      f"and take effect once merged. Ignored from the head "
                      f"({head.source or 'no settings file'}): {listed}.")
     source = base.source
-    if head.source != base.source:
+    if head.source != base.source and (head.entries or head.script is not None):
         source = (f"{base.source or 'defaults'}; {' and '.join(HEAD_KEYS)} from "
                   f"{head.source or 'the head (none set)'}")
     return replace(base, entries=head.entries, script=head.script, source=source,
