@@ -541,3 +541,37 @@ def test_a_delivery_that_ends_in_python_is_not_counted(bound: str, fake: FakeGit
     assert tasks.analyze_task.apply(args=[analysis_id, "static"]).get() == "superseded"
     row = tasks.load_analysis(analysis_id)
     assert row is not None and row.deliveries == 0 and row.status == "superseded"
+
+
+def test_a_signed_body_nested_too_deep_gets_400_not_500(tmp_path: Path,
+                                                         key: tuple[Path, str]) -> None:
+    """Regression: json.loads raised RecursionError on a correctly signed, deeply nested body
+    and the web answered 500. The depth is checked on the bytes, before parsing; nothing is
+    recorded, so a corrected redelivery with the same id still runs."""
+    from app_support import WebServer, deliver
+    from sqlalchemy import select
+
+    from bot.models import Delivery
+    from bot.web import create_app
+    from bot.webhooks import MAX_JSON_DEPTH, json_too_deep
+
+    env = app_env(key_path=key[0], api_url="http://127.0.0.1:9",
+                  database_url=f"sqlite:///{tmp_path / 'deep.db'}",
+                  broker_url="redis://127.0.0.1:1/0")
+    settings = from_env(env)
+    deep = b'{"zen": "x", "hook": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    within = (b'{"zen": "[[[[ {{ not brackets \\" [[", "hook": '
+              + b"[" * (MAX_JSON_DEPTH - 2) + b"{}" + b"]" * (MAX_JSON_DEPTH - 2) + b"}")
+    assert json_too_deep(deep) and not json_too_deep(within)
+    assert json_too_deep(b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1))
+    assert not json_too_deep(b"]]][[[")  # not JSON, and json.loads says so
+    with WebServer(create_app(settings)) as web:
+        status, body = deliver(web.url, "ping", deep, delivery="deep-1")
+        assert status == 400 and body["error"] == (
+            f"the body nests JSON deeper than {MAX_JSON_DEPTH} levels")
+        status, body = deliver(web.url, "ping", within, delivery="deep-2")
+        assert status == 202 and body["status"] == "pong", body
+        assert deliver(web.url, "ping", b"[[[", delivery="deep-3") == (
+            400, {"error": "the body is not JSON"})
+    with db.session_scope(settings.database_url) as s:
+        assert set(s.scalars(select(Delivery.id))) == {"deep-2"}
