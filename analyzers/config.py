@@ -122,46 +122,113 @@ def _patterns(key: str, value: Any, where: str) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------- globs
+#
+# Globs come from the repository, i.e. from a pull request, so matching must cost little
+# whatever the pattern: a regex with one `(?:[^/]+/)*` per `**` backtracks exponentially
+# (twelve `**` took about a minute per deep path). Here a pattern is split into components
+# and run over the path's components as a set of positions (an NFA: no backtracking), and a
+# component is matched by the two-pointer wildcard algorithm (at most len(text) x
+# len(pattern) steps). Semantics are those of PurePath.full_match: `*`, `?` and `[...]` never
+# match a `/`.
+
+@dataclass(frozen=True)
+class _Class:
+    """`[...]` of a component: single characters and `a-z` ranges, maybe negated."""
+
+    chars: frozenset[str]
+    ranges: tuple[tuple[str, str], ...]
+    negate: bool
+
+    def matches(self, ch: str) -> bool:
+        inside = ch in self.chars or any(lo <= ch <= hi for lo, hi in self.ranges)
+        return inside != self.negate
 
 
-def _translate_component(part: str) -> str:
-    """One path component of a glob as a regex: `*` and `?` never cross a `/`."""
-    out: list[str] = []
+def _class_at(part: str, i: int) -> tuple[_Class, int] | None:
+    """The class opening at part[i] == "[" and the index after it; None when unclosed."""
+    j = i + 1
+    if j < len(part) and part[j] in "!^":
+        j += 1
+    if j < len(part) and part[j] == "]":
+        j += 1  # a "]" first is a member
+    while j < len(part) and part[j] != "]":
+        j += 1
+    if j >= len(part):
+        return None  # no closing bracket: a literal "["
+    body = part[i + 1:j]
+    negate = body[:1] in ("!", "^")
+    if negate:
+        body = body[1:]
+    chars: set[str] = set()
+    ranges: list[tuple[str, str]] = []
+    k = 0
+    while k < len(body):
+        if k + 2 < len(body) and body[k + 1] == "-":
+            ranges.append((body[k], body[k + 2]))
+            k += 3
+        else:
+            chars.add(body[k])
+            k += 1
+    return _Class(frozenset(chars), tuple(ranges), negate), j + 1
+
+
+@functools.lru_cache(maxsize=1024)
+def _component_tokens(part: str) -> tuple[tuple[str, Any], ...]:
+    """One path component of a glob as tokens: ("*",), ("?",), ("=", char), ("[", _Class)."""
+    out: list[tuple[str, Any]] = []
     i = 0
     while i < len(part):
         ch = part[i]
         if ch == "*":
-            out.append("[^/]*")
+            if not out or out[-1][0] != "*":  # "**" inside a component is "*"
+                out.append(("*", None))
+            i += 1
         elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            j = i + 1
-            if j < len(part) and part[j] in "!^":
-                j += 1
-            if j < len(part) and part[j] == "]":
-                j += 1
-            while j < len(part) and part[j] != "]":
-                j += 1
-            if j >= len(part):
-                out.append(re.escape(ch))  # no closing bracket: a literal "["
-            else:
-                body = part[i + 1:j]
-                negate = body[:1] in ("!", "^")
-                if negate:
-                    body = body[1:]
-                # Escape each member so "]", "\\" or "^" stay literal; keep "-" for ranges.
-                body = "".join(c if c == "-" else re.escape(c) for c in body)
-                out.append(f"[^/{body}]" if negate else f"[{body}]")
-                i = j
+            out.append(("?", None))
+            i += 1
+        elif ch == "[" and (found := _class_at(part, i)) is not None:
+            out.append(("[", found[0]))
+            i = found[1]
         else:
-            out.append(re.escape(ch))
-        i += 1
-    return "".join(out)
+            out.append(("=", ch))
+            i += 1
+    return tuple(out)
+
+
+def _token_matches(token: tuple[str, Any], ch: str) -> bool:
+    kind, value = token
+    if kind == "?":
+        return True
+    if kind == "=":
+        return bool(ch == value)
+    return bool(value.matches(ch))
+
+
+def _component_match(tokens: tuple[tuple[str, Any], ...], text: str) -> bool:
+    """Whole-component wildcard match; on a mismatch only the last `*` takes one more
+    character, so the work is bounded by len(text) x len(tokens)."""
+    t = p = 0
+    star, mark = -1, 0
+    while t < len(text):
+        if p < len(tokens) and tokens[p][0] == "*":
+            star, mark = p, t
+            p += 1
+        elif p < len(tokens) and _token_matches(tokens[p], text[t]):
+            p += 1
+            t += 1
+        elif star >= 0:
+            p, mark = star + 1, mark + 1
+            t = mark
+        else:
+            return False
+    while p < len(tokens) and tokens[p][0] == "*":
+        p += 1
+    return p == len(tokens)
 
 
 @functools.lru_cache(maxsize=512)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """Compile a glob with `**` semantics over whole posix paths (like PurePath.full_match).
+def _glob_parts(pattern: str) -> tuple[str, ...]:
+    """A glob's components (`**` over whole posix paths, like PurePath.full_match).
 
     `**` as a whole component matches zero or more directories (`**/x.py` matches `x.py`);
     as the last component it matches everything below (`build/**`). A trailing `/` means
@@ -172,15 +239,35 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
     pattern = pattern.lstrip("/")
     if pattern.endswith("/"):
         pattern += "**"
-    parts = [p for p in pattern.split("/") if p]
-    regex: list[str] = []
-    for index, part in enumerate(parts):
-        last = index == len(parts) - 1
+    return tuple(p for p in pattern.split("/") if p)
+
+
+def _parts_match(parts: tuple[str, ...], path: str) -> bool:
+    """Run the glob's components over the path's as a set of positions: `current` holds the
+    indices of the components that may come next, so each step is linear in the path."""
+    if not parts:
+        return path == ""
+    comps = path.split("/")
+    m = len(comps)
+    current = [0]  # sorted, distinct; every index is <= m - 1
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
         if part == "**":
-            regex.append(".*" if last else "(?:[^/]+/)*")
-        else:
-            regex.append(_translate_component(part) + ("" if last else "/"))
-    return re.compile("".join(regex), re.DOTALL)
+            if last:
+                return True  # the rest of the path, whatever it is
+            starts, reach = set(current), list[int]()
+            for j in range(current[0], m):  # zero or more non-empty directories
+                if j in starts or (reach and reach[-1] == j - 1 and comps[j - 1]):
+                    reach.append(j)
+            current = reach
+            continue
+        tokens = _component_tokens(part)
+        if last:
+            return any(j == m - 1 and _component_match(tokens, comps[j]) for j in current)
+        current = [j + 1 for j in current if j <= m - 2 and _component_match(tokens, comps[j])]
+        if not current:
+            return False
+    return False  # not reached: the last part always answers
 
 
 def _normalise(path: str) -> str:
@@ -193,7 +280,7 @@ def _normalise(path: str) -> str:
 
 def glob_match(pattern: str, rel_path: str) -> bool:
     """Whether repo-relative `rel_path` matches `pattern` in full."""
-    return _glob_regex(pattern).fullmatch(_normalise(rel_path)) is not None
+    return _parts_match(_glob_parts(pattern), _normalise(rel_path))
 
 
 # ---------------------------------------------------------------- the config
