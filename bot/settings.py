@@ -54,6 +54,9 @@ class Settings:
     max_dynamic_timeout: int = 600
     max_harvest_seconds: float = 300.0
     max_script_run_seconds: float = 60.0
+    # One reply per user and PR in this many minutes to people without write access
+    # (bot/throttle.py); 0 answers every command.
+    command_reply_minutes: float = 10.0
 
     def report_expiry(self, issued: datetime | None = None) -> int:
         """When a link issued for something created at `issued` (default: now) expires."""
@@ -230,4 +233,6 @@ def from_env(env: Mapping[str, str] | None = None, *, defaults: Mapping[str, str
         max_harvest_seconds=_number(env, "NUMCHECK_MAX_HARVEST_SECONDS", 300.0, minimum=0.1),
         max_script_run_seconds=_number(env, "NUMCHECK_MAX_SCRIPT_RUN_SECONDS", 60.0,
                                        minimum=0.1),
+        command_reply_minutes=_number(env, "NUMCHECK_COMMAND_REPLY_MINUTES", 10.0,
+                                      minimum=0.0),
     )

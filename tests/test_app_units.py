@@ -575,3 +575,61 @@ def test_a_signed_body_nested_too_deep_gets_400_not_500(tmp_path: Path,
             400, {"error": "the body is not JSON"})
     with db.session_scope(settings.database_url) as s:
         assert set(s.scalars(select(Delivery.id))) == {"deep-2"}
+
+
+@pytest.mark.parametrize("broker", ["redis", "filesystem"])
+def test_outsiders_get_one_command_reply_per_pull_request_in_the_window(
+        broker: str, fake: FakeGitHub, key: tuple[Path, str], tmp_path: Path) -> None:
+    """Regression: every outsider's `/numcheck ...` cost a reaction and a bot comment. Now
+    one per user and PR in NUMCHECK_COMMAND_REPLY_MINUTES; people with write access are not
+    limited, and a retried task (the same comment) still gets its reply out."""
+    import secrets
+
+    from bot.features.commands import run_command
+
+    extra = {"NUMCHECK_BROKER_PREFIX": f"numcheck-test-{secrets.token_hex(4)}:",
+             "NUMCHECK_COMMAND_REPLY_MINUTES": "0.02"}  # 1.2 s
+    if broker == "filesystem":
+        extra.update(NUMCHECK_BROKER_URL="filesystem://",
+                     NUMCHECK_BROKER_FOLDER=str(tmp_path / "broker"))
+    settings = from_env(_env(key, fake.api_url, **extra))
+    client = GitHubClient(settings, TokenCache(settings), 7)
+    ids = iter(range(500, 600))
+
+    def command(login: str, number: int = 3, association: str = "CONTRIBUTOR",
+                comment_id: int | None = None, body: str = "/numcheck help") -> str:
+        job = {"installation": {"id": 7}, "repository": "octo/cmd", "number": number,
+               "comment": {"id": comment_id or next(ids), "body": body, "user": login,
+                           "author_association": association}}
+        return run_command(settings, job, client)
+
+    def answers() -> int:
+        return len(fake.state.issue_comments)
+
+    try:
+        assert command("visitor", comment_id=1) == "help" and answers() == 1
+        assert command("visitor", body="/numcheck rerun").startswith("not answered: visitor")
+        assert command("Visitor", body="/numcheck frobnicate").startswith("not answered")
+        assert answers() == 1 and len(fake.state.reactions) == 1  # nothing at all went out
+        assert command("visitor", comment_id=1) == "help"  # the same comment, retried
+        assert command("visitor", number=4) == "help"  # another pull request
+        assert command("passer-by") == "help"  # another user
+        assert command("maintainer", association="MEMBER") == "help"
+        assert command("maintainer", association="MEMBER") == "help"  # not limited
+        assert answers() == 6
+        time.sleep(1.3)  # the window has passed
+        assert command("visitor", body="/numcheck rerun") == "refused"
+        assert "Sorry @visitor" in fake.state.issue_comments[-1]["body"]
+        unlimited = dataclasses.replace(settings, command_reply_minutes=0)
+        for _ in range(2):
+            job = {"installation": {"id": 7}, "repository": "octo/cmd", "number": 3,
+                   "comment": {"id": next(ids), "body": "/numcheck help", "user": "visitor",
+                               "author_association": "NONE"}}
+            assert run_command(unlimited, job, client) == "help"
+        assert answers() == 9
+    finally:
+        client.close()
+        if broker == "redis":
+            from app_support import clean_redis
+
+            clean_redis(settings.broker_url, settings.broker_prefix)
