@@ -146,6 +146,20 @@ def test_installation_token_is_minted_once_and_cached(key: tuple[Path, str],
     assert tokens.token(7) != first and tokens.minted == 2
 
 
+def test_the_bot_login_comes_from_get_app_with_the_jwt_once(key: tuple[Path, str],
+                                                            fake: FakeGitHub) -> None:
+    fake.state.app_slug = "numerics-checker"
+    settings = from_env(_env(key, fake.api_url))
+    tokens = TokenCache(settings)
+    client = GitHubClient(settings, tokens, 7)
+    try:
+        assert client.bot_login == "numerics-checker[bot]" == tokens.bot_login()
+    finally:
+        client.close()
+    (call,) = fake.calls("GET", r"^/app$")  # asked once, then kept
+    assert call.status == 200 and fake.state.jwt_claims[-1]["iss"] == str(APP_ID)
+
+
 def test_a_jwt_signed_with_another_key_is_refused(tmp_path: Path, key: tuple[Path, str],
                                                   fake: FakeGitHub) -> None:
     other, _ = make_key(tmp_path)
