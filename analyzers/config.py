@@ -18,19 +18,23 @@ import math
 import re
 import shlex
 import tomllib
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
 __all__ = [
+    "APP_KEY_SOURCE",
     "CONFIG_KEYS",
     "DEFAULT_EXCLUDE",
     "DEFAULT_INCLUDE",
     "DTYPES",
     "ENTRY_KEY_SPECS",
     "FAIL_ON",
+    "HEAD_KEYS",
+    "LIMIT_KEYS",
+    "POLICY_KEYS",
     "REQUIRED",
     "SCOPES",
     "SCRIPT_KEY_SPECS",
@@ -41,6 +45,7 @@ __all__ = [
     "config_from_mapping",
     "glob_match",
     "load_config",
+    "load_config_with",
     "script_argv",
 ]
 
@@ -117,46 +122,113 @@ def _patterns(key: str, value: Any, where: str) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------- globs
+#
+# Globs come from the repository, i.e. from a pull request, so matching must cost little
+# whatever the pattern: a regex with one `(?:[^/]+/)*` per `**` backtracks exponentially
+# (twelve `**` took about a minute per deep path). Here a pattern is split into components
+# and run over the path's components as a set of positions (an NFA: no backtracking), and a
+# component is matched by the two-pointer wildcard algorithm (at most len(text) x
+# len(pattern) steps). Semantics are those of PurePath.full_match: `*`, `?` and `[...]` never
+# match a `/`.
+
+@dataclass(frozen=True)
+class _Class:
+    """`[...]` of a component: single characters and `a-z` ranges, maybe negated."""
+
+    chars: frozenset[str]
+    ranges: tuple[tuple[str, str], ...]
+    negate: bool
+
+    def matches(self, ch: str) -> bool:
+        inside = ch in self.chars or any(lo <= ch <= hi for lo, hi in self.ranges)
+        return inside != self.negate
 
 
-def _translate_component(part: str) -> str:
-    """One path component of a glob as a regex: `*` and `?` never cross a `/`."""
-    out: list[str] = []
+def _class_at(part: str, i: int) -> tuple[_Class, int] | None:
+    """The class opening at part[i] == "[" and the index after it; None when unclosed."""
+    j = i + 1
+    if j < len(part) and part[j] in "!^":
+        j += 1
+    if j < len(part) and part[j] == "]":
+        j += 1  # a "]" first is a member
+    while j < len(part) and part[j] != "]":
+        j += 1
+    if j >= len(part):
+        return None  # no closing bracket: a literal "["
+    body = part[i + 1:j]
+    negate = body[:1] in ("!", "^")
+    if negate:
+        body = body[1:]
+    chars: set[str] = set()
+    ranges: list[tuple[str, str]] = []
+    k = 0
+    while k < len(body):
+        if k + 2 < len(body) and body[k + 1] == "-":
+            ranges.append((body[k], body[k + 2]))
+            k += 3
+        else:
+            chars.add(body[k])
+            k += 1
+    return _Class(frozenset(chars), tuple(ranges), negate), j + 1
+
+
+@functools.lru_cache(maxsize=1024)
+def _component_tokens(part: str) -> tuple[tuple[str, Any], ...]:
+    """One path component of a glob as tokens: ("*",), ("?",), ("=", char), ("[", _Class)."""
+    out: list[tuple[str, Any]] = []
     i = 0
     while i < len(part):
         ch = part[i]
         if ch == "*":
-            out.append("[^/]*")
+            if not out or out[-1][0] != "*":  # "**" inside a component is "*"
+                out.append(("*", None))
+            i += 1
         elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            j = i + 1
-            if j < len(part) and part[j] in "!^":
-                j += 1
-            if j < len(part) and part[j] == "]":
-                j += 1
-            while j < len(part) and part[j] != "]":
-                j += 1
-            if j >= len(part):
-                out.append(re.escape(ch))  # no closing bracket: a literal "["
-            else:
-                body = part[i + 1:j]
-                negate = body[:1] in ("!", "^")
-                if negate:
-                    body = body[1:]
-                # Escape each member so "]", "\\" or "^" stay literal; keep "-" for ranges.
-                body = "".join(c if c == "-" else re.escape(c) for c in body)
-                out.append(f"[^/{body}]" if negate else f"[{body}]")
-                i = j
+            out.append(("?", None))
+            i += 1
+        elif ch == "[" and (found := _class_at(part, i)) is not None:
+            out.append(("[", found[0]))
+            i = found[1]
         else:
-            out.append(re.escape(ch))
-        i += 1
-    return "".join(out)
+            out.append(("=", ch))
+            i += 1
+    return tuple(out)
+
+
+def _token_matches(token: tuple[str, Any], ch: str) -> bool:
+    kind, value = token
+    if kind == "?":
+        return True
+    if kind == "=":
+        return bool(ch == value)
+    return bool(value.matches(ch))
+
+
+def _component_match(tokens: tuple[tuple[str, Any], ...], text: str) -> bool:
+    """Whole-component wildcard match; on a mismatch only the last `*` takes one more
+    character, so the work is bounded by len(text) x len(tokens)."""
+    t = p = 0
+    star, mark = -1, 0
+    while t < len(text):
+        if p < len(tokens) and tokens[p][0] == "*":
+            star, mark = p, t
+            p += 1
+        elif p < len(tokens) and _token_matches(tokens[p], text[t]):
+            p += 1
+            t += 1
+        elif star >= 0:
+            p, mark = star + 1, mark + 1
+            t = mark
+        else:
+            return False
+    while p < len(tokens) and tokens[p][0] == "*":
+        p += 1
+    return p == len(tokens)
 
 
 @functools.lru_cache(maxsize=512)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """Compile a glob with `**` semantics over whole posix paths (like PurePath.full_match).
+def _glob_parts(pattern: str) -> tuple[str, ...]:
+    """A glob's components (`**` over whole posix paths, like PurePath.full_match).
 
     `**` as a whole component matches zero or more directories (`**/x.py` matches `x.py`);
     as the last component it matches everything below (`build/**`). A trailing `/` means
@@ -167,15 +239,35 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
     pattern = pattern.lstrip("/")
     if pattern.endswith("/"):
         pattern += "**"
-    parts = [p for p in pattern.split("/") if p]
-    regex: list[str] = []
-    for index, part in enumerate(parts):
-        last = index == len(parts) - 1
+    return tuple(p for p in pattern.split("/") if p)
+
+
+def _parts_match(parts: tuple[str, ...], path: str) -> bool:
+    """Run the glob's components over the path's as a set of positions: `current` holds the
+    indices of the components that may come next, so each step is linear in the path."""
+    if not parts:
+        return path == ""
+    comps = path.split("/")
+    m = len(comps)
+    current = [0]  # sorted, distinct; every index is <= m - 1
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
         if part == "**":
-            regex.append(".*" if last else "(?:[^/]+/)*")
-        else:
-            regex.append(_translate_component(part) + ("" if last else "/"))
-    return re.compile("".join(regex), re.DOTALL)
+            if last:
+                return True  # the rest of the path, whatever it is
+            starts, reach = set(current), list[int]()
+            for j in range(current[0], m):  # zero or more non-empty directories
+                if j in starts or (reach and reach[-1] == j - 1 and comps[j - 1]):
+                    reach.append(j)
+            current = reach
+            continue
+        tokens = _component_tokens(part)
+        if last:
+            return any(j == m - 1 and _component_match(tokens, comps[j]) for j in current)
+        current = [j + 1 for j in current if j <= m - 2 and _component_match(tokens, comps[j])]
+        if not current:
+            return False
+    return False  # not reached: the last part always answers
 
 
 def _normalise(path: str) -> str:
@@ -188,7 +280,7 @@ def _normalise(path: str) -> str:
 
 def glob_match(pattern: str, rel_path: str) -> bool:
     """Whether repo-relative `rel_path` matches `pattern` in full."""
-    return _glob_regex(pattern).fullmatch(_normalise(rel_path)) is not None
+    return _parts_match(_glob_parts(pattern), _normalise(rel_path))
 
 
 # ---------------------------------------------------------------- the config
@@ -228,6 +320,9 @@ class Config:
     entries: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
     script: Mapping[str, Any] | None = field(default=None, hash=False)  # script mode
     source: str | None = None
+    # What the App changed while building this config: head policy it ignored, limits it
+    # lowered (analyzers/policy.py). Shown in the review; empty for a config read as is.
+    notes: tuple[str, ...] = field(default=(), hash=False)
 
     def __post_init__(self) -> None:
         # Checked here too so that dataclasses.replace() (CLI overrides) cannot smuggle
@@ -270,6 +365,10 @@ class Config:
                               "'ghcr.io/org/numcheck-runner:1.2' (no spaces)")
         set_("entries", _entries(self.entries, where))
         set_("script", None if self.script is None else _script(self.script, where))
+        if isinstance(self.notes, str) or not isinstance(self.notes, list | tuple) \
+                or not all(isinstance(n, str) for n in self.notes):
+            raise ConfigError(f"'notes' of {where} must be a list of strings")
+        set_("notes", tuple(self.notes))
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types, for the `config` field of a result."""
@@ -298,6 +397,7 @@ class Config:
             "entries": [dict(e) for e in self.entries],
             "script": _script_json(self.script),
             "source": self.source,
+            "notes": list(self.notes),
         }
 
     def path_selected(self, rel_path: str) -> bool:
@@ -496,10 +596,41 @@ def _choices(key: str) -> tuple[str, ...]:
     return _SPEC[key].choices
 
 
-_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Config) if f.name != "source") + _EXTRA_KEYS
+_NOT_KEYS = ("source", "notes")  # fields of Config that no file sets
+_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Config) if f.name not in _NOT_KEYS) \
+    + _EXTRA_KEYS
 if set(_KEYS) != set(_SPEC):  # a key the parser accepts but the reference does not describe
     raise RuntimeError("CONFIG_KEYS must describe exactly the keys the loader accepts; "
                        f"differs on {sorted(set(_KEYS) ^ set(_SPEC))}")
+
+# ---------------------------------------------------------------- who decides each key in the App
+
+# Where the GitHub App reads each key from. "head": keys that only say how to call the code,
+# so that a PR can add the entry point its own new code needs. "base": policy, read from the
+# PR's base commit (analyzers/policy.py), because the PR under review must not decide how it
+# is judged: turn its failing check neutral (`check_failure`, `fail_on`, `severity`), stop
+# its code being run (`dynamic`, `fix`, `harvest`), drop ops or files (`enable`, `disable`,
+# `include`, `exclude`, `scope`, `dtype`), pick the image its code runs in (`runner_image`)
+# or raise its own limits. A new key must be placed here (checked below).
+APP_KEY_SOURCE: Mapping[str, str] = MappingProxyType({
+    "dtype": "base", "scope": "base", "context_lines": "base", "enable": "base",
+    "disable": "base", "include": "base", "exclude": "base", "extend_exclude": "base",
+    "severity": "base", "max_file_bytes": "base", "fail_on": "base", "check_failure": "base",
+    "comment_on": "base", "dynamic": "base", "search_seconds": "base",
+    "dynamic_timeout": "base", "seed": "base", "harvest": "base", "harvest_seconds": "base",
+    "device": "base", "fix": "base", "runner_image": "base",
+    "entries": "head", "script": "head",
+})
+HEAD_KEYS: tuple[str, ...] = tuple(k for k, v in APP_KEY_SOURCE.items() if v == "head")
+POLICY_KEYS: tuple[str, ...] = tuple(k for k in _KEYS if k not in HEAD_KEYS
+                                     and k not in _EXTRA_KEYS)  # Config's policy fields
+# Every time and size limit a repository sets; the App caps each by its operator's setting
+# (NUMCHECK_MAX_*, bot/settings.py), a head key's (`script.run_seconds`) included.
+LIMIT_KEYS: tuple[str, ...] = ("max_file_bytes", "search_seconds", "dynamic_timeout",
+                               "harvest_seconds", "script.run_seconds")
+if set(APP_KEY_SOURCE) != set(_KEYS) or not set(APP_KEY_SOURCE.values()) <= {"base", "head"}:
+    raise RuntimeError("APP_KEY_SOURCE must place every key on the base or the head; "
+                       f"differs on {sorted(set(APP_KEY_SOURCE) ^ set(_KEYS))}")
 
 
 def config_from_mapping(data: Mapping[str, Any], where: str = "configuration",
@@ -691,16 +822,24 @@ def _display(path: Path, repo_dir: Path) -> str:
         return str(path)
 
 
-def _read_toml(path: Path, shown: str) -> dict[str, Any]:
+def _parse_toml(data: bytes, shown: str) -> dict[str, Any]:
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML in {shown}: {exc}") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{shown} is not UTF-8 text: {exc}") from exc
+
+
+def _read_bytes(path: Path, shown: str) -> bytes:
+    try:
+        return path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read {shown}: {exc.strerror or exc}") from exc
+
+
+def _read_toml(path: Path, shown: str) -> dict[str, Any]:
+    return _parse_toml(_read_bytes(path, shown), shown)
 
 
 def _tool_table(doc: Mapping[str, Any], shown: str) -> Mapping[str, Any] | None:
@@ -715,18 +854,17 @@ def _tool_table(doc: Mapping[str, Any], shown: str) -> Mapping[str, Any] | None:
     return table
 
 
-def _from_pyproject(path: Path, shown: str,
+def _from_pyproject(doc: Mapping[str, Any], shown: str,
                     known_ops: Collection[str] | None) -> Config | None:
     """None when the file has no [tool.numcheck] table (most pyproject files)."""
-    table = _tool_table(_read_toml(path, shown), shown)
+    table = _tool_table(doc, shown)
     if table is None:
         return None
     return config_from_mapping(table, f"[tool.numcheck] of {shown}", known_ops)
 
 
-def _from_numcheck_toml(path: Path, shown: str,
+def _from_numcheck_toml(doc: Mapping[str, Any], shown: str,
                         known_ops: Collection[str] | None) -> Config:
-    doc = _read_toml(path, shown)
     table = _tool_table(doc, shown)
     if table is None:
         return config_from_mapping(doc, shown, known_ops)
@@ -735,6 +873,28 @@ def _from_numcheck_toml(path: Path, shown: str,
         raise ConfigError(f"{shown} mixes a [tool.numcheck] table with other settings; "
                           "use either top-level keys or the table")
     return config_from_mapping(table, f"[tool.numcheck] of {shown}", known_ops)
+
+
+Reader = Callable[[str], bytes | None]  # a root-level file name -> its bytes, None if absent
+
+
+def load_config_with(read: Reader, known_ops: Collection[str] | None = None,
+                     at: str = "") -> Config:
+    """.numcheck.toml, else [tool.numcheck] of pyproject.toml, else the defaults, with the
+    files read through `read`: the working tree (load_config) or a commit (the App reads the
+    PR's base, analyzers/policy.py). `at` follows each file's name in messages and `source`
+    (" at 1a2b3c4d5e6f"), so an error says which commit's file is wrong."""
+    shown = f".numcheck.toml{at}"
+    data = read(".numcheck.toml")
+    if data is not None:
+        return _from_numcheck_toml(_parse_toml(data, shown), shown, known_ops)
+    shown = f"pyproject.toml{at}"
+    data = read("pyproject.toml")
+    if data is not None:
+        config = _from_pyproject(_parse_toml(data, shown), shown, known_ops)
+        if config is not None:
+            return config
+    return Config()
 
 
 def load_config(repo_dir: Path, explicit: Path | None = None,
@@ -749,18 +909,16 @@ def load_config(repo_dir: Path, explicit: Path | None = None,
         shown = _display(explicit, repo_dir)
         if not explicit.is_file():
             raise ConfigError(f"config file {shown} not found")
+        doc = _read_toml(explicit, shown)
         if explicit.name != "pyproject.toml":
-            return _from_numcheck_toml(explicit, shown, known_ops)
-        config = _from_pyproject(explicit, shown, known_ops)
+            return _from_numcheck_toml(doc, shown, known_ops)
+        config = _from_pyproject(doc, shown, known_ops)
         if config is None:
             raise ConfigError(f"{shown} has no [tool.numcheck] table")
         return config
-    dedicated = repo_dir / ".numcheck.toml"
-    if dedicated.is_file():
-        return _from_numcheck_toml(dedicated, ".numcheck.toml", known_ops)
-    pyproject = repo_dir / "pyproject.toml"
-    if pyproject.is_file():
-        config = _from_pyproject(pyproject, "pyproject.toml", known_ops)
-        if config is not None:
-            return config
-    return Config()
+
+    def read(name: str) -> bytes | None:
+        path = repo_dir / name
+        return _read_bytes(path, name) if path.is_file() else None
+
+    return load_config_with(read, known_ops)

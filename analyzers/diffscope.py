@@ -27,6 +27,7 @@ __all__ = [
     "default_branch_base",
     "merge_base",
     "read_file_at",
+    "read_regular_file_at",
     "resolve_ref",
 ]
 
@@ -172,6 +173,23 @@ def read_file_at(repo_dir: Path, ref: str, path: str) -> bytes:
     if proc.returncode != 0:
         raise DiffError(f"{path!r} does not exist as a file at {ref!r}")
     return proc.stdout
+
+
+def read_regular_file_at(repo_dir: Path, ref: str, path: str) -> bytes | None:
+    """The bytes of regular file `path` at `ref`; None when the commit has no such entry.
+
+    A symlink or a directory there is a DiffError: a settings file read from a commit must be
+    the file itself, not a pointer to something outside the commit."""
+    sha = resolve_ref(repo_dir, ref)
+    listing = _git(repo_dir, ["ls-tree", "-z", "--full-tree", sha, "--", path]).stdout
+    entry = next((e for e in listing.split(b"\0") if e.endswith(b"\t" + path.encode())), None)
+    if entry is None:
+        return None
+    mode, kind, _ = entry.split(b"\t", 1)[0].split(b" ")
+    if kind != b"blob" or mode not in (b"100644", b"100755"):
+        raise DiffError(f"{path!r} at {ref!r} is not a regular file (git mode "
+                        f"{mode.decode()}, {kind.decode()})")
+    return _git(repo_dir, ["cat-file", "blob", f"{sha}:{path}"]).stdout
 
 
 def _split_z(data: bytes) -> list[str]:

@@ -25,6 +25,8 @@ from analyzers.config import (
     CONFIG_KEYS,
     DEFAULT_EXCLUDE,
     ENTRY_KEY_SPECS,
+    HEAD_KEYS,
+    LIMIT_KEYS,
     REQUIRED,
     SCRIPT_KEY_SPECS,
     KeySpec,
@@ -351,6 +353,20 @@ def configuration_markdown() -> str:
         "kebab-case (`fail_on` or `fail-on`, not both). An unknown key, a value of the wrong "
         "type or an unknown op name is an error that names the file and the key (with the "
         "closest known key), and stops the run with exit status 2.",
+        "",
+        "## In the GitHub App: policy from the base",
+        "",
+        "The App judges a pull request by its base branch's settings: every key below is read "
+        "from the PR's base commit except " + " and ".join(_code(k) for k in HEAD_KEYS)
+        + ", which only say how to call the code and are read from its head (so a PR can add "
+        "the entry point its new code needs). A PR that changes another key gets a note in "
+        "the review and the check run naming what was ignored; the change applies once it is "
+        "merged. `numcheck review --config-from base` reads the settings the same way.",
+        "",
+        "The App's operator caps every time and size limit (" + ", ".join(
+            _code(k) for k in LIMIT_KEYS) + ") with the `NUMCHECK_MAX_*` settings (README, "
+        "\"Running the GitHub App\"); a higher value is lowered to the cap and the review says "
+        "so. The command line and the Action apply no cap.",
         "",
         "## Keys",
         "",

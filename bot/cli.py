@@ -123,6 +123,11 @@ def _parser() -> argparse.ArgumentParser:
     review.add_argument("--head", metavar="REF", default="HEAD", help="head ref (default: HEAD)")
     review.add_argument("--scope", choices=SCOPES,
                         help="which lines count: added (default), diff_context, file")
+    review.add_argument("--config-from", choices=("base", "head"),
+                        help="read the settings committed at a ref, not the working tree: "
+                             "base = as the App does (the keys that decide how a change is "
+                             "judged from the base, entries and script from the head); "
+                             "head = everything from the head")
     fixes = review.add_mutually_exclusive_group()
     fixes.add_argument("--fix", action="store_true",
                        help="write the validated fixes into the working tree (the head must "
@@ -178,8 +183,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _committed_config(args: argparse.Namespace, repo: Path) -> Config:
+    """`review --config-from base|head`: the settings committed at the refs (the base as
+    `analyze` resolves it), with a note on stderr for each head setting that was ignored."""
+    from analyzers.diffscope import default_branch_base
+    from analyzers.policy import config_at, merge_policy
+
+    if args.config_from == "head":
+        return config_at(repo, args.head, KNOWN_OPS)
+    base = args.base or default_branch_base(repo)
+    config = merge_policy(config_at(repo, base, KNOWN_OPS),
+                          config_at(repo, args.head, KNOWN_OPS))
+    for note in config.notes:
+        print(f"numcheck: note: {note}", file=sys.stderr)
+    return config
+
+
 def _config(args: argparse.Namespace, repo: Path) -> Config:
-    config = load_config(repo, args.config, known_ops=KNOWN_OPS)
+    if getattr(args, "config_from", None):
+        config = _committed_config(args, repo)
+    else:
+        config = load_config(repo, args.config, known_ops=KNOWN_OPS)
     if getattr(args, "dtype", None):
         config = replace(config, dtype=args.dtype)
     if getattr(args, "scope", None):
@@ -346,6 +370,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = _Run(args)
     try:
         if args.command == "review":
+            if args.config is not None and args.config_from is not None:
+                print("numcheck: error: --config FILE and --config-from are exclusive: one "
+                      "names a file, the other reads the settings committed at a ref",
+                      file=sys.stderr)
+                return EXIT_ERROR
             config = _config(args, args.repo)
             if args.fix:  # refused before minutes of analysis, not after
                 from analyzers.fix.apply import FixRefused, check_head

@@ -57,6 +57,27 @@ class TokenCache:
         self._tokens: dict[int, Token] = {}
         self._lock = threading.Lock()
         self.minted = 0
+        self._bot_login: str | None = None
+
+    def bot_login(self) -> str:
+        """The App's bot user, `<slug>[bot]`, the author of everything the App posts.
+
+        Asked of GitHub once (`GET /app` with the App JWT) and kept: the slug never changes
+        while the App exists, and a setting could be unset or wrong, letting anyone's review
+        that carries the App's marker pass for the App's own."""
+        with self._lock:
+            if self._bot_login is None:
+                gh = self._app_client()
+                try:
+                    _headers, data = gh.requester.requestJsonAndCheck(
+                        "GET", "/app", headers={"Authorization": f"Bearer {self._jwt()}"})
+                finally:
+                    gh.close()
+                slug = str((data or {}).get("slug") or "").strip()
+                if not slug:
+                    raise RuntimeError("GET /app answered without the App's slug")
+                self._bot_login = f"{slug}[bot]"
+            return self._bot_login
 
     def token(self, installation_id: int) -> str:
         with self._lock:
@@ -72,15 +93,20 @@ class TokenCache:
         with self._lock:
             self._tokens.pop(installation_id, None)
 
+    def _app_client(self) -> Github:
+        return Github(base_url=self.settings.github_api_url, user_agent=USER_AGENT,
+                      timeout=self.settings.http_timeout, retry=_retry(self.settings))
+
+    def _jwt(self) -> str:
+        return app_jwt(self.settings.app_id, self.settings.private_key)
+
     def _mint(self, installation_id: int) -> Token:
-        gh = Github(base_url=self.settings.github_api_url, user_agent=USER_AGENT,
-                    timeout=self.settings.http_timeout, retry=_retry(self.settings))
-        bearer = app_jwt(self.settings.app_id, self.settings.private_key)
+        gh = self._app_client()
         try:
             # GitHub wants the JWT as "Authorization: Bearer", not Auth.Token's "token".
             _headers, data = gh.requester.requestJsonAndCheck(
                 "POST", f"/app/installations/{installation_id}/access_tokens",
-                headers={"Authorization": f"Bearer {bearer}"})
+                headers={"Authorization": f"Bearer {self._jwt()}"})
         finally:
             gh.close()
         expires = datetime.fromisoformat(str(data["expires_at"]).replace("Z", "+00:00"))
@@ -138,6 +164,11 @@ class GitHubClient:
     @property
     def token(self) -> str:
         return self._tokens.token(self.installation_id)
+
+    @property
+    def bot_login(self) -> str:
+        """The App's own login (`<slug>[bot]`, from `GET /app`): whose reviews are ours."""
+        return self._tokens.bot_login()
 
     def git_auth_env(self) -> dict[str, str]:
         """Environment for `git fetch` with the installation token as HTTP basic auth."""

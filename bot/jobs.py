@@ -13,8 +13,9 @@ import time
 from dataclasses import replace
 
 from analyzers.catalogue import KNOWN_OPS
-from analyzers.config import ConfigError, load_config
+from analyzers.config import ConfigError
 from analyzers.diffscope import DiffError
+from analyzers.policy import app_config
 from analyzers.report import result_from_json
 from bot.github import GitHubClient
 from bot.locks import installation_lock
@@ -75,12 +76,15 @@ def run_analysis(settings: Settings, row: Analysis, stage: str, client: GitHubCl
                             settings.workspace_root, number=row.pr_number) as workspace:
             timings["fetch_git"] = round(time.perf_counter() - started, 3)
             try:
-                config = load_config(workspace, known_ops=KNOWN_OPS)
+                # policy from the base, entries and script from the head, limits capped
+                config = app_config(workspace, base, head, settings.limit_caps, KNOWN_OPS)
             except ConfigError as exc:
                 finish_check_run(client, row.repo, check_id, conclusion="failure",
                                  title="numcheck configuration error",
-                                 summary=f"The repository's numcheck settings at "
-                                         f"`{head[:12]}` are invalid:\n\n{exc}")
+                                 summary="The repository's numcheck settings are invalid "
+                                         "(settings that decide how a pull request is judged "
+                                         "are read from its base, entries and script from "
+                                         f"its head `{head[:12]}`):\n\n{exc}")
                 update_analysis(row.id, status="failed", error=str(exc), timings=timings,
                         publish_state={**row.publish_state, "check_completed": True})
                 return "configuration error"
@@ -140,7 +144,7 @@ def publish_analysis(settings: Settings, row: Analysis, client: GitHubClient) ->
             return "superseded"
         out = publish(client, repo=row.repo, number=row.pr_number, result=result,
                       check_run_id=row.check_run_id, lines=lines, state=state, save=save,
-                      max_inline=settings.max_inline_comments, bot_login=settings.bot_login,
+                      max_inline=settings.max_inline_comments, bot_login=client.bot_login,
                       details_url=settings.report_url(row.id, row.created_at))
     set_comment_ids(row.id, out.comment_ids)
     update_analysis(row.id, status="published", review_id=out.review_id)

@@ -25,7 +25,7 @@ from typing import Any
 
 from analyzers.model import AnalysisResult, Finding
 from analyzers.report import comment_range, inline_comment, review_body
-from analyzers.report.markdown import REVIEW_MARKER
+from analyzers.report.markdown import REVIEW_MARKER, settings_notes
 from analyzers.report.mdescape import truncate
 from analyzers.report.summary import anchor_lines, sorted_findings
 from analyzers.trust import comment_inline, comment_on, held_back_sentence
@@ -124,6 +124,9 @@ def _summary(result: AnalysisResult, head: str, details_url: str | None = None) 
     if ops:
         parts.append("By op: " + ", ".join(f"`{op}` × {n}" for op, n in sorted(ops.items()))
                      + ".")
+    notes = settings_notes(result)
+    if notes:
+        parts.append(notes)
     held = held_back_sentence(result.findings, comment_on(result.config))
     if held:
         parts.append(held + " They are the notice annotations; the list is below.")
@@ -212,8 +215,11 @@ class Published:
 
 def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisResult,
             check_run_id: int, lines: dict[str, set[int]], state: State, save: Save,
-            max_inline: int = 30, bot_login: str = "",
+            bot_login: str, max_inline: int = 30,
             details_url: str | None = None) -> Published:
+    if not bot_login:
+        raise ValueError("publish needs the App's bot login (<slug>[bot]) to tell its own "
+                         "reviews and comments from anyone else's")
     head = result.head or ""
     out = Published(check_run_id=check_run_id)
     findings = sorted_findings(result.findings)
@@ -254,7 +260,9 @@ def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisRes
                      if f.fingerprint not in inline and comment_inline(f, policy)]
 
     reviews = client.reviews(repo, number)
-    ours = [r for r in reviews if REVIEW_MARKER in str(r.get("body") or "")]
+    # The App's own reviews only: anyone can write the marker and a head SHA into a review.
+    ours = [r for r in reviews if REVIEW_MARKER in str(r.get("body") or "")
+            and _is_ours(r, bot_login)]
     already = next((r for r in ours if _head_of(r) == head), None)
     if already is not None:
         out.review_id = int(already["id"])
@@ -320,11 +328,10 @@ def _head_of(review: dict[str, Any]) -> str | None:
     return m.group(1) if m else None
 
 
-def _is_ours(comment: dict[str, Any], bot_login: str) -> bool:
-    user = comment.get("user") or {}
-    if bot_login:
-        return bool(user.get("login") == bot_login)
-    return bool(user.get("type") == "Bot")
+def _is_ours(item: dict[str, Any], bot_login: str) -> bool:
+    """Posted by the App itself (a review or a comment): its login, not just any bot's."""
+    user = item.get("user") or {}
+    return bool(user.get("login") == bot_login and user.get("type") == "Bot")
 
 
 def _existing_comments(client: GitHubClient, repo: str, number: int, bot_login: str

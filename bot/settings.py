@@ -42,12 +42,21 @@ class Settings:
     soft_time_limit: int = 900         # seconds per analysis; hard limit and visibility above
     max_inline_comments: int = 30
     check_name: str = "numcheck"
-    bot_login: str = ""                # the App's bot user (e.g. numcheck[bot]); optional
     write_interval: float = 1.0        # seconds between mutating GitHub calls (GitHub asks 1)
     report_secret: bytes = field(default=b"", repr=False)  # signs report page links
     public_url: str = ""               # where GitHub users reach this App (for report links)
     report_link_days: float = signing.DEFAULT_DAYS  # how long a report link opens its page
     http_timeout: int = 30
+    # Ceilings for the time and size limits a repository's settings may ask for
+    # (analyzers/policy.py lowers a higher value and the review says so); NUMCHECK_MAX_*.
+    max_file_bytes: int = 5_000_000
+    max_search_seconds: float = 30.0
+    max_dynamic_timeout: int = 600
+    max_harvest_seconds: float = 300.0
+    max_script_run_seconds: float = 60.0
+    # One reply per user and PR in this many minutes to people without write access
+    # (bot/throttle.py); 0 answers every command.
+    command_reply_minutes: float = 10.0
 
     def report_expiry(self, issued: datetime | None = None) -> int:
         """When a link issued for something created at `issued` (default: now) expires."""
@@ -66,6 +75,14 @@ class Settings:
         """The signed path (no host) of a repository's report page, expiring at `expires`."""
         return (f"/report/repo/{quote(repo, safe='/')}?"
                 f"{signing.query(self.report_secret, 'repository', repo, expires)}")
+
+    @property
+    def limit_caps(self) -> dict[str, float]:
+        """The ceilings by the settings key they cap (analyzers.config.LIMIT_KEYS)."""
+        return {"max_file_bytes": self.max_file_bytes, "search_seconds": self.max_search_seconds,
+                "dynamic_timeout": self.max_dynamic_timeout,
+                "harvest_seconds": self.max_harvest_seconds,
+                "script.run_seconds": self.max_script_run_seconds}
 
     @property
     def hard_time_limit(self) -> int:
@@ -204,11 +221,18 @@ def from_env(env: Mapping[str, str] | None = None, *, defaults: Mapping[str, str
         max_retries=int(_number(env, "NUMCHECK_MAX_RETRIES", 6, minimum=0)),
         soft_time_limit=int(_number(env, "NUMCHECK_TIME_LIMIT", 900, minimum=10)),
         max_inline_comments=int(_number(env, "NUMCHECK_MAX_INLINE_COMMENTS", 30, minimum=0)),
-        bot_login=env.get("NUMCHECK_BOT_LOGIN", "").strip(),
         write_interval=_number(env, "NUMCHECK_WRITE_INTERVAL", 1.0, minimum=0.0),
         report_secret=env.get("NUMCHECK_REPORT_SECRET", "").strip().encode("utf-8"),
         public_url=_public_url(env),
         report_link_days=_number(env, "NUMCHECK_REPORT_LINK_DAYS", signing.DEFAULT_DAYS,
                                  minimum=0.01),
         http_timeout=int(_number(env, "NUMCHECK_HTTP_TIMEOUT", 30, minimum=1)),
+        max_file_bytes=int(_number(env, "NUMCHECK_MAX_FILE_BYTES", 5_000_000, minimum=1)),
+        max_search_seconds=_number(env, "NUMCHECK_MAX_SEARCH_SECONDS", 30.0, minimum=0.1),
+        max_dynamic_timeout=int(_number(env, "NUMCHECK_MAX_DYNAMIC_TIMEOUT", 600, minimum=1)),
+        max_harvest_seconds=_number(env, "NUMCHECK_MAX_HARVEST_SECONDS", 300.0, minimum=0.1),
+        max_script_run_seconds=_number(env, "NUMCHECK_MAX_SCRIPT_RUN_SECONDS", 60.0,
+                                       minimum=0.1),
+        command_reply_minutes=_number(env, "NUMCHECK_COMMAND_REPLY_MINUTES", 10.0,
+                                      minimum=0.0),
     )

@@ -1,10 +1,10 @@
 """The web process: `POST /webhook`, `GET /healthz` and the signed report pages (Flask).
 
 A delivery is checked before anything else is read: the signature over the raw body (401 when
-missing or wrong), then the JSON (400), then the delivery id (a redelivery is acknowledged with
-200 and not run twice). It is then routed to the feature routers, which record what they need
-and enqueue work for the worker; the answer goes back in milliseconds. Nothing here calls
-GitHub.
+missing or wrong), then the JSON (400, also when it nests deeper than MAX_JSON_DEPTH, checked
+before parsing), then the delivery id (a redelivery is acknowledged with 200 and not run
+twice). It is then routed to the feature routers, which record what they need and enqueue
+work for the worker; the answer goes back in milliseconds. Nothing here calls GitHub.
 
 Production: `gunicorn 'bot.web:create_app()'`; locally, `numcheck serve`.
 """
@@ -24,7 +24,14 @@ from bot.features import Context, routers
 from bot.models import Delivery
 from bot.report.routes import blueprint as report_pages
 from bot.settings import Settings, from_env
-from bot.webhooks import SIGNATURE_HEADER, Event, dispatch, verify_signature
+from bot.webhooks import (
+    MAX_JSON_DEPTH,
+    SIGNATURE_HEADER,
+    Event,
+    dispatch,
+    json_too_deep,
+    verify_signature,
+)
 
 log = logging.getLogger("numcheck.web")
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
@@ -54,10 +61,14 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fla
         delivery = request.headers.get("X-GitHub-Delivery", "")
         if not name or not delivery or len(delivery) > 64:
             return jsonify(error="X-GitHub-Event and X-GitHub-Delivery are required"), 400
+        if json_too_deep(body):
+            return jsonify(error=f"the body nests JSON deeper than {MAX_JSON_DEPTH} levels"), 400
         try:
             payload = json.loads(body)
         except (ValueError, UnicodeDecodeError):
             return jsonify(error="the body is not JSON"), 400
+        except RecursionError:  # json_too_deep misjudged the text; never a 500
+            return jsonify(error=f"the body nests JSON deeper than {MAX_JSON_DEPTH} levels"), 400
         if not isinstance(payload, dict):
             return jsonify(error="the body is not a JSON object"), 400
         event = Event(name, delivery, payload)

@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 SIGNATURE_HEADER = "X-Hub-Signature-256"
 _PREFIX = "sha256="
+# GitHub's payloads nest about ten levels; json.loads recurses once per level and raises
+# RecursionError near a thousand, which would be an uncaught 500.
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")
 
 
 def signature(secret: bytes, body: bytes) -> str:
@@ -31,6 +37,34 @@ def verify_signature(secret: bytes, body: bytes, header: str | None) -> bool:
     expected = signature(secret, body)
     return hmac.compare_digest(expected.encode("ascii"), header.strip().encode("ascii",
                                                                               "replace"))
+
+
+def json_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether the JSON text `body` nests arrays and objects more than `limit` deep.
+
+    Checked on the bytes before parsing, without recursion: string literals are dropped and
+    only brackets kept (both in C), then innermost `[]` pairs are removed `limit` times; a
+    well-formed document of depth <= limit is then empty. Otherwise the brackets are walked
+    once, stopping as soon as the depth passes the limit (the attack: a run of `[`), or goes
+    below zero (not JSON at all; json.loads then says so)."""
+    brackets = _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKET)
+    brackets = brackets.replace(b"{", b"[").replace(b"}", b"]")
+    rest = brackets
+    for _ in range(limit):
+        shorter = rest.replace(b"[]", b"")
+        if shorter == rest:
+            break
+        rest = shorter
+    if not rest:
+        return False
+    depth = 0
+    for char in brackets:
+        depth += 1 if char == ord("[") else -1
+        if depth > limit:
+            return True
+        if depth < 0:
+            return False
+    return False
 
 
 @dataclass

@@ -3,8 +3,8 @@
 `git fetch` by SHA from the repository's clone URL, with the installation token handed to git
 as an HTTP header through GIT_CONFIG_* environment variables: it is in no URL, no argv, no
 .git/config, so nothing in the workspace (which the analysis later exports for the sandbox)
-carries it. The head is checked out so that the repository's own config file is read from the
-head, exactly as `numcheck review` reads it from a checkout.
+carries it. The head is checked out for the code excerpts of the report page; the settings
+are read from the two commits' git objects (analyzers/policy.py: policy from the base).
 """
 
 from __future__ import annotations

@@ -130,8 +130,7 @@ def app_env(*, key_path: Path, api_url: str, database_url: str, broker_url: str,
     env = {"NUMCHECK_APP_ID": str(APP_ID), "NUMCHECK_PRIVATE_KEY": str(key_path),
            "NUMCHECK_WEBHOOK_SECRET": SECRET, "NUMCHECK_BROKER_URL": broker_url,
            "NUMCHECK_DATABASE_URL": database_url, "NUMCHECK_GITHUB_API_URL": api_url,
-           "NUMCHECK_WRITE_INTERVAL": "0", "NUMCHECK_RETRY_BASE_SECONDS": "0.3",
-           "NUMCHECK_BOT_LOGIN": "numcheck[bot]"}
+           "NUMCHECK_WRITE_INTERVAL": "0", "NUMCHECK_RETRY_BASE_SECONDS": "0.3"}
     if prefix:
         env["NUMCHECK_BROKER_PREFIX"] = prefix
     env.update(extra)

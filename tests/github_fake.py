@@ -1,7 +1,8 @@
 """A threaded HTTP server that speaks the subset of GitHub's REST API the App uses.
 
-Response shapes follow GitHub's published schemas (pulls, pull files, check runs, reviews,
-review comments, issue comments, reactions, collaborator permission, installation tokens);
+Response shapes follow GitHub's published schemas (the App itself, pulls, pull files, check
+runs, reviews, review comments, issue comments, reactions, collaborator permission,
+installation tokens);
 the git smart-HTTP endpoints run the real `git http-backend` over a real repository built by
 the test, so the App's `git fetch` is the one it would run against github.com.
 
@@ -92,7 +93,11 @@ class Recorded:
 class FakeState:
     app_id: int
     public_key: str
-    bot_login: str = "numcheck[bot]"
+    app_slug: str = "numcheck"  # GET /app; the App's own reviews and comments are by <slug>[bot]
+    @property
+    def bot_login(self) -> str:
+        return f"{self.app_slug}[bot]"
+
     repos: dict[str, Path] = field(default_factory=dict)
     pulls: dict[tuple[str, int], FakePull] = field(default_factory=dict)
     tokens: dict[str, tuple[int, float]] = field(default_factory=dict)  # token -> inst, expiry
@@ -112,8 +117,9 @@ class FakeGitHub:
     """Start with `with FakeGitHub(app_id, public_key_pem) as gh:`; `gh.api_url` is the
     `base_url` for PyGithub (and NUMCHECK_GITHUB_API_URL)."""
 
-    def __init__(self, app_id: int, public_key: str, *, per_page_default: int = 30) -> None:
-        self.state = FakeState(app_id=app_id, public_key=public_key)
+    def __init__(self, app_id: int, public_key: str, *, per_page_default: int = 30,
+                 app_slug: str = "numcheck") -> None:
+        self.state = FakeState(app_id=app_id, public_key=public_key, app_slug=app_slug)
         self.lock = threading.RLock()
         self.per_page_default = per_page_default
         self._ids = itertools.count(1000)
@@ -151,6 +157,22 @@ class FakeGitHub:
 
     def add_pull(self, pull: FakePull) -> None:
         self.state.pulls[(pull.repo, pull.number)] = pull
+
+    def add_review(self, repo: str, number: int, login: str, body: str,
+                   commit_id: str) -> dict[str, Any]:
+        """A review someone else posted (the App's own go through the API)."""
+        with self.lock:
+            review_id = self.next_id()
+            review = {"id": review_id, "node_id": f"PRR_{review_id}", "user": self.user(login),
+                      "body": body, "state": "COMMENTED", "commit_id": commit_id,
+                      "submitted_at": _now(),
+                      "html_url": f"https://github.com/{repo}/pull/{number}"
+                                  f"#pullrequestreview-{review_id}",
+                      "pull_request_url": f"{self.url}/repos/{repo}/pulls/{number}",
+                      "author_association": "CONTRIBUTOR", "_links": {}, "repo": repo,
+                      "number": number}
+            self.state.reviews.append(review)
+            return review
 
     def set_permission(self, repo: str, login: str, permission: str) -> None:
         self.state.permissions[(repo, login)] = permission
@@ -450,7 +472,7 @@ class Handler(BaseHTTPRequestHandler):
             match = pattern.fullmatch(self.route)
             if verb == method and match:
                 try:
-                    if func.__name__ != "installation_token":
+                    if func.__name__ not in ("installation_token", "get_app"):
                         self._authenticate()
                     with fake.lock:
                         status, data, headers = func(fake, self, body, **match.groupdict())
@@ -528,7 +550,8 @@ class Handler(BaseHTTPRequestHandler):
 Answer = tuple[int, Any, dict[str, str]]
 
 
-def installation_token(fake: FakeGitHub, h: Handler, body: Any, inst: str) -> Answer:
+def _app_jwt(fake: FakeGitHub, h: Handler) -> dict[str, Any]:
+    """The claims of the App JWT in the Authorization header, checked as GitHub checks them."""
     auth = h.headers.get("Authorization", "")
     if not auth.startswith("Bearer "):
         raise HTTPError(401, "A JSON web token could not be decoded")
@@ -545,6 +568,11 @@ def installation_token(fake: FakeGitHub, h: Handler, body: Any, inst: str) -> An
         raise HTTPError(401, "'Issued at' claim ('iat') must be an Integer representing the "
                              "time that the assertion was issued")
     fake.state.jwt_claims.append(claims)
+    return claims
+
+
+def installation_token(fake: FakeGitHub, h: Handler, body: Any, inst: str) -> Answer:
+    _app_jwt(fake, h)
     token = "ghs_" + secrets.token_urlsafe(27)
     expires = datetime.now(UTC) + timedelta(hours=1)
     fake.state.tokens[token] = (int(inst), expires.timestamp())
@@ -552,6 +580,23 @@ def installation_token(fake: FakeGitHub, h: Handler, body: Any, inst: str) -> An
                  "permissions": {"checks": "write", "pull_requests": "write",
                                  "contents": "read", "metadata": "read", "issues": "write"},
                  "repository_selection": "all"}, {}
+
+
+def get_app(fake: FakeGitHub, h: Handler, body: Any) -> Answer:
+    """GET /app, "Get the authenticated app": only with the App JWT, never a token."""
+    _app_jwt(fake, h)
+    slug = fake.state.app_slug
+    owner = fake.user("octo-org")
+    return 200, {
+        "id": fake.state.app_id, "slug": slug, "node_id": f"A_{fake.state.app_id}",
+        "client_id": f"Iv1.{fake.state.app_id:016x}", "owner": owner, "name": slug,
+        "description": "Finds NaN/Inf bugs", "external_url": "https://numcheck.example.com",
+        "html_url": f"https://github.com/apps/{slug}", "created_at": _now(),
+        "updated_at": _now(),
+        "permissions": {"checks": "write", "pull_requests": "write", "contents": "read",
+                        "metadata": "read", "issues": "write"},
+        "events": ["pull_request", "issue_comment", "check_run", "check_suite"],
+        "installations_count": 1}, {}
 
 
 def _pull(fake: FakeGitHub, owner: str, repo: str, number: str) -> FakePull:
@@ -786,6 +831,7 @@ _O = r"(?P<owner>[^/]+)/(?P<repo>[^/]+)"
 ROUTES: list[Route] = [
     ("POST", re.compile(r"/app/installations/(?P<inst>\d+)/access_tokens"),
      installation_token),
+    ("GET", re.compile(r"/app"), get_app),
     ("GET", re.compile(rf"/repos/{_O}/pulls"), list_pulls),
     ("GET", re.compile(rf"/repos/{_O}/pulls/(?P<number>\d+)"), get_pull),
     ("GET", re.compile(rf"/repos/{_O}/pulls/(?P<number>\d+)/files"), pull_files),

@@ -107,7 +107,8 @@ def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     tmp = tmp_path_factory.mktemp(f"app-{request.param}")
     key_path, public = make_key(tmp)
     broker = ensure_redis()
-    with FakeGitHub(APP_ID, public, per_page_default=30) as fake:
+    # a slug of its own: the App must learn its bot login from GET /app, not assume one
+    with FakeGitHub(APP_ID, public, per_page_default=30, app_slug="numcheck-ci") as fake:
         if request.param == "postgresql":
             context: Any = postgres_database()
         else:
@@ -473,6 +474,77 @@ def test_the_dynamic_pass_runs_on_its_own_queue_and_confirms(stack: Stack) -> No
     with pytest.raises(urllib.error.HTTPError) as info:
         urllib.request.urlopen(local[:-4] + "0000", timeout=10)
     assert info.value.code == 403
+
+
+POLICY_BASE = """check_failure = "confirmed"
+dynamic = true
+harvest = false
+search_seconds = 2.0
+dynamic_timeout = 100000
+"""
+# The PR adds an unguarded log and rewrites every setting that would let it pass; its entry
+# (how to call its new code) is the one part of its config the App takes.
+POLICY_HEAD = """check_failure = "never"
+dynamic = false
+disable = ["log"]
+include = ["docs/**"]
+
+[[entries]]
+target = "model.loss:loss"
+inputs = ["float32[4] in [-1, 1]"]
+"""
+
+
+@pytest.mark.parametrize("stack", ["sqlite"], indirect=True)
+def test_a_pull_request_cannot_rewrite_the_policy_it_is_judged_by(stack: Stack) -> None:
+    """Regression: `check_failure = "never"` in the PR's head turned its confirmed finding's
+    failing check neutral. Policy comes from the base; the head's entry is used; the review
+    and the check run say what was ignored and which limit was lowered."""
+    base = {".numcheck.toml": POLICY_BASE, "model/loss.py": BASE_FILES["model/loss.py"]}
+    head_files = {".numcheck.toml": POLICY_HEAD, "model/loss.py":
+                  "import torch\n\n\ndef loss(p):\n    return torch.log(p).sum()\n"}
+    repo, name = stack.repo("octo/policy", 31, base=base, head=head_files)
+    head = repo.sha("feature")
+    assert stack.push_event(repo, name, 31, action="opened")[0] == 202
+    run = stack.wait_published(name, head, timeout=120)
+    assert run["conclusion"] == "failure", run["output"]
+    assert run["output"]["title"] == "1 potential NaN/Inf risk, 1 confirmed", run["output"]
+    review = next(r for r in stack.fake.state.reviews if r["repo"] == name)
+    for text in (run["output"]["summary"], review["body"]):
+        assert "**Settings.**" in text
+        for ignored in ('`check_failure` = `"never"` (base: `"confirmed"`)',
+                        "`dynamic` = `false` (base: `true`)", '`disable` = `["log"]`',
+                        '`include` = `["docs/**"]`'):
+            assert ignored in text, (ignored, text)
+        assert "`dynamic_timeout` = `100000` is above this App's limit; `600` was used." \
+            in text
+    (comment,) = stack.comments(name)
+    assert "confirmed" in comment["body"] and comment["line"] == 5
+    with session_scope(stack.settings.database_url) as s:
+        row = s.scalars(select(Analysis).where(Analysis.repo == name)).one()
+        assert row.result is not None
+        used = row.result["config"]
+        assert used["check_failure"] == "confirmed" and used["dynamic_timeout"] == 600
+        assert [e["target"] for e in used["entries"]] == ["model.loss:loss"]
+
+
+@pytest.mark.parametrize("stack", ["sqlite"], indirect=True)
+def test_a_review_copying_the_marker_does_not_silence_the_app(stack: Stack) -> None:
+    """Regression: any review whose body held the App's marker and the head SHA was taken as
+    the App's own, and the App then posted neither its review nor its inline comments. Only
+    reviews by the App's bot user (`<slug>[bot]`, learnt from GET /app) are its own."""
+    repo, name = stack.repo("octo/impostor", 33)
+    head = repo.sha("feature")
+    forged = f"looks done\n\n<!-- numcheck:review -->\n<!-- numcheck:head={head} -->"
+    stack.fake.add_review(name, 33, "mallory", forged, head)
+    stack.fake.add_review(name, 33, "copycat[bot]", forged, head)  # another App's bot too
+    assert stack.push_event(repo, name, 33, action="opened")[0] == 202
+    stack.wait_published(name, head)
+    reviews = [r for r in stack.fake.state.reviews if r["repo"] == name]
+    ours = [r for r in reviews if r["user"]["login"] == "numcheck-ci[bot]"]
+    assert len(reviews) == 3 and len(ours) == 1 and ours[0]["commit_id"] == head
+    assert len(stack.comments(name)) == 2
+    assert stack.fake.calls("GET", r"^/app$")  # the identity came from the API
 
 
 @pytest.mark.parametrize("stack", ["sqlite"], indirect=True)

@@ -28,7 +28,7 @@ def test_serve_runs_the_app_without_redis(tmp_path: Path, numcheck_exe: str,
         env = {k: v for k, v in os.environ.items() if not k.startswith("NUMCHECK_")}
         env.update({"NUMCHECK_APP_ID": str(APP_ID), "NUMCHECK_PRIVATE_KEY": str(key_path),
                     "NUMCHECK_WEBHOOK_SECRET": SECRET, "NUMCHECK_GITHUB_API_URL": fake.api_url,
-                    "NUMCHECK_WRITE_INTERVAL": "0", "NUMCHECK_BOT_LOGIN": "numcheck[bot]"})
+                    "NUMCHECK_WRITE_INTERVAL": "0"})
         data = tmp_path / "data"
         proc = subprocess.Popen([numcheck_exe, "serve", "--port", "0", "--data-dir", str(data)],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

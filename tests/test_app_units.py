@@ -146,6 +146,20 @@ def test_installation_token_is_minted_once_and_cached(key: tuple[Path, str],
     assert tokens.token(7) != first and tokens.minted == 2
 
 
+def test_the_bot_login_comes_from_get_app_with_the_jwt_once(key: tuple[Path, str],
+                                                            fake: FakeGitHub) -> None:
+    fake.state.app_slug = "numerics-checker"
+    settings = from_env(_env(key, fake.api_url))
+    tokens = TokenCache(settings)
+    client = GitHubClient(settings, tokens, 7)
+    try:
+        assert client.bot_login == "numerics-checker[bot]" == tokens.bot_login()
+    finally:
+        client.close()
+    (call,) = fake.calls("GET", r"^/app$")  # asked once, then kept
+    assert call.status == 200 and fake.state.jwt_claims[-1]["iss"] == str(APP_ID)
+
+
 def test_a_jwt_signed_with_another_key_is_refused(tmp_path: Path, key: tuple[Path, str],
                                                   fake: FakeGitHub) -> None:
     other, _ = make_key(tmp_path)
@@ -541,3 +555,95 @@ def test_a_delivery_that_ends_in_python_is_not_counted(bound: str, fake: FakeGit
     assert tasks.analyze_task.apply(args=[analysis_id, "static"]).get() == "superseded"
     row = tasks.load_analysis(analysis_id)
     assert row is not None and row.deliveries == 0 and row.status == "superseded"
+
+
+def test_a_signed_body_nested_too_deep_gets_400_not_500(tmp_path: Path,
+                                                         key: tuple[Path, str]) -> None:
+    """Regression: json.loads raised RecursionError on a correctly signed, deeply nested body
+    and the web answered 500. The depth is checked on the bytes, before parsing; nothing is
+    recorded, so a corrected redelivery with the same id still runs."""
+    from app_support import WebServer, deliver
+    from sqlalchemy import select
+
+    from bot.models import Delivery
+    from bot.web import create_app
+    from bot.webhooks import MAX_JSON_DEPTH, json_too_deep
+
+    env = app_env(key_path=key[0], api_url="http://127.0.0.1:9",
+                  database_url=f"sqlite:///{tmp_path / 'deep.db'}",
+                  broker_url="redis://127.0.0.1:1/0")
+    settings = from_env(env)
+    deep = b'{"zen": "x", "hook": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    within = (b'{"zen": "[[[[ {{ not brackets \\" [[", "hook": '
+              + b"[" * (MAX_JSON_DEPTH - 2) + b"{}" + b"]" * (MAX_JSON_DEPTH - 2) + b"}")
+    assert json_too_deep(deep) and not json_too_deep(within)
+    assert json_too_deep(b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1))
+    assert not json_too_deep(b"]]][[[")  # not JSON, and json.loads says so
+    with WebServer(create_app(settings)) as web:
+        status, body = deliver(web.url, "ping", deep, delivery="deep-1")
+        assert status == 400 and body["error"] == (
+            f"the body nests JSON deeper than {MAX_JSON_DEPTH} levels")
+        status, body = deliver(web.url, "ping", within, delivery="deep-2")
+        assert status == 202 and body["status"] == "pong", body
+        assert deliver(web.url, "ping", b"[[[", delivery="deep-3") == (
+            400, {"error": "the body is not JSON"})
+    with db.session_scope(settings.database_url) as s:
+        assert set(s.scalars(select(Delivery.id))) == {"deep-2"}
+
+
+@pytest.mark.parametrize("broker", ["redis", "filesystem"])
+def test_outsiders_get_one_command_reply_per_pull_request_in_the_window(
+        broker: str, fake: FakeGitHub, key: tuple[Path, str], tmp_path: Path) -> None:
+    """Regression: every outsider's `/numcheck ...` cost a reaction and a bot comment. Now
+    one per user and PR in NUMCHECK_COMMAND_REPLY_MINUTES; people with write access are not
+    limited, and a retried task (the same comment) still gets its reply out."""
+    import secrets
+
+    from bot.features.commands import run_command
+
+    extra = {"NUMCHECK_BROKER_PREFIX": f"numcheck-test-{secrets.token_hex(4)}:",
+             "NUMCHECK_COMMAND_REPLY_MINUTES": "0.02"}  # 1.2 s
+    if broker == "filesystem":
+        extra.update(NUMCHECK_BROKER_URL="filesystem://",
+                     NUMCHECK_BROKER_FOLDER=str(tmp_path / "broker"))
+    settings = from_env(_env(key, fake.api_url, **extra))
+    client = GitHubClient(settings, TokenCache(settings), 7)
+    ids = iter(range(500, 600))
+
+    def command(login: str, number: int = 3, association: str = "CONTRIBUTOR",
+                comment_id: int | None = None, body: str = "/numcheck help") -> str:
+        job = {"installation": {"id": 7}, "repository": "octo/cmd", "number": number,
+               "comment": {"id": comment_id or next(ids), "body": body, "user": login,
+                           "author_association": association}}
+        return run_command(settings, job, client)
+
+    def answers() -> int:
+        return len(fake.state.issue_comments)
+
+    try:
+        assert command("visitor", comment_id=1) == "help" and answers() == 1
+        assert command("visitor", body="/numcheck rerun").startswith("not answered: visitor")
+        assert command("Visitor", body="/numcheck frobnicate").startswith("not answered")
+        assert answers() == 1 and len(fake.state.reactions) == 1  # nothing at all went out
+        assert command("visitor", comment_id=1) == "help"  # the same comment, retried
+        assert command("visitor", number=4) == "help"  # another pull request
+        assert command("passer-by") == "help"  # another user
+        assert command("maintainer", association="MEMBER") == "help"
+        assert command("maintainer", association="MEMBER") == "help"  # not limited
+        assert answers() == 6
+        time.sleep(1.3)  # the window has passed
+        assert command("visitor", body="/numcheck rerun") == "refused"
+        assert "Sorry @visitor" in fake.state.issue_comments[-1]["body"]
+        unlimited = dataclasses.replace(settings, command_reply_minutes=0)
+        for _ in range(2):
+            job = {"installation": {"id": 7}, "repository": "octo/cmd", "number": 3,
+                   "comment": {"id": next(ids), "body": "/numcheck help", "user": "visitor",
+                               "author_association": "NONE"}}
+            assert run_command(unlimited, job, client) == "help"
+        assert answers() == 9
+    finally:
+        client.close()
+        if broker == "redis":
+            from app_support import clean_redis
+
+            clean_redis(settings.broker_url, settings.broker_prefix)

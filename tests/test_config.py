@@ -254,7 +254,7 @@ def test_to_json_is_plain() -> None:
                          "dynamic",
                          "search_seconds", "dynamic_timeout", "seed", "harvest",
                          "harvest_seconds", "device", "fix", "runner_image", "entries", "script",
-                         "source"}
+                         "source", "notes"}
 
 
 def test_config_is_hashable_and_comparable() -> None:
@@ -348,6 +348,25 @@ def test_exclude_matches_parent_directories() -> None:
 )
 def test_glob_match(pattern: str, path: str, expected: bool) -> None:
     assert glob_match(pattern, path) is expected
+
+
+def test_globs_from_a_pull_request_cannot_cost_minutes() -> None:
+    """Regression: a regex per glob backtracked, so `include` with twelve `**` took about a
+    minute of CPU per deep path (ten times more per extra `**`). The bound below is about
+    behaviour (linear, not exponential), with a wide margin: it takes milliseconds."""
+    import time
+
+    deep = "/".join(["d"] * 50)
+    many_stars = "/".join(["**"] * 20) + "/x.py"
+    many_wildcards = "*a" * 12 + "*b"  # within one component: no backtracking either
+    started = time.perf_counter()
+    assert not glob_match(many_stars, f"{deep}/y.py")
+    assert glob_match(many_stars, f"{deep}/x.py")
+    assert not glob_match(many_wildcards, "a" * 2000)
+    assert glob_match(many_wildcards, "a" * 2000 + "b")
+    config = Config(include=(many_stars,), exclude=("/".join(["**"] * 20) + "/z/**",))
+    assert not config.path_selected(f"{deep}/y.py") and config.path_selected(f"{deep}/x.py")
+    assert time.perf_counter() - started < 1.0
 
 
 def test_entries_are_validated_and_normalised() -> None:

@@ -267,6 +267,21 @@ def _errors_section(errors: list[StageError], budget: int) -> str:
     return _details(f"{plural(len(errors), 'error')} ({names})", body)
 
 
+_NOTES_CAP = 6000
+
+
+def settings_notes(result: AnalysisResult) -> str | None:
+    """What the App ignored or lowered in the repository's settings (`Config.notes`, from
+    analyzers/policy.py), as a list; None when it used them as written. The notes quote
+    values the pull request wrote, so everything outside their code spans is escaped."""
+    notes = [str(n) for n in result.config.get("notes") or () if str(n).strip()]
+    if not notes:
+        return None
+    items = "\n".join(f"- {inline_markdown(truncate(note, _NOTES_CAP // len(notes)))}"
+                      for note in notes)
+    return f"**Settings.**\n\n{items}"
+
+
 def review_body(result: AnalysisResult, inline: Collection[str] = frozenset()) -> str:
     """The review's summary; findings whose fingerprint is in `inline` are left to their comment.
 
@@ -283,6 +298,9 @@ def review_body(result: AnalysisResult, inline: Collection[str] = frozenset()) -
     else:
         files = plural(file_count(result), "file")
         parts.append(f"No NaN/Inf risks found in the changed code ({files} analysed).")
+    notes = settings_notes(result)
+    if notes:
+        parts.append(notes)
     shown = [f for f in findings if comment_inline(f, policy)]
     kept = [f for f in findings if not comment_inline(f, policy)]
     remaining = [f for f in shown if f.fingerprint not in inline]

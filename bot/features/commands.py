@@ -3,7 +3,9 @@
 
 The web handler only recognises the command and enqueues it; the worker checks permission
 (author_association, confirmed by the collaborator-permission endpoint), reacts so the author
-sees it was received, and re-runs or replies.
+sees it was received, and re-runs or replies. Someone without write access gets at most one
+answer per pull request in `NUMCHECK_COMMAND_REPLY_MINUTES` (bot/throttle.py): anyone can
+comment, and every reply spends the installation's share of GitHub's rate limits.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from bot.features import Context
 from bot.github import GitHubClient
 from bot.settings import Settings
+from bot.throttle import claim_reply
 from bot.webhooks import Event, Router
 
 router = Router("commands")
@@ -76,9 +79,13 @@ def run_command(settings: Settings, job: dict[str, Any], client: GitHubClient) -
 
     repo, number, comment = str(job["repository"]), int(job["number"]), job["comment"]
     name = parse(comment["body"])
+    login = str(comment["user"])
+    outsider = str(comment["author_association"]).upper() not in WRITE_ASSOCIATIONS
+    if outsider and not claim_reply(settings, repo, number, login, int(comment["id"])):
+        return (f"not answered: {login} was answered on this pull request within "
+                f"{settings.command_reply_minutes:g} minutes")
     client.react_to_issue_comment(repo, int(comment["id"]), "eyes")
     if name == "rerun":
-        login = comment["user"]
         if not may_rerun(client, repo, login, comment["author_association"]):
             client.issue_comment(repo, number, (
                 f"Sorry @{login}, only people with write access to this repository can ask "
