@@ -218,6 +218,19 @@ def test_epsilon_only_for_a_non_negative_operand() -> None:
     assert "epsilon" not in kinds and kinds[0] == "clamp"
 
 
+def test_a_compound_divisor_gets_the_floor_then_the_sign_keeping_clamp() -> None:
+    """kornia's `x / (width - 1.0)`: the one-sided floor reads best but changes the output
+    for a negative divisor; the sign-keeping clamp comes next, with the compound divisor in
+    parentheses where a method is called on it."""
+    source = ("import torch\n\n\ndef f(x, width):\n"
+              "    return x * 2.0 / (width - 1.0)\n")
+    clamps = [c for c in candidates(source, _request(source), strict=True) if c.kind == "clamp"]
+    assert [c.source.splitlines()[-1].strip() for c in clamps] == [
+        "return x * 2.0 / (width - 1.0).clamp_min(1e-6)",
+        "return x * 2.0 / torch.where(width - 1.0 < 0, (width - 1.0).clamp_max(-1e-6), "
+        "(width - 1.0).clamp_min(1e-6))"]
+
+
 def test_where_leak_gets_the_double_where_before_a_clamp() -> None:
     source = ("import torch\n\n\ndef f(x):\n"
               "    return torch.where(x > 0, torch.sqrt(x), torch.zeros_like(x))\n")

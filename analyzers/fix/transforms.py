@@ -1232,16 +1232,17 @@ def t_clamp(site: Site) -> Iterator[Edit]:
         make = floor(bound)
         description = f"clamp the non-negative divisor at {bound}, so the quotient stays " \
                       f"finite in {dtype}"
-    elif request.op == "div" and not is_simple(operand_node(site)):
-        # the sign-keeping clamp below names the divisor three times; a one-sided floor is
-        # right for the usual divisor (a count, a sum of mask weights), and the equivalence
-        # check rejects it where normal inputs give a negative divisor
-        bound = bounds.literal(bounds.epsilon(dtype))
-        make = floor(bound)
-        description = f"clamp the divisor at {bound}: for a non-negative divisor (a count, " \
-                      "a sum of weights); a negative one would change the outputs"
     elif request.op == "div":
+        # a one-sided floor is right for the usual divisor (a count, a sum of mask weights)
+        # and reads simply; the equivalence check rejects it where normal inputs give a
+        # negative divisor (`x / (width - 1.0)`), and the sign-keeping clamp, which names the
+        # divisor three times, comes next
         bound = bounds.literal(bounds.epsilon(dtype))
+        if not is_simple(operand_node(site)):
+            yield substitute_operand(
+                site, floor(bound), "clamp", "clamp",
+                f"clamp the divisor at {bound}: for a non-negative divisor (a count, a sum "
+                "of weights); a negative one would change the outputs")
         if tf:
             def make(x: cst.BaseExpression) -> str:
                 c = site.code(x)
@@ -1250,9 +1251,9 @@ def t_clamp(site: Site) -> Iterator[Edit]:
                                 _tf_call(site, "maximum", c, bound))
         else:
             def make(x: cst.BaseExpression) -> str:
-                c = site.code(x)
-                return f"{site.spell('torch.where')}({c} < 0, {c}.clamp_max(-{bound}), " \
-                       f"{c}.clamp_min({bound}))"
+                c, a = site.code(x), atomic_text(site, x)
+                return f"{site.spell('torch.where')}({c} < 0, {a}.clamp_max(-{bound}), " \
+                       f"{a}.clamp_min({bound}))"
         description = f"keep the divisor's magnitude at least {bound}, its sign kept"
     elif requirement == "open_unit":
         if tf:
