@@ -186,3 +186,23 @@ def test_the_reproducer_keeps_what_the_failed_import_loaded(tmp_path: Path,
     run = run_findings(repo, "tpkg/kl.py", ["kl"], finding_timeout=120, timeout=300,
                        search_seconds=2.0)
     assert "without its packages' __init__ files" in _confirmed_reproducer(repo, run)
+
+
+def test_the_fix_stage_loads_a_patched_extracted_module_the_same_way(
+        tmp_path: Path, clean_modules: object) -> None:
+    """lightning's IoU module would not import (`from collections import Sequence`); the
+    search extracted it, and the fix stage's patched copy has to be extracted too, or every
+    candidate ends `setup: the patched copy could not be loaded`."""
+    repo = write_repo(tmp_path, {"wpkg/__init__.py": "", "wpkg/warp.py": (
+        "import numcheck_absent_dependency  # not installed\n"
+        "import torch\n\n\n"
+        "def normal_transform_pixel(height, width):\n"
+        "    tr_mat = torch.Tensor([[1.0, 0.0, -1.0], [0.0, 1.0, -1.0], [0.0, 0.0, 1.0]])\n"
+        "    tr_mat[0, 0] = tr_mat[0, 0] * 2.0 / (width - 1.0)\n"
+        "    return tr_mat.unsqueeze(0)\n")})
+    run = run_findings(repo, "wpkg/warp.py", ["normal_transform_pixel"], finding_timeout=120,
+                       timeout=300, search_seconds=2.0)
+    assert "(extracted)" in _confirmed_reproducer(repo, run)
+    (fix,) = [r["fix"] for r in run.result.records if r.get("stage") == "fix"]
+    assert fix["status"] == "validated", fix
+    assert "torch.where(width - 1.0 < 0" in fix["suggestion"]

@@ -71,21 +71,26 @@ def _defines_only(stmt: ast.stmt) -> bool:
 def extract(repo_dir: Path, module_name: str, path: Path) -> types.ModuleType:
     """The module built statement by statement from its file (see the module doc)."""
     _stub_parents(repo_dir, module_name)
-    source = path.read_text(encoding="utf-8")
-    tree = ast.parse(source, filename=str(path))
     module = types.ModuleType(module_name)
     module.__file__ = str(path)
     module.__package__ = module_name.rpartition(".")[0]
     sys.modules[module_name] = module
-    for stmt in tree.body:
+    define(module, path.read_text(encoding="utf-8"), str(path))
+    return module
+
+
+def define(module: types.ModuleType, source: str, filename: str) -> None:
+    """Run `source`'s top-level definitions in `module`, one statement at a time, skipping
+    those that fail and every statement that does work (the extracted way; the fix stage
+    loads a patched copy of an extracted module the same way)."""
+    for stmt in ast.parse(source, filename=filename).body:
         if not _defines_only(stmt):
             continue
-        code = compile(ast.Module(body=[stmt], type_ignores=[]), str(path), "exec")
+        code = compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec")
         try:
             exec(code, module.__dict__)  # noqa: S102 - the repository's own definitions
         except Exception:  # noqa: BLE001, S112 - a missing dependency: leave that name out
             continue
-    return module
 
 
 _LOADED: dict[str, Loaded] = {}  # module name -> how this process loaded it

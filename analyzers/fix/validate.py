@@ -443,7 +443,8 @@ def entry_hooks(candidate: Candidate, entry: Entry, *, path: str, module_name: s
         file = on_copy / path
         patched = entry.on_copy(on_copy)  # type: ignore[attr-defined]
     else:
-        module, file = load_patched(candidate.source, path, module_name, directory)
+        module, file = load_patched(candidate.source, path, module_name, directory,
+                                    extracted=getattr(entry, "loading", "") == "extracted")
         patched = rebind(entry, module)
     if reproducer is not None:
         run_reproducer: Callable[[], tuple[bool, str]] = lambda: reproducer(file)  # noqa: E731
@@ -496,10 +497,12 @@ PATCHED_SUFFIX = "__numcheck_fix_"  # patched modules: `<original>__numcheck_fix
 
 
 def load_patched(source: str, path: str, module_name: str,
-                 directory: Path | None = None) -> tuple[ModuleType, Path]:
+                 directory: Path | None = None,
+                 extracted: bool = False) -> tuple[ModuleType, Path]:
     """Import a patched copy of one module from a file of its own (the probes watch it by
     file and line). It is named inside the original's package, so relative imports resolve
-    against the real package."""
+    against the real package. `extracted`: the original would not import and was built
+    statement by statement (analyzers/dynamic/loading.py); so is the copy."""
     directory = directory or Path(tempfile.mkdtemp(prefix="numcheck_fix_"))
     file = directory / Path(path).name
     file.write_text(source, encoding="utf-8")
@@ -512,7 +515,12 @@ def load_patched(source: str, path: str, module_name: str,
     module.__package__ = package
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        if extracted:
+            from analyzers.dynamic.loading import define
+
+            define(module, source, str(file))
+        else:
+            spec.loader.exec_module(module)
     except BaseException:
         del sys.modules[name]
         raise
