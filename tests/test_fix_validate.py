@@ -28,6 +28,7 @@ from analyzers.fix.validate import (
     Hooks,
     Validation,
     check_equivalence,
+    check_gradients,
     choose,
     entry_gradients,
     entry_hooks,
@@ -343,3 +344,27 @@ def test_float16_tolerance_is_a_few_ulps_not_a_blank_cheque() -> None:
     moved = check_equivalence(lambda s: s[0] * 2, lambda s: s[0] * 2.1, [x], "stable-api",
                               "log", "float16")
     assert not moved.passed and "changes in-domain values" in moved.reason
+
+
+def test_a_gradient_the_original_already_lost_is_not_blamed_on_the_patch() -> None:
+    """kornia's focal loss: the log-sigmoid fix was rejected because another op of the same
+    function (pow(sigmoid, gamma)) has an infinite gradient at some normal inputs, with or
+    without the patch. Only what the patch makes worse, or the trigger, rejects it."""
+    trigger, good, bad = [torch.tensor([0.0])], [torch.tensor([1.0])], [torch.tensor([2.0])]
+
+    def patched(x: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [torch.tensor([float("inf")]) if float(x[0]) == 2.0 else torch.tensor([1.0])]
+
+    def original_bad_too(x: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [torch.tensor([float("inf")]) if float(x[0]) in (0.0, 2.0) else x[0]]
+
+    def original_fine_there(x: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [torch.tensor([float("inf")]) if float(x[0]) == 0.0 else x[0]]
+
+    inherited = check_gradients(patched, trigger, [good, bad], original_bad_too)
+    assert inherited.passed and inherited.figures["inherited"] == 1
+    worse = check_gradients(patched, trigger, [good, bad], original_fine_there)
+    assert not worse.passed and "normal input 2" in worse.reason
+    at_trigger = check_gradients(lambda x: [torch.tensor([float("nan")])], trigger, [good],
+                                 original_bad_too)
+    assert not at_trigger.passed and "trigger" in at_trigger.reason

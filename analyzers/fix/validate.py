@@ -122,7 +122,8 @@ class Hooks:
     search(op)        -> {"triggered", "reached", "evaluations", "seconds", ...}: the search
                          for `op` on the patched lines of the patched copy, with its budget
     original(inputs)  -> outputs of the original code; patched(inputs) likewise
-    gradients(inputs) -> gradients of the patched code's outputs w.r.t. its float inputs
+    gradients(inputs) -> gradients of the patched code's outputs w.r.t. its float inputs;
+    original_gradients(inputs) likewise for the original code
     normal_inputs     -> in-domain inputs (harvested, or sampled from the valid box)
     trigger           -> the inputs the search found on the original code
     """
@@ -139,6 +140,7 @@ class Hooks:
     # subnormal probabilities, and the fused API did not)
     reference: Callable[[Sequence[Any]], Any] | None = None
     original_source: str | None = None  # the file before the patch, for the static check
+    original_gradients: Callable[[Sequence[Any]], Sequence[Any]] | None = None
 
 
 # ---------------------------------------------------------------------------------- checks
@@ -302,8 +304,13 @@ def _reference_arrays(reference: Callable[[Sequence[Any]], Any] | None, sample: 
 
 
 def check_gradients(gradients: Callable[[Sequence[Any]], Sequence[Any]],
-                    trigger: Sequence[Any] | None, normal: Iterable[Sequence[Any]]) -> Check:
-    checked = 0
+                    trigger: Sequence[Any] | None, normal: Iterable[Sequence[Any]],
+                    original: Callable[[Sequence[Any]], Sequence[Any]] | None = None) -> Check:
+    """Finite gradients at the trigger, and at every normal input where the original code's
+    gradients were finite: a non-finite gradient the original already had there comes from
+    another op of the function (another finding's, or a gradient that is infinite by nature)
+    and is counted as inherited, not blamed on this patch."""
+    checked = inherited = 0
     labelled: list[tuple[str, Sequence[Any]]] = []
     if trigger is not None:
         labelled.append(("trigger", trigger))
@@ -311,17 +318,30 @@ def check_gradients(gradients: Callable[[Sequence[Any]], Sequence[Any]],
     for label, sample in labelled:
         grads = gradients(_copy(sample))
         checked += 1
-        for index, grad in enumerate(grads):
-            if grad is None:
-                continue
-            array = _arrays(grad)
-            if array and not all(np.isfinite(a).all() for a in array):
-                return Check("gradients", True, False, {"inputs": checked},
-                             f"the gradient w.r.t. input {index} is not finite on the {label}")
+        bad = _first_non_finite(grads)
+        if bad is None:
+            continue
+        if label != "trigger" and original is not None \
+                and _first_non_finite(original(_copy(sample))) is not None:
+            inherited += 1
+            continue
+        return Check("gradients", True, False, {"inputs": checked},
+                     f"the gradient w.r.t. input {bad} is not finite on the {label}")
     if checked == 0:
         return Check("gradients", False, False, {}, "no inputs to take gradients at")
-    return Check("gradients", True, True, {"inputs": checked,
+    return Check("gradients", True, True, {"inputs": checked, "inherited": inherited,
                                            "trigger": trigger is not None})
+
+
+def _first_non_finite(grads: Sequence[Any]) -> int | None:
+    """The index of the first gradient with a NaN or inf in it, or None."""
+    for index, grad in enumerate(grads):
+        if grad is None:
+            continue
+        array = _arrays(grad)
+        if array and not all(np.isfinite(a).all() for a in array):
+            return index
+    return None
 
 
 # ---------------------------------------------------------------------------------- driver
@@ -372,7 +392,8 @@ def _run_check(name: str, candidate: Candidate, hooks: Hooks, normal: list[Seque
         if name == "gradients":
             if hooks.gradients is None:
                 return Check(name, False, False, {}, "no gradient callable supplied")
-            return check_gradients(hooks.gradients, hooks.trigger, normal)
+            return check_gradients(hooks.gradients, hooks.trigger, normal,
+                                   hooks.original_gradients)
         if hooks.search is None:
             if not candidate.watch:
                 return check_search(lambda op: {}, ())
@@ -459,6 +480,7 @@ def entry_hooks(candidate: Candidate, entry: Entry, *, path: str, module_name: s
         original=lambda x: run_entry(entry, x),
         patched=lambda x: run_entry(patched, x),
         gradients=lambda x: entry_gradients(patched, x),
+        original_gradients=lambda x: entry_gradients(entry, x),
         normal_inputs=normal_inputs, trigger=trigger, reference=float64_reference(entry),
         original_source=original_source)
 

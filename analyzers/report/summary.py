@@ -154,7 +154,9 @@ def validation_summary(fix: dict[str, Any]) -> str:
                         f"{figures.get('inputs', '?')} in-domain inputs")
         elif name == "gradients" and ran:
             said.append("gradients finite" + (" at the trigger and" if figures.get("trigger")
-                                              else " on") + " normal inputs")
+                                              else " on") + " normal inputs"
+                        + (f" ({figures['inherited']} not finite before the patch either: "
+                           "another op's)" if figures.get("inherited") else ""))
     return "; ".join(said)
 
 
