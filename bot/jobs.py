@@ -26,6 +26,7 @@ from bot.publish import (
     encode_lines,
     ensure_check_run,
     finish_check_run,
+    in_progress_body,
     progress,
     publish,
 )
@@ -45,6 +46,10 @@ from runners.docker import runner_from_env
 from runners.pipeline import analyze
 
 MAX_FILES = 3000  # GitHub lists at most 3000 files of a PR
+# What a person asked to run again: GitHub's documented answer to `rerequested` is a new check
+# run, and whoever typed `/numcheck rerun` expects to watch one start; the old run stays as it
+# ended. A push reuses the head's run instead (one head, one run).
+RERUN_REASONS = ("command.rerun", "check_run.rerequested", "check_suite.rerequested")
 
 
 def run_analysis(settings: Settings, row: Analysis, stage: str, client: GitHubClient) -> str:
@@ -60,11 +65,15 @@ def run_analysis(settings: Settings, row: Analysis, stage: str, client: GitHubCl
         cancel_check_run(row, f"Superseded by {pull.head.sha[:12]}")
         return "superseded"
     base = pull.base.sha
+    text = ("Fetching the pull request." if stage == "static" else
+            "Confirming the findings by running the code.")
     with installation_lock(settings, row.installation_id):
-        check_id = ensure_check_run(client, row.repo, head, settings.check_name,
-                                    "Fetching the pull request." if stage == "static" else
-                                    "Confirming the findings by running the code.",
-                                    row.check_run_id)
+        if row.check_run_id is None and row.reason in RERUN_REASONS:
+            check_id = int(client.create_check_run(
+                row.repo, in_progress_body(head, settings.check_name, text))["id"])
+        else:
+            check_id = ensure_check_run(client, row.repo, head, settings.check_name, text,
+                                        row.check_run_id)
     update_analysis(row.id, status="running", check_run_id=check_id, base_sha=base)
     row = load_analysis(row.id) or row
     files = client.pull_files(pull, cap=MAX_FILES)

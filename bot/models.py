@@ -62,6 +62,7 @@ class InstallationRepository(Base):
 
 class Delivery(Base):
     __tablename__ = "deliveries"
+    __table_args__ = (Index("ix_deliveries_received_at", "received_at"),)
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)  # X-GitHub-Delivery
     event: Mapped[str] = mapped_column(String(64))
@@ -73,7 +74,8 @@ class Delivery(Base):
 class Analysis(Base):
     __tablename__ = "analyses"
     __table_args__ = (Index("ix_analyses_pull", "repo", "pr_number"),
-                      Index("ix_analyses_head", "repo", "head_sha"))
+                      Index("ix_analyses_head", "repo", "head_sha"),
+                      Index("ix_analyses_status_updated", "status", "updated_at"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     installation_id: Mapped[int] = mapped_column(BigInteger)
@@ -98,6 +100,9 @@ class Analysis(Base):
     # process that dies mid-analysis (a native crash) leaves it counted, and the redelivered
     # task gives up past bot.tasks.MAX_DELIVERIES. Zeroed when a delivery ends in Python.
     deliveries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Times the outbox reaper (bot/outbox.py) enqueued this analysis again because it made no
+    # progress (a lost message, a dead broker); past bot.tasks.MAX_DELIVERIES it fails instead.
+    requeues: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow,
                                                  onupdate=utcnow)

@@ -1,7 +1,9 @@
 """`numcheck serve`: the App's web process and one worker in a single command, for trying the
 App on one machine. No Redis and no database server: Celery runs on kombu's filesystem
 transport (messages are files under the data directory) and persistence is a SQLite file beside
-them. The App's own settings (ID, private key, webhook secret) still come from the environment.
+them. The queues are declared before the worker starts and before the port opens, and a
+reaper thread re-enqueues analyses whose message was lost (bot/outbox.py). The App's own
+settings (ID, private key, webhook secret) still come from the environment.
 
 Production runs the web under gunicorn (`gunicorn 'bot.web:create_app()'`) and workers with
 `celery -A bot.tasks worker -Q static` / `-Q dynamic` on Redis and PostgreSQL.
@@ -43,15 +45,24 @@ def serve(host: str, port: int, data_dir: Path | None = None) -> int:
         return 2
     from werkzeug.serving import make_server
 
+    from bot.outbox import Reaper, declare_queues
     from bot.web import create_app
 
     app = create_app(settings)  # migrates the database before the worker starts
+    try:
+        # Before the worker and before the port opens: the first delivery's message is routed
+        # to a queue that exists, whatever the worker is doing at that moment.
+        declare_queues()
+    except Exception as exc:  # noqa: BLE001 - a broker error is reported, not a traceback
+        print(f"numcheck serve: error: cannot declare the queues: {exc}", file=sys.stderr)
+        return 2
     env = {**os.environ, **{k: v for k, v in defaults.items() if not os.environ.get(k)}}
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "bot.tasks:celery_app", "worker",
          "-Q", "static,dynamic", "-c", "1", "--without-gossip", "--without-mingle",
          "--without-heartbeat", "-l", "info", "-n", "numcheck-serve@%h"], env=env)
     server = make_server(host, port, app, threaded=True)
+    reaper = Reaper(settings).start()  # re-enqueues analyses whose message was lost
 
     def stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
@@ -66,6 +77,7 @@ def serve(host: str, port: int, data_dir: Path | None = None) -> int:
         pass
     finally:
         server.server_close()
+        reaper.stop()
         worker.terminate()
         try:
             worker.wait(timeout=20)

@@ -57,6 +57,12 @@ class Settings:
     # One reply per user and PR in this many minutes to people without write access
     # (bot/throttle.py); 0 answers every command.
     command_reply_minutes: float = 10.0
+    # The outbox (bot/outbox.py): an analysis row left queued/running/analysed this long is
+    # enqueued again (0: the hard time limit plus 4 minutes), checked every `reap_interval`;
+    # deliveries and finished analyses older than `retention_days` are deleted.
+    reap_after: float = 0.0
+    reap_interval: float = 60.0
+    retention_days: float = 90.0
 
     def report_expiry(self, issued: datetime | None = None) -> int:
         """When a link issued for something created at `issued` (default: now) expires."""
@@ -87,6 +93,12 @@ class Settings:
     @property
     def hard_time_limit(self) -> int:
         return self.soft_time_limit + 60
+
+    @property
+    def reap_deadline(self) -> float:
+        """Seconds without progress after which an unfinished analysis is enqueued again:
+        past the hard time limit by default, so a live analysis is never run twice."""
+        return self.reap_after or float(self.hard_time_limit + 240)
 
     @property
     def visibility_timeout(self) -> int:
@@ -235,4 +247,7 @@ def from_env(env: Mapping[str, str] | None = None, *, defaults: Mapping[str, str
                                        minimum=0.1),
         command_reply_minutes=_number(env, "NUMCHECK_COMMAND_REPLY_MINUTES", 10.0,
                                       minimum=0.0),
+        reap_after=_number(env, "NUMCHECK_REAP_AFTER", 0.0, minimum=0.0),
+        reap_interval=_number(env, "NUMCHECK_REAP_INTERVAL", 60.0, minimum=0.1),
+        retention_days=_number(env, "NUMCHECK_RETENTION_DAYS", 90.0, minimum=0.01),
     )

@@ -23,10 +23,12 @@ from typing import Any
 
 from celery import Celery, Task
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_process_init, worker_ready, worker_shutdown
 from kombu import Queue
 from sqlalchemy import select, update
 
-from bot.db import session_scope
+from bot.broker import TRANSPORT
+from bot.db import engine_for, session_scope
 from bot.github import GitHubClient, TokenCache, is_transient, retry_after
 from bot.models import Analysis, FindingRow
 from bot.settings import Settings, from_env
@@ -75,6 +77,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
                          control_folder=folder + "/control", store_processed=False)
     return {
         "broker_url": settings.broker_url,
+        # kombu's filesystem channel without its start-up races (bot/broker.py)
+        "broker_transport": TRANSPORT if settings.broker_url.startswith("filesystem://")
+        else None,
         "broker_transport_options": transport,
         "broker_connection_retry_on_startup": True,
         "task_acks_late": True,
@@ -134,8 +139,12 @@ def schedule_analysis(settings: Settings, *, installation_id: int, repo: str, nu
         s.flush()
         row.task_id = f"numcheck-analysis-{row.id}-static"
         analysis_id, task_id = row.id, row.task_id
-    celery_app.send_task("numcheck.analyze", args=[analysis_id, "static"], queue="static",
-                         task_id=task_id)
+    try:
+        celery_app.send_task("numcheck.analyze", args=[analysis_id, "static"], queue="static",
+                             task_id=task_id)
+    except Exception as exc:  # noqa: BLE001 - the row is committed: the reaper enqueues it
+        log.warning("analysis %s recorded but not enqueued (%s); the outbox reaper will",
+                    analysis_id, exc)
     _revoke(stale)
     return f"queued analysis {analysis_id}"
 
@@ -161,6 +170,33 @@ def _revoke(task_ids: list[str]) -> None:
         celery_app.control.revoke(task_ids)
     except Exception as exc:  # noqa: BLE001 - the row's status is what really stops it
         log.info("revoke of %s not broadcast: %s", task_ids, exc)
+
+
+# --- the worker's own outbox reaper (bot/outbox.py) ------------------------------------------
+_reaper: Any = None
+
+
+@worker_ready.connect
+def _start_reaper(**_: Any) -> None:
+    """Every worker also re-enqueues stuck analyses: work is recovered while any worker runs,
+    with no beat process to deploy."""
+    global _reaper
+    from bot.outbox import Reaper
+
+    _reaper = Reaper(get_settings()).start()
+
+
+@worker_shutdown.connect
+def _stop_reaper(**_: Any) -> None:
+    if _reaper is not None:
+        _reaper.stop()
+
+
+@worker_process_init.connect
+def _fresh_connections(**_: Any) -> None:
+    """A pool process forked from a worker whose reaper used the database must not share
+    the parent's pooled connections."""
+    engine_for(get_settings().database_url).dispose(close=False)
 
 
 # --- tasks -------------------------------------------------------------------------------------
