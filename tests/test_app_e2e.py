@@ -376,7 +376,10 @@ def test_rerequested_checks_find_their_pull_request(stack: Stack) -> None:
     assert deliver(stack.web.url, "check_suite", suite)[1]["status"] == \
         "queued a search for the pull request"
     stack.wait_published(name, head)
-    # check_run rerequested on the same head: found in the database, one check run kept
+    with stack.fake.lock:
+        (first,) = [dict(r) for r in stack.fake.state.check_runs if r["repo"] == name]
+    # check_run rerequested on the same head: found in the database; a new check run starts
+    # and finishes, the old one stays as it ended
     run = load_payload("check_run/rerequested.payload.json")
     retarget(run, name, stack.fake.api_url)
     run["installation"]["id"] = INSTALLATION
@@ -389,7 +392,27 @@ def test_rerequested_checks_find_their_pull_request(stack: Stack) -> None:
             return s.scalar(select(func.count()).select_from(Analysis).where(
                 Analysis.repo == name, Analysis.status == "published")) == 2
     wait_for(two_published, 60, "the re-run to be published", stack.worker.log)
-    assert len([r for r in stack.fake.state.check_runs if r["repo"] == name]) == 1
+    with stack.fake.lock:
+        runs = [dict(r) for r in stack.fake.state.check_runs if r["repo"] == name]
+    assert len(runs) == 2 and runs[0] == first, runs
+    assert runs[1]["id"] != first["id"] and runs[1]["head_sha"] == head
+    assert runs[1]["status"] == "completed" and runs[1]["conclusion"] == first["conclusion"]
+    assert len([r for r in stack.fake.state.reviews if r["repo"] == name]) == 1
+    assert len(stack.comments(name)) == 2  # the re-run's review edits, never duplicates
+
+    # `/numcheck rerun`: a third check run, the first two untouched
+    stack.fake.set_permission(name, "Codertocat", "admin")
+    command = comment_payload("/numcheck rerun", repo=name, number=17,
+                              installation=INSTALLATION, api_url=stack.fake.api_url)
+    assert deliver(stack.web.url, "issue_comment", command)[0] == 202
+
+    def three_completed() -> list[dict[str, Any]]:
+        with stack.fake.lock:
+            done = [dict(r) for r in stack.fake.state.check_runs if r["repo"] == name]
+        return done if len(done) == 3 and done[2]["status"] == "completed" else []
+    again = wait_for(three_completed, 60, "the command's check run", stack.worker.log)
+    assert again[:2] == runs and again[2]["head_sha"] == head
+    assert again[2]["conclusion"] == first["conclusion"]
     assert len([r for r in stack.fake.state.reviews if r["repo"] == name]) == 1
     assert len(stack.comments(name)) == 2
 
