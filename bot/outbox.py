@@ -7,11 +7,12 @@ broker restarted without persistence, a worker killed between receiving and ackn
 where the transport does not redeliver, the embedded broker's start-up). So `numcheck serve`
 and every worker run a reaper: an analysis that made no progress for
 `settings.reap_deadline` seconds in `queued`, `running` or `analysed` is enqueued again under
-its deterministic task id. Several reapers may run at once; a conditional update lets only
-one of them take a given row each time. Each re-enqueue counts in `analyses.requeues`; past
-`MAX_DELIVERIES` the analysis fails visibly (a neutral check run saying why) instead of
-looping. A duplicate message does no harm: the analysis task re-reads its row and skips
-finished work, and publishing records what already went out (bot/publish.py).
+its deterministic task id (`bot.tasks.reap`; this module holds what needs no Celery).
+Several reapers may run at once; a conditional update lets only one of them take a given row
+each time. Each re-enqueue counts in `analyses.requeues`; past `MAX_DELIVERIES` the analysis
+fails visibly (a neutral check run saying why) instead of looping. A duplicate message does
+no harm: the analysis task re-reads its row and skips finished work, and publishing records
+what already went out (bot/publish.py).
 
 The same loop prunes deliveries and finished analyses older than `settings.retention_days`.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import CursorResult, delete, select, update
@@ -35,68 +37,27 @@ FINISHED = ("published", "superseded", "cancelled", "failed")
 BATCH = 200
 
 
-def declare_queues() -> None:
-    """Declare every queue and its binding on the broker, so that a message published before
-    any worker is up is routed to its queue rather than dropped as unroutable."""
-    from bot.tasks import celery_app
-
-    with celery_app.connection_for_write() as conn:
-        conn.ensure_connection(max_retries=3)
-        channel = conn.default_channel
-        for queue in celery_app.conf.task_queues:
-            queue.bind(channel).declare()
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def reap(settings: Settings, now: datetime | None = None) -> list[str]:
-    """Enqueue again every analysis stuck past the deadline; what was done, one line each."""
-    from bot.tasks import MAX_DELIVERIES, _fail, celery_app
-
+def claim_stuck(settings: Settings, now: datetime | None = None) -> list[Analysis]:
+    """The unfinished analyses that made no progress for `settings.reap_deadline` seconds,
+    each claimed for this caller (its `requeues` counted, its clock restarted): a conditional
+    update lets only one of several reapers take a row in a round. The rows are returned as
+    they were before the claim."""
     now = now or datetime.now(UTC)
     cutoff = now - timedelta(seconds=settings.reap_deadline)
     with session_scope(settings.database_url) as s:
         stuck = s.scalars(select(Analysis).where(
             Analysis.status.in_(UNFINISHED), Analysis.updated_at < cutoff)
             .order_by(Analysis.id).limit(BATCH)).all()
-    done: list[str] = []
+    claimed: list[Analysis] = []
     for row in stuck:
-        with session_scope(settings.database_url) as s:  # only one reaper takes the row
+        with session_scope(settings.database_url) as s:
             result = s.execute(update(Analysis).where(
                 Analysis.id == row.id, Analysis.status == row.status,
                 Analysis.requeues == row.requeues, Analysis.updated_at < cutoff)
                 .values(requeues=row.requeues + 1, updated_at=now))
-            taken = isinstance(result, CursorResult) and result.rowcount == 1
-        if not taken:
-            continue
-        if row.requeues + 1 > MAX_DELIVERIES:
-            log.error("analysis %s: stuck in %s after %s re-enqueues, giving up", row.id,
-                      row.status, row.requeues)
-            _fail(row, f"it was enqueued {row.requeues + 1} times and never finished (the "
-                       "broker lost it, or no worker took it up), so numcheck stopped "
-                       "trying. Push a new commit or comment `/numcheck rerun` to try again.",
-                  create=True)
-            done.append(f"analysis {row.id}: failed after {row.requeues} re-enqueues")
-            continue
-        try:
-            if row.status == "analysed":
-                celery_app.send_task("numcheck.publish", args=[row.id], queue="static",
-                                     task_id=f"numcheck-publish-{row.id}")
-            else:
-                stage = "dynamic" if row.task_id.endswith("-dynamic") else "static"
-                celery_app.send_task("numcheck.analyze", args=[row.id, stage], queue=stage,
-                                     task_id=row.task_id or f"numcheck-analysis-{row.id}-static")
-        except Exception as exc:  # noqa: BLE001 - the next round tries again
-            log.warning("analysis %s: could not enqueue it again: %s", row.id, exc)
-            done.append(f"analysis {row.id}: broker unreachable")
-            continue
-        log.warning("analysis %s: no progress in %s since %s, enqueued again (%s of %s)",
-                    row.id, row.status, _aware(row.updated_at).isoformat(), row.requeues + 1,
-                    MAX_DELIVERIES)
-        done.append(f"analysis {row.id}: enqueued again from {row.status}")
-    return done
+            if isinstance(result, CursorResult) and result.rowcount == 1:
+                claimed.append(row)
+    return claimed
 
 
 def prune(settings: Settings, now: datetime | None = None) -> tuple[int, int]:
@@ -115,10 +76,12 @@ def prune(settings: Settings, now: datetime | None = None) -> tuple[int, int]:
 
 
 class Reaper:
-    """A daemon thread that reaps and prunes every `settings.reap_interval` seconds."""
+    """A daemon thread that runs `round` every `settings.reap_interval` seconds (bot.tasks
+    passes the re-enqueueing and pruning, which need the Celery app)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, round: Callable[[], object]) -> None:
         self.settings = settings
+        self._round = round
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="numcheck-reaper", daemon=True)
 
@@ -133,9 +96,6 @@ class Reaper:
     def _run(self) -> None:
         while not self._stop.wait(self.settings.reap_interval):
             try:
-                reap(self.settings)
-                pruned = prune(self.settings)
-                if any(pruned):
-                    log.info("pruned %s deliveries and %s analyses", *pruned)
+                self._round()
             except Exception as exc:  # noqa: BLE001 - a database hiccup: try next round
                 log.warning("outbox round failed: %s", exc)

@@ -45,7 +45,7 @@ def serve(host: str, port: int, data_dir: Path | None = None) -> int:
         return 2
     from werkzeug.serving import make_server
 
-    from bot.outbox import Reaper, declare_queues
+    from bot.tasks import declare_queues, start_reaper
     from bot.web import create_app
 
     app = create_app(settings)  # migrates the database before the worker starts
@@ -62,7 +62,7 @@ def serve(host: str, port: int, data_dir: Path | None = None) -> int:
          "-Q", "static,dynamic", "-c", "1", "--without-gossip", "--without-mingle",
          "--without-heartbeat", "-l", "info", "-n", "numcheck-serve@%h"], env=env)
     server = make_server(host, port, app, threaded=True)
-    reaper = Reaper(settings).start()  # re-enqueues analyses whose message was lost
+    reaper = start_reaper(settings)  # re-enqueues analyses whose message was lost
 
     def stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt

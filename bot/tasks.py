@@ -27,6 +27,7 @@ from celery.signals import worker_process_init, worker_ready, worker_shutdown
 from kombu import Queue
 from sqlalchemy import select, update
 
+from bot import outbox
 from bot.broker import TRANSPORT
 from bot.db import engine_for, session_scope
 from bot.github import GitHubClient, TokenCache, is_transient, retry_after
@@ -172,8 +173,61 @@ def _revoke(task_ids: list[str]) -> None:
         log.info("revoke of %s not broadcast: %s", task_ids, exc)
 
 
-# --- the worker's own outbox reaper (bot/outbox.py) ------------------------------------------
-_reaper: Any = None
+# --- the outbox: re-enqueue what was lost (bot/outbox.py) ------------------------------------
+def declare_queues() -> None:
+    """Declare every queue and its binding on the broker, so that a message published before
+    any worker is up is routed to its queue rather than dropped as unroutable."""
+    with celery_app.connection_for_write() as conn:
+        conn.ensure_connection(max_retries=3)
+        channel = conn.default_channel
+        for queue in celery_app.conf.task_queues:
+            queue.bind(channel).declare()
+
+
+def reap(settings: Settings, now: datetime | None = None) -> list[str]:
+    """Enqueue again every analysis stuck past the deadline, under its deterministic task id;
+    past MAX_DELIVERIES re-enqueues, fail it visibly. What was done, one line each."""
+    done: list[str] = []
+    for row in outbox.claim_stuck(settings, now):
+        if row.requeues + 1 > MAX_DELIVERIES:
+            log.error("analysis %s: stuck in %s after %s re-enqueues, giving up", row.id,
+                      row.status, row.requeues)
+            _fail(row, f"it was enqueued {row.requeues + 1} times and never finished (the "
+                       "broker lost it, or no worker took it up), so numcheck stopped "
+                       "trying. Push a new commit or comment `/numcheck rerun` to try again.",
+                  create=True)
+            done.append(f"analysis {row.id}: failed after {row.requeues} re-enqueues")
+            continue
+        try:
+            if row.status == "analysed":
+                celery_app.send_task("numcheck.publish", args=[row.id], queue="static",
+                                     task_id=f"numcheck-publish-{row.id}")
+            else:
+                stage = "dynamic" if row.task_id.endswith("-dynamic") else "static"
+                celery_app.send_task("numcheck.analyze", args=[row.id, stage], queue=stage,
+                                     task_id=row.task_id or f"numcheck-analysis-{row.id}-static")
+        except Exception as exc:  # noqa: BLE001 - the next round tries again
+            log.warning("analysis %s: could not enqueue it again: %s", row.id, exc)
+            done.append(f"analysis {row.id}: broker unreachable")
+            continue
+        log.warning("analysis %s: no progress in %s, enqueued again (%s of %s)", row.id,
+                    row.status, row.requeues + 1, MAX_DELIVERIES)
+        done.append(f"analysis {row.id}: enqueued again from {row.status}")
+    return done
+
+
+def outbox_round(settings: Settings) -> None:
+    reap(settings)
+    pruned = outbox.prune(settings)
+    if any(pruned):
+        log.info("pruned %s deliveries and %s analyses", *pruned)
+
+
+def start_reaper(settings: Settings) -> outbox.Reaper:
+    return outbox.Reaper(settings, lambda: outbox_round(settings)).start()
+
+
+_reaper: outbox.Reaper | None = None
 
 
 @worker_ready.connect
@@ -181,9 +235,7 @@ def _start_reaper(**_: Any) -> None:
     """Every worker also re-enqueues stuck analyses: work is recovered while any worker runs,
     with no beat process to deploy."""
     global _reaper
-    from bot.outbox import Reaper
-
-    _reaper = Reaper(get_settings()).start()
+    _reaper = start_reaper(get_settings())
 
 
 @worker_shutdown.connect

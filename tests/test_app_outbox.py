@@ -242,8 +242,7 @@ def test_the_reaper_takes_a_row_once_per_deadline_and_gives_up_visibly(
         bound: tuple[Any, FakeGitHub, str], git_repo: GitRepoFactory) -> None:
     import redis
 
-    from bot.outbox import reap
-    from bot.tasks import MAX_DELIVERIES
+    from bot.tasks import MAX_DELIVERIES, reap
 
     settings, fake, prefix = bound
     repo = _repo(git_repo, fake, "octo/given-up", range(3, 4))
