@@ -401,3 +401,44 @@ def test_the_embedded_broker_loses_nothing_to_a_consumer_polling_mid_write(
 
     got = _drain_while_publishing(tmp_path / "ours", TRANSPORT, 400)
     assert sorted(got) == list(range(400))
+
+
+def test_a_delivery_while_the_broker_is_down_is_acknowledged_and_enqueued_later(
+        tmp_path: Path, git_repo: GitRepoFactory) -> None:
+    """The row is the record: with the broker unreachable the delivery is still answered 202
+    (GitHub would not send it again), and the reaper enqueues it once the broker is back."""
+    import redis
+    from app_support import WebServer
+
+    from bot.tasks import bind_settings, reap
+    from bot.web import create_app
+
+    key_path, public = make_key(tmp_path)
+    prefix = f"numcheck-outbox-{secrets.token_hex(4)}:"
+    redis_url = ensure_redis()
+    with FakeGitHub(APP_ID, public) as fake:
+        repo = _repo(git_repo, fake, "octo/down", range(5, 6))
+        env = app_env(key_path=key_path, api_url=fake.api_url,
+                      database_url=f"sqlite:///{tmp_path / 'n.db'}",
+                      broker_url="redis://127.0.0.1:1/0", prefix=prefix,
+                      NUMCHECK_REAP_AFTER="60")
+        down = from_env(env)
+        try:
+            with WebServer(create_app(down)) as web:
+                status, body = deliver(web.url, "pull_request", pull_payload(
+                    "opened", repo="octo/down", number=5, head=repo.sha("feature"),
+                    base=repo.sha("main"), installation=INSTALLATION, api_url=fake.api_url))
+            assert status == 202 and body["status"].startswith("queued analysis"), body
+            analysis_id = int(body["status"].split()[-1])
+            row = _row(down.database_url, analysis_id)
+            assert row is not None and row.status == "queued"
+            up = from_env({**env, "NUMCHECK_BROKER_URL": redis_url})
+            bind_settings(up)
+            assert reap(up) == []  # not yet past the deadline
+            later = datetime.now(UTC) + timedelta(seconds=61)
+            assert reap(up, later) == [f"analysis {analysis_id}: enqueued again from queued"]
+            queue = redis.Redis.from_url(redis_url)
+            message = json.loads(queue.lindex(f"{prefix}static", 0) or b"{}")
+            assert message["headers"]["id"] == f"numcheck-analysis-{analysis_id}-static"
+        finally:
+            clean_redis(redis_url, prefix)
