@@ -24,9 +24,7 @@ from bot.publish import (
     commentable_lines,
     decode_lines,
     encode_lines,
-    ensure_check_run,
     finish_check_run,
-    in_progress_body,
     progress,
     publish,
 )
@@ -36,6 +34,7 @@ from bot.tasks import (
     cancel_check_run,
     celery_app,
     load_analysis,
+    open_check_run,
     save_findings,
     set_comment_ids,
     still_wanted,
@@ -46,10 +45,6 @@ from runners.docker import runner_from_env
 from runners.pipeline import analyze
 
 MAX_FILES = 3000  # GitHub lists at most 3000 files of a PR
-# What a person asked to run again: GitHub's documented answer to `rerequested` is a new check
-# run, and whoever typed `/numcheck rerun` expects to watch one start; the old run stays as it
-# ended. A push reuses the head's run instead (one head, one run).
-RERUN_REASONS = ("command.rerun", "check_run.rerequested", "check_suite.rerequested")
 
 
 def run_analysis(settings: Settings, row: Analysis, stage: str, client: GitHubClient) -> str:
@@ -68,12 +63,7 @@ def run_analysis(settings: Settings, row: Analysis, stage: str, client: GitHubCl
     text = ("Fetching the pull request." if stage == "static" else
             "Confirming the findings by running the code.")
     with installation_lock(settings, row.installation_id):
-        if row.check_run_id is None and row.reason in RERUN_REASONS:
-            check_id = int(client.create_check_run(
-                row.repo, in_progress_body(head, settings.check_name, text))["id"])
-        else:
-            check_id = ensure_check_run(client, row.repo, head, settings.check_name, text,
-                                        row.check_run_id)
+        check_id = open_check_run(client, row, settings.check_name, text)
     update_analysis(row.id, status="running", check_run_id=check_id, base_sha=base)
     row = load_analysis(row.id) or row
     files = client.pull_files(pull, cap=MAX_FILES)

@@ -421,13 +421,13 @@ def _fail(row: Analysis, message: str, create: bool = False) -> None:
     if current is None or (current.check_run_id is None and not create):
         return
     try:
-        from bot.publish import ensure_check_run, finish_check_run
+        from bot.publish import finish_check_run
 
         client = client_for(row.installation_id)
         run_id = current.check_run_id
         if run_id is None:
-            run_id = ensure_check_run(client, row.repo, row.head_sha, get_settings().check_name,
-                                      "numcheck could not finish", None)
+            run_id = open_check_run(client, current, get_settings().check_name,
+                                    "numcheck could not finish")
             update_analysis(row.id, check_run_id=run_id)
         finish_check_run(client, row.repo, run_id,
                          conclusion="neutral", title="numcheck could not finish",
@@ -436,6 +436,23 @@ def _fail(row: Analysis, message: str, create: bool = False) -> None:
                                                "check_completed": True})
     except Exception as exc:  # noqa: BLE001 - reporting the failure must not raise
         log.warning("could not report failure of analysis %s: %s", row.id, exc)
+
+
+# What a person asked to run again: GitHub's documented answer to `rerequested` is a new check
+# run, and whoever typed `/numcheck rerun` expects to watch one start; the old run stays as it
+# ended. A push reuses the head's run instead (one head, one run).
+RERUN_REASONS = ("command.rerun", "check_run.rerequested", "check_suite.rerequested")
+
+
+def open_check_run(client: GitHubClient, row: Analysis, name: str, text: str) -> int:
+    """The analysis's check run, set in progress with `text`: the one it already has; for a
+    re-run without one, a new run; otherwise the head's run (found by name) or a new one."""
+    from bot.publish import ensure_check_run, in_progress_body
+
+    if row.check_run_id is None and row.reason in RERUN_REASONS:
+        return int(client.create_check_run(row.repo, in_progress_body(row.head_sha, name,
+                                                                      text))["id"])
+    return ensure_check_run(client, row.repo, row.head_sha, name, text, row.check_run_id)
 
 
 def cancel_check_run(row: Analysis, why: str) -> None:
