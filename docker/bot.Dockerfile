@@ -25,9 +25,9 @@ COPY runners ./runners
 RUN pip wheel --wheel-dir /wheels .
 
 # ---- build-app: the same plus the App's dependencies (Flask, Celery, ...), the Docker SDK
-# for the dynamic worker's runner, and gunicorn for the web process
+# for the dynamic worker's runner, and gunicorn for the web process (in the app extra)
 FROM build AS build-app
-RUN pip wheel --wheel-dir /wheels ".[app,docker]" "gunicorn==27.0.1"
+RUN pip wheel --wheel-dir /wheels ".[app,docker]"
 
 # ---- base: python, git (reviews read the diff with git)
 FROM ${PYTHON_IMAGE} AS base
@@ -46,12 +46,15 @@ RUN apt-get update \
 #   docker build -f docker/bot.Dockerfile --target service -t numcheck-service .
 FROM base AS service
 RUN --mount=type=bind,from=build-app,source=/wheels,target=/wheels \
-    pip install --no-index --find-links /wheels "numcheck[app,docker]" gunicorn \
+    pip install --no-index --find-links /wheels "numcheck[app,docker]" \
     && useradd --create-home --uid 10001 --shell /usr/sbin/nologin numcheck
 USER numcheck
 WORKDIR /home/numcheck
 EXPOSE 8000
-CMD ["gunicorn", "--bind", "0.0.0.0:8000", "--workers", "2", "bot.web:create_app()"]
+# the same web command as docker/compose.yml (threaded workers: see the note there)
+CMD ["gunicorn", "--bind", "0.0.0.0:8000", "--workers", "2", "--worker-class", "gthread", \
+     "--threads", "16", "--timeout", "30", "--graceful-timeout", "30", "--keep-alive", "5", \
+     "bot.web:create_app()"]
 
 # ---- runtime (the default target): the command line
 FROM base

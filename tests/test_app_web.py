@@ -1,0 +1,120 @@
+"""The production web command survives slow clients (docker/compose.yml's `web` service).
+
+Two connections that announce a body and send a byte every few seconds held both sync
+gunicorn workers: `/healthz` and `/webhook` stopped answering for about 30 s at a time, while
+GitHub gives up on a delivery after 10 s. This runs the compose file's own web command (only
+the bind address changed) on real Redis and PostgreSQL, with slow clients attached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from app_support import app_env, ensure_redis, make_key, postgres_database
+
+COMPOSE = Path(__file__).resolve().parent.parent / "docker" / "compose.yml"
+SLOW_CLIENTS = 6
+
+
+def _web_command(port: int) -> list[str]:
+    """docker/compose.yml's web command, bound to a local port, run by this interpreter."""
+    command = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]["web"]["command"]
+    assert command[0] == "gunicorn"
+    at = command.index("--bind")
+    command = [*command[:at + 1], f"127.0.0.1:{port}", *command[at + 2:]]
+    return [sys.executable, "-m", "gunicorn", *command[1:]]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _get(url: str, timeout: float) -> float:
+    started = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        assert response.status == 200
+    return time.perf_counter() - started
+
+
+@pytest.fixture
+def web(tmp_path: Path) -> Iterator[str]:
+    key, _ = make_key(tmp_path)
+    broker = ensure_redis()
+    port = _free_port()
+    with postgres_database() as database:
+        env = {**os.environ, **app_env(key_path=key, api_url="http://127.0.0.1:9",
+                                       database_url=database, broker_url=broker,
+                                       prefix=f"numcheck-web-{port}-")}
+        log = (tmp_path / "gunicorn.log").open("w")
+        proc = subprocess.Popen(_web_command(port), env=env, stdout=log, stderr=log,
+                                cwd=tmp_path)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    _get(f"{url}/healthz", timeout=5)
+                    break
+                except OSError:
+                    assert proc.poll() is None, (tmp_path / "gunicorn.log").read_text()
+                    assert time.monotonic() < deadline, "gunicorn did not answer in 60 s"
+                    time.sleep(0.3)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            log.close()
+
+
+def _trickle(port: int, stop: threading.Event) -> None:
+    """A webhook delivery that announces 1 KB and sends one byte every 2 s."""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as conn:
+        conn.sendall(b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"X-GitHub-Event: ping\r\nContent-Length: 1000\r\n\r\n")
+        while not stop.wait(2.0):
+            try:
+                conn.sendall(b" ")
+            except OSError:
+                return
+
+
+def test_slow_clients_do_not_stop_the_web(web: str) -> None:
+    port = int(web.rsplit(":", 1)[1])
+    stop = threading.Event()
+    clients = [threading.Thread(target=_trickle, args=(port, stop), daemon=True)
+               for _ in range(SLOW_CLIENTS)]
+    for client in clients:
+        client.start()
+    try:
+        time.sleep(1.0)  # every slow client is connected and mid-body
+        latencies = [_get(f"{web}/healthz", timeout=8) for _ in range(10)]
+        request = urllib.request.Request(
+            f"{web}/webhook", data=json.dumps({"zen": "hi"}).encode(), method="POST",
+            headers={"Content-Type": "application/json", "X-GitHub-Event": "ping"})
+        started = time.perf_counter()
+        try:  # unsigned: refused, but answered at once rather than queued behind the slow ones
+            urllib.request.urlopen(request, timeout=8)
+        except urllib.error.HTTPError as refused:
+            assert refused.code in (400, 401, 403)
+        webhook_seconds = time.perf_counter() - started
+    finally:
+        stop.set()
+    assert max(latencies) < 2.0, latencies
+    assert webhook_seconds < 2.0
