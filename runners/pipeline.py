@@ -103,24 +103,81 @@ def confirm(repo_dir: Path, result: AnalysisResult, config: Config,
     started = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="numcheck-head-") as workspace:
-            _export(repo_dir, result.head or "HEAD", Path(workspace))
+            left_out = export(repo_dir, result.head or "HEAD", Path(workspace))
+            if left_out:
+                result.errors.append(StageError("dynamic", _left_out_sentence(left_out)))
             job = _job(Path(workspace), result.findings, config, result.repo)
             run = runner.run(job, timeout=config.dynamic_timeout)
             _merge(result, run)
-    except (OSError, subprocess.CalledProcessError, tarfile.TarError) as exc:
+    except (OSError, subprocess.CalledProcessError, tarfile.TarError, ExportError) as exc:
         result.errors.append(StageError("dynamic", f"could not prepare the workspace: {exc}"))
     result.timings["dynamic"] = round(time.perf_counter() - started, 4)
 
 
-def _export(repo_dir: Path, ref: str, into: Path) -> None:
-    """`git archive` of the head: exactly the committed files, no .git, no local changes."""
-    archive = subprocess.run(["git", "-C", str(repo_dir), "archive", "--format=tar", ref],
-                             check=True, capture_output=True).stdout
-    tar_path = into / ".head.tar"
-    tar_path.write_bytes(archive)
-    with tarfile.open(tar_path) as tar:
-        tar.extractall(into, filter="data")
-    tar_path.unlink()
+# What the dynamic pass exports of the head: a file above FILE_BUDGET that is not Python is
+# left out (a dataset or a checkpoint committed to the repository), and the export stops past
+# HEAD_BUDGET. The archive is read as a stream, so memory does not grow with the head.
+FILE_BUDGET = 64 * 2**20
+HEAD_BUDGET = 512 * 2**20
+
+
+class ExportError(Exception):
+    """The head cannot be exported within the budget."""
+
+
+def export(repo_dir: Path, ref: str, into: Path, file_budget: int = FILE_BUDGET,
+           head_budget: int = HEAD_BUDGET) -> list[tuple[str, int]]:
+    """`git archive` of the head, streamed into `into`: exactly the committed files, no .git,
+    no local changes. Returns the (path, size) of the files left out for their size."""
+    proc = subprocess.Popen(["git", "-C", str(repo_dir), "archive", "--format=tar", ref],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    left_out: list[tuple[str, int]] = []
+    total = 0
+    try:
+        with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+            for member in tar:
+                if member.isfile() and member.size > file_budget \
+                        and not member.name.endswith(".py"):
+                    left_out.append((member.name, member.size))
+                    continue
+                total += member.size
+                if total > head_budget:
+                    raise ExportError(f"the head's files pass {head_budget // 2**20} MiB; the "
+                                      "dynamic pass does not export it")
+                tar.extract(member, into, filter="data")
+        while proc.stdout.read(1 << 16):  # the archive's end padding: git exits cleanly
+            pass
+    except tarfile.ReadError as exc:  # git wrote nothing (an unknown ref): say git's reason
+        if proc.wait() != 0:
+            raise subprocess.CalledProcessError(proc.returncode, "git archive",
+                                                stderr=_drained(proc)) from exc
+        raise
+    except BaseException:
+        proc.kill()
+        raise
+    finally:
+        proc.stdout.close()
+        stderr = _drained(proc)
+        status = proc.wait()
+    if status != 0:
+        raise subprocess.CalledProcessError(status, "git archive", stderr=stderr)
+    return left_out
+
+
+def _drained(proc: subprocess.Popen[bytes]) -> str:
+    if proc.stderr is None or proc.stderr.closed:
+        return ""
+    text = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    return text
+
+
+def _left_out_sentence(left_out: list[tuple[str, int]]) -> str:
+    shown = ", ".join(f"{path} ({size / 2**20:.0f} MiB)" for path, size in left_out[:5])
+    more = f" and {len(left_out) - 5} more" if len(left_out) > 5 else ""
+    return (f"left out of the sandbox's copy for their size (over {FILE_BUDGET // 2**20} MiB, "
+            f"not Python): {shown}{more}; code that reads them will fail there")
 
 
 def _job(workspace: Path, findings: list[Finding], config: Config,

@@ -288,3 +288,44 @@ def test_analyze_reads_head_from_git_not_the_working_tree(git_repo: GitRepoFacto
     (repo.root / "risky.py").write_text("VALUE = 1\n", encoding="utf-8")
     result = analyze(repo.root, "main", "feature", Config())
     assert [(f.path, f.line) for f in result.findings] == [("risky.py", 5)]
+
+
+def test_the_head_is_exported_as_a_stream_leaving_out_large_data(tmp_path: Path) -> None:
+    """Six 128 MiB files of zeros (300 KB packed) cost 1.6 GB of memory when the whole
+    `git archive` was held at once. The export streams; a large file that is not Python is
+    left out and named; Python files are always kept."""
+    import subprocess
+    import sys
+
+    from runners.pipeline import export
+
+    repo = GitRepo(tmp_path / "repo")
+    zeros = b"\0" * (8 * 2**20)
+    repo.commit({"pkg/model.py": "import torch\n", "data/a.bin": zeros, "data/b.bin": zeros,
+                 "small.txt": "x\n", "big_module.py": "# " + "x" * (9 * 2**20) + "\n"})
+    into = tmp_path / "head"
+    into.mkdir()
+    left_out = export(repo.root, "HEAD", into, file_budget=4 * 2**20, head_budget=64 * 2**20)
+    assert sorted(path for path, _ in left_out) == ["data/a.bin", "data/b.bin"]
+    assert (into / "pkg/model.py").read_text() == "import torch\n"
+    assert (into / "big_module.py").stat().st_size > 9 * 2**20
+    assert not (into / "data" / "a.bin").exists() and (into / "small.txt").exists()
+    # memory, in a fresh process: exporting 25 MiB of files peaks no higher than importing
+    child = ("import resource, sys\nfrom pathlib import Path\n"
+             "from runners.pipeline import export\n"
+             "if sys.argv[1] == 'export':\n"
+             "    export(Path(sys.argv[2]), 'HEAD', Path(sys.argv[3]))\n"
+             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    peaks = []
+    for what in ("import", "export"):
+        proc = subprocess.run([sys.executable, "-c", child, what, str(repo.root),
+                               str(tmp_path / f"peak-{what}")], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        peaks.append(int(proc.stdout))
+    assert peaks[1] - peaks[0] < 8 * 1024, f"the export held {peaks[1] - peaks[0]} KiB"
+
+    with pytest.raises(Exception, match="MiB"):
+        export(repo.root, "HEAD", tmp_path / "tight", file_budget=4 * 2**20,
+               head_budget=2 * 2**20)
+    with pytest.raises(subprocess.CalledProcessError):
+        export(repo.root, "no-such-ref", tmp_path / "none")
