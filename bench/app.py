@@ -2,6 +2,7 @@
 
     python -m bench.app                          # 200 concurrent deliveries, a 10-finding PR
     python -m bench.app --deliveries 500 --concurrency 200 --dynamic
+    python -m bench.app --scale                  # production web, worker pools, 20 installations
 
 It starts what the end-to-end tests start: the GitHub test server (tests/github_fake.py), the
 Flask app on a threaded HTTP server (one process, as `numcheck serve` runs it; production puts
@@ -69,7 +70,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="confirm the 10 findings by running the code")
     parser.add_argument("--database-url", help="default: a SQLite file in a temp dir")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "out" / "app.json")
+    parser.add_argument("--scale", action="store_true",
+                        help="the production configuration under many installations "
+                             "(bench/app_scale.py)")
+    from bench import app_scale
+
+    app_scale.add_parser_options(parser)
     args = parser.parse_args(argv)
+    if args.scale:
+        app_scale.run(args, ROOT / "bench" / "out" / "app-scale.json")
+        return 0
 
     from bot.settings import from_env
     from bot.web import create_app

@@ -156,16 +156,19 @@ class WebServer:
 class Worker:
     """`celery worker` in a subprocess, on the queues the App uses."""
 
-    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+    def __init__(self, env: dict[str, str], log_path: Path, queues: str = "static,dynamic",
+                 concurrency: int = 1) -> None:
         self.env = {**os.environ, **env}
         self.log_path = log_path
+        self.queues, self.concurrency = queues, concurrency
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 60) -> Worker:
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "bot.tasks:celery_app", "worker",
-             "-Q", "static,dynamic", "-c", "1", "--without-gossip", "--without-mingle",
+             "-Q", self.queues, "-c", str(self.concurrency), "--without-gossip",
+             "--without-mingle",
              "-l", "info", "-n", f"test-{secrets.token_hex(4)}@%h"],
             env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
             start_new_session=True)
@@ -289,3 +292,26 @@ def wait_for(condition: Callable[[], Any], timeout: float = 60, what: str = "con
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}"
                          + (f"\n{on_fail()}" if on_fail else ""))
+
+
+COMPOSE = ROOT / "docker" / "compose.yml"
+
+
+def compose_web_command(port: int) -> list[str]:
+    """docker/compose.yml's web command, bound to a local port, run by this interpreter: the
+    production web configuration, tested and measured as it ships."""
+    import yaml
+
+    command = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]["web"]["command"]
+    assert command[0] == "gunicorn"
+    at = command.index("--bind")
+    command = [*command[:at + 1], f"127.0.0.1:{port}", *command[at + 2:]]
+    return [sys.executable, "-m", "gunicorn", *command[1:]]
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

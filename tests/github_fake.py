@@ -124,6 +124,14 @@ class FakeGitHub:
         self.per_page_default = per_page_default
         self._ids = itertools.count(1000)
         self._files_cache: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        # GitHub's secondary rate limit on content-creating calls: (calls, per seconds), off
+        # when None. Set by bench.app --scale; `limited` counts the 403s sent, `early` the
+        # mutating calls that arrived before the Retry-After announced to that installation
+        self.secondary_limit: tuple[int, float] | None = None
+        self.limited = 0
+        self.early = 0
+        self._mutations: dict[int, list[float]] = {}
+        self._retry_until: dict[int, float] = {}
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -185,6 +193,25 @@ class FakeGitHub:
         with self.lock:
             self.state.faults.append(Fault(method.upper(), re.compile(path_regex), status,
                                            times, delay, retry_after, after))
+
+    def secondary_limited(self, installation: int) -> int | None:
+        """Seconds to wait when this mutating call passes the secondary limit, else None
+        (and the call is counted). Called with the lock held."""
+        if self.secondary_limit is None:
+            return None
+        calls, per = self.secondary_limit
+        now = time.monotonic()
+        if now < self._retry_until.get(installation, 0.0):
+            self.early += 1
+        recent = [t for t in self._mutations.get(installation, []) if now - t < per]
+        if len(recent) >= calls:
+            wait = max(1, int(per - (now - recent[0])) + 1)
+            self._retry_until[installation] = now + wait
+            self._mutations[installation] = recent
+            self.limited += 1
+            return wait
+        self._mutations[installation] = [*recent, now]
+        return None
 
     def calls(self, method: str, path_regex: str) -> list[Recorded]:
         with self.lock:
@@ -472,8 +499,15 @@ class Handler(BaseHTTPRequestHandler):
             match = pattern.fullmatch(self.route)
             if verb == method and match:
                 try:
+                    installation = None
                     if func.__name__ not in ("installation_token", "get_app"):
-                        self._authenticate()
+                        installation = self._authenticate()
+                    if installation is not None and method != "GET":
+                        with fake.lock:
+                            wait = fake.secondary_limited(installation)
+                        if wait is not None:
+                            raise HTTPError(403, SECONDARY_LIMIT_MESSAGE,
+                                            {"Retry-After": str(wait)})
                     with fake.lock:
                         status, data, headers = func(fake, self, body, **match.groupdict())
                 except HTTPError as exc:

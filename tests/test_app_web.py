@@ -12,7 +12,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -21,26 +20,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
-from app_support import app_env, ensure_redis, make_key, postgres_database
+from app_support import (
+    app_env,
+    compose_web_command,
+    ensure_redis,
+    free_port,
+    make_key,
+    postgres_database,
+)
 
-COMPOSE = Path(__file__).resolve().parent.parent / "docker" / "compose.yml"
 SLOW_CLIENTS = 6
-
-
-def _web_command(port: int) -> list[str]:
-    """docker/compose.yml's web command, bound to a local port, run by this interpreter."""
-    command = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]["web"]["command"]
-    assert command[0] == "gunicorn"
-    at = command.index("--bind")
-    command = [*command[:at + 1], f"127.0.0.1:{port}", *command[at + 2:]]
-    return [sys.executable, "-m", "gunicorn", *command[1:]]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _get(url: str, timeout: float) -> float:
@@ -54,13 +43,13 @@ def _get(url: str, timeout: float) -> float:
 def web(tmp_path: Path) -> Iterator[str]:
     key, _ = make_key(tmp_path)
     broker = ensure_redis()
-    port = _free_port()
+    port = free_port()
     with postgres_database() as database:
         env = {**os.environ, **app_env(key_path=key, api_url="http://127.0.0.1:9",
                                        database_url=database, broker_url=broker,
                                        prefix=f"numcheck-web-{port}-")}
         log = (tmp_path / "gunicorn.log").open("w")
-        proc = subprocess.Popen(_web_command(port), env=env, stdout=log, stderr=log,
+        proc = subprocess.Popen(compose_web_command(port), env=env, stdout=log, stderr=log,
                                 cwd=tmp_path)
         url = f"http://127.0.0.1:{port}"
         try:

@@ -1,0 +1,228 @@
+"""`python -m bench.app --scale`: the App as production runs it, under many installations.
+
+What runs, all real except GitHub:
+- the web: docker/compose.yml's own gunicorn command (threaded workers);
+- Celery workers per queue on the local Redis: `--static-workers` on `static` and
+  `--dynamic-workers` on `dynamic` (the PRs are static-only; the dynamic workers idle, as a
+  CPU host's would while GPU hosts take that queue);
+- PostgreSQL (a fresh database);
+- the GitHub test server (tests/github_fake.py) with a secondary rate limit on
+  content-creating calls: 403 with Retry-After past `--limit` calls a minute per installation.
+
+The load: `--installations` installations with `--pulls` PRs each (one repository each, every
+PR adding a few risky ops). Installation 1 is noisy: its PRs are delivered first, all at once;
+the others' follow as one concurrent burst.
+
+It prints, and writes to bench/out/app-scale.json:
+- acknowledgement p50/p99 over every delivery, as the senders saw it;
+- delivery to completed check run, p50/p95;
+- fairness: for each quiet PR, how many of the noisy installation's PRs completed before it;
+- lost (no completed check run, or no review, by the deadline) and duplicated reviews;
+- the secondary-limit 403s sent, and calls that came before the Retry-After they were given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from app_support import (
+    APP_ID,
+    Worker,
+    app_env,
+    clean_redis,
+    compose_web_command,
+    deliver,
+    ensure_redis,
+    free_port,
+    make_key,
+    postgres_database,
+    pull_payload,
+)
+from conftest import GitRepo
+from github_fake import FakeGitHub, FakePull
+
+RISKY = ("import torch\n\n\ndef f{i}(x, y):\n    a = torch.log(x)\n    b = x / y.sum()\n"
+         "    return a + b + torch.sqrt(y)\n")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(int(round(q / 100 * (len(ordered) - 1))), len(ordered) - 1)]
+
+
+def add_parser_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("--scale")
+    group.add_argument("--installations", type=int, default=20)
+    group.add_argument("--pulls", type=int, default=10, help="PRs per installation")
+    group.add_argument("--static-workers", type=int, default=2)
+    group.add_argument("--dynamic-workers", type=int, default=2)
+    group.add_argument("--limit", type=int, default=80,
+                       help="content-creating calls a minute per installation before a 403")
+    group.add_argument("--deadline", type=float, default=900.0,
+                       help="seconds to wait for every check run and review")
+
+
+def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix="numcheck-bench-scale-"))
+    key_path, public = make_key(tmp)
+    prefix = f"numcheck-scale-{secrets.token_hex(4)}:"
+    broker = ensure_redis()
+    workers: list[Worker] = []
+    web: subprocess.Popen[bytes] | None = None
+    with FakeGitHub(APP_ID, public) as fake, postgres_database() as database:
+        fake.secondary_limit = (args.limit, 60.0)
+        pulls = _repositories(fake, tmp, args)
+        env = app_env(key_path=key_path, api_url=fake.api_url, database_url=database,
+                      broker_url=broker, prefix=prefix,
+                      NUMCHECK_WORKSPACE_ROOT=str(tmp / "workspaces"))
+        try:
+            port = free_port()
+            log = (tmp / "web.log").open("wb")
+            web = subprocess.Popen(compose_web_command(port), env={**os.environ, **env},
+                                   stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+            url = f"http://127.0.0.1:{port}"
+            _wait_healthy(url, web)
+            for i in range(args.static_workers):
+                workers.append(Worker(env, tmp / f"static-{i}.log", "static").start())
+            for i in range(args.dynamic_workers):
+                workers.append(Worker(env, tmp / f"dynamic-{i}.log", "dynamic").start())
+            report = _load(url, fake, pulls, args)
+        finally:
+            if web is not None:
+                web.terminate()
+                web.wait(timeout=30)
+            for worker in workers:
+                worker.stop()
+            clean_redis(broker, prefix)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {out}")
+    return report
+
+
+def _repositories(fake: FakeGitHub, tmp: Path, args: argparse.Namespace) -> \
+        list[dict[str, Any]]:
+    """One repository per installation, `--pulls` PR branches in each."""
+    pulls: list[dict[str, Any]] = []
+    for inst in range(1, args.installations + 1):
+        name = f"scale/repo{inst}"
+        repo = GitRepo(tmp / "repos" / f"repo{inst}")
+        repo.commit({".numcheck.toml": "dynamic = false\n",  # unique commits per repository
+                     "pkg/__init__.py": f'"""installation {inst}"""\n'}, "base")
+        base = repo.sha("main")
+        for number in range(1, args.pulls + 1):
+            repo.checkout("main")
+            repo.checkout(f"pr{number}", create=True)
+            head = repo.commit({f"pkg/m{number}.py": RISKY.format(i=number)}, f"pr {number}")
+            fake.add_pull(FakePull(name, number, "main", f"pr{number}"))
+            pulls.append({"repo": name, "number": number, "installation": inst,
+                          "head": head, "base": base})
+        fake.add_repo(name, repo.root)
+    return pulls
+
+
+def _wait_healthy(url: str, web: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=5):
+                return
+        except OSError:
+            if web.poll() is not None:
+                raise RuntimeError("gunicorn exited") from None
+            time.sleep(0.3)
+    raise RuntimeError("the web did not answer in 60 s")
+
+
+def _load(url: str, fake: FakeGitHub, pulls: list[dict[str, Any]],
+          args: argparse.Namespace) -> dict[str, Any]:
+    sent: dict[str, float] = {}
+    done: dict[str, float] = {}
+    stop = threading.Event()
+
+    def watch() -> None:  # the moment each head's check run is seen completed
+        while not stop.is_set():
+            now = time.perf_counter()
+            with fake.lock:
+                for r in fake.state.check_runs:
+                    if r["status"] == "completed":
+                        done.setdefault(r["head_sha"], now)
+            time.sleep(0.1)
+
+    def one(pull: dict[str, Any]) -> float:
+        body = json.dumps(pull_payload("opened", repo=pull["repo"], number=pull["number"],
+                                       head=pull["head"], base=pull["base"],
+                                       installation=pull["installation"],
+                                       api_url=fake.api_url)).encode()
+        started = time.perf_counter()
+        sent[pull["head"]] = started
+        status, _ = deliver(url, "pull_request", body)
+        assert status == 202, status
+        return (time.perf_counter() - started) * 1000
+
+    assert len({p["head"] for p in pulls}) == len(pulls), "two PRs share a head commit"
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    noisy = [p for p in pulls if p["installation"] == 1]
+    quiet = [p for p in pulls if p["installation"] != 1]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=200) as pool:
+        ack_ms = list(pool.map(one, noisy))
+        ack_ms += list(pool.map(one, quiet))
+    deadline = time.monotonic() + args.deadline
+    while time.monotonic() < deadline and len(done) < len(pulls):
+        time.sleep(0.5)
+    time.sleep(2.0)  # reviews follow the check run
+    stop.set()
+    wall = time.perf_counter() - started
+
+    with fake.lock:
+        reviews: dict[str, int] = {}
+        for review in fake.state.reviews:
+            reviews[review["commit_id"]] = reviews.get(review["commit_id"], 0) + 1
+    lost = [p for p in pulls if p["head"] not in done or p["head"] not in reviews]
+    duplicated = [h for h, n in reviews.items() if n > 1]
+    latency = [done[p["head"]] - sent[p["head"]] for p in pulls if p["head"] in done]
+    noisy_done = sorted(done[p["head"]] for p in noisy if p["head"] in done)
+    behind = [sum(1 for t in noisy_done if t < done[p["head"]]) for p in quiet
+              if p["head"] in done]
+    report = {
+        "installations": args.installations, "pulls": len(pulls),
+        "static_workers": args.static_workers, "dynamic_workers": args.dynamic_workers,
+        "web": "docker/compose.yml web command", "secondary_limit_per_minute": args.limit,
+        "ack_p50_ms": round(statistics.median(ack_ms), 1),
+        "ack_p99_ms": round(percentile(ack_ms, 99), 1),
+        "check_run_p50_s": round(statistics.median(latency), 2) if latency else None,
+        "check_run_p95_s": round(percentile(latency, 95), 2) if latency else None,
+        "wall_s": round(wall, 1),
+        "pulls_per_minute": round(len(done) / wall * 60, 1),
+        "quiet_behind_noisy_median": statistics.median(behind) if behind else None,
+        "quiet_behind_noisy_max": max(behind) if behind else None,
+        "lost": len(lost), "duplicated_reviews": len(duplicated),
+        "rate_limited_403": fake.limited, "calls_before_retry_after": fake.early,
+    }
+    print(f"{len(pulls)} PRs from {args.installations} installations; web: compose's gunicorn; "
+          f"workers: {args.static_workers} static, {args.dynamic_workers} dynamic")
+    print(f"acknowledgement: p50 {report['ack_p50_ms']} ms, p99 {report['ack_p99_ms']} ms  "
+          "(target p99 < 100 ms)")
+    print(f"delivery to completed check run: p50 {report['check_run_p50_s']} s, p95 "
+          f"{report['check_run_p95_s']} s  (target p95 < 10 s); "
+          f"{report['pulls_per_minute']} PRs/min")
+    print(f"fairness: a quiet installation's PR waited behind a median of "
+          f"{report['quiet_behind_noisy_median']} (max {report['quiet_behind_noisy_max']}) of "
+          f"the noisy installation's {len(noisy)}  (target <= 1)")
+    print(f"lost: {report['lost']}, duplicated reviews: {report['duplicated_reviews']}; "
+          f"secondary-limit 403s: {fake.limited}, calls before their Retry-After: {fake.early}")
+    return report
