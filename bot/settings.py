@@ -63,6 +63,10 @@ class Settings:
     reap_after: float = 0.0
     reap_interval: float = 60.0
     retention_days: float = 90.0
+    # Fairness between installations (bot/tasks.py `defer_for_fairness`): an analysis whose
+    # installation already has this many running waits while other installations' analyses
+    # are queued; 0 turns it off
+    installation_concurrency: int = 1
 
     def report_expiry(self, issued: datetime | None = None) -> int:
         """When a link issued for something created at `issued` (default: now) expires."""
@@ -250,4 +254,6 @@ def from_env(env: Mapping[str, str] | None = None, *, defaults: Mapping[str, str
         reap_after=_number(env, "NUMCHECK_REAP_AFTER", 0.0, minimum=0.0),
         reap_interval=_number(env, "NUMCHECK_REAP_INTERVAL", 60.0, minimum=0.1),
         retention_days=_number(env, "NUMCHECK_RETENTION_DAYS", 90.0, minimum=0.01),
+        installation_concurrency=int(_number(env, "NUMCHECK_INSTALLATION_CONCURRENCY", 1,
+                                             minimum=0)),
     )

@@ -25,7 +25,7 @@ from celery import Celery, Task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready, worker_shutdown
 from kombu import Queue
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from bot import outbox
 from bot.broker import TRANSPORT
@@ -300,6 +300,28 @@ def still_wanted(row: Analysis) -> bool:
     return True
 
 
+FAIRNESS_DEFER_SECONDS = 2.0
+
+
+def defer_for_fairness(settings: Settings, row: Analysis) -> bool:
+    """Should this analysis wait its turn? Yes when its installation already has
+    `installation_concurrency` analyses running and another installation's analysis is
+    queued: one installation pushing fifty PRs then holds that many workers, not all of them,
+    and a quiet installation's PR starts next. An installation alone uses every worker."""
+    cap = settings.installation_concurrency
+    if cap <= 0:
+        return False
+    with session_scope(settings.database_url) as s:
+        running = s.scalar(select(func.count()).select_from(Analysis).where(
+            Analysis.installation_id == row.installation_id, Analysis.id != row.id,
+            Analysis.status == "running")) or 0
+        if running < cap:
+            return False
+        waiting = s.scalar(select(func.count()).select_from(Analysis).where(
+            Analysis.installation_id != row.installation_id, Analysis.status == "queued"))
+    return bool(waiting)
+
+
 @celery_app.task(bind=True, name="numcheck.analyze", max_retries=None)
 def analyze_task(self: Task, analysis_id: int, stage: str = "static") -> str:
     from bot import jobs
@@ -313,6 +335,10 @@ def analyze_task(self: Task, analysis_id: int, stage: str = "static") -> str:
     if not still_wanted(row):
         cancel_check_run(row, "Superseded by a newer push or cancelled")
         return "superseded"
+    if stage == "static" and defer_for_fairness(settings, row):
+        celery_app.send_task("numcheck.analyze", args=[analysis_id, stage], queue="static",
+                             task_id=self.request.id, countdown=FAIRNESS_DEFER_SECONDS)
+        return "deferred: its installation is at its share while others wait"
     delivery = begin_delivery(analysis_id)
     if delivery > MAX_DELIVERIES:
         log.error("analysis %s: delivery %s; the %s before never finished, giving up",

@@ -442,3 +442,40 @@ def test_a_delivery_while_the_broker_is_down_is_acknowledged_and_enqueued_later(
             assert message["headers"]["id"] == f"numcheck-analysis-{analysis_id}-static"
         finally:
             clean_redis(redis_url, prefix)
+
+
+def test_an_installation_at_its_share_waits_while_another_is_queued(
+        bound: tuple[Any, FakeGitHub, str]) -> None:
+    """Fairness between installations (bot/tasks.py defer_for_fairness): a noisy
+    installation with one analysis running waits when a quiet one has work queued, and uses
+    every worker when it is alone."""
+    from dataclasses import replace
+
+    from bot.tasks import defer_for_fairness
+
+    settings, _, _ = bound
+    engine = create_engine(settings.database_url)
+
+    def add(installation: int, status: str, number: int) -> Analysis:
+        with Session(engine, expire_on_commit=False) as s:
+            row = Analysis(installation_id=installation, repo=f"o/r{installation}",
+                           pr_number=number, head_sha=f"{number:040d}", status=status,
+                           timings={}, publish_state={})
+            s.add(row)
+            s.commit()
+            return row
+
+    try:
+        add(7, "running", 1)
+        noisy_next = add(7, "queued", 2)
+        assert not defer_for_fairness(settings, noisy_next)  # alone: no one to make room for
+        add(8, "queued", 1)
+        assert defer_for_fairness(settings, noisy_next)
+        quiet = add(8, "queued", 2)
+        assert not defer_for_fairness(settings, quiet)  # the quiet one has nothing running
+        assert not defer_for_fairness(replace(settings, installation_concurrency=2),
+                                      noisy_next)
+        assert not defer_for_fairness(replace(settings, installation_concurrency=0),
+                                      noisy_next)
+    finally:
+        engine.dispose()
