@@ -21,6 +21,7 @@ from analyzers.model import AnalysisResult, Finding, StageError
 from analyzers.pipeline import analyze_diff, scan_paths
 from runners.base import Runner, RunResult
 from runners.local import LocalRunner
+from runners.trusted import trusted_fix
 
 # building the entry, minimising, and the reproducer run: a child Python that imports torch
 # (seconds on a loaded 2-core machine) on top of the search budget
@@ -72,8 +73,9 @@ def scan(paths: list[Path], config: Config, root: Path,
                 result.errors.append(StageError("dynamic", f"could not copy {root}: {exc}"))
             else:
                 job = _job(Path(workspace), result.findings, config, result.repo)
+                sources = _sources(Path(workspace), result.findings)
                 _merge(result, (runner or default_runner()).run(
-                    job, timeout=config.dynamic_timeout))
+                    job, timeout=config.dynamic_timeout), sources)
         result.timings["dynamic"] = round(time.perf_counter() - started, 4)
     return result
 
@@ -107,8 +109,9 @@ def confirm(repo_dir: Path, result: AnalysisResult, config: Config,
             if left_out:
                 result.errors.append(StageError("dynamic", _left_out_sentence(left_out)))
             job = _job(Path(workspace), result.findings, config, result.repo)
+            sources = _sources(Path(workspace), result.findings)  # before the PR's code runs
             run = runner.run(job, timeout=config.dynamic_timeout)
-            _merge(result, run)
+            _merge(result, run, sources)
     except (OSError, subprocess.CalledProcessError, tarfile.TarError, ExportError) as exc:
         result.errors.append(StageError("dynamic", f"could not prepare the workspace: {exc}"))
     result.timings["dynamic"] = round(time.perf_counter() - started, 4)
@@ -207,7 +210,19 @@ def _script_job(config: Config) -> dict[str, Any] | None:
     return None if config.script is None else config.to_json()["script"]
 
 
-def _merge(result: AnalysisResult, run: RunResult) -> None:
+def _sources(workspace: Path, findings: list[Finding]) -> dict[str, str]:
+    """The flagged files as exported, read before the sandbox (which may write the
+    checkout) runs: what trusted fixes are made from (runners/trusted.py)."""
+    sources = {}
+    for path in {f.path for f in findings}:
+        try:
+            sources[path] = (workspace / path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+    return sources
+
+
+def _merge(result: AnalysisResult, run: RunResult, sources: dict[str, str]) -> None:
     by_fingerprint = {f.fingerprint: f for f in result.findings}
     for record in run.records:
         finding = by_fingerprint.get(record.get("fingerprint", ""))
@@ -215,7 +230,7 @@ def _merge(result: AnalysisResult, run: RunResult) -> None:
             continue
         if record.get("stage") == "fix":  # the fix stage's line, after the confirmation's
             if isinstance(record.get("fix"), dict):
-                finding.fix = record["fix"]
+                finding.fix = trusted_fix(record["fix"], finding, sources.get(finding.path))
                 seconds = record["fix"].get("seconds")
                 if isinstance(seconds, int | float) and seconds >= 0:  # part of "dynamic"
                     result.timings["fix"] = round(result.timings.get("fix", 0.0) + seconds, 4)

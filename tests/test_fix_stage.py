@@ -139,7 +139,7 @@ def test_no_candidate_validates_and_the_finding_keeps_its_reproducer(
     # merged into the Finding: confirmed, reproducer kept, the rejections recorded
     finding = finding_from_json(found["log_past_a_wall"])
     analysis = AnalysisResult(".", None, None, {}, findings=[finding])
-    _merge(analysis, result)
+    _merge(analysis, result, {})
     assert finding.status == "confirmed" and finding.reproducer
     assert finding.fix is not None and finding.fix["status"] == "none-validated"
     assert analysis.timings["fix"] == finding.fix["seconds"] > 0

