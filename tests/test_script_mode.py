@@ -409,6 +409,19 @@ def test_a_gradient_only_failure_gets_a_reproducer_that_checks_the_gradient(
      """, {}, "the script exited with status 3 before reaching run.py:5"),
     ("""\
      import torch
+     x = torch.rand(3)
+     exit()
+     y = torch.log(x)  # the op
+     """, {}, "script `run.py` ran to completion without reaching run.py:4"),
+    ("""\
+     import sys
+     import torch
+     x = torch.rand(3)
+     quit(0) if x.sum() < 100 else sys.exit(0)
+     y = torch.log(x)  # the op
+     """, {}, "script `run.py` ran to completion without reaching run.py:5"),
+    ("""\
+     import torch
      y = torch.log(torch.ones(3))  # the op
      """, {}, "no float external value (data batch, random draw) came before it"),
 ])
