@@ -414,6 +414,8 @@ def _fix_stage(job: dict[str, Any], finding: dict[str, Any],
         fix = _fix_timeout(seconds)
     except MemoryError:
         fix = {"status": "error", "reason": "out-of-memory while validating the fixes"}
+    except SystemExit as exc:  # the PR's `exit()` ends the fix stage, not the harness
+        fix = {"status": "error", "reason": f"the code exited with status {exc.code!r}"}
     except Exception as exc:
         # the deadline may strike inside an import or a class body, which wrap it
         fix = _fix_timeout(seconds) if _caused_by(exc, FindingTimeout) else {
@@ -457,8 +459,8 @@ def _harvest(job: dict[str, Any]) -> Any:
 
         targets = [(f["path"], f["function"]) for f in job["findings"]]
         return harvest(Path(job["repo"]), targets, float(job.get("harvest_seconds", 60.0)))
-    except Exception:  # the tests are the PR's code too: any failure leaves synthesis
-        return None
+    except (Exception, SystemExit):  # the tests are the PR's code too: any failure (an
+        return None                   # `exit()` included) leaves synthesis
 
 
 def _own_imports() -> None:
@@ -499,6 +501,9 @@ def main() -> int:
         except MemoryError:
             record = {"fingerprint": finding["fingerprint"], "status": "error",
                       "error": "out-of-memory while running the code"}
+        except SystemExit as exc:  # the PR's `exit()`: it ends this finding, not the harness
+            record = {"fingerprint": finding["fingerprint"], "status": "error",
+                      "error": f"the code exited with status {exc.code!r} before the op ran"}
         except Exception as exc:
             record = {"fingerprint": finding["fingerprint"], "status": "error",
                       "error": f"crashed: {type(exc).__name__}: {exc}",

@@ -192,6 +192,26 @@ def test_deadline_survives_code_that_swallows_exceptions(tmp_path: Path) -> None
     assert run.record("numpy")["status"] == "potential"
 
 
+@pytest.mark.parametrize("ending", ["exit()", "quit()", "import sys\nsys.exit(0)",
+                                    "raise SystemExit"])
+def test_code_that_exits_ends_its_finding_not_the_harness(tmp_path: Path, ending: str) -> None:
+    """A script without a `__main__` guard that ends in `exit()` (status 0) used to end the
+    harness, so every later finding became 'crashed: exited without finishing'."""
+    repo = copy_repo(tmp_path / "repo")
+    (repo / "hpkg" / "exits.py").write_text(
+        "import torch\n\n\ndef log_of_softmax(logits):\n"
+        "    return torch.log(torch.softmax(logits, dim=-1))\n\n\n"
+        f"{ending}\n", encoding="utf-8")
+    run = run_findings(repo, {
+        "exits": ("hpkg/exits.py", "log_of_softmax"),
+        "confirmed": ("hpkg/models.py", "log_of_softmax"),
+    }, timeout=120, search_seconds=1.0)
+    assert run.result.outcome == "ok", run.result.reason
+    assert run.record("exits")["status"] == "error"
+    assert "exited with status" in run.record("exits")["error"]
+    assert run.record("confirmed")["status"] == "confirmed"
+
+
 def test_whole_run_timeout_keeps_the_records_already_finished(tmp_path: Path) -> None:
     """The runner kills the process group at `timeout`; what was flushed before survives."""
     repo = copy_repo(tmp_path / "repo")

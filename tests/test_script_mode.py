@@ -409,6 +409,19 @@ def test_a_gradient_only_failure_gets_a_reproducer_that_checks_the_gradient(
      """, {}, "the script exited with status 3 before reaching run.py:5"),
     ("""\
      import torch
+     x = torch.rand(3)
+     exit()
+     y = torch.log(x)  # the op
+     """, {}, "script `run.py` ran to completion without reaching run.py:4"),
+    ("""\
+     import sys
+     import torch
+     x = torch.rand(3)
+     quit(0) if x.sum() < 100 else sys.exit(0)
+     y = torch.log(x)  # the op
+     """, {}, "script `run.py` ran to completion without reaching run.py:5"),
+    ("""\
+     import torch
      y = torch.log(torch.ones(3))  # the op
      """, {}, "no float external value (data batch, random draw) came before it"),
 ])
@@ -421,3 +434,30 @@ def test_a_script_that_cannot_get_to_the_op_is_a_clear_error(
     assert message in str(raised.value)
     assert time.perf_counter() - started < 5
 
+
+
+def test_a_script_runs_with_python_script_py_semantics(tmp_path: Path) -> None:
+    """`import myutil` from the script's folder, `__main__`, `__file__`, `sys.argv`, and data
+    paths relative to the repository: what `python scripts/train.py --steps 2` gives it."""
+    root = tmp_path / "semantics"
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "scale.txt").write_text("2.0\n", encoding="utf-8")
+    root, name = make_script(root / "scripts", "", "myutil.py")
+    (root / "myutil.py").write_text("def scale():\n    return float(open('data/scale.txt')"
+                                    ".read())\n", encoding="utf-8")
+    root = root.parent
+    make_script(root, """\
+        import os
+        import sys
+        import torch
+        import myutil
+        assert __name__ == "__main__", __name__
+        assert __file__.endswith(os.path.join("scripts", "train.py")), __file__
+        assert sys.argv[1:] == ["--steps", "2"], sys.argv
+        assert os.path.samefile(sys.argv[0], "scripts/train.py"), sys.argv[0]
+        assert sys.path[0] == os.path.dirname(os.path.abspath(__file__)), sys.path[0]
+        x = torch.rand(3) * myutil.scale()
+        y = torch.log(x)  # the op
+        """, "scripts/train.py")
+    entry = build(root, "scripts/train.py", args=("--steps", "2"))
+    assert entry is not None
