@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -26,12 +26,16 @@ from analyzers.dynamic.evaluation import (
     keeps_rows,
     suspect_loss_or_none,
 )
+from analyzers.dynamic.owners import owners
 from analyzers.dynamic.probe import Hit, LineWatch
 from analyzers.dynamic.suspect import CallSite, call_site
-from analyzers.dynamic.tf_backend import _owners
 
-if TYPE_CHECKING:
-    from analyzers.dynamic.entries import Entry
+
+class Entry(Protocol):
+    """What this module needs of entries.Entry (not imported: entries imports this module
+    lazily for its JAX calls)."""
+
+    def call_jax(self, arrays: list[Any]) -> Any: ...
 
 OPERATORS = {"div": ("__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__"),
              "pow": ("__pow__",)}
@@ -133,7 +137,7 @@ class JaxProbe:
         for framework, qualname in spec.qualnames():
             if framework != "jax":
                 continue
-            for owner, attr in _owners(qualname):
+            for owner, attr in owners(qualname):
                 if (id(owner), attr) in seen:
                     continue
                 seen.add((id(owner), attr))
