@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-SUPPORTED_FRAMEWORKS = ("torch", "tensorflow", "keras")  # Keras 3 runs on TensorFlow here
+SUPPORTED_FRAMEWORKS = ("torch", "tensorflow", "keras", "jax")  # Keras 3 runs on TensorFlow here
 # What `confirm` runs on, imported before the checkout is on sys.path (they import torch).
 OWN_IMPORTS = ("analyzers", "analyzers.dynamic.entries", "analyzers.dynamic.localise",
                "analyzers.dynamic.reproducer", "analyzers.dynamic.search")

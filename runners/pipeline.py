@@ -9,12 +9,12 @@ findings.
 from __future__ import annotations
 
 import subprocess
-import tarfile
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from analyzers.config import Config
 from analyzers.model import AnalysisResult, Finding, StageError
@@ -112,16 +112,19 @@ def confirm(repo_dir: Path, result: AnalysisResult, config: Config,
             sources = _sources(Path(workspace), result.findings)  # before the PR's code runs
             run = runner.run(job, timeout=config.dynamic_timeout)
             _merge(result, run, sources)
-    except (OSError, subprocess.CalledProcessError, tarfile.TarError, ExportError) as exc:
+    except (OSError, subprocess.CalledProcessError, ExportError) as exc:
         result.errors.append(StageError("dynamic", f"could not prepare the workspace: {exc}"))
     result.timings["dynamic"] = round(time.perf_counter() - started, 4)
 
 
 # What the dynamic pass exports of the head: a file above FILE_BUDGET that is not Python is
 # left out (a dataset or a checkpoint committed to the repository), and the export stops past
-# HEAD_BUDGET. The archive is read as a stream, so memory does not grow with the head.
+# HEAD_BUDGET. Files are read one at a time from git's object store, so memory does not grow
+# with the head, and a blob the clone lacks (a partial or shallow clone, a large file a
+# mirror left out) costs that file, not the whole dynamic pass.
 FILE_BUDGET = 64 * 2**20
 HEAD_BUDGET = 512 * 2**20
+CHUNK = 1 << 16
 
 
 class ExportError(Exception):
@@ -129,58 +132,96 @@ class ExportError(Exception):
 
 
 def export(repo_dir: Path, ref: str, into: Path, file_budget: int = FILE_BUDGET,
-           head_budget: int = HEAD_BUDGET) -> list[tuple[str, int]]:
-    """`git archive` of the head, streamed into `into`: exactly the committed files, no .git,
-    no local changes. Returns the (path, size) of the files left out for their size."""
-    proc = subprocess.Popen(["git", "-C", str(repo_dir), "archive", "--format=tar", ref],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout is not None
-    left_out: list[tuple[str, int]] = []
+           head_budget: int = HEAD_BUDGET) -> list[tuple[str, str]]:
+    """The head's committed files written into `into` (no .git, no local changes), as
+    `git archive` would. Returns (path, why) for each file left out: too large, or missing
+    from the clone."""
+    listing = subprocess.run(["git", "-C", str(repo_dir), "ls-tree", "-r", "-l", "-z", ref],
+                             check=True, capture_output=True).stdout
+    wanted: list[tuple[str, str, Path, bool]] = []  # (sha, path, target, executable)
+    left_out: list[tuple[str, str]] = []
     total = 0
+    for entry in filter(None, listing.split(b"\0")):
+        meta, _, raw_path = entry.partition(b"\t")
+        mode, kind, sha, size = meta.decode().split()
+        path = raw_path.decode("utf-8", "surrogateescape")
+        if kind != "blob" or mode == "120000":  # submodules and symbolic links stay out
+            continue
+        parts = Path(path).parts
+        if Path(path).is_absolute() or ".." in parts:
+            continue
+        if not size.isdigit():  # git could not read the blob to size it
+            left_out.append((path, "missing from the clone"))
+            continue
+        if int(size) > file_budget and not path.endswith(".py"):
+            left_out.append((path, f"{int(size) / 2**20:.0f} MiB"))
+            continue
+        total += int(size)
+        if total > head_budget:
+            raise ExportError(f"the head's files pass {head_budget // 2**20} MiB; the dynamic "
+                              "pass does not export it")
+        wanted.append((sha, path, into.joinpath(*parts), mode == "100755"))
+    if wanted:
+        left_out += _write_blobs(repo_dir, wanted)
+    return left_out
+
+
+def _write_blobs(repo_dir: Path, wanted: list[tuple[str, str, Path, bool]]) -> \
+        list[tuple[str, str]]:
+    """Each blob through one `git cat-file --batch`, copied to its file in chunks."""
+    missing: list[tuple[str, str]] = []
+    proc = subprocess.Popen(["git", "-C", str(repo_dir), "cat-file", "--batch"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    feeder = threading.Thread(target=_feed_shas, args=(proc.stdin, [w[0] for w in wanted]),
+                              daemon=True)
+    feeder.start()
     try:
-        with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
-            for member in tar:
-                if member.isfile() and member.size > file_budget \
-                        and not member.name.endswith(".py"):
-                    left_out.append((member.name, member.size))
-                    continue
-                total += member.size
-                if total > head_budget:
-                    raise ExportError(f"the head's files pass {head_budget // 2**20} MiB; the "
-                                      "dynamic pass does not export it")
-                tar.extract(member, into, filter="data")
-        while proc.stdout.read(1 << 16):  # the archive's end padding: git exits cleanly
-            pass
-    except tarfile.ReadError as exc:  # git wrote nothing (an unknown ref): say git's reason
-        if proc.wait() != 0:
-            raise subprocess.CalledProcessError(proc.returncode, "git archive",
-                                                stderr=_drained(proc)) from exc
-        raise
+        for _, path, target, executable in wanted:
+            header = proc.stdout.readline().decode().split()
+            if len(header) != 3 or header[1] != "blob":
+                missing.append((path, "missing from the clone"))
+                continue
+            left = int(header[2])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("wb") as out:
+                while left:
+                    chunk = proc.stdout.read(min(CHUNK, left))
+                    if not chunk:
+                        raise OSError("git cat-file ended early")
+                    out.write(chunk)
+                    left -= len(chunk)
+            proc.stdout.read(1)  # the newline after each object
+            if executable:
+                target.chmod(0o755)
     except BaseException:
         proc.kill()
         raise
     finally:
         proc.stdout.close()
-        stderr = _drained(proc)
-        status = proc.wait()
-    if status != 0:
-        raise subprocess.CalledProcessError(status, "git archive", stderr=stderr)
-    return left_out
+        if proc.wait(timeout=30) != 0 and not missing:
+            raise subprocess.CalledProcessError(proc.returncode, "git cat-file --batch")
+        feeder.join(timeout=5)
+    return missing
 
 
-def _drained(proc: subprocess.Popen[bytes]) -> str:
-    if proc.stderr is None or proc.stderr.closed:
-        return ""
-    text = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
-    return text
+def _feed_shas(stdin: IO[bytes], shas: list[str]) -> None:
+    """The object names, written beside the reader so neither pipe fills up."""
+    try:
+        for sha in shas:
+            stdin.write(f"{sha}\n".encode())
+        stdin.close()
+    except (BrokenPipeError, ValueError):
+        pass
 
 
-def _left_out_sentence(left_out: list[tuple[str, int]]) -> str:
-    shown = ", ".join(f"{path} ({size / 2**20:.0f} MiB)" for path, size in left_out[:5])
+def _left_out_sentence(left_out: list[tuple[str, str]]) -> str:
+    shown = ", ".join(f"{path} ({why})" for path, why in left_out[:5])
     more = f" and {len(left_out) - 5} more" if len(left_out) > 5 else ""
-    return (f"left out of the sandbox's copy for their size (over {FILE_BUDGET // 2**20} MiB, "
-            f"not Python): {shown}{more}; code that reads them will fail there")
+    return (f"left out of the sandbox's copy (non-Python files over {FILE_BUDGET // 2**20} "
+            f"MiB, or blobs the clone lacks): {shown}{more}; code that reads them will fail "
+            "there")
 
 
 def _job(workspace: Path, findings: list[Finding], config: Config,

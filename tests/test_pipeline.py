@@ -292,8 +292,8 @@ def test_analyze_reads_head_from_git_not_the_working_tree(git_repo: GitRepoFacto
 
 def test_the_head_is_exported_as_a_stream_leaving_out_large_data(tmp_path: Path) -> None:
     """Six 128 MiB files of zeros (300 KB packed) cost 1.6 GB of memory when the whole
-    `git archive` was held at once. The export streams; a large file that is not Python is
-    left out and named; Python files are always kept."""
+    `git archive` was held at once. The export streams file by file; a large file that is not
+    Python is left out and named; Python files are always kept."""
     import subprocess
     import sys
 
@@ -306,7 +306,7 @@ def test_the_head_is_exported_as_a_stream_leaving_out_large_data(tmp_path: Path)
     into = tmp_path / "head"
     into.mkdir()
     left_out = export(repo.root, "HEAD", into, file_budget=4 * 2**20, head_budget=64 * 2**20)
-    assert sorted(path for path, _ in left_out) == ["data/a.bin", "data/b.bin"]
+    assert sorted(left_out) == [("data/a.bin", "8 MiB"), ("data/b.bin", "8 MiB")]
     assert (into / "pkg/model.py").read_text() == "import torch\n"
     assert (into / "big_module.py").stat().st_size > 9 * 2**20
     assert not (into / "data" / "a.bin").exists() and (into / "small.txt").exists()
@@ -329,3 +329,21 @@ def test_the_head_is_exported_as_a_stream_leaving_out_large_data(tmp_path: Path)
                head_budget=2 * 2**20)
     with pytest.raises(subprocess.CalledProcessError):
         export(repo.root, "no-such-ref", tmp_path / "none")
+
+
+def test_a_blob_the_clone_lacks_costs_that_file_only(tmp_path: Path) -> None:
+    """A mirror that left out large blobs made `git archive` fail, and with it the whole
+    dynamic pass of the PR (jax-md's tests/data/amber_data.tar.gz)."""
+    from runners.pipeline import export
+
+    repo = GitRepo(tmp_path / "repo")
+    repo.write({"pkg/model.py": "import torch\n", "run.sh": "#!/bin/sh\n",
+                "data/big.bin": b"\1" * 1000})
+    (repo.root / "run.sh").chmod(0o755)
+    repo.commit({}, "with an executable")
+    blob = repo.git("rev-parse", "HEAD:data/big.bin")
+    (repo.root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    into = tmp_path / "head"
+    assert export(repo.root, "HEAD", into) == [("data/big.bin", "missing from the clone")]
+    assert (into / "pkg" / "model.py").read_text() == "import torch\n"
+    assert (into / "run.sh").stat().st_mode & 0o111

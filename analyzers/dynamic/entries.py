@@ -91,7 +91,19 @@ class Entry:
                 return self._call(inputs)
         return self._call(inputs)
 
+    def call_jax(self, arrays: Sequence[Any]) -> Any:
+        """A JAX entry's call with the inputs already jnp arrays (jax_backend.py)."""
+        if self.template is not None:
+            it = iter(arrays)
+            args = [next(it) if slot is None else slot for slot in self.template]
+            return self.fn(*args, **self.template_kwargs)
+        return self.fn(*arrays, **self.constants)
+
     def _call(self, inputs: Sequence[torch.Tensor]) -> Any:
+        if self.framework == "jax":  # torch tensors cross into JAX at the call
+            from analyzers.dynamic.jax_backend import to_jax
+
+            return self.call_jax([to_jax(x) for x in inputs])
         if self.weights:
             return call_with_weights(self.fn, self.weights, inputs, self.constants)
         if self.template is not None:
@@ -277,7 +289,7 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
     framework = framework_of(obj)
     return Entry(target, specs, obj, "synthesised", constants=constants, passed=chosen,
                  framework=framework, param_names=_param_names(obj),
-                 device="cpu" if framework == "tensorflow" else device,
+                 device="cpu" if framework in ("tensorflow", "jax") else device,
                  loading=loaded.how, loading_why=loaded.why)
 
 
@@ -381,12 +393,15 @@ def _keras_input_spec(layer: Any) -> InputSpec | None:
 
 
 def framework_of(obj: Any) -> str:
-    """"tensorflow" when the code's module works with TensorFlow/Keras and not PyTorch."""
+    """"tensorflow" when the code's module works with TensorFlow/Keras and not PyTorch,
+    "jax" when it works with JAX and neither of them."""
     module = inspect.getmodule(obj if not isinstance(obj, torch.nn.Module) else type(obj))
     roots = {getattr(v, "__name__", "").split(".", 1)[0] for v in vars(module).values()
              if inspect.ismodule(v)} if module else set()
     if "torch" not in roots and roots & {"tensorflow", "keras", "tf_keras"}:
         return "tensorflow"
+    if not roots & {"torch", "tensorflow", "keras", "tf_keras"} and "jax" in roots:
+        return "jax"
     return "torch"
 
 

@@ -173,6 +173,13 @@ def tensor_code(name: str, x: torch.Tensor, spec: InputSpec, framework: str = "t
             return [f"{name} = tf.constant({values}, dtype={dtype})"]
         return [f"{name} = np.full({shape!r}, {python_literal(layout.base)})",
                 *_assignments(name, layout), f"{name} = tf.constant({name}, dtype={dtype})"]
+    if framework == "jax":  # jax arrays are immutable too: large ones go via numpy
+        dtype = f"jnp.{spec.dtype}"
+        if layout.inline:
+            return [f"{name} = jnp.array({nested_literal(layout.values.tolist())}, "
+                    f"dtype={dtype})"]
+        return [f"{name} = np.full({shape!r}, {python_literal(layout.base)})",
+                *_assignments(name, layout), f"{name} = jnp.array({name}, dtype={dtype})"]
     dtype = f"torch.{spec.dtype}"
     place = "" if device == "cpu" else f", device={device!r}"
     grad = ", requires_grad=True" if spec.is_float else ""
@@ -223,12 +230,13 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
     if entry.weights:  # configured weight ranges: set on the model, not passed (weights.py)
         entry, inputs, weight_lines = split_for_script(entry, inputs)
     tf_mode = entry.framework == "tensorflow"
+    jax_mode = entry.framework == "jax"
     names = _names(entry, len(inputs))
     constructed = entry.is_method or entry.init or (len(parts) == 1 and not _is_function(entry))
     # Keras initialisers follow keras' own seed, not tf.random's
     seeding = ("tf.keras.utils.set_random_seed" if constructed and rebuild is None
                else "tf.random.set_seed") if tf_mode else "torch.manual_seed"
-    body: list[str] = [f"{seeding}({seed})"]
+    body: list[str] = [] if jax_mode else [f"{seeding}({seed})"]
     if rebuild is not None:
         imported = parts[0]
         body.extend(rebuild.lines() if tf_mode else _rebuild_lines(rebuild, seed))
@@ -261,6 +269,9 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         body.append(f"torch.manual_seed({rebuild.call_seed})")
     if tf_mode:
         body.extend(_tf_check(call, names, floats, label, target.checks_gradient))
+    elif jax_mode:
+        body.extend(_jax_check(call, names, arguments, floats, label,
+                               target.checks_gradient))
     else:
         contexts = []  # as Entry.call runs it: on the device, under autocast
         if entry.device != "cpu":
@@ -296,11 +307,14 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         "with python). It fails while the bug is there and passes once it is fixed.",
         '"""',
     ]
-    helpers = TF_HELPERS if tf_mode else TORCH_HELPERS
+    helpers = TF_HELPERS if tf_mode else JAX_HELPERS if jax_mode else TORCH_HELPERS
+    framework_imports = ["import numpy as np", "import tensorflow as tf"] if tf_mode else \
+        ["import jax", "import jax.numpy as jnp", "import numpy as np"] if jax_mode else \
+        ["import torch"]
     lines = [
         *header,
         *(["import base64", "import io", ""] if rebuild is not None and rebuild.state else []),
-        *(["import numpy as np", "import tensorflow as tf"] if tf_mode else ["import torch"]),
+        *framework_imports,
         "",
         *import_lines(module, imported, entry.loading, entry.loading_why),
         "",
@@ -419,7 +433,8 @@ def _replayed_arguments(entry: Entry, names: list[str], body: list[str]) -> str:
 def _is_function(entry: Entry) -> bool:
     import inspect
 
-    return inspect.isfunction(entry.fn) or inspect.ismethod(entry.fn)
+    fn = inspect.unwrap(entry.fn)  # a `jax.jit` / functools.wraps wrapper: the function
+    return inspect.isfunction(fn) or inspect.ismethod(fn)
 
 
 def _tf_check(call: str, names: list[str], floats: list[str], label: str,
@@ -438,6 +453,31 @@ def _tf_check(call: str, names: list[str], floats: list[str], label: str,
     return lines
 
 
+def _jax_check(call: str, names: list[str], arguments: str, floats: list[str], label: str,
+               gradient: bool) -> list[str]:
+    """Run the call with jit off (as the search did), check the output, then the gradient
+    of the outputs' sum with respect to each float input."""
+    lines = ["with jax.disable_jit():", f"    out = {call}({arguments})",
+             f"assert _finite(out), \"{label} makes the output NaN/Inf\""]
+    if gradient and floats:
+        params = ", ".join(names)
+        argnums = tuple(names.index(n) for n in floats)
+        lines += [f"def _total({params}):",
+                  f"    return sum(jnp.sum(t) for t in jax.tree_util.tree_leaves("
+                  f"{call}({arguments})))",
+                  "with jax.disable_jit():",
+                  f"    grads = jax.grad(_total, argnums={argnums!r})({params})"]
+        for i, name in enumerate(floats):
+            lines.append(f"assert bool(jnp.isfinite(grads[{i}]).all()), "
+                         f"\"{label}: the gradient reaching {name} is NaN/Inf\"")
+    return lines
+
+
+JAX_HELPERS = [
+    "def _finite(value):",
+    "    return all(bool(jnp.isfinite(t).all()) for t in jax.tree_util.tree_leaves(value)",
+    "               if jnp.issubdtype(jnp.asarray(t).dtype, jnp.floating))",
+]
 TORCH_HELPERS = [
     "def _tensors(value):",
     "    if isinstance(value, torch.Tensor):",

@@ -213,14 +213,15 @@ def watch_functions(op: str) -> list[tuple[str, str]]:
     import tensorflow as tf  # noqa: F401 (the owners below are its modules)
 
     from analyzers.catalogue import CATALOGUE
-    from analyzers.dynamic.tf_backend import OPERATORS, _owners
+    from analyzers.dynamic.owners import owners
+    from analyzers.dynamic.tf_backend import OPERATORS
 
     spec = CATALOGUE.by_op[op]
     found: dict[tuple[int, str], tuple[str, str]] = {}
     for framework, qualname in spec.qualnames():
         if framework not in ("tensorflow", "keras"):
             continue
-        for owner, attr in _owners(qualname):
+        for owner, attr in owners(qualname):
             path = getattr(owner, "__name__", None)
             if path and sys.modules.get(path) is owner:
                 found.setdefault((id(owner), attr), (path, attr))

@@ -123,6 +123,10 @@ class Searcher:
             from analyzers.dynamic.tf_backend import TFProbe
 
             self.tf_probe = TFProbe(path, lines, op)
+        if entry.framework == "jax":
+            from analyzers.dynamic.jax_backend import JaxProbe
+
+            self.jax_probe = JaxProbe(path, lines, op)
         self.budget = budget or Budget()
         # the harness asks for triggers its reproducer can show (`accepts`); the fix stage's
         # re-search and bench.dynamic count any NaN/Inf the op makes
@@ -149,6 +153,11 @@ class Searcher:
 
             return evaluate_tf(self.tf_probe, self.entry, self.op, self.dtype, list(inputs),
                                want_grad, chunks)
+        if self.entry.framework == "jax":  # gradient-free: want_grad finds no grads
+            from analyzers.dynamic.jax_backend import evaluate_jax
+
+            return evaluate_jax(self.jax_probe, self.entry, self.op, self.dtype, list(inputs),
+                                chunks)
         leaves = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
         self.probe.reset()
         try:

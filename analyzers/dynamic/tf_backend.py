@@ -12,10 +12,8 @@ back, so every search stage serves both frameworks.
 
 from __future__ import annotations
 
-import importlib
 import math
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +23,7 @@ import torch
 from analyzers.catalogue import CATALOGUE
 from analyzers.dtypes import limits
 from analyzers.dynamic.evaluation import Evaluation, chunk_losses, keeps_rows
+from analyzers.dynamic.owners import owners
 from analyzers.dynamic.probe import Hit, LineWatch
 from analyzers.dynamic.suspect import CallSite, call_site
 
@@ -92,7 +91,7 @@ class TFProbe:
         for framework, qualname in spec.qualnames():
             if framework not in ("tensorflow", "keras"):
                 continue
-            for owner, attr in _owners(qualname):
+            for owner, attr in owners(qualname):
                 if (id(owner), attr) in seen:  # tf.sqrt and tf.math.sqrt: one math_ops.sqrt
                     continue
                 seen.add((id(owner), attr))
@@ -111,40 +110,6 @@ class TFProbe:
         for owner, attr, original in reversed(self._patched):
             setattr(owner, attr, original)
         self._patched.clear()
-
-
-def _owners(qualname: str) -> Iterator[tuple[Any, str]]:
-    """Module objects holding this function: `tensorflow.log` lives in tf.compat.v1."""
-    module_path, _, attr = qualname.rpartition(".")
-    candidates = [module_path]
-    if module_path == "tensorflow" or module_path.startswith("tensorflow."):
-        rest = module_path[len("tensorflow"):]
-        candidates.append("tensorflow.compat.v1" + rest)
-    for path in candidates:
-        owner = _resolve(path)
-        function = getattr(owner, attr, None) if owner is not None else None
-        if not callable(function):
-            continue
-        yield owner, attr
-        # where the framework itself looks the function up (math_ops.sqrt for tf.norm)
-        home = sys.modules.get(getattr(function, "__module__", None) or "")
-        name = getattr(function, "__name__", "")
-        if home is not None and home is not owner and name \
-                and getattr(home, name, None) is function:
-            yield home, name
-
-
-def _resolve(path: str) -> Any:
-    parts = path.split(".")
-    try:
-        obj: Any = importlib.import_module(parts[0])
-    except ImportError:
-        return None
-    for part in parts[1:]:
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    return obj
 
 
 def _finite(value: Any) -> bool:

@@ -1,0 +1,238 @@
+"""JAX (CPU) for the dynamic pass: watch an op at a source line, evaluate an entry.
+
+Like TensorFlow, JAX has no dispatch mode to hook, so the probe wraps the op's catalogue
+functions (`jax.numpy.log`, `jax.nn.softmax`, ...) and `jax.Array`'s operators for the time of
+one evaluation. The entry runs under `jax.disable_jit()`: a `@jax.jit` function would
+otherwise run traced, with no concrete operand to inspect at the flagged line.
+Inputs stay torch tensors in the searcher and cross into JAX here. The search is gradient-free
+for JAX entries (no `grads`): the suspect loss is computed from the recorded operand in torch
+(suspect.py), which guides the searcher's sampling, snapping and evolution stages.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from analyzers.catalogue import CATALOGUE
+from analyzers.dynamic.evaluation import (
+    Evaluation,
+    chunk_losses,
+    keeps_rows,
+    suspect_loss_or_none,
+)
+from analyzers.dynamic.owners import owners
+from analyzers.dynamic.probe import Hit, LineWatch
+from analyzers.dynamic.suspect import CallSite, call_site
+
+
+class Entry(Protocol):
+    """What this module needs of entries.Entry (not imported: entries imports this module
+    lazily for its JAX calls)."""
+
+    def call_jax(self, arrays: list[Any]) -> Any: ...
+
+OPERATORS = {"div": ("__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__"),
+             "pow": ("__pow__",)}
+REVERSED = frozenset({"__rtruediv__", "__rfloordiv__"})
+
+
+@dataclass
+class JaxHit:
+    operand: Any
+    output: Any
+    derivative_fails: bool
+    call: CallSite = field(default_factory=CallSite)
+
+
+def to_jax(x: torch.Tensor) -> Any:
+    """A searched input as a jnp array of the same dtype."""
+    import jax.numpy as jnp
+
+    return jnp.asarray(x.detach().cpu().numpy())
+
+
+def to_torch(value: Any) -> Any:
+    """A jax array as a torch tensor (anything else unchanged)."""
+    if _is_array(value):
+        return torch.from_numpy(np.array(value))
+    return value
+
+
+def _is_array(value: Any) -> bool:
+    import jax
+
+    return isinstance(value, jax.Array)
+
+
+def _floating(value: Any) -> bool:
+    return _is_array(value) and np.issubdtype(np.dtype(value.dtype), np.floating)
+
+
+def finite(value: Any) -> bool:
+    """Every float array in a pytree is free of NaN/Inf."""
+    import jax
+
+    return all(bool(np.isfinite(np.asarray(leaf)).all())
+               for leaf in jax.tree_util.tree_leaves(value) if _floating(leaf))
+
+
+def _derivative_fails(original: Callable[..., Any], args: tuple[Any, ...],
+                      kwargs: dict[str, Any], index: int) -> bool:
+    """Is the op's own derivative with respect to its operand non-finite (the `jnp.where`
+    leak: a finite masked output whose backward pass is NaN)?"""
+    import jax
+    import jax.numpy as jnp
+
+    operand = args[index]
+
+    def local(v: Any) -> Any:
+        out = original(*args[:index], v, *args[index + 1:], **kwargs)
+        return sum(jnp.sum(leaf) for leaf in jax.tree_util.tree_leaves(out) if _floating(leaf))
+
+    try:
+        return not finite(jax.grad(local)(operand))
+    except Exception:  # an op JAX cannot differentiate here: no verdict
+        return False
+
+
+@dataclass
+class JaxProbe:
+    path: str
+    lines: frozenset[int]
+    op: str
+    hits: list[JaxHit] = field(default_factory=list)
+    _patched: list[tuple[Any, str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._watch = LineWatch(self.path, self.lines)
+
+    def _wrap(self, original: Callable[..., Any], operand_at: int,
+              name: str) -> Callable[..., Any]:
+        probe = self
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            operand = args[operand_at] if operand_at < len(args) else None
+            if operand is None or not _is_array(operand) or not probe._watch.caller_on_line():
+                return original(*args, **kwargs)
+            out = original(*args, **kwargs)
+            fails = _floating(operand) and finite(operand) and finite(out) \
+                and _derivative_fails(original, args, kwargs, operand_at)
+            probe.hits.append(JaxHit(operand, out, fails,
+                                     call_site(probe.op, name, args, kwargs)))
+            return out
+
+        return watched
+
+    def __enter__(self) -> JaxProbe:
+        import jax
+
+        spec = CATALOGUE.by_op[self.op]
+        seen: set[tuple[int, str]] = set()
+        for framework, qualname in spec.qualnames():
+            if framework != "jax":
+                continue
+            for owner, attr in owners(qualname):
+                if (id(owner), attr) in seen:
+                    continue
+                seen.add((id(owner), attr))
+                original = getattr(owner, attr)
+                self._patched.append((owner, attr, original))
+                setattr(owner, attr, self._wrap(original, spec.operand_index(qualname), attr))
+        array_type = type(jax.numpy.zeros(1))  # ArrayImpl: where the operators live
+        for name in OPERATORS.get(self.op, ()):
+            original = getattr(array_type, name)
+            index = 0 if name in REVERSED or self.op == "pow" else 1
+            self._patched.append((array_type, name, original))
+            setattr(array_type, name, self._wrap(original, index, name))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, attr, original in reversed(self._patched):
+            setattr(owner, attr, original)
+        self._patched.clear()
+
+
+def _torch_hit(hit: JaxHit) -> Hit:
+    from dataclasses import replace
+
+    return Hit(hit.call.func_name, to_torch(hit.operand), to_torch(hit.output),
+               replace(hit.call, others=tuple(to_torch(o) for o in hit.call.others)))
+
+
+def _gradient_fails(entry: Entry, arrays: list[Any]) -> bool:
+    """Does the backward pass of the outputs' sum make an input's gradient NaN/Inf (what
+    the reproducer checks when the output stays finite)?"""
+    import jax
+    import jax.numpy as jnp
+
+    floats = [i for i, a in enumerate(arrays) if _floating(a)]
+    if not floats:
+        return False
+
+    def total(*chosen: Any) -> Any:
+        args = list(arrays)
+        for i, value in zip(floats, chosen, strict=True):
+            args[i] = value
+        out = entry.call_jax(args)
+        return sum(jnp.sum(leaf) for leaf in jax.tree_util.tree_leaves(out) if _floating(leaf))
+
+    try:
+        grads = jax.grad(total, argnums=tuple(range(len(floats))))(*[arrays[i] for i in floats])
+    except Exception:  # an entry JAX cannot differentiate: the gradient shows nothing
+        return False
+    return not finite(grads)
+
+
+def evaluate_jax(probe: JaxProbe, entry: Entry, op: str, dtype: str,
+                 inputs: list[torch.Tensor], chunks: int = 1) -> Evaluation:
+    """One run of a JAX entry under the probe (jit disabled), with the local-derivative
+    check; gradient-free: `grads` stays empty."""
+    import jax
+
+    probe.hits.clear()
+    arrays = [to_jax(x) for x in inputs]
+    try:
+        with jax.disable_jit(), probe:
+            output = entry.call_jax(arrays)
+    except Exception as exc:  # the PR's code may raise on any input
+        return Evaluation(error=f"{type(exc).__name__}: {exc}")
+    kept = bool(inputs) and inputs[0].dim() >= 1 and keeps_rows(to_torch(output),
+                                                                 inputs[0].shape[0])
+    if not probe.hits:
+        return Evaluation(batch_kept=kept)
+    result = Evaluation(reached=True, batch_kept=kept)
+    losses: list[float] = []
+    per_chunk = [math.inf] * chunks if chunks > 1 else []
+    for hit in probe.hits:
+        others = [o for o in hit.call.others if _is_array(o)]
+        operand_ok = finite(hit.operand) and finite(others)
+        if operand_ok and not finite(hit.output):
+            result.forward = True
+        elif operand_ok and hit.derivative_fails:
+            result.backward = True
+        if operand_ok and _floating(hit.operand):
+            torch_hit = _torch_hit(hit)
+            value = suspect_loss_or_none(op, torch_hit.operand, dtype, torch_hit.call)
+            if value is not None:
+                losses.append(float(value.detach().reshape(-1).min()))
+            if per_chunk:
+                for i, v in enumerate(chunk_losses(op, torch_hit, dtype, chunks)):
+                    per_chunk[i] = min(per_chunk[i], v)
+    result.chunk_losses = per_chunk
+    if losses:
+        result.loss = min(losses)
+    if result.forward or result.backward:
+        if not finite(output):
+            result.visible = "output"
+        else:
+            with jax.disable_jit():
+                if _gradient_fails(entry, arrays):
+                    result.visible = "gradient"
+        result.reaches_output = result.visible is not None
+    return result
