@@ -53,13 +53,21 @@ def _pct(n: int, d: int) -> str:
     return f"{n}/{d} ({100 * n / d:.0f} %)" if d else f"{n}/0"
 
 
+def _scrubbed(text: str) -> str:
+    """Reasons quote tracebacks; the stored results must not name this machine's paths."""
+    for path, name in ((sys.prefix, "<venv>"), (sys.base_prefix, "<python>"),
+                       (str(Path(__file__).resolve().parents[2]), "<repo>")):
+        text = text.replace(path, name)
+    return text
+
+
 def _row(s: Scored) -> str:
     if s.state != "reviewed":
-        return f"{s.bug.id:<40} {s.state:<8} {s.reason}"
+        return f"{s.bug.id:<40} {s.state:<8} {_scrubbed(s.reason)}"
     at = f"{s.bug_status or '-':<13}" + ("" if s.op_agrees or not s.flagged else " (other op)")
     row = (f"{s.bug.id:<40} {'flagged' if s.flagged else 'MISSED':<8} {at:<24} "
            f"findings {s.findings:>3}  inline {s.inline:>2}  {s.seconds:6.1f} s")
-    return row + (f"\n    {s.bug_reason[:200]}" if s.bug_reason else "")
+    return row + (f"\n    {_scrubbed(s.bug_reason)[:200]}" if s.bug_reason else "")
 
 
 def summary(rows: Sequence[Scored], dynamic: bool) -> list[str]:
