@@ -19,14 +19,13 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from analyzers.catalogue import CATALOGUE
 from analyzers.dynamic.evaluation import (
     Evaluation,
     chunk_losses,
     keeps_rows,
     suspect_loss_or_none,
 )
-from analyzers.dynamic.owners import owners
+from analyzers.dynamic.owners import patch_op, restore
 from analyzers.dynamic.probe import Hit, LineWatch
 from analyzers.dynamic.suspect import CallSite, call_site
 
@@ -37,9 +36,6 @@ class Entry(Protocol):
 
     def call_jax(self, arrays: list[Any]) -> Any: ...
 
-OPERATORS = {"div": ("__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__"),
-             "pow": ("__pow__",)}
-REVERSED = frozenset({"__rtruediv__", "__rfloordiv__"})
 
 
 @dataclass
@@ -132,30 +128,12 @@ class JaxProbe:
     def __enter__(self) -> JaxProbe:
         import jax
 
-        spec = CATALOGUE.by_op[self.op]
-        seen: set[tuple[int, str]] = set()
-        for framework, qualname in spec.qualnames():
-            if framework != "jax":
-                continue
-            for owner, attr in owners(qualname):
-                if (id(owner), attr) in seen:
-                    continue
-                seen.add((id(owner), attr))
-                original = getattr(owner, attr)
-                self._patched.append((owner, attr, original))
-                setattr(owner, attr, self._wrap(original, spec.operand_index(qualname), attr))
         array_type = type(jax.numpy.zeros(1))  # ArrayImpl: where the operators live
-        for name in OPERATORS.get(self.op, ()):
-            original = getattr(array_type, name)
-            index = 0 if name in REVERSED or self.op == "pow" else 1
-            self._patched.append((array_type, name, original))
-            setattr(array_type, name, self._wrap(original, index, name))
+        self._patched = patch_op(self.op, ("jax",), array_type, self._wrap)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for owner, attr, original in reversed(self._patched):
-            setattr(owner, attr, original)
-        self._patched.clear()
+        restore(self._patched)
 
 
 def _torch_hit(hit: JaxHit) -> Hit:

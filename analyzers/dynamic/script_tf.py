@@ -213,8 +213,7 @@ def watch_functions(op: str) -> list[tuple[str, str]]:
     import tensorflow as tf  # noqa: F401 (the owners below are its modules)
 
     from analyzers.catalogue import CATALOGUE
-    from analyzers.dynamic.owners import owners
-    from analyzers.dynamic.tf_backend import OPERATORS
+    from analyzers.dynamic.owners import OPERATORS, owners
 
     spec = CATALOGUE.by_op[op]
     found: dict[tuple[int, str], tuple[str, str]] = {}

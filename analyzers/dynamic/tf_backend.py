@@ -23,16 +23,13 @@ import torch
 from analyzers.catalogue import CATALOGUE
 from analyzers.dtypes import limits
 from analyzers.dynamic.evaluation import Evaluation, chunk_losses, keeps_rows
-from analyzers.dynamic.owners import owners
+from analyzers.dynamic.owners import patch_op, restore
 from analyzers.dynamic.probe import Hit, LineWatch
 from analyzers.dynamic.suspect import CallSite, call_site
 
 if TYPE_CHECKING:
     from analyzers.dynamic.entries import Entry
 
-OPERATORS = {"div": ("__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__"),
-             "pow": ("__pow__",)}
-REVERSED = frozenset({"__rtruediv__", "__rfloordiv__"})
 
 
 @dataclass
@@ -86,30 +83,11 @@ class TFProbe:
     def __enter__(self) -> TFProbe:
         import tensorflow as tf
 
-        spec = CATALOGUE.by_op[self.op]
-        seen: set[tuple[int, str]] = set()
-        for framework, qualname in spec.qualnames():
-            if framework not in ("tensorflow", "keras"):
-                continue
-            for owner, attr in owners(qualname):
-                if (id(owner), attr) in seen:  # tf.sqrt and tf.math.sqrt: one math_ops.sqrt
-                    continue
-                seen.add((id(owner), attr))
-                original = getattr(owner, attr)
-                index = spec.operand_index(qualname)
-                self._patched.append((owner, attr, original))
-                setattr(owner, attr, self._wrap(original, index, attr))
-        for name in OPERATORS.get(self.op, ()):
-            original = getattr(tf.Tensor, name)
-            index = 0 if name in REVERSED or self.op == "pow" else 1
-            self._patched.append((tf.Tensor, name, original))
-            setattr(tf.Tensor, name, self._wrap(original, index, name))
+        self._patched = patch_op(self.op, ("tensorflow", "keras"), tf.Tensor, self._wrap)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for owner, attr, original in reversed(self._patched):
-            setattr(owner, attr, original)
-        self._patched.clear()
+        restore(self._patched)
 
 
 def _finite(value: Any) -> bool:
