@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -151,6 +151,18 @@ def git_repo(tmp_path: Path) -> GitRepoFactory:
 
     return make
 
+
+
+@pytest.fixture
+def clean_modules(tmp_path: Path) -> Iterator[None]:
+    """Forget the test repository's packages (the top-level names in `tmp_path`) after a test
+    that imported them in this process, and nothing else: dropping a library first imported
+    during the test (torch's lazily loaded submodules) from `sys.modules` crashed the
+    interpreter at the next garbage collection."""
+    yield None
+    roots = {p.stem for p in tmp_path.iterdir()}
+    for name in [n for n in sys.modules if n.split(".")[0] in roots]:
+        del sys.modules[name]
 
 @pytest.fixture(scope="session")
 def numcheck_exe() -> str:

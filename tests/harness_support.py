@@ -64,3 +64,13 @@ def run_script(repo: Path, source: str, timeout: float = 180) -> subprocess.Comp
                               env={**os.environ, "PYTHONPATH": str(repo)})
     finally:
         script.unlink()
+
+
+def confirmed_reproducer(repo: Path, run: Run) -> str:
+    """The run's one finding's reproducer, after checking it is confirmed and that the
+    reproducer fails on its own in a plain python child."""
+    (record,) = [r for r in run.result.records if r.get("stage") is None]
+    assert record["status"] == "confirmed", record
+    check = run_script(repo, record["reproducer"])
+    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+    return str(record["reproducer"])

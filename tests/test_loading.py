@@ -8,11 +8,10 @@ fails on its own in a plain `python` child, the way the search loaded the module
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-from harness_support import Run, run_findings, run_script, write_repo
+from harness_support import confirmed_reproducer, run_findings, run_script, write_repo
 
 from analyzers.dynamic.loading import load
 
@@ -21,25 +20,6 @@ LOSS = ("import torch\n\n\n"
         "    return torch.log(counts / total)\n")
 
 
-def _confirmed_reproducer(repo: Path, run: Run) -> str:
-    """The one finding's reproducer, after checking it is confirmed and that the reproducer
-    fails on its own in a plain python child."""
-    (record,) = [r for r in run.result.records if r.get("stage") is None]
-    assert record["status"] == "confirmed", record
-    check = run_script(repo, record["reproducer"])
-    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
-    return str(record["reproducer"])
-
-
-@pytest.fixture
-def clean_modules(tmp_path: Path) -> object:
-    """Forget the test repository's packages after the test, and nothing else: dropping a
-    library first imported during the test (torch's lazily loaded submodules) from
-    `sys.modules` crashed the interpreter at the next garbage collection."""
-    yield None
-    roots = {p.stem for p in tmp_path.iterdir()}
-    for name in [n for n in sys.modules if n.split(".")[0] in roots]:
-        del sys.modules[name]
 
 
 def test_a_package_init_that_fails_is_skipped(tmp_path: Path, clean_modules: object) -> None:
@@ -109,7 +89,7 @@ def test_parameters_without_defaults_get_a_value_from_their_annotation(
         "    return (p * torch.log(p.abs() + q.abs())).mean()\n")})
     run = run_findings(repo, "kpkg/kl.py", ["kl"], finding_timeout=120, timeout=300,
                        search_seconds=2.0)
-    assert "kl(p, q, log_prob=False, reduction='mean')" in _confirmed_reproducer(repo, run)
+    assert "kl(p, q, log_prob=False, reduction='mean')" in confirmed_reproducer(repo, run)
 
 
 def test_a_module_whose_constructor_needs_sizes_is_built_with_them(
@@ -126,7 +106,7 @@ def test_a_module_whose_constructor_needs_sizes_is_built_with_them(
     run = run_findings(repo, "mpkg/attn.py", ["LinearAttention.forward"], finding_timeout=120,
                        timeout=300, search_seconds=2.0)
     assert "LinearAttention(in_channels=8, out_channels=8, heads=2)" in \
-        _confirmed_reproducer(repo, run)
+        confirmed_reproducer(repo, run)
 
 
 def test_optional_tensors_and_tensors_after_constants_keep_their_defaults(
@@ -143,7 +123,7 @@ def test_optional_tensors_and_tensors_after_constants_keep_their_defaults(
         "    return -(alpha * pos_weight * target * input.sigmoid().log()).mean()\n")})
     run = run_findings(repo, "fpkg/focal.py", ["focal"], finding_timeout=120, timeout=300,
                        search_seconds=2.0)
-    assert "focal(input, target)" in _confirmed_reproducer(repo, run)
+    assert "focal(input, target)" in confirmed_reproducer(repo, run)
 
 
 def test_unannotated_numbers_are_tried_as_scalars(tmp_path: Path, clean_modules: object) -> None:
@@ -185,7 +165,7 @@ def test_the_reproducer_keeps_what_the_failed_import_loaded(tmp_path: Path,
     })
     run = run_findings(repo, "tpkg/kl.py", ["kl"], finding_timeout=120, timeout=300,
                        search_seconds=2.0)
-    assert "without its packages' __init__ files" in _confirmed_reproducer(repo, run)
+    assert "without its packages' __init__ files" in confirmed_reproducer(repo, run)
 
 
 def test_the_fix_stage_loads_a_patched_extracted_module_the_same_way(
@@ -202,7 +182,7 @@ def test_the_fix_stage_loads_a_patched_extracted_module_the_same_way(
         "    return tr_mat.unsqueeze(0)\n")})
     run = run_findings(repo, "wpkg/warp.py", ["normal_transform_pixel"], finding_timeout=120,
                        timeout=300, search_seconds=2.0)
-    assert "(extracted)" in _confirmed_reproducer(repo, run)
+    assert "(extracted)" in confirmed_reproducer(repo, run)
     (fix,) = [r["fix"] for r in run.result.records if r.get("stage") == "fix"]
     assert fix["status"] == "validated", fix
     assert "torch.where(width - 1.0 < 0" in fix["suggestion"]

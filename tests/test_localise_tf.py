@@ -235,7 +235,7 @@ def test_backward_acos_at_one_reaches_inputs_and_the_layers_weight(repo: Path) -
 def test_keras_3_ops_are_confirmed_on_tensorflow(tmp_path: Path) -> None:
     """`keras.ops` calls (Keras 3, whose backend here is TensorFlow) are the catalogue's
     `keras` framework: the dynamic pass runs them rather than leaving them `potential`."""
-    from harness_support import run_findings, run_script, write_repo
+    from harness_support import confirmed_reproducer, run_findings, write_repo
 
     repo = write_repo(tmp_path, {"kpkg/__init__.py": "", "kpkg/norm.py": (
         "from keras import ops\n\n\n"
@@ -244,7 +244,4 @@ def test_keras_3_ops_are_confirmed_on_tensorflow(tmp_path: Path) -> None:
         "    return x * ops.rsqrt(square_sum)\n")})
     run = run_findings(repo, "kpkg/norm.py", ["normalize"], finding_timeout=120, timeout=300,
                        search_seconds=2.0)
-    (record,) = [r for r in run.result.records if r.get("stage") is None]
-    assert record["status"] == "confirmed", record
-    check = run_script(repo, record["reproducer"])
-    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+    confirmed_reproducer(repo, run)
