@@ -25,27 +25,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import secrets
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from app_support import (
     APP_ID,
+    ComposeWeb,
     Worker,
     app_env,
     clean_redis,
-    compose_web_command,
     deliver,
     ensure_redis,
-    free_port,
     make_key,
     postgres_database,
     pull_payload,
@@ -80,7 +76,6 @@ def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     prefix = f"numcheck-scale-{secrets.token_hex(4)}:"
     broker = ensure_redis()
     workers: list[Worker] = []
-    web: subprocess.Popen[bytes] | None = None
     with FakeGitHub(APP_ID, public) as fake, postgres_database() as database:
         fake.secondary_limit = (args.limit, 60.0)
         pulls = _repositories(fake, tmp, args)
@@ -88,21 +83,13 @@ def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                       broker_url=broker, prefix=prefix,
                       NUMCHECK_WORKSPACE_ROOT=str(tmp / "workspaces"))
         try:
-            port = free_port()
-            log = (tmp / "web.log").open("wb")
-            web = subprocess.Popen(compose_web_command(port), env={**os.environ, **env},
-                                   stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
-            url = f"http://127.0.0.1:{port}"
-            _wait_healthy(url, web)
-            for i in range(args.static_workers):
-                workers.append(Worker(env, tmp / f"static-{i}.log", "static").start())
-            for i in range(args.dynamic_workers):
-                workers.append(Worker(env, tmp / f"dynamic-{i}.log", "dynamic").start())
-            report = _load(url, fake, pulls, args)
+            with ComposeWeb(env, tmp / "web.log", tmp) as web:
+                for i in range(args.static_workers):
+                    workers.append(Worker(env, tmp / f"static-{i}.log", "static").start())
+                for i in range(args.dynamic_workers):
+                    workers.append(Worker(env, tmp / f"dynamic-{i}.log", "dynamic").start())
+                report = _load(web.url, fake, pulls, args)
         finally:
-            if web is not None:
-                web.terminate()
-                web.wait(timeout=30)
             for worker in workers:
                 worker.stop()
             clean_redis(broker, prefix)
@@ -131,19 +118,6 @@ def _repositories(fake: FakeGitHub, tmp: Path, args: argparse.Namespace) -> \
                           "head": head, "base": base})
         fake.add_repo(name, repo.root)
     return pulls
-
-
-def _wait_healthy(url: str, web: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=5):
-                return
-        except OSError:
-            if web.poll() is not None:
-                raise RuntimeError("gunicorn exited") from None
-            time.sleep(0.3)
-    raise RuntimeError("the web did not answer in 60 s")
 
 
 def _load(url: str, fake: FakeGitHub, pulls: list[dict[str, Any]],

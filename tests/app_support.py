@@ -310,8 +310,45 @@ def compose_web_command(port: int) -> list[str]:
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+class ComposeWeb:
+    """The compose file's web command in a subprocess on a free local port, answering
+    `/healthz` before `with` returns; stopped (terminated, then killed) on exit."""
+
+    def __init__(self, env: dict[str, str], log_path: Path, cwd: Path) -> None:
+        self.env, self.log_path, self.cwd = {**os.environ, **env}, log_path, cwd
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> ComposeWeb:
+        import urllib.request
+
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(compose_web_command(self.port), env=self.env,
+                                         stdout=log, stderr=subprocess.STDOUT, cwd=self.cwd)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.url}/healthz", timeout=5):
+                    return self
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.__exit__()
+                    raise RuntimeError("the web did not answer /healthz within 60 s:\n"
+                                       + self.log_path.read_text(errors="replace")[-4000:]
+                                       ) from None
+                time.sleep(0.3)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

@@ -32,6 +32,7 @@ from app_support import (
     clean_redis,
     deliver,
     ensure_redis,
+    free_port,
     make_key,
     pull_payload,
     wait_for,
@@ -48,12 +49,6 @@ INSTALLATION = 3
 BASE = {".numcheck.toml": "dynamic = false\ncomment_on = \"potential\"\n",
         "m.py": "import torch\n\n\ndef f(x):\n    return x\n"}
 HEAD = {"m.py": "import torch\n\n\ndef f(x):\n    return torch.log(x)\n"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager
@@ -124,7 +119,7 @@ def test_deliveries_sent_as_the_port_opens_are_reviewed(
     numbers = range(1, 4)
     with FakeGitHub(APP_ID, public) as fake:
         repo = _repo(git_repo, fake, name, numbers)
-        port = _free_port()
+        port = free_port()
         url = f"http://127.0.0.1:{port}"
         with serve(numcheck_exe, tmp_path, fake, key_path, broker, port) as (proc, _, lines):
             deadline = time.monotonic() + 60

@@ -9,9 +9,7 @@ the bind address changed) on real Redis and PostgreSQL, with slow clients attach
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
 import threading
 import time
 import urllib.error
@@ -21,10 +19,9 @@ from pathlib import Path
 
 import pytest
 from app_support import (
+    ComposeWeb,
     app_env,
-    compose_web_command,
     ensure_redis,
-    free_port,
     make_key,
     postgres_database,
 )
@@ -42,34 +39,11 @@ def _get(url: str, timeout: float) -> float:
 @pytest.fixture
 def web(tmp_path: Path) -> Iterator[str]:
     key, _ = make_key(tmp_path)
-    broker = ensure_redis()
-    port = free_port()
     with postgres_database() as database:
-        env = {**os.environ, **app_env(key_path=key, api_url="http://127.0.0.1:9",
-                                       database_url=database, broker_url=broker,
-                                       prefix=f"numcheck-web-{port}-")}
-        log = (tmp_path / "gunicorn.log").open("w")
-        proc = subprocess.Popen(compose_web_command(port), env=env, stdout=log, stderr=log,
-                                cwd=tmp_path)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    _get(f"{url}/healthz", timeout=5)
-                    break
-                except OSError:
-                    assert proc.poll() is None, (tmp_path / "gunicorn.log").read_text()
-                    assert time.monotonic() < deadline, "gunicorn did not answer in 60 s"
-                    time.sleep(0.3)
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-            log.close()
+        env = app_env(key_path=key, api_url="http://127.0.0.1:9", database_url=database,
+                      broker_url=ensure_redis(), prefix=f"numcheck-web-{tmp_path.name}-")
+        with ComposeWeb(env, tmp_path / "gunicorn.log", tmp_path) as server:
+            yield server.url
 
 
 def _trickle(port: int, stop: threading.Event) -> None:
