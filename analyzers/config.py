@@ -316,6 +316,7 @@ class Config:
     harvest_seconds: float = 60.0
     device: str = "auto"  # where the dynamic pass runs the code: auto (CUDA if visible), cpu, cuda
     fix: bool = True  # validate candidate fixes for confirmed findings (in the sandbox)
+    dependencies: bool = True  # install the declared dependencies (wheels) for the sandbox
     runner_image: str | None = None  # the Docker runner's image for this repository
     entries: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
     script: Mapping[str, Any] | None = field(default=None, hash=False)  # script mode
@@ -358,6 +359,8 @@ class Config:
         _choice("device", self.device, _choices("device"), where)
         if not isinstance(self.fix, bool):
             raise ConfigError(f"'fix' in {where} must be true or false")
+        if not isinstance(self.dependencies, bool):
+            raise ConfigError(f"'dependencies' in {where} must be true or false")
         if self.runner_image is not None and (
                 not isinstance(self.runner_image, str) or not self.runner_image.strip()
                 or any(c.isspace() for c in self.runner_image)):
@@ -393,6 +396,7 @@ class Config:
             "harvest_seconds": self.harvest_seconds,
             "device": self.device,
             "fix": self.fix,
+            "dependencies": self.dependencies,
             "runner_image": self.runner_image,
             "entries": [dict(e) for e in self.entries],
             "script": _script_json(self.script),
@@ -530,6 +534,11 @@ CONFIG_KEYS: tuple[KeySpec, ...] = (
             "GPU is visible).", 'device = "cpu"', choices=DEVICES),
     KeySpec("fix", "boolean", "Validate candidate fixes for confirmed findings (`--no-fix` "
             "skips it for one run).", "fix = false"),
+    KeySpec("dependencies", "boolean", "Install the dependencies the repository declares "
+            "(`pyproject.toml`, `setup.cfg`, `setup.py` read without running it, "
+            "`requirements*.txt`) from wheels into a cached environment the sandboxed code "
+            "can import; the worker's own packages (torch, tensorflow, jax) are never "
+            "replaced.", "dependencies = false"),
     KeySpec("runner_image", "string", "The Docker runner's image for this repository (an "
             "image reference without spaces); not set: the worker's default image.",
             'runner_image = "ghcr.io/org/numcheck-runner:1"'),
@@ -618,7 +627,8 @@ APP_KEY_SOURCE: Mapping[str, str] = MappingProxyType({
     "severity": "base", "max_file_bytes": "base", "fail_on": "base", "check_failure": "base",
     "comment_on": "base", "dynamic": "base", "search_seconds": "base",
     "dynamic_timeout": "base", "seed": "base", "harvest": "base", "harvest_seconds": "base",
-    "device": "base", "fix": "base", "runner_image": "base",
+    "device": "base", "fix": "base", "dependencies": "base",
+    "runner_image": "base",
     "entries": "head", "script": "head",
 })
 HEAD_KEYS: tuple[str, ...] = tuple(k for k, v in APP_KEY_SOURCE.items() if v == "head")

@@ -49,6 +49,7 @@ DEFAULT_IMAGE = "ghcr.io/numcheck/runner-cpu:0.1.0"
 DEFAULT_CUDA_IMAGE = "ghcr.io/numcheck/runner-cuda:0.1.0"
 CONTAINER_USER = "10001:10001"  # the `numcheck` user of the runner images
 REPO_MOUNT, WORK_MOUNT, JOB_MOUNT = "/repo", "/work", "/job"
+DEPENDENCIES_MOUNT = "/deps"  # the declared dependencies' folder (runners/dependencies.py)
 SWEEP_GRACE = 60  # seconds past a container's deadline before any worker may remove it
 
 
@@ -68,7 +69,7 @@ def container_env() -> dict[str, str]:
 def container_spec(*, image: str, checkout: str, scratch: str, job_dir: str, run_id: str,
                    worker_id: str, limits: Limits, timeout: float, gpu: bool,
                    gpu_ids: list[str] | None = None, user: str = CONTAINER_USER,
-                   now: float | None = None) -> dict[str, Any]:
+                   now: float | None = None, dependencies: str | None = None) -> dict[str, Any]:
     """The keyword arguments of `client.containers.create()` for one job."""
     now = time.time() if now is None else now
     cpu = limits.cpu_limit(timeout)
@@ -112,6 +113,8 @@ def container_spec(*, image: str, checkout: str, scratch: str, job_dir: str, run
         "detach": True,
         "auto_remove": False,  # removed by the runner once the logs are read
     }
+    if dependencies:  # built with the worker's interpreter: the image must have its Python
+        spec["volumes"][dependencies] = {"bind": DEPENDENCIES_MOUNT, "mode": "ro"}
     if limits.memory_bytes is not None:
         spec["mem_limit"] = limits.memory_bytes
         spec["memswap_limit"] = limits.memory_bytes  # no swap on top of it
@@ -206,14 +209,17 @@ class DockerRunner:
             shutil.copytree(checkout, pristine, symlinks=True)
             shutil.copytree(checkout, scratch, symlinks=True)
             job_dir.mkdir()
+            site = job.get("dependencies")
             inner = {**job, "repo": WORK_MOUNT, "checkout": REPO_MOUNT, "nonce": nonce,
-                     "device": job.get("device", "auto")}
+                     "device": job.get("device", "auto"),
+                     "dependencies": DEPENDENCIES_MOUNT if site else None}
             (job_dir / "job.json").write_text(json.dumps(inner), encoding="utf-8")
             _open_to_container(root)
             spec = container_spec(image=self.image_for(job), checkout=str(pristine),
                                   scratch=str(scratch), job_dir=str(job_dir), run_id=run_id,
                                   worker_id=self.worker_id, limits=self.limits,
-                                  timeout=timeout, gpu=gpu, gpu_ids=self.gpu_ids)
+                                  timeout=timeout, gpu=gpu, gpu_ids=self.gpu_ids,
+                                  dependencies=site)
             isolation["image"] = spec["image"]
             isolation["gpu"] = gpu
             return self._execute(client, spec, nonce, timeout, on_record, isolation)

@@ -38,6 +38,9 @@ OWN_IMPORTS = ("analyzers", "analyzers.dynamic.entries", "analyzers.dynamic.loca
                "analyzers.dynamic.reproducer", "analyzers.dynamic.search")
 
 
+# The declared dependencies' folder when the job has one: the reproducer's child Python gets it
+# too (`_use_dependencies`).
+DEPENDENCY_PATHS: list[str] = []
 _RECORDS: Any = None  # a private duplicate of the original stdout (see _own_stdout)
 
 
@@ -83,8 +86,9 @@ def _run_reproducer(repo: Path, source: str) -> tuple[int | None, str]:
         handle.write(source)
         script = Path(handle.name)
     try:
+        path = os.pathsep.join([str(repo), *DEPENDENCY_PATHS])
         proc = subprocess.run([sys.executable, str(script)], cwd=repo, capture_output=True,
-                              text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(repo)})
+                              text=True, timeout=60, env={**os.environ, "PYTHONPATH": path})
     except subprocess.TimeoutExpired:
         return None, "the reproducer did not finish within 60 s"
     finally:
@@ -481,12 +485,21 @@ def _enter_checkout(repo: str) -> None:
         sys.path.insert(0, root)
 
 
+def _use_dependencies(site: str | None) -> None:
+    """The repository's declared dependencies (runners/dependencies.py), last on sys.path:
+    they add modules and never replace numcheck's own (torch and the rest)."""
+    if site and os.path.isdir(site) and site not in sys.path:
+        sys.path.append(site)
+        DEPENDENCY_PATHS.append(site)
+
+
 def main() -> int:
     job = json.load(sys.stdin)
     _own_stdout()
     nonce = job.get("nonce")
     _own_imports()
     _enter_checkout(job["repo"])
+    _use_dependencies(job.get("dependencies"))
     harvested = _harvest(job)
     confirmed: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (finding, its context)
     for finding in job["findings"]:

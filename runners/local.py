@@ -213,7 +213,8 @@ class LocalRunner:
                 os.chown(workspace, identity[0], identity[1])
                 owners = _take_ownership(repo, identity[0], identity[1])
                 if not isolation.mount:
-                    closed = [p for p in _needed_paths(repo, workspace, str(self.python))
+                    closed = [p for p in _needed_paths(repo, workspace, str(self.python),
+                                                       _dependencies(job))
                               if not _reachable(p, identity[0], identity[1])]
                     if closed:
                         return RunResult("isolation-unavailable", [], "the sandbox user "
@@ -265,7 +266,7 @@ class LocalRunner:
         if identity is None and not isolation.user_namespace:
             rlimits["nproc"] = None  # it would count the worker's own processes too
         python = str(self.python)
-        needed = _needed_paths(repo, workspace, python)
+        needed = _needed_paths(repo, workspace, python, _dependencies(job))
         writable = [str(repo), str(workspace)]
         root = None if new_root is None else {
             "path": str(new_root), "writable": writable, "git": [str(repo / ".git")],
@@ -393,13 +394,22 @@ def _own_root() -> str:
     return str(Path(__file__).resolve().parent.parent)
 
 
-def _needed_paths(repo: Path, workspace: Path, python: str) -> list[str]:
+def _dependencies(job: dict[str, Any]) -> list[Path]:
+    """The declared dependencies' folder of the job (runners/dependencies.py), shown
+    read-only like numcheck's own packages."""
+    site = job.get("dependencies")
+    return [Path(site)] if isinstance(site, str) and os.path.isabs(site) else []
+
+
+def _needed_paths(repo: Path, workspace: Path, python: str,
+                  extra: list[Path] | None = None) -> list[str]:
     """What the sandbox user must reach: the checkout, the workspace, numcheck's code, the
     interpreter and its installation (a venv's python is often a link into a home
-    directory that is closed to other users)."""
+    directory that is closed to other users), and `extra` (the dependencies' folder)."""
     from runners.jail import _shebang
 
-    paths = [repo, workspace, *(Path(_own_root()) / name for name in OWN_PACKAGES)]
+    paths = [repo, workspace, *(Path(_own_root()) / name for name in OWN_PACKAGES),
+             *(extra or [])]
     interpreters = [python, *_shebang(python)[:1]]  # a wrapper script: its interpreter too
     for interpreter in interpreters:
         real = Path(os.path.realpath(interpreter))

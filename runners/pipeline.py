@@ -8,6 +8,7 @@ findings.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tempfile
 import threading
@@ -20,6 +21,7 @@ from analyzers.config import Config
 from analyzers.model import AnalysisResult, Finding, StageError
 from analyzers.pipeline import analyze_diff, scan_paths
 from runners.base import Runner, RunResult
+from runners.dependencies import DependencyError, Environment, prepare
 from runners.local import LocalRunner
 from runners.trusted import trusted_fix
 
@@ -72,10 +74,13 @@ def scan(paths: list[Path], config: Config, root: Path,
             except OSError as exc:
                 result.errors.append(StageError("dynamic", f"could not copy {root}: {exc}"))
             else:
-                job = _job(Path(workspace), result.findings, config, result.repo)
+                runner = runner or default_runner()
+                environment = dependencies(root if whole_root else Path(workspace), config,
+                                           runner, result)
+                job = _job(Path(workspace), result.findings, config, result.repo, environment)
                 sources = _sources(Path(workspace), result.findings)
-                _merge(result, (runner or default_runner()).run(
-                    job, timeout=config.dynamic_timeout), sources)
+                _merge(result, runner.run(job, timeout=config.dynamic_timeout), sources)
+                name_missing(result, environment)
         result.timings["dynamic"] = round(time.perf_counter() - started, 4)
     return result
 
@@ -108,13 +113,43 @@ def confirm(repo_dir: Path, result: AnalysisResult, config: Config,
             left_out = export(repo_dir, result.head or "HEAD", Path(workspace))
             if left_out:
                 result.errors.append(StageError("dynamic", _left_out_sentence(left_out)))
-            job = _job(Path(workspace), result.findings, config, result.repo)
+            environment = dependencies(Path(workspace), config, runner, result)
+            job = _job(Path(workspace), result.findings, config, result.repo, environment)
             sources = _sources(Path(workspace), result.findings)  # before the PR's code runs
             run = runner.run(job, timeout=config.dynamic_timeout)
             _merge(result, run, sources)
+            name_missing(result, environment)
     except (OSError, subprocess.CalledProcessError, ExportError) as exc:
         result.errors.append(StageError("dynamic", f"could not prepare the workspace: {exc}"))
     result.timings["dynamic"] = round(time.perf_counter() - started, 4)
+
+
+def dependencies(checkout: Path, config: Config, runner: Runner,
+                 result: AnalysisResult) -> Environment:
+    """The checkout's declared dependencies, installed for the run (runners/dependencies.py);
+    a failure costs the findings that need a missing package, never the run."""
+    if not config.dependencies:
+        return Environment()
+    started = time.perf_counter()
+    try:
+        environment = prepare(checkout, getattr(runner, "python", None))
+    except (DependencyError, OSError) as exc:
+        result.errors.append(StageError("dependencies", f"not installed: {exc}"))
+        return Environment()
+    result.timings["dependencies"] = round(time.perf_counter() - started, 4)
+    if environment.failed:
+        result.errors.append(StageError("dependencies", environment.failed_sentence()))
+    return environment
+
+
+def name_missing(result: AnalysisResult, environment: Environment) -> None:
+    """A finding that could not import a module is told which declared dependencies could not
+    be installed: the reader then knows what to add to the sandbox's image."""
+    if not environment.failed:
+        return
+    for finding in result.findings:
+        if finding.status == "error" and finding.error and "No module named" in finding.error:
+            finding.error += f" ({environment.failed_sentence()})"
 
 
 # What the dynamic pass exports of the head: a file above FILE_BUDGET that is not Python is
@@ -225,9 +260,12 @@ def _left_out_sentence(left_out: list[tuple[str, str]]) -> str:
 
 
 def _job(workspace: Path, findings: list[Finding], config: Config,
-         repository: str = "") -> dict[str, Any]:
+         repository: str = "", environment: Environment | None = None) -> dict[str, Any]:
+    site = environment.site if environment is not None else None
     return {
         "repo": str(workspace),
+        # the declared dependencies' folder, appended to the job's sys.path (read-only)
+        "dependencies": os.path.realpath(site) if site is not None else None,
         "findings": [f.to_json() for f in findings],
         "entries": [dict(e) for e in config.entries],
         "seed": config.seed,

@@ -97,12 +97,12 @@ class GitRepoFactory(Protocol):
 # test file is in exactly one tier.
 TIERS: dict[str, tuple[str, ...]] = {
     "static": ("test_aliases", "test_app_manifest", "test_bench_realworld", "test_config",
-               "test_corpus", "test_deep_files", "test_diffscope", "test_docs", "test_feeds",
-               "test_imports", "test_report", "test_rules", "test_static_precision",
-               "test_suppression", "test_tiers", "test_trusted"),
+               "test_corpus", "test_declared", "test_deep_files", "test_diffscope",
+               "test_docs", "test_feeds", "test_imports", "test_report", "test_rules",
+               "test_static_precision", "test_suppression", "test_tiers", "test_trusted"),
     "dynamic": ("test_bench_dynamic", "test_bench_static_torch", "test_catalogue", "test_cli",
-                "test_cuda", "test_dynamic", "test_fix_report", "test_fix_stage",
-                "test_fix_transforms", "test_fix_validate", "test_harness",
+                "test_cuda", "test_dependencies", "test_dynamic", "test_fix_report",
+                "test_fix_stage", "test_fix_transforms", "test_fix_validate", "test_harness",
                 "test_harvest_methods", "test_loading", "test_localise", "test_numerics_doc",
                 "test_pipeline", "test_precommit", "test_report_units",
                 "test_reproducer_checks", "test_sandbox", "test_script_mode",

@@ -253,7 +253,8 @@ def test_to_json_is_plain() -> None:
                          "comment_on",
                          "dynamic",
                          "search_seconds", "dynamic_timeout", "seed", "harvest",
-                         "harvest_seconds", "device", "fix", "runner_image", "entries", "script",
+                         "harvest_seconds", "device", "fix", "dependencies", "runner_image",
+                         "entries", "script",
                          "source", "notes"}
 
 

@@ -60,6 +60,12 @@ def test_checkout_read_only_and_a_writable_scratch_copy() -> None:
     assert spec()["working_dir"] == "/work"
 
 
+def test_declared_dependencies_are_mounted_read_only_only_when_there_are_some() -> None:
+    assert "/srv/deps" not in spec()["volumes"]
+    assert spec(dependencies="/srv/deps")["volumes"]["/srv/deps"] == {"bind": "/deps",
+                                                                      "mode": "ro"}
+
+
 def test_unprivileged() -> None:
     built = spec()
     assert built["user"] == "10001:10001" and not built["user"].startswith("0")

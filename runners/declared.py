@@ -1,0 +1,240 @@
+"""The dependencies a repository declares, read without running any of its code.
+
+The dynamic pass imports the PR's modules; most real repositories import something numcheck's
+own environment lacks (`tqdm`, `einops`, `chex`, `decorator`), and the finding then ends in
+"no entry reaches the op". `runners/dependencies.py` installs what is declared here. Reading
+is static on purpose: `setup.py` is parsed, never executed, since it is the PR's code.
+
+Read at the checkout's root:
+- `pyproject.toml`: `[project] dependencies`, its `test`/`tests`/`testing` extras, and Poetry's
+  `[tool.poetry.dependencies]`;
+- `setup.cfg`: `[options] install_requires` and the same extras;
+- `setup.py`: the `install_requires=` and `extras_require=` arguments of `setup()`, where they
+  are literals or module-level names bound to literals (strings, f-strings of such names, lists,
+  tuples, `+`);
+- `requirements*.txt` and `requirements/*.txt`: one requirement per line.
+
+Only plain PEP 508 requirements are kept: a name, extras, version specifiers and a marker.
+What could make pip fetch from elsewhere or build code is refused with a reason: URLs and
+local paths, `-e`, `-r`/`-c` includes, index and other pip options.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+TEST_EXTRAS = ("test", "tests", "testing")
+MAX_FILE_BYTES = 256 * 1024  # a declaration file larger than this is not a declaration
+MAX_REQUIREMENTS = 200
+
+
+@dataclass
+class Declared:
+    """What the checkout declares: `requirements` as (requirement text, file it came from),
+    `rejected` as (line, file, why), and the project's own distribution names (never
+    installed from the index: the checkout is the project)."""
+
+    requirements: list[tuple[str, str]] = field(default_factory=list)
+    rejected: list[tuple[str, str, str]] = field(default_factory=list)
+    project_names: set[str] = field(default_factory=set)
+
+    def add(self, text: str, source: str) -> None:
+        line = text.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            return
+        if line.startswith("-"):
+            self.rejected.append((line, source, "pip options and includes are not followed"))
+            return
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement as exc:
+            self.rejected.append((line, source, f"not a plain requirement ({exc})"))
+            return
+        if requirement.url:
+            self.rejected.append((line, source, "a URL or path requirement; only packages from "
+                                  "the index are installed"))
+            return
+        if len(self.requirements) >= MAX_REQUIREMENTS:
+            self.rejected.append((line, source, f"more than {MAX_REQUIREMENTS} requirements"))
+            return
+        self.requirements.append((str(requirement), source))
+
+    def names(self) -> list[str]:
+        return sorted({canonicalize_name(Requirement(text).name)
+                       for text, _ in self.requirements})
+
+
+def declared_requirements(root: Path) -> Declared:
+    declared = Declared()
+    for name, reader in (("pyproject.toml", _pyproject), ("setup.cfg", _setup_cfg),
+                         ("setup.py", _setup_py)):
+        text = _read(root / name)
+        if text is not None:
+            reader(text, name, declared)
+    for path in sorted([*root.glob("requirements*.txt"), *root.glob("requirements/*.txt")]):
+        text = _read(path)
+        if text is not None:
+            source = path.relative_to(root).as_posix()
+            for line in text.splitlines():
+                declared.add(line, source)
+    own = {canonicalize_name(n) for n in declared.project_names}
+    declared.requirements = [(text, source) for text, source in declared.requirements
+                             if canonicalize_name(Requirement(text).name) not in own]
+    return declared
+
+
+def _read(path: Path) -> str | None:
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _pyproject(text: str, source: str, declared: Declared) -> None:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return
+    project: dict[str, Any] = data["project"] if isinstance(data.get("project"), dict) else {}
+    if isinstance(project.get("name"), str):
+        declared.project_names.add(project["name"])
+    for item in _strings(project.get("dependencies")):
+        declared.add(item, source)
+    extras = project.get("optional-dependencies")
+    if isinstance(extras, dict):
+        for extra in TEST_EXTRAS:
+            for item in _strings(extras.get(extra)):
+                declared.add(item, source)
+    poetry = data.get("tool", {}).get("poetry") if isinstance(data.get("tool"), dict) else None
+    if isinstance(poetry, dict):
+        if isinstance(poetry.get("name"), str):
+            declared.project_names.add(poetry["name"])
+        deps = poetry.get("dependencies")
+        for name, spec in (deps.items() if isinstance(deps, dict) else ()):
+            if name.lower() != "python":
+                declared.add(_poetry_requirement(name, spec), source)
+
+
+def _poetry_requirement(name: str, spec: Any) -> str:
+    """`torch = "^2.0"` and `{version = "~1.2"}` as PEP 508; a caret or tilde keeps its lower
+    bound only (the resolver still has to pick a release that fits numcheck's environment)."""
+    version = spec.get("version") if isinstance(spec, dict) else spec
+    if isinstance(spec, dict) and ("git" in spec or "path" in spec or "url" in spec):
+        return f"-{name} (a git, path or URL source)"  # refused by `add` as an option
+    if not isinstance(version, str) or version.strip() in ("", "*"):
+        return name
+    version = version.strip()
+    if version[0] in "^~" and not version.startswith("~="):
+        return f"{name}>={version.lstrip('^~')}"
+    if version[0].isdigit():
+        return f"{name}=={version}"
+    return f"{name}{version}"
+
+
+def _setup_cfg(text: str, source: str, declared: Declared) -> None:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return
+    if parser.has_option("metadata", "name"):
+        declared.project_names.add(parser.get("metadata", "name").strip())
+    if parser.has_option("options", "install_requires"):
+        for line in parser.get("options", "install_requires").splitlines():
+            declared.add(line, source)
+    if parser.has_section("options.extras_require"):
+        for extra in TEST_EXTRAS:
+            if parser.has_option("options.extras_require", extra):
+                for line in parser.get("options.extras_require", extra).splitlines():
+                    declared.add(line, source)
+
+
+def _setup_py(text: str, source: str, declared: Declared) -> None:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    names: dict[str, Any] = {}
+    for node in tree.body:  # module-level `NAME = literal`, in order
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            value = _literal(node.value, names)
+            if value is not None:
+                names[node.targets[0].id] = value
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and _called(call) == "setup"):
+            continue
+        for keyword in call.keywords:
+            value = _literal(keyword.value, names)
+            if keyword.arg == "name" and isinstance(value, str):
+                declared.project_names.add(value)
+            elif keyword.arg == "install_requires":
+                for item in _strings(value):
+                    declared.add(item, source)
+            elif keyword.arg == "extras_require" and isinstance(value, dict):
+                for extra in TEST_EXTRAS:
+                    for item in _strings(value.get(extra)):
+                        declared.add(item, source)
+
+
+def _called(node: ast.Call) -> str:
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else \
+        func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _literal(node: ast.AST, names: dict[str, Any], depth: int = 0) -> Any:
+    """A literal's value, or None: strings, f-strings of known names, lists and tuples, dicts
+    with string keys, names bound earlier, and `+` of two of these. Nothing is evaluated."""
+    if depth > 20:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            part = _literal(value.value if isinstance(value, ast.FormattedValue) else value,
+                            names, depth + 1)
+            if not isinstance(part, str):
+                return None
+            parts.append(part)
+        return "".join(parts)
+    if isinstance(node, ast.List | ast.Tuple):
+        items = [_literal(e, names, depth + 1) for e in node.elts]
+        return None if any(i is None for i in items) else items
+    if isinstance(node, ast.Dict):
+        out = {}
+        for key, value in zip(node.keys, node.values, strict=True):
+            k = _literal(key, names, depth + 1) if key is not None else None
+            if isinstance(k, str):
+                out[k] = _literal(value, names, depth + 1)
+        return out
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal(node.left, names, depth + 1), _literal(node.right, names,
+                                                                      depth + 1)
+        if isinstance(left, list) and isinstance(right, list):
+            return left + right
+        if isinstance(left, str) and isinstance(right, str):
+            return left + right
+    return None
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [line for line in re.split(r"[\r\n]+", value) if line.strip()]
+    if isinstance(value, list | tuple):
+        return [item for item in value if isinstance(item, str)]
+    return []

@@ -1,0 +1,358 @@
+"""A per-repository environment of declared dependencies, for the dynamic pass.
+
+Real repositories import packages numcheck's environment lacks, and their findings then end in
+"no entry reaches the op". Before the sandboxed run, the dependencies the checkout declares
+(`runners/declared.py`) are installed into a folder of their own, which the job sees read-only
+at the end of its `sys.path`. This is a prepare step on the worker, never inside the sandbox:
+
+- **Wheels only** (`--only-binary :all:`): no `setup.py`, build backend or other code of the
+  PR's or of a package runs at install time. Requirements come as plain names and versions
+  only: no URLs, paths, includes or pip options (`runners/declared.py`).
+- **numcheck's environment wins.** A declared package that the interpreter running the
+  harness already has (torch, tensorflow, jax, numpy) is not installed again, and the resolver
+  is held to the installed versions (`--constraint`). The folder comes after the interpreter's
+  own site-packages on `sys.path`, so it can add modules but never replace one.
+- **Cached** by a hash of the requirements, the interpreter and its installed packages: a
+  second PR of the same repository pays nothing. Entries are built in a temporary folder and
+  renamed into place, so concurrent workers never see half an environment; the least recently
+  used go past `keep`.
+- **Bounded**: a wall-clock limit for all pip calls and a size limit for the folder.
+- A requirement that cannot be installed that way (no wheel for this platform, a conflict
+  with numcheck's environment) is kept with pip's reason, so a finding whose import fails on
+  it can name it (`runners.pipeline`), and function extraction is tried next as before.
+
+Operator settings (environment): `NUMCHECK_DEPENDENCIES` (`install`, the default, or `off`),
+`NUMCHECK_DEPENDENCY_CACHE` (default `~/.cache/numcheck/dependencies`),
+`NUMCHECK_PACKAGE_INDEX` (an index URL, or a folder of wheels for machines without one),
+`NUMCHECK_DEPENDENCY_SECONDS` and `NUMCHECK_DEPENDENCY_BYTES`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from runners.declared import declared_requirements
+
+SITE = "site"
+MANIFEST = "manifest.json"
+FORMAT = 1  # bump when the folder layout or the manifest changes
+RETRY_FAILED_AFTER = 3600.0  # seconds: an environment with failures is rebuilt after this
+ALONE_LIMIT = 40  # requirements resolved one by one when they cannot be resolved together
+# What pip may read of the worker's environment: its own settings, proxies and certificates;
+# never numcheck's or GitHub's secrets.
+PIP_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "SSL_CERT_FILE", "SSL_CERT_DIR",
+                   "REQUESTS_CA_BUNDLE", "http_proxy", "https_proxy", "no_proxy",
+                   "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+
+
+class DependencyError(Exception):
+    """The environment could not be prepared at all (as opposed to one requirement)."""
+
+
+@dataclass(frozen=True)
+class DependencySettings:
+    enabled: bool = True
+    cache: Path = field(default_factory=lambda: Path.home() / ".cache" / "numcheck"
+                        / "dependencies")
+    index: str | None = None  # None: pip's own configuration
+    seconds: float = 300.0
+    max_bytes: int = 2 * 1024**3
+    keep: int = 16
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> DependencySettings:
+        env = os.environ if env is None else env
+        mode = env.get("NUMCHECK_DEPENDENCIES", "install").strip().lower()
+        if mode not in ("install", "off"):
+            raise DependencyError(f"NUMCHECK_DEPENDENCIES must be install or off, not {mode!r}")
+        defaults = cls()
+        try:
+            seconds = float(env.get("NUMCHECK_DEPENDENCY_SECONDS", defaults.seconds))
+            max_bytes = int(env.get("NUMCHECK_DEPENDENCY_BYTES", defaults.max_bytes))
+        except ValueError as exc:
+            raise DependencyError(f"NUMCHECK_DEPENDENCY_SECONDS/BYTES: {exc}") from None
+        cache = env.get("NUMCHECK_DEPENDENCY_CACHE")
+        return cls(enabled=mode == "install",
+                   cache=Path(cache).expanduser() if cache else defaults.cache,
+                   index=env.get("NUMCHECK_PACKAGE_INDEX") or None,
+                   seconds=seconds, max_bytes=max_bytes)
+
+    def index_args(self) -> list[str]:
+        if self.index is None:
+            return []
+        if "://" in self.index:
+            return ["--index-url", self.index]
+        return ["--no-index", "--find-links", str(Path(self.index).expanduser().resolve())]
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What was prepared: `site` (the folder the job appends to sys.path; None when nothing
+    was installed), the pins installed, the declared names numcheck's own environment
+    provides, and (requirement, why) for each that could not be installed."""
+
+    site: Path | None = None
+    installed: tuple[str, ...] = ()
+    provided: tuple[str, ...] = ()
+    failed: tuple[tuple[str, str], ...] = ()
+    cached: bool = False
+    seconds: float = 0.0
+
+    def failed_sentence(self) -> str:
+        shown = "; ".join(f"{req} ({why})" for req, why in self.failed[:6])
+        more = f"; and {len(self.failed) - 6} more" if len(self.failed) > 6 else ""
+        return ("declared dependencies that could not be installed from wheels: "
+                f"{shown}{more}")
+
+
+def prepare(checkout: Path, python: str | None = None,
+            settings: DependencySettings | None = None) -> Environment:
+    """The environment for `checkout`'s declared dependencies, built or taken from the cache.
+    Raises DependencyError when pip cannot run at all; a requirement that fails is recorded."""
+    settings = settings or DependencySettings.from_env()
+    python = python or sys.executable
+    started = time.monotonic()
+    declared = declared_requirements(checkout)
+    if not settings.enabled or not declared.requirements:
+        return Environment()
+    base = installed_distributions(python)
+    wanted, provided = [], []
+    for text, _ in declared.requirements:
+        name = canonicalize_name(Requirement(text).name)
+        if name in base:
+            provided.append(name)
+        elif text not in wanted:
+            wanted.append(text)
+    provided = sorted(set(provided))
+    if not wanted:
+        return Environment(provided=tuple(provided))
+    key = _key(wanted, python, base, settings)
+    entry = settings.cache / key
+    cached = _load(entry)
+    if cached is not None:
+        return Environment(entry / SITE if cached["installed"] else None,
+                           tuple(cached["installed"]), tuple(provided),
+                           tuple((str(r), str(w)) for r, w in cached["failed"]),
+                           True, round(time.monotonic() - started, 3))
+    settings.cache.mkdir(parents=True, exist_ok=True)
+    _check_cache_owner(settings.cache)
+    deadline = started + settings.seconds
+    building = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=settings.cache))
+    try:
+        pins, failed = _resolve(python, wanted, base, settings, building, deadline)
+        installed: list[str] = []
+        if pins:
+            why = _install(python, pins, building / SITE, settings, deadline)
+            if why:
+                failed = [(text, why) for text in wanted if (text, why) not in failed]
+            else:
+                size = _size(building / SITE)
+                if size > settings.max_bytes:
+                    failed = [(text, f"the environment would take {size / 2**20:.0f} MiB, "
+                               f"over the {settings.max_bytes / 2**20:.0f} MiB limit")
+                              for text in wanted]
+                else:
+                    installed = pins
+        if not installed:
+            shutil.rmtree(building / SITE, ignore_errors=True)
+        manifest = {"format": FORMAT, "installed": installed, "failed": failed,
+                    "created": time.time()}
+        (building / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+        _publish(building, entry)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    _evict(settings.cache, settings.keep)
+    return Environment(entry / SITE if installed else None, tuple(installed), tuple(provided),
+                       tuple((r, w) for r, w in failed), False,
+                       round(time.monotonic() - started, 3))
+
+
+def installed_distributions(python: str) -> dict[str, str]:
+    """{canonical name: version} of what `python` can import from its own environment."""
+    code = ("import importlib.metadata as m, json; print(json.dumps("
+            "[[d.metadata['Name'], d.version] for d in m.distributions()]))")
+    try:
+        proc = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True,
+                              timeout=60, env=_pip_env())
+        pairs = json.loads(proc.stdout)
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as exc:
+        raise DependencyError(f"could not list the packages of {python}: {exc}") from None
+    return {canonicalize_name(name): version for name, version in pairs if name}
+
+
+def _key(wanted: list[str], python: str, base: dict[str, str],
+         settings: DependencySettings) -> str:
+    text = json.dumps([FORMAT, sorted(wanted), os.path.realpath(python), sorted(base.items()),
+                       settings.index, settings.max_bytes])
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _load(entry: Path) -> dict[str, Any] | None:
+    try:
+        manifest = json.loads((entry / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        return None
+    if manifest["failed"] and time.time() - float(manifest["created"]) > RETRY_FAILED_AFTER:
+        return None  # a failure may have been the network's: try again
+    if manifest["installed"] and not (entry / SITE).is_dir():
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(entry / MANIFEST)  # recently used: kept by `_evict`
+    return manifest
+
+
+def _check_cache_owner(cache: Path) -> None:
+    """The cache is code the jobs import: it must be this worker's alone to write."""
+    info = cache.stat()
+    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise DependencyError(f"the dependency cache {cache} must belong to this user and be "
+                              "writable by no one else")
+
+
+def _resolve(python: str, wanted: list[str], base: dict[str, str],
+             settings: DependencySettings, work: Path,
+             deadline: float) -> tuple[list[str], list[tuple[str, str]]]:
+    """Pins (name==version) of what pip would install for `wanted` next to the interpreter's
+    own packages; one by one when they cannot be resolved together."""
+    constraints = work / "constraints.txt"
+    constraints.write_text("".join(f"{name}=={version}\n" for name, version in base.items()
+                                   if not version.endswith(".dev0")), encoding="utf-8")
+    pins, why = _dry_run(python, wanted, constraints, settings, work, deadline)
+    if pins is not None:
+        return pins, []
+    if len(wanted) == 1:
+        return [], [(wanted[0], why)]
+    chosen: dict[str, str] = {}
+    failed: list[tuple[str, str]] = []
+    for index, text in enumerate(wanted):
+        if index >= ALONE_LIMIT or time.monotonic() > deadline:
+            failed.append((text, "not tried: the dependency step ran out of time or turns"))
+            continue
+        alone, why = _dry_run(python, [text], constraints, settings, work, deadline)
+        if alone is None:
+            failed.append((text, why))
+            continue
+        for pin in alone:
+            chosen.setdefault(pin.split("==")[0], pin)
+    return sorted(chosen.values()), failed
+
+
+def _dry_run(python: str, wanted: list[str], constraints: Path, settings: DependencySettings,
+             work: Path, deadline: float) -> tuple[list[str] | None, str]:
+    requirements = work / "requirements.txt"
+    requirements.write_text("".join(f"{text}\n" for text in wanted), encoding="utf-8")
+    report = work / "report.json"
+    report.unlink(missing_ok=True)
+    ok, why = _pip(python, ["install", "--dry-run", "--report", str(report),
+                            "--only-binary", ":all:", "--constraint", str(constraints),
+                            *settings.index_args(), "--requirement", str(requirements)],
+                   deadline)
+    if not ok:
+        return None, why.replace(f"-r {requirements}", "the requirements")
+    try:
+        data = json.loads(report.read_text(encoding="utf-8"))
+        pins = [f"{canonicalize_name(item['metadata']['name'])}=={item['metadata']['version']}"
+                for item in data.get("install", [])]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        return None, f"pip's report could not be read: {exc}"
+    return sorted(pins), ""
+
+
+def _install(python: str, pins: list[str], site: Path, settings: DependencySettings,
+             deadline: float) -> str:
+    pinned = site.parent / "pins.txt"
+    pinned.write_text("".join(f"{pin}\n" for pin in pins), encoding="utf-8")
+    ok, why = _pip(python, ["install", "--quiet", "--no-deps", "--only-binary", ":all:",
+                            "--no-warn-script-location", "--target", str(site),
+                            *settings.index_args(), "--requirement", str(pinned)], deadline)
+    return "" if ok else why
+
+
+def _pip(python: str, args: list[str], deadline: float) -> tuple[bool, str]:
+    left = deadline - time.monotonic()
+    if left <= 1:
+        return False, "the dependency step ran out of time"
+    try:
+        proc = subprocess.run([python, "-I", "-m", "pip", *args, "--no-input",
+                               "--disable-pip-version-check"], capture_output=True,
+                              text=True, timeout=left, env=_pip_env(), cwd="/")
+    except subprocess.TimeoutExpired:
+        return False, "pip did not finish within the dependency step's time limit"
+    except OSError as exc:
+        raise DependencyError(f"pip could not run: {exc}") from None
+    if proc.returncode == 0:
+        return True, ""
+    return False, _pip_reason(proc.stdout + "\n" + proc.stderr)  # the conflict's lines:
+                                                                  # stdout
+
+
+def _pip_reason(stderr: str) -> str:
+    """pip's own words, shortened: for a conflict, the lines that say what conflicts (with
+    "(constraint)" meaning numcheck's environment); else the first ERROR line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    if "The conflict is caused by:" in lines:
+        start = lines.index("The conflict is caused by:") + 1
+        cause = [line.replace("The user requested (constraint)", "numcheck's environment has")
+                 for line in lines[start:start + 4] if not line.startswith("To fix")]
+        return f"conflicts with numcheck's environment: {'; '.join(cause)}"[:240]
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    text = errors[0] if errors else lines[-1] if lines else "pip failed"
+    return text.removeprefix("ERROR: ")[:240]
+
+
+def _pip_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k in PIP_ENVIRONMENT or (k.startswith("PIP_") and "PASSWORD" not in k)}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for top, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(top, name)).st_size
+    return total
+
+
+def _publish(building: Path, entry: Path) -> None:
+    """Rename the finished folder into place; a concurrent worker that got there first wins
+    (both built the same thing), and a stale entry (expired failures) is replaced."""
+    if entry.exists() and _load(entry) is None:
+        stale = entry.with_name(f".{entry.name}-stale-{os.getpid()}")
+        with contextlib.suppress(OSError):
+            entry.rename(stale)
+            shutil.rmtree(stale, ignore_errors=True)
+    with contextlib.suppress(OSError):  # another worker published it first
+        building.rename(entry)
+
+
+def _evict(cache: Path, keep: int) -> None:
+    entries = []
+    for child in cache.iterdir():
+        if child.name.startswith(".") or not child.is_dir():
+            continue
+        try:
+            entries.append(((child / MANIFEST).stat().st_mtime, child))
+        except OSError:
+            continue
+    for _, child in sorted(entries, reverse=True)[keep:]:
+        shutil.rmtree(child, ignore_errors=True)

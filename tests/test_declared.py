@@ -1,0 +1,75 @@
+"""What a repository declares it needs, read without running any of its code
+(`runners/declared.py`): the input of the per-repository environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runners.declared import declared_requirements
+
+# ---------------------------------------------------------------- what is declared
+
+
+def test_each_declaration_file_is_read(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "mylib"\ndependencies = ["einops>=0.6", "numpy"]\n'
+        '[project.optional-dependencies]\ntest = ["pytest-mock"]\ndocs = ["sphinx"]\n')
+    (tmp_path / "setup.cfg").write_text(
+        "[metadata]\nname = mylib\n[options]\ninstall_requires =\n    chex\n    decorator\n")
+    (tmp_path / "requirements.txt").write_text("tqdm  # progress bars\n\n# a comment\n")
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements" / "test.txt").write_text("graphviz==0.20\n")
+    declared = declared_requirements(tmp_path)
+    assert [text for text, _ in declared.requirements] == [
+        "einops>=0.6", "numpy", "pytest-mock", "chex", "decorator", "graphviz==0.20", "tqdm"]
+    assert dict(declared.requirements)["chex"] == "setup.cfg"
+    assert dict(declared.requirements)["graphviz==0.20"] == "requirements/test.txt"
+    assert "sphinx" not in declared.names()  # only the test extras
+
+
+def test_setup_py_is_read_as_a_literal_and_never_run(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    (tmp_path / "setup.py").write_text(
+        "import os\n"
+        f"open({str(marker)!r}, 'w').close()\n"
+        '_jax = ">=0.4.14"\n'
+        'BASE = ["tqdm", f"jax{_jax}"]\n'
+        "setup(name='numpyro', install_requires=BASE + ['multipledispatch', compute()],\n"
+        "      extras_require={'test': ['pyro-api>=0.1.1'], 'doc': ['sphinx']})\n")
+    declared = declared_requirements(tmp_path)
+    assert not marker.exists()
+    # the list with a call in it is not a literal: nothing of it is guessed
+    assert [text for text, _ in declared.requirements] == ["pyro-api>=0.1.1"]
+    (tmp_path / "setup.py").write_text(
+        '_jax = ">=0.4.14"\nBASE = ["tqdm", f"jax{_jax}"]\n'
+        "setup(name='numpyro', install_requires=BASE + ['numpyro', 'multipledispatch'])\n")
+    declared = declared_requirements(tmp_path)
+    assert [text for text, _ in declared.requirements] == ["tqdm", "jax>=0.4.14",
+                                                           "multipledispatch"]
+    assert declared.project_names == {"numpyro"}  # the checkout is the project
+
+
+def test_what_could_fetch_from_elsewhere_is_refused_with_a_reason(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text(
+        "-e .\n--index-url https://evil.example/simple\n-r other.txt\n"
+        "mypkg @ git+https://evil.example/mypkg.git\n./vendor/pkg\nok-pkg<2\n")
+    (tmp_path / "other.txt").write_text("never-read\n")
+    declared = declared_requirements(tmp_path)
+    assert [text for text, _ in declared.requirements] == ["ok-pkg<2"]
+    reasons = {line: why for line, _, why in declared.rejected}
+    assert "pip options" in reasons["--index-url https://evil.example/simple"]
+    assert "URL or path" in reasons["mypkg @ git+https://evil.example/mypkg.git"]
+    assert "not a plain requirement" in reasons["./vendor/pkg"]
+    assert "-r other.txt" in reasons
+
+
+def test_poetry_dependencies_become_requirements(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.poetry]\nname = "x"\n[tool.poetry.dependencies]\npython = "^3.9"\n'
+        'einops = "^0.6"\nrich = "*"\nattrs = {version = "~23.1"}\n'
+        'mine = {git = "https://evil.example/mine.git"}\n')
+    declared = declared_requirements(tmp_path)
+    assert [text for text, _ in declared.requirements] == ["einops>=0.6", "rich",
+                                                           "attrs>=23.1"]
+    assert [line for line, _, _ in declared.rejected] == [
+        "-mine (a git, path or URL source)"]

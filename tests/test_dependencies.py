@@ -1,0 +1,163 @@
+"""A repository's declared dependencies (tests/test_declared.py) installed from wheels into
+a cached folder with real pip against an index on disk (`runners/dependencies.py`), and
+imported by the sandboxed run (`runners.pipeline.analyze`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import GitRepoFactory
+from dependency_support import make_sdist, make_wheel
+
+from analyzers.config import Config
+from runners.dependencies import DependencyError, DependencySettings, prepare
+from runners.pipeline import analyze
+
+# ---------------------------------------------------------------- installing them
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Path:
+    """An index on disk: tinydep (needs tinybase), tinybase, needsoldnumpy (needs numpy<1),
+    and evilsrc, a source archive only, whose setup.py would write a marker."""
+    folder = tmp_path / "index"
+    make_wheel(folder, "tinydep", "1.2", {"tinydep/__init__.py":
+                                         "from tinybase import BASE\nSCALE = BASE * 2.0\n"},
+               requires=["tinybase>=1"])
+    make_wheel(folder, "tinybase", "1.0", {"tinybase/__init__.py": "BASE = 0.5\n"})
+    make_wheel(folder, "needsoldnumpy", "1.0", {"needsoldnumpy/__init__.py": ""},
+               requires=["numpy<1"])
+    make_sdist(folder, "evilsrc", "1.0",
+               f"open({str(tmp_path / 'built')!r}, 'w').close()\n"
+               "from setuptools import setup\nsetup(name='evilsrc', version='1.0')\n")
+    return folder
+
+
+def settings(tmp_path: Path, index: Path, **changes: object) -> DependencySettings:
+    return DependencySettings(cache=tmp_path / "cache", index=str(index), seconds=120,
+                              **changes)  # type: ignore[arg-type]
+
+
+def test_declared_wheels_are_installed_once_and_cached(tmp_path: Path, index: Path) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "requirements.txt").write_text("tinydep>=1\nnumpy<1.0\n")
+    env = prepare(checkout, settings=settings(tmp_path, index))
+    assert env.installed == ("tinybase==1.0", "tinydep==1.2")  # with what it needs
+    assert env.provided == ("numpy",)  # numcheck's own numpy is never replaced
+    assert env.failed == () and not env.cached
+    assert env.site is not None and (env.site / "tinydep" / "__init__.py").is_file()
+    assert not (env.site / "numpy").exists()
+    again = prepare(checkout, settings=settings(tmp_path, index))
+    assert again.cached and again.site == env.site and again.installed == env.installed
+    assert again.seconds < env.seconds
+
+
+def test_what_cannot_come_from_a_wheel_is_named_and_never_built(tmp_path: Path,
+                                                                index: Path) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "requirements.txt").write_text("tinydep\nevilsrc\nneedsoldnumpy\nnosuchpkg\n")
+    env = prepare(checkout, settings=settings(tmp_path, index))
+    assert not (tmp_path / "built").exists()  # the source archive's setup.py never ran
+    failed = dict(env.failed)
+    assert set(failed) == {"evilsrc", "needsoldnumpy", "nosuchpkg"}
+    assert "evilsrc" in failed["evilsrc"] and "nosuchpkg" in failed["nosuchpkg"]
+    assert "numpy" in failed["needsoldnumpy"]  # held to numcheck's numpy: a conflict
+    assert env.installed == ("tinybase==1.0", "tinydep==1.2")  # the rest still comes
+    assert "could not be installed from wheels: " in env.failed_sentence()
+
+
+def test_nothing_declared_or_switched_off_installs_nothing(tmp_path: Path,
+                                                          index: Path) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    assert prepare(checkout, settings=settings(tmp_path, index)).site is None
+    (checkout / "requirements.txt").write_text("tinydep\n")
+    off = settings(tmp_path, index, enabled=False)
+    assert prepare(checkout, settings=off).site is None
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_cache_others_can_write_is_refused(tmp_path: Path, index: Path) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "requirements.txt").write_text("tinydep\n")
+    (tmp_path / "cache").mkdir(mode=0o777)
+    os.chmod(tmp_path / "cache", 0o777)
+    with pytest.raises(DependencyError, match="writable by no one else"):
+        prepare(checkout, settings=settings(tmp_path, index))
+
+
+def test_operator_settings_come_from_the_environment(tmp_path: Path) -> None:
+    read = DependencySettings.from_env({"NUMCHECK_DEPENDENCIES": "off",
+                                        "NUMCHECK_DEPENDENCY_CACHE": str(tmp_path),
+                                        "NUMCHECK_PACKAGE_INDEX": "https://pypi.example/simple",
+                                        "NUMCHECK_DEPENDENCY_SECONDS": "30"})
+    assert not read.enabled and read.cache == tmp_path and read.seconds == 30
+    assert read.index_args() == ["--index-url", "https://pypi.example/simple"]
+    assert DependencySettings(index=str(tmp_path)).index_args() == [
+        "--no-index", "--find-links", str(tmp_path.resolve())]
+    with pytest.raises(DependencyError, match="install or off"):
+        DependencySettings.from_env({"NUMCHECK_DEPENDENCIES": "maybe"})
+
+
+# ---------------------------------------------------------------- the sandboxed run imports them
+
+MODEL = """\
+import torch
+import tinydep
+
+try:  # the job must not be able to change what every later job imports
+    with open(tinydep.__file__, "a") as handle:
+        handle.write("TAMPERED = True\\n")
+except OSError:
+    pass
+
+
+def scaled_log(x: torch.Tensor) -> torch.Tensor:
+    return torch.log(x) * tinydep.SCALE
+"""
+
+
+def test_a_finding_behind_a_declared_import_is_confirmed(
+        git_repo: GitRepoFactory, tmp_path: Path, index: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = git_repo({"requirements.txt": "tinydep\n", "model.py": "import torch\n"},
+                    {"model.py": MODEL})
+    monkeypatch.setenv("NUMCHECK_PACKAGE_INDEX", str(index))
+    monkeypatch.setenv("NUMCHECK_DEPENDENCY_CACHE", str(tmp_path / "cache"))
+    config = Config(search_seconds=2.0, fix=False, harvest=False, dynamic_timeout=240)
+    result = analyze(repo.root, "main", "feature", config)
+    [finding] = result.findings
+    assert finding.status == "confirmed", (finding.error, result.errors)
+    assert "dependencies" in result.timings
+    [installed] = (tmp_path / "cache").glob("*/site/tinydep/__init__.py")
+    assert "TAMPERED" not in installed.read_text()  # read-only for the job
+
+    off = analyze(repo.root, "main", "feature", Config(
+        search_seconds=2.0, fix=False, harvest=False, dynamic_timeout=240, dependencies=False))
+    assert off.findings[0].status == "error"
+    assert "tinydep" in (off.findings[0].error or "")
+
+
+def test_an_import_that_could_not_be_installed_names_why(
+        git_repo: GitRepoFactory, tmp_path: Path, index: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    model = MODEL.replace("tinydep", "nosuchpkg")
+    repo = git_repo({"requirements.txt": "nosuchpkg\n", "model.py": "import torch\n"},
+                    {"model.py": model})
+    monkeypatch.setenv("NUMCHECK_PACKAGE_INDEX", str(index))
+    monkeypatch.setenv("NUMCHECK_DEPENDENCY_CACHE", str(tmp_path / "cache"))
+    result = analyze(repo.root, "main", "feature", Config(
+        search_seconds=1.0, fix=False, harvest=False, dynamic_timeout=240))
+    [finding] = result.findings
+    assert finding.status == "error"
+    assert "No module named 'nosuchpkg'" in (finding.error or "")
+    assert "could not be installed from wheels: nosuchpkg" in (finding.error or "")
+    stage = [e for e in result.errors if e.stage == "dependencies"]
+    assert stage and "nosuchpkg" in stage[0].message
+    assert json.dumps(result.to_json())  # still a plain result
