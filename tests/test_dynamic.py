@@ -405,7 +405,7 @@ def test_synthesise_keeps_non_tensor_defaults_as_constants() -> None:
 
 
 @pytest.mark.parametrize(("function", "message"), [
-    # an int, bool, float, Optional or Literal parameter gets a value (entries.constant_for);
+    # an int, bool, float, Optional or Literal parameter gets a value (signatures.constant_for);
     # a str has none to give
     ("needs_label", r"parameter 'label' \(str\) has no default and is not a tensor"),
     ("nothing_to_search", r"no tensor parameters"),
@@ -439,7 +439,7 @@ def test_synthesise_module_method_from_its_first_layer() -> None:
 
 
 def test_synthesise_module_needing_constructor_arguments_asks_for_init() -> None:
-    # a size it makes up (entries.constructor_args); another module it cannot
+    # a size it makes up (signatures.constructor_args); another module it cannot
     entry = synthesise(FIXTURES, ENTRIES, "NeedsArgs.forward", 0)
     assert entry.init == {"width": 8} and entry.specs[0].shape[-1] == 8
     with pytest.raises(EntryError, match=r"NeedsEncoder\(\) needs constructor arguments.*`init`"):

@@ -158,7 +158,7 @@ def test_training_script_bugs_are_confirmed_by_steering_external_values(
         div.reproducer
 
     # a module the script never reaches within its per-run limit is still reached: the
-    # synthesised call builds it with a size for its `dim: int` (entries.constructor_args)
+    # synthesised call builds it with a size for its `dim: int` (signatures.constructor_args)
     sqrt = found["scriptpkg/model.py", "sqrt"]
     assert sqrt.status == "confirmed", sqrt.error
     assert sqrt.trigger is not None and sqrt.trigger["box"]["source"] == "synthesised"

@@ -8,7 +8,6 @@ sandboxed harness: it imports the PR's code.
 
 from __future__ import annotations
 
-import ast
 import importlib
 import inspect
 import re
@@ -21,20 +20,20 @@ from typing import Any, Literal
 import torch
 
 from analyzers.dynamic.loading import load
+from analyzers.dynamic.objects import object_inputs
+from analyzers.dynamic.signatures import (
+    DEFAULT_BATCH,
+    EntryError,
+    constructor_args,
+    specs_from_signature,
+)
 from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec
 from analyzers.dynamic.weights import call_with_weights, with_weights
 
 EntrySource = Literal["config", "harvested", "synthesised", "script"]
-TENSOR_HINT = re.compile(r"Tensor|ndarray|Array|Float\[|Int\[|Shaped\[")
-JAXTYPING_DIMS = re.compile(r"""\[\s*[\w.]+\s*,\s*["']([^"']*)["']\s*\]""")
-DEFAULT_BATCH, DEFAULT_FEATURES = 4, 8
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
                 "float64": torch.float64, "int64": torch.int64, "int32": torch.int32,
                 "bool": torch.bool}
-
-
-class EntryError(Exception):
-    """No way to call the code; the message says what to configure."""
 
 
 @dataclass(frozen=True)
@@ -285,7 +284,7 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
         if inspect.isclass(owner):
             entry = _method_entry(owner, parts[-1], target, seed, device)
             return replace(entry, loading=loaded.how, loading_why=loaded.why)
-    specs, constants, chosen = _specs_from_signature(obj, None, shape)
+    specs, constants, chosen = specs_from_signature(obj, None, shape)
     framework = framework_of(obj)
     return Entry(target, specs, obj, "synthesised", constants=constants, passed=chosen,
                  framework=framework, param_names=_param_names(obj),
@@ -308,41 +307,11 @@ def _enclosing_function(module: Any, parts: list[str]) -> tuple[str, Any] | None
     return None
 
 
-_SIZE_NAME = re.compile(r"(^|_)(channels|dim|dims|features|size|hidden|width|d_model|embed)"
-                        r"(_|$)|^(in|out|n|num)_")
-
-
-def constructor_args(owner: type) -> dict[str, Any]:
-    """Values for an nn.Module's constructor parameters that have no default: an `int` or a
-    parameter named like a size (`in_channels`, `dim`, `hidden_size`) is 8, two for heads;
-    otherwise what `constant_for` gives from the annotation. Those it cannot fill are left
-    out, and the constructor's own error says which."""
-    try:
-        signature = inspect.signature(owner)
-    except (TypeError, ValueError):
-        return {}
-    args: dict[str, Any] = {}
-    for param in signature.parameters.values():  # the class's signature has no `self`
-        if param.default is not inspect.Parameter.empty or param.kind in (
-                param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        text = annotation_text(param)
-        if "head" in param.name:
-            args[param.name] = 2
-        elif text == "int" or (not text and _SIZE_NAME.search(param.name)):
-            args[param.name] = 8
-        else:
-            found, value = constant_for(text)
-            if found:
-                args[param.name] = value
-    return args
-
-
 def _method_entry(owner: type, method: str, target: str, seed: int, device: str) -> Entry:
     if framework_of(owner) == "tensorflow" and callable(getattr(owner, "build", None)):
         return _keras_entry(owner, method, target, seed)
     if not issubclass(owner, torch.nn.Module):
-        raise EntryError(f"{owner.__name__} is not an nn.Module; configure an entry")
+        return _object_entry(owner, method, target, seed, device)
     torch.manual_seed(seed)
     init = constructor_args(owner)
     try:
@@ -352,10 +321,21 @@ def _method_entry(owner: type, method: str, target: str, seed: int, device: str)
                          "configure an entry with `init`") from exc
     first = _first_layer_spec(instance)
     bound = getattr(_place(instance, device), method)
-    specs, constants, chosen = _specs_from_signature(bound, first)
+    specs, constants, chosen = specs_from_signature(bound, first)
     return Entry(target, specs, bound, "synthesised", constants=constants, passed=chosen,
                  init=init, is_method=True,
                  param_names=_param_names(bound), device=device)
+
+
+def _object_entry(owner: type, member: str, target: str, seed: int, device: str) -> Entry:
+    """A member of a plain class (a distribution, a kernel, a metric): objects.py."""
+    framework = framework_of(owner)
+    torch.manual_seed(seed)
+    _seed_tensorflow(framework, seed)
+    found = object_inputs(owner, member, framework)
+    return Entry(target, found.specs, found.call, "synthesised", constants=found.constants,
+                 passed=found.chosen, framework=framework, param_names=found.param_names,
+                 device="cpu" if framework in ("tensorflow", "jax") else device)
 
 
 def _keras_entry(owner: type, method: str, target: str, seed: int) -> Entry:
@@ -370,7 +350,7 @@ def _keras_entry(owner: type, method: str, target: str, seed: int) -> Entry:
     except TypeError as exc:
         raise EntryError(f"{owner.__name__}() needs constructor arguments ({exc}); "
                          "configure an entry with `init`") from exc
-    specs, constants, chosen = _specs_from_signature(instance.call,
+    specs, constants, chosen = specs_from_signature(instance.call,
                                                      _keras_input_spec(instance))
     return Entry(target, specs, instance, "synthesised", constants=constants, passed=chosen,
                  is_method=True,
@@ -445,102 +425,6 @@ def _first_layer_spec(module: torch.nn.Module) -> InputSpec | None:
         if isinstance(layer, torch.nn.RNNBase):
             return default_spec((DEFAULT_BATCH, 8, layer.input_size))
     return None
-
-
-def _specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
-                          shape: tuple[int, ...] | None = None) -> \
-        tuple[list[InputSpec], dict[str, Any], dict[str, Any]]:
-    """(input specs, keyword constants, the constants numcheck chose for parameters without
-    a default, which the reproducer must pass)."""
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError) as exc:
-        raise EntryError(f"cannot read the signature of {fn!r}: {exc}") from exc
-    specs: list[InputSpec] = []
-    constants: dict[str, Any] = {}
-    chosen: dict[str, Any] = {}
-    for param in signature.parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        annotation = annotation_text(param)
-        tensorish = bool(TENSOR_HINT.search(str(annotation))) or (
-            not annotation and param.default is inspect.Parameter.empty)
-        if not tensorish:
-            if param.default is inspect.Parameter.empty:
-                found, value = constant_for(str(annotation))
-                if not found:
-                    raise EntryError(f"parameter {param.name!r} ({annotation}) has no default "
-                                     "and is not a tensor; configure an entry")
-                chosen[param.name] = value
-            constants[param.name] = chosen.get(param.name, param.default)
-            continue
-        if param.default is not inspect.Parameter.empty and (param.default is None or constants):
-            # `pos_weight: Optional[Tensor] = None` is called without it, as callers do; and a
-            # tensor after a keyword-passed constant cannot be passed by position
-            continue
-        if param.kind is param.KEYWORD_ONLY:
-            raise EntryError(f"keyword-only tensor parameter {param.name!r}; configure an "
-                             "entry")
-        if constants:
-            raise EntryError(f"tensor parameter {param.name!r} follows a non-tensor one "
-                             f"({next(iter(constants))!r}) and has no default; configure an "
-                             "entry")
-        annotated = JAXTYPING_DIMS.search(str(annotation)) is not None
-        specs.append(first if first is not None and not specs else
-                     default_spec(shape if shape is not None and not annotated
-                                  else _shape_from_annotation(str(annotation))))
-    if not specs:
-        raise EntryError("no tensor parameters to search over; configure an entry")
-    return specs, constants, chosen
-
-
-def annotation_text(param: inspect.Parameter) -> str:
-    """A parameter's annotation as text: a string annotation as written, a class by name,
-    a typing form by its repr without `typing.` (`Optional[Literal['a', 'b']]`)."""
-    annotation = param.annotation
-    if annotation is inspect.Parameter.empty:
-        return ""
-    if isinstance(annotation, str):
-        return annotation
-    if isinstance(annotation, type):
-        return annotation.__name__
-    return repr(annotation).replace("typing.", "")
-
-
-_LITERAL = re.compile(r"Literal\[\s*('[^']*'|\"[^\"]*\"|-?\d+(?:\.\d+)?|True|False|None)")
-
-
-def constant_for(annotation: str) -> tuple[bool, Any]:
-    """(found, value) for a non-tensor parameter without a default, from its annotation:
-    the first choice of a `Literal[...]`, None for an `Optional`, False for a `bool`, 1 for
-    an `int`, 1.0 for a `float`. The reproducer passes the same value by keyword."""
-    literal = _LITERAL.search(annotation)
-    if literal is not None:
-        return True, ast.literal_eval(literal[1])
-    if annotation.startswith("Optional[") or annotation.endswith("| None") \
-            or annotation in ("None", "NoneType"):
-        return True, None
-    return {"bool": (True, False), "int": (True, 1), "float": (True, 1.0)}.get(
-        annotation, (False, None))
-
-
-def _shape_from_annotation(annotation: str) -> tuple[int, ...]:
-    """jaxtyping `Float[Tensor, "b d"]`: one dimension per name, named sizes kept equal."""
-    match = JAXTYPING_DIMS.search(annotation)
-    if match is None:
-        return (DEFAULT_BATCH, DEFAULT_FEATURES)
-    sizes: list[int] = []
-    named: dict[str, int] = {}
-    for dim in match[1].split():
-        if dim.isdigit():
-            sizes.append(int(dim))
-        elif dim.startswith(("...", "*", "#")):
-            continue
-        else:
-            if dim not in named:  # the first name is the batch; the same name, the same size
-                named[dim] = DEFAULT_BATCH if not sizes and not named else DEFAULT_FEATURES
-            sizes.append(named[dim])
-    return tuple(sizes) or (DEFAULT_FEATURES,)
 
 
 def sample(spec: InputSpec, generator: torch.Generator) -> torch.Tensor:

@@ -17,6 +17,7 @@ import torch
 
 from analyzers.dynamic.entries import Entry, device_type
 from analyzers.dynamic.loading import import_lines
+from analyzers.dynamic.objects import ObjectCall
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.weights import split_for_script
 
@@ -260,6 +261,9 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         call = qualname
     for name, x, spec in zip(names, inputs, entry.specs, strict=True):
         body.extend(tensor_code(name, x, spec, entry.framework, entry.device))
+    if isinstance(entry.fn, ObjectCall):  # built from the first inputs, then its member
+        body.extend(_object_lines(entry.fn, ".".join(parts[:-1]), names))
+        call = "run"
     arguments = ", ".join([*names, *(f"{k}={v!r}" for k, v in entry.passed.items())])
     if entry.template is not None:
         arguments = _replayed_arguments(entry, names, body)
@@ -332,6 +336,20 @@ def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) 
         "",
     ]
     return "\n".join(lines)
+
+
+def _object_lines(fn: ObjectCall, owner: str, names: list[str]) -> list[str]:
+    """`run(...)`: the object built from the constructor's inputs (and the constants
+    numcheck chose for it), then its member, as `ObjectCall` does during the search."""
+    count = len(fn.init_names)
+    arguments = ", ".join([*(f"{k}={n}" for k, n in zip(fn.init_names, names, strict=False)),
+                           *(f"{k}={v!r}" for k, v in fn.init.items())])
+    passed = ", ".join([*names[count:], "**kwargs"])
+    member = f"obj.{fn.member}" if fn.is_property else f"obj.{fn.member}({passed})"
+    params = ", ".join([*names, "**kwargs"])
+    return [f"def run({params}):",
+            f"    obj = {owner}({arguments})",
+            f"    return {member}"]
 
 
 def _shows_lines(target: Target, qualname: str) -> list[str]:

@@ -554,6 +554,7 @@ def rebind(entry: Entry, module: ModuleType) -> Entry:
     import torch
 
     from analyzers.dynamic.entries import resolve_attr
+    from analyzers.dynamic.objects import ObjectCall
 
     qualname = entry.target.partition(":")[2]
 
@@ -567,6 +568,9 @@ def rebind(entry: Entry, module: ModuleType) -> Entry:
         return instance.to(entry.device) if entry.device != "cpu" else instance
 
     replay: Any = entry.fn
+    if isinstance(replay, ObjectCall):  # a member of a plain class: the patched class
+        return replace(entry, fn=replay.with_owner(
+            resolve_attr(module, qualname.rpartition(".")[0])))
     if entry.is_method and hasattr(replay, "rebound"):
         # a recorded Keras layer method call (harvest_keras.KerasReplay): a layer of the
         # patched class, built like the recorded one, holding its variables

@@ -1,0 +1,173 @@
+"""Entries for members of plain classes: a distribution's `log_prob`, a kernel's `K`, a
+metric's `result`, a `lazy_property` such as `norm_const`.
+
+Real code keeps much of its numerics in objects that are not `nn.Module`s or Keras layers,
+and there the NaN usually comes from what the object was built with (a scale of 0, logits
+100 apart), not from the argument of the method. So the constructor's tensor parameters are
+searched along with the method's own: the entry's function (`ObjectCall`) builds the object
+from the first inputs on every call, then calls the member with the rest.
+
+Which constructor parameters are inputs, and their shapes, is found by trying: the required
+tensor parameters first, then each optional one that defaults to None (`Categorical(probs=None,
+logits=None)` needs one of them); scalars first (they broadcast against anything), then vectors,
+then the (batch, features) default. A trial uses normal values (0.5 to 1.5), so the object's
+own argument validation stays on, as the code's users have it.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+from analyzers.dynamic.signatures import (
+    TENSOR_HINT,
+    EntryError,
+    annotation_text,
+    constructor_args,
+    specs_from_signature,
+)
+from analyzers.dynamic.specs import InputSpec, default_spec
+
+# Shapes tried for the constructor's tensors, in order (see the module's docstring).
+CONSTRUCTOR_SHAPES: tuple[tuple[int, ...], ...] = ((), (8,), (4, 8))
+MAX_OPTIONAL = 4  # optional (None-default) constructor parameters tried, one at a time
+
+
+@dataclass
+class ObjectCall:
+    """`owner(**{name: input})` then its member, called with the remaining inputs (or read,
+    for a property). A new object per call: a search's inputs never leak into the next."""
+
+    owner: type
+    member: str
+    init_names: tuple[str, ...]  # the first len(init_names) inputs, passed by keyword
+    init: dict[str, Any] = field(default_factory=dict)  # constructor constants
+    is_property: bool = False
+
+    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        count = len(self.init_names)
+        instance = self.owner(**dict(zip(self.init_names, inputs[:count], strict=True)),
+                              **self.init)
+        member = getattr(instance, self.member)
+        return member if self.is_property else member(*inputs[count:], **kwargs)
+
+    def with_owner(self, owner: type) -> ObjectCall:
+        """The same call on another class (the fix stage's patched copy of it)."""
+        return replace(self, owner=owner)
+
+
+@dataclass(frozen=True)
+class ObjectInputs:
+    call: ObjectCall
+    specs: list[InputSpec]  # the constructor's, then the member's
+    constants: dict[str, Any]  # the member's keyword constants
+    chosen: dict[str, Any]  # of those, the ones numcheck chose (the reproducer passes them)
+    param_names: list[str]
+
+
+def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
+    attribute = inspect.getattr_static(owner, member, None)
+    if attribute is None:
+        raise EntryError(f"{owner.__name__} has no {member}; configure an entry")
+    if isinstance(attribute, classmethod):
+        raise EntryError(f"{owner.__name__}.{member} is a classmethod; configure an entry")
+    is_property = not callable(attribute)  # property, cached_property, lazy_property
+    function = None if is_property else getattr(owner, member)
+    specs: list[InputSpec] = []
+    constants: dict[str, Any] = {}
+    chosen: dict[str, Any] = {}
+    names: list[str] = []
+    if function is None or isinstance(attribute, staticmethod):
+        if function is not None:
+            specs, constants, chosen = specs_from_signature(function, None, allow_empty=True)
+            names = _positional(function)
+    else:
+        bound = functools.partial(function, None)  # the signature without `self`
+        specs, constants, chosen = specs_from_signature(bound, None, allow_empty=True)
+        names = _positional(function)[1:]
+    required, optional, init = _constructor(owner)
+    last: Exception | None = None
+    for extra in [None, *optional[:MAX_OPTIONAL]]:
+        init_names = (*required, *([extra] if extra else []))
+        if not init_names and not specs:
+            continue
+        call = ObjectCall(owner, member, tuple(init_names), init, is_property)
+        for shape in CONSTRUCTOR_SHAPES if init_names else ((),):
+            init_specs = [default_spec(shape) for _ in init_names]
+            try:
+                _trial(call, [*init_specs, *specs], constants, framework)
+            except Exception as exc:  # the PR's code: any failure means "not this way"
+                last = exc
+                continue
+            return ObjectInputs(call, [*init_specs, *specs], constants, chosen,
+                                [*init_names, *names[:len(specs)]])
+    if last is None:
+        raise EntryError(f"{owner.__name__}.{member} takes no tensor and its constructor "
+                         "none either; configure an entry")
+    raise EntryError(f"{owner.__name__} could not be built and its {member} called from their "
+                     f"signatures ({type(last).__name__}: {str(last)[:160]}); configure an "
+                     "entry with `init`")
+
+
+def _constructor(owner: type) -> tuple[list[str], list[str], dict[str, Any]]:
+    """(required tensor parameters, optional ones that default to None, constants for the
+    other parameters without a default)."""
+    try:
+        signature = inspect.signature(owner)
+    except (TypeError, ValueError) as exc:
+        raise EntryError(f"cannot read the signature of {owner.__name__}: {exc}") from exc
+    sized = constructor_args(owner)  # sizes and annotated constants (an `int`, a Literal)
+    required: list[str] = []
+    optional: list[str] = []
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        text = annotation_text(param)
+        tensor = bool(TENSOR_HINT.search(text))
+        if param.default is inspect.Parameter.empty and (
+                tensor or (not text and param.name not in sized)):
+            required.append(param.name)
+        elif param.default is None and (tensor or not text or "Optional" in text):
+            optional.append(param.name)
+    init = {k: v for k, v in sized.items() if k not in required}
+    missing = [p.name for p in signature.parameters.values()
+               if p.default is inspect.Parameter.empty and p.name not in required
+               and p.name not in init and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if missing:
+        raise EntryError(f"{owner.__name__}() needs {', '.join(missing)}; configure an entry "
+                         "with `init`")
+    return required, optional, init
+
+
+def _positional(function: Any) -> list[str]:
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _trial(call: ObjectCall, specs: Sequence[InputSpec], constants: dict[str, Any],
+           framework: str) -> None:
+    """One call on normal values (0.5 to 1.5); raises whatever the code raises."""
+    generator = torch.Generator().manual_seed(0)
+    inputs = [0.5 + torch.rand(spec.shape, generator=generator, dtype=torch.float64)
+              for spec in specs]
+    call(*(_native(x.float(), framework) for x in inputs), **constants)
+
+
+def _native(x: torch.Tensor, framework: str) -> Any:
+    if framework == "tensorflow":
+        import tensorflow as tf
+
+        return tf.constant(x.numpy())
+    if framework == "jax":
+        import jax.numpy as jnp
+
+        return jnp.asarray(x.numpy())
+    return x

@@ -1,0 +1,152 @@
+"""What a signature says about calling a function: which parameters are tensors to search
+(annotations, jaxtyping shapes), which get a constant, and the values a constructor needs.
+
+Shared by the synthesised entries (entries.py) and the entries for methods of plain classes
+(objects.py); it imports nothing of the PR's code.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any
+
+from analyzers.dynamic.specs import InputSpec, default_spec
+
+TENSOR_HINT = re.compile(r"Tensor|ndarray|Array|Float\[|Int\[|Shaped\[")
+JAXTYPING_DIMS = re.compile(r"""\[\s*[\w.]+\s*,\s*["']([^"']*)["']\s*\]""")
+DEFAULT_BATCH, DEFAULT_FEATURES = 4, 8
+
+
+class EntryError(Exception):
+    """No way to call the code; the message says what to configure."""
+
+
+_SIZE_NAME = re.compile(r"(^|_)(channels|dim|dims|features|size|hidden|width|d_model|embed)"
+                        r"(_|$)|^(in|out|n|num)_")
+
+
+def constructor_args(owner: type) -> dict[str, Any]:
+    """Values for an nn.Module's constructor parameters that have no default: an `int` or a
+    parameter named like a size (`in_channels`, `dim`, `hidden_size`) is 8, two for heads;
+    otherwise what `constant_for` gives from the annotation. Those it cannot fill are left
+    out, and the constructor's own error says which."""
+    try:
+        signature = inspect.signature(owner)
+    except (TypeError, ValueError):
+        return {}
+    args: dict[str, Any] = {}
+    for param in signature.parameters.values():  # the class's signature has no `self`
+        if param.default is not inspect.Parameter.empty or param.kind in (
+                param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        text = annotation_text(param)
+        if "head" in param.name:
+            args[param.name] = 2
+        elif text == "int" or (not text and _SIZE_NAME.search(param.name)):
+            args[param.name] = 8
+        else:
+            found, value = constant_for(text)
+            if found:
+                args[param.name] = value
+    return args
+
+
+def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
+                         shape: tuple[int, ...] | None = None, *,
+                         allow_empty: bool = False) -> \
+        tuple[list[InputSpec], dict[str, Any], dict[str, Any]]:
+    """(input specs, keyword constants, the constants numcheck chose for parameters without
+    a default, which the reproducer must pass). `allow_empty`: no tensor parameter is not an
+    error (a method whose inputs all come from its object's constructor)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise EntryError(f"cannot read the signature of {fn!r}: {exc}") from exc
+    specs: list[InputSpec] = []
+    constants: dict[str, Any] = {}
+    chosen: dict[str, Any] = {}
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = annotation_text(param)
+        tensorish = bool(TENSOR_HINT.search(str(annotation))) or (
+            not annotation and param.default is inspect.Parameter.empty)
+        if not tensorish:
+            if param.default is inspect.Parameter.empty:
+                found, value = constant_for(str(annotation))
+                if not found:
+                    raise EntryError(f"parameter {param.name!r} ({annotation}) has no default "
+                                     "and is not a tensor; configure an entry")
+                chosen[param.name] = value
+            constants[param.name] = chosen.get(param.name, param.default)
+            continue
+        if param.default is not inspect.Parameter.empty and (param.default is None or constants):
+            # `pos_weight: Optional[Tensor] = None` is called without it, as callers do; and a
+            # tensor after a keyword-passed constant cannot be passed by position
+            continue
+        if param.kind is param.KEYWORD_ONLY:
+            raise EntryError(f"keyword-only tensor parameter {param.name!r}; configure an "
+                             "entry")
+        if constants:
+            raise EntryError(f"tensor parameter {param.name!r} follows a non-tensor one "
+                             f"({next(iter(constants))!r}) and has no default; configure an "
+                             "entry")
+        annotated = JAXTYPING_DIMS.search(str(annotation)) is not None
+        specs.append(first if first is not None and not specs else
+                     default_spec(shape if shape is not None and not annotated
+                                  else shape_from_annotation(str(annotation))))
+    if not specs and not allow_empty:
+        raise EntryError("no tensor parameters to search over; configure an entry")
+    return specs, constants, chosen
+
+
+def annotation_text(param: inspect.Parameter) -> str:
+    """A parameter's annotation as text: a string annotation as written, a class by name,
+    a typing form by its repr without `typing.` (`Optional[Literal['a', 'b']]`)."""
+    annotation = param.annotation
+    if annotation is inspect.Parameter.empty:
+        return ""
+    if isinstance(annotation, str):
+        return annotation
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return repr(annotation).replace("typing.", "")
+
+
+_LITERAL = re.compile(r"Literal\[\s*('[^']*'|\"[^\"]*\"|-?\d+(?:\.\d+)?|True|False|None)")
+
+
+def constant_for(annotation: str) -> tuple[bool, Any]:
+    """(found, value) for a non-tensor parameter without a default, from its annotation:
+    the first choice of a `Literal[...]`, None for an `Optional`, False for a `bool`, 1 for
+    an `int`, 1.0 for a `float`. The reproducer passes the same value by keyword."""
+    literal = _LITERAL.search(annotation)
+    if literal is not None:
+        return True, ast.literal_eval(literal[1])
+    if annotation.startswith("Optional[") or annotation.endswith("| None") \
+            or annotation in ("None", "NoneType"):
+        return True, None
+    return {"bool": (True, False), "int": (True, 1), "float": (True, 1.0)}.get(
+        annotation, (False, None))
+
+
+def shape_from_annotation(annotation: str) -> tuple[int, ...]:
+    """jaxtyping `Float[Tensor, "b d"]`: one dimension per name, named sizes kept equal."""
+    match = JAXTYPING_DIMS.search(annotation)
+    if match is None:
+        return (DEFAULT_BATCH, DEFAULT_FEATURES)
+    sizes: list[int] = []
+    named: dict[str, int] = {}
+    for dim in match[1].split():
+        if dim.isdigit():
+            sizes.append(int(dim))
+        elif dim.startswith(("...", "*", "#")):
+            continue
+        else:
+            if dim not in named:  # the first name is the batch; the same name, the same size
+                named[dim] = DEFAULT_BATCH if not sizes and not named else DEFAULT_FEATURES
+            sizes.append(named[dim])
+    return tuple(sizes) or (DEFAULT_FEATURES,)
