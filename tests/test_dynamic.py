@@ -31,6 +31,7 @@ from analyzers.dynamic.entries import (
     sample,
     synthesise,
 )
+from analyzers.dynamic.objects import ObjectCall
 from analyzers.dynamic.probe import OpProbe
 from analyzers.dynamic.reproducer import Target, base_value, minimise, render
 from analyzers.dynamic.search import Budget, Outcome, Searcher
@@ -405,11 +406,10 @@ def test_synthesise_keeps_non_tensor_defaults_as_constants() -> None:
 
 
 @pytest.mark.parametrize(("function", "message"), [
-    # an int, bool, float, Optional or Literal parameter gets a value (signatures.constant_for);
+    # an int, bool, float, Optional or Literal parameter gets a value (constant_for);
     # a str has none to give
     ("needs_label", r"parameter 'label' \(str\) has no default and is not a tensor"),
     ("nothing_to_search", r"no tensor parameters"),
-    ("NotAModule.run", r"NotAModule is not an nn.Module"),
     ("outer.<locals>.inner", r"not reachable from the module"),
     ("no_such_function", r"dynfix.entry_cases has no no_such_function"),
 ])
@@ -417,6 +417,15 @@ def test_synthesise_refuses_what_it_cannot_call(function: str, message: str) -> 
     with pytest.raises(EntryError, match=message) as info:
         synthesise(FIXTURES, ENTRIES, function, 0)
     assert "configure an entry" in str(info.value)
+
+
+def test_synthesise_calls_a_method_of_a_plain_class_on_a_fresh_object() -> None:
+    """A class that is no nn.Module (tests/test_object_entries.py has the searched
+    constructors): built without arguments on each call, its method takes the input."""
+    entry = synthesise(FIXTURES, ENTRIES, "NotAModule.run", 0)
+    assert isinstance(entry.fn, ObjectCall) and entry.fn.init_names == ()
+    assert entry.specs == [default_spec((4, 8))] and not entry.is_method
+    assert torch.equal(entry.call([torch.ones(4, 8)]), torch.zeros(4, 8))
 
 
 def test_synthesise_reports_an_import_failure() -> None:
