@@ -50,7 +50,7 @@ from runners.declared import declared_requirements
 
 SITE = "site"
 MANIFEST = "manifest.json"
-FORMAT = 1  # bump when the folder layout or the manifest changes
+FORMAT = 2  # bump when the folder layout or the manifest changes
 RETRY_FAILED_AFTER = 3600.0  # seconds: an environment with failures is rebuilt after this
 ALONE_LIMIT = 40  # requirements resolved one by one when they cannot be resolved together
 # What pip may read of the worker's environment: its own settings, proxies and certificates;
@@ -155,9 +155,12 @@ def prepare(checkout: Path, python: str | None = None,
     building = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=settings.cache))
     try:
         pins, failed = _resolve(python, wanted, base, settings, building, deadline)
-        installed: list[str] = []
+        own = {canonicalize_name(name) for name in declared.project_names}
+        pins = [pin for pin in pins if pin.split("==")[0] not in own]  # a test extra's
+        installed: list[str] = []                                      # copy of the project
         if pins:
             why = _install(python, pins, building / SITE, settings, deadline)
+            _drop_shadowing(building / SITE, checkout)
             if why:
                 failed = [(text, why) for text in wanted if (text, why) not in failed]
             else:
@@ -285,6 +288,24 @@ def _install(python: str, pins: list[str], site: Path, settings: DependencySetti
     return "" if ok else why
 
 
+def _drop_shadowing(site: Path, checkout: Path) -> None:
+    """Remove what the checkout itself provides: an installed release of the project (a
+    dependency of a dependency, under another distribution name) or a stray top-level
+    `tests` package would be imported instead of, or mixed with, the PR's own code."""
+    if not site.is_dir():
+        return
+    for entry in site.iterdir():
+        name = entry.name.removesuffix(".py")
+        if entry.name.endswith((".dist-info", ".data")) or name == "bin":
+            continue
+        if (checkout / name / "__init__.py").is_file() or (checkout / f"{name}.py").is_file() \
+                or name == "tests":
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+
 def _pip(python: str, args: list[str], deadline: float) -> tuple[bool, str]:
     left = deadline - time.monotonic()
     if left <= 1:
@@ -305,16 +326,19 @@ def _pip(python: str, args: list[str], deadline: float) -> tuple[bool, str]:
 
 def _pip_reason(stderr: str) -> str:
     """pip's own words, shortened: for a conflict, the lines that say what conflicts (with
-    "(constraint)" meaning numcheck's environment); else the first ERROR line."""
+    "(constraint)" meaning numcheck's environment); for a missing wheel, the line that names
+    it; else the first ERROR line."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     if "The conflict is caused by:" in lines:
         start = lines.index("The conflict is caused by:") + 1
         cause = [line.replace("The user requested (constraint)", "numcheck's environment has")
                  for line in lines[start:start + 4] if not line.startswith("To fix")]
         return f"conflicts with numcheck's environment: {'; '.join(cause)}"[:240]
-    errors = [line for line in lines if line.startswith("ERROR:")]
-    text = errors[0] if errors else lines[-1] if lines else "pip failed"
-    return text.removeprefix("ERROR: ")[:240]
+    errors = [line.removeprefix("ERROR: ") for line in lines if line.startswith("ERROR:")]
+    missing = [line for line in errors if line.startswith(("No matching distribution",
+                                                           "Could not find a version"))]
+    text = (missing or errors or lines[-1:] or ["pip failed"])[0]
+    return text[:240]
 
 
 def _pip_env() -> dict[str, str]:

@@ -71,6 +71,22 @@ def test_what_cannot_come_from_a_wheel_is_named_and_never_built(tmp_path: Path,
     assert "could not be installed from wheels: " in env.failed_sentence()
 
 
+def test_the_project_itself_is_never_installed_over_the_checkout(tmp_path: Path,
+                                                                  index: Path) -> None:
+    """tinydep needs tinybase, and the checkout is tinybase: the PR's code must be imported,
+    not a release of it that a dependency pulled in (a test extra's flax pulls in optax)."""
+    checkout = tmp_path / "checkout"
+    (checkout / "tinybase").mkdir(parents=True)
+    (checkout / "tinybase" / "__init__.py").write_text("BASE = 3.0\n")
+    (checkout / "requirements.txt").write_text("tinydep\n")
+    env = prepare(checkout, settings=settings(tmp_path, index))
+    assert env.site is not None and (env.site / "tinydep").is_dir()
+    assert not (env.site / "tinybase").exists()  # under another name than the project's
+    (checkout / "pyproject.toml").write_text('[project]\nname = "tinybase"\n')
+    named = prepare(checkout, settings=settings(tmp_path / "again", index))
+    assert named.installed == ("tinydep==1.2",)
+
+
 def test_nothing_declared_or_switched_off_installs_nothing(tmp_path: Path,
                                                           index: Path) -> None:
     checkout = tmp_path / "checkout"
