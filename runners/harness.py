@@ -18,6 +18,7 @@ goes on sys.path only once the harness's own modules are imported (`_own_imports
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import json
 import os
@@ -101,6 +102,28 @@ def _check_reproducer(repo: Path, source: str) -> tuple[bool, str]:
     returncode, stderr = _run_reproducer(repo, source)
     failed = returncode not in (None, 0) and "AssertionError" in stderr
     return failed, stderr
+
+
+def _reproducer_that_loads(repo: Path, entry: Any, inputs: list[Any], target: Any,
+                           seed: int) -> tuple[str, bool, str, Any]:
+    """(script, whether it fails as it must, its stderr, the entry as the script loads it:
+    the fix stage loads its patched copies the same way). A module the search found already
+    imported (the tests' run loaded it) may not import in a fresh process: when the script
+    dies before its assertion, it is written again loading the module the other ways the
+    search knows (loading.py), the first that fails on its assertion kept."""
+    script = _render(entry, inputs, target, seed)
+    fails, stderr = _check_reproducer(repo, script)
+    if fails or getattr(entry, "loading", "import") != "import" or "AssertionError" in stderr:
+        return script, fails, stderr, entry
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    why = lines[-1][:200] if lines else "it fails"
+    for how in ("package-stubs", "extracted"):
+        loaded = dataclasses.replace(entry, loading=how, loading_why=why)
+        again = _render(loaded, inputs, target, seed)
+        again_fails, again_stderr = _check_reproducer(repo, again)
+        if again_fails:
+            return again, True, again_stderr, loaded
+    return script, fails, stderr, entry
 
 
 def _harvested_entry(repo: Path, key: str, call: Any) -> Any:
@@ -276,8 +299,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         return {**base, "status": "potential", "box": box, "trigger": trigger,
                 "error": "the search triggered it on the module the tests built, but no "
                          f"standalone reproducer can rebuild that module: {unscriptable}"}
-    script = _render(entry, small, target, seed)
-    fails, stderr = _check_reproducer(repo, script)
+    script, fails, stderr, entry = _reproducer_that_loads(repo, entry, small, target, seed)
     if not fails:
         return {**base, "status": "not-triggered", "box": box, "trigger": trigger,
                 "error": "the search found a trigger but its reproducer did not fail; not "

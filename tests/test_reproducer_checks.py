@@ -22,7 +22,7 @@ from analyzers.dynamic.entries import Entry, EntryConfig, build_configured
 from analyzers.dynamic.reproducer import Target, _tf_check, render
 from analyzers.dynamic.search import Budget, Searcher
 from analyzers.static import scan_source
-from runners.harness import _check_reproducer, minimised_trigger
+from runners.harness import _check_reproducer, _reproducer_that_loads, minimised_trigger
 
 _names = itertools.count()
 
@@ -236,3 +236,34 @@ def test_logit_with_eps_is_guarded_where_the_dtype_keeps_the_eps() -> None:
         [(7, "unguarded-domain")]
     half = scan_source(source, "m.py", Config(dtype="float16"))  # 1 - 1e-5 == 1 in float16
     assert [f.line for f in half.findings] == [3, 5, 7]
+
+
+def test_a_module_the_tests_had_loaded_gets_a_reproducer_that_loads_it(
+        tmp_path: Path) -> None:
+    """The search may find the module already imported (the repository's tests loaded it)
+    while a fresh `import` of it fails (its package's __init__ uses an API the installed
+    framework dropped): the script is written again loading it without that __init__."""
+    package = tmp_path / "oldpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("import torch\nARRAY = torch.DeviceArray\n")
+    (package / "losses.py").write_text("import torch\n\n\ndef log_of(x):\n"
+                                       "    return torch.log(x)\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from analyzers.dynamic.loading import load
+
+        loaded = load(tmp_path, "oldpkg.losses")
+        assert loaded.how == "package-stubs"
+        entry = build_configured(tmp_path, EntryConfig("oldpkg.losses:log_of",
+                                                       ("float32[3] in [0, 1]",)), 0)
+        assert entry.loading == "import"  # what a recorded call's entry says
+        target = Target("oldpkg/losses.py", 5, "log", "torch.log(x)", "forward", "output")
+        script, fails, stderr, used = _reproducer_that_loads(tmp_path, entry,
+                                                             [torch.zeros(3)], target, 0)
+        assert fails, stderr
+        assert used.loading == "package-stubs" and "DeviceArray" in used.loading_why
+        assert "without its packages' __init__ files" in script
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m.startswith("oldpkg")]:
+            del sys.modules[name]
