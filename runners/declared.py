@@ -12,7 +12,9 @@ Read at the checkout's root:
 - `setup.py`: the `install_requires=` and `extras_require=` arguments of `setup()`, where they
   are literals or module-level names bound to literals (strings, f-strings of such names, lists,
   tuples, `+`);
-- `requirements*.txt` and `requirements/*.txt`: one requirement per line.
+- `requirements*.txt` and `requirements/*.txt`: one requirement per line; files for other
+  purposes than running the code (`requirements-docs.txt`, `requirements/lint.txt`,
+  `requirements-jax-cuda.txt`) are not read.
 
 Only plain PEP 508 requirements are kept: a name, extras, version specifiers and a marker.
 What could make pip fetch from elsewhere or build code is refused with a reason: URLs and
@@ -33,6 +35,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 TEST_EXTRAS = ("test", "tests", "testing")
+# Requirement files for other jobs than running the code: documentation, linters, notebooks,
+# accelerator builds (a CUDA wheel of a framework the worker already has).
+OTHER_PURPOSES = ("doc", "lint", "style", "format", "typing", "mypy", "notebook", "example",
+                  "benchmark", "release", "publish", "cuda", "gpu", "tpu", "rocm")
 MAX_FILE_BYTES = 256 * 1024  # a declaration file larger than this is not a declaration
 MAX_REQUIREMENTS = 200
 
@@ -81,6 +87,8 @@ def declared_requirements(root: Path) -> Declared:
         if text is not None:
             reader(text, name, declared)
     for path in sorted([*root.glob("requirements*.txt"), *root.glob("requirements/*.txt")]):
+        if any(word in path.stem.lower() for word in OTHER_PURPOSES):
+            continue
         text = _read(path)
         if text is not None:
             source = path.relative_to(root).as_posix()

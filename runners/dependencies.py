@@ -153,6 +153,7 @@ def prepare(checkout: Path, python: str | None = None,
     _check_cache_owner(settings.cache)
     deadline = started + settings.seconds
     building = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=settings.cache))
+    building.chmod(0o755)  # read by the sandbox user; written by this worker only
     try:
         pins, failed = _resolve(python, wanted, base, settings, building, deadline)
         own = {canonicalize_name(name) for name in declared.project_names}

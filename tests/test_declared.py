@@ -19,6 +19,8 @@ def test_each_declaration_file_is_read(tmp_path: Path) -> None:
     (tmp_path / "requirements.txt").write_text("tqdm  # progress bars\n\n# a comment\n")
     (tmp_path / "requirements").mkdir()
     (tmp_path / "requirements" / "test.txt").write_text("graphviz==0.20\n")
+    (tmp_path / "requirements" / "docs.txt").write_text("sphinx\n")
+    (tmp_path / "requirements-jax-cuda.txt").write_text("jax[cuda12]\n")
     declared = declared_requirements(tmp_path)
     assert [text for text, _ in declared.requirements] == [
         "einops>=0.6", "numpy", "pytest-mock", "chex", "decorator", "graphviz==0.20", "tqdm"]
