@@ -9,15 +9,17 @@ from the first inputs on every call, then calls the member with the rest.
 
 Which constructor parameters are inputs, and their shapes, is found by trying: the required
 tensor parameters first, then each optional one that defaults to None (`Categorical(probs=None,
-logits=None)` needs one of them); scalars first (they broadcast against anything), then vectors,
-then the (batch, features) default. A trial uses normal values (0.5 to 1.5), so the object's
-own argument validation stays on, as the code's users have it.
+logits=None)` needs one of them); for each, scalars first (they broadcast against anything),
+then vectors, then the (batch, features) default, in every combination. A trial uses normal
+values (0.5 to 1.5), so the object's own argument validation stays on, as the code's users
+have it.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -33,8 +35,11 @@ from analyzers.dynamic.signatures import (
 )
 from analyzers.dynamic.specs import InputSpec, default_spec
 
-# Shapes tried for the constructor's tensors, in order (see the module's docstring).
-CONSTRUCTOR_SHAPES: tuple[tuple[int, ...], ...] = ((), (8,), (4, 8))
+# Shapes tried for each of the constructor's tensors (see the module's docstring): every
+# combination, scalars first, at most MAX_SHAPE_TRIALS of them per set of parameters (a
+# mixture's locs (K, D), scale (D,) and logits (K,) need three different ones).
+CONSTRUCTOR_SHAPES: tuple[tuple[int, ...], ...] = ((), (8,), (4,), (4, 8))
+MAX_SHAPE_TRIALS = 64
 MAX_OPTIONAL = 4  # optional (None-default) constructor parameters tried, one at a time
 
 
@@ -91,21 +96,24 @@ def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
         specs, constants, chosen = specs_from_signature(bound, None, allow_empty=True)
         names = _positional(function)[1:]
     required, optional, init = _constructor(owner)
-    last: Exception | None = None
+    first: Exception | None = None  # the error of the plainest try, the one worth reading
     for extra in [None, *optional[:MAX_OPTIONAL]]:
         init_names = (*required, *([extra] if extra else []))
         if not init_names and not specs:
             continue
         call = ObjectCall(owner, member, tuple(init_names), init, is_property)
-        for shape in CONSTRUCTOR_SHAPES if init_names else ((),):
-            init_specs = [default_spec(shape) for _ in init_names]
+        shapes = itertools.islice(itertools.product(CONSTRUCTOR_SHAPES,
+                                                    repeat=len(init_names)), MAX_SHAPE_TRIALS)
+        for combination in shapes:
+            init_specs = [default_spec(shape) for shape in combination]
             try:
                 _trial(call, [*init_specs, *specs], constants, framework)
             except Exception as exc:  # the PR's code: any failure means "not this way"
-                last = exc
+                first = first or exc
                 continue
             return ObjectInputs(call, [*init_specs, *specs], constants, chosen,
                                 [*init_names, *names[:len(specs)]])
+    last = first
     if last is None:
         raise EntryError(f"{owner.__name__}.{member} takes no tensor and its constructor "
                          "none either; configure an entry")
@@ -132,7 +140,7 @@ def _constructor(owner: type) -> tuple[list[str], list[str], dict[str, Any]]:
         if param.default is inspect.Parameter.empty and (
                 tensor or (not text and param.name not in sized)):
             required.append(param.name)
-        elif param.default is None and (tensor or not text or "Optional" in text):
+        elif param.default is None and (tensor or not text):
             optional.append(param.name)
     init = {k: v for k, v in sized.items() if k not in required}
     missing = [p.name for p in signature.parameters.values()
