@@ -111,6 +111,7 @@ def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
             except Exception as exc:  # the PR's code: any failure means "not this way"
                 first = first or exc
                 continue
+            init_specs = _signs_accepted(call, init_specs, specs, constants, framework)
             return ObjectInputs(call, [*init_specs, *specs], constants, chosen,
                                 [*init_names, *names[:len(specs)]])
     last = first
@@ -161,12 +162,30 @@ def _positional(function: Any) -> list[str]:
 
 
 def _trial(call: ObjectCall, specs: Sequence[InputSpec], constants: dict[str, Any],
-           framework: str) -> None:
-    """One call on normal values (0.5 to 1.5); raises whatever the code raises."""
+           framework: str, negative: int | None = None) -> None:
+    """One call on normal values (0.5 to 1.5; the input at `negative` negated); raises
+    whatever the code raises."""
     generator = torch.Generator().manual_seed(0)
-    inputs = [0.5 + torch.rand(spec.shape, generator=generator, dtype=torch.float64)
-              for spec in specs]
+    inputs = [(-1.0 if i == negative else 1.0)
+              * (0.5 + torch.rand(spec.shape, generator=generator, dtype=torch.float64))
+              for i, spec in enumerate(specs)]
     call(*(_native(x.float(), framework) for x in inputs), **constants)
+
+
+def _signs_accepted(call: ObjectCall, init_specs: list[InputSpec], specs: list[InputSpec],
+                    constants: dict[str, Any], framework: str) -> list[InputSpec]:
+    """A constructor input that the object refuses when negative (a scale checked against
+    `constraints.positive`) is searched over the non-negative half of its box: a draw the
+    validation rejects tells the search nothing, and the code's users cannot pass it."""
+    kept = []
+    for index, spec in enumerate(init_specs):
+        try:
+            _trial(call, [*init_specs, *specs], constants, framework, negative=index)
+        except Exception:  # refused when negative (or failing there for any other reason)
+            kept.append(replace(spec, lo=max(spec.lo, 0.0)))
+        else:
+            kept.append(spec)
+    return kept
 
 
 def _native(x: torch.Tensor, framework: str) -> Any:
