@@ -50,7 +50,7 @@ from runners.declared import declared_requirements
 
 SITE = "site"
 MANIFEST = "manifest.json"
-FORMAT = 2  # bump when the folder layout or the manifest changes
+FORMAT = 3  # bump when the folder layout or the manifest changes
 RETRY_FAILED_AFTER = 3600.0  # seconds: an environment with failures is rebuilt after this
 ALONE_LIMIT = 40  # requirements resolved one by one when they cannot be resolved together
 # What pip may read of the worker's environment: its own settings, proxies and certificates;
@@ -161,7 +161,7 @@ def prepare(checkout: Path, python: str | None = None,
         installed: list[str] = []                                      # copy of the project
         if pins:
             why = _install(python, pins, building / SITE, settings, deadline)
-            _drop_shadowing(building / SITE, checkout)
+            _drop_shadowing(building / SITE, checkout, importable_names(python))
             if why:
                 failed = [(text, why) for text in wanted if (text, why) not in failed]
             else:
@@ -289,22 +289,38 @@ def _install(python: str, pins: list[str], site: Path, settings: DependencySetti
     return "" if ok else why
 
 
-def _drop_shadowing(site: Path, checkout: Path) -> None:
-    """Remove what the checkout itself provides: an installed release of the project (a
-    dependency of a dependency, under another distribution name) or a stray top-level
-    `tests` package would be imported instead of, or mixed with, the PR's own code."""
+def _drop_shadowing(site: Path, checkout: Path, importable: set[str]) -> None:
+    """Remove what would stand in for other code: a top-level module or package that the
+    checkout provides (a release of the project itself, pulled in by a dependency under
+    another distribution name), a stray `tests` package, or one that numcheck's interpreter
+    already imports from the standard library or its own environment (PyPI's `typing`
+    backport would replace the standard library's in a reproducer's child Python, where the
+    folder comes first on PYTHONPATH)."""
     if not site.is_dir():
         return
     for entry in site.iterdir():
         name = entry.name.removesuffix(".py")
-        if entry.name.endswith((".dist-info", ".data")) or name == "bin":
+        if entry.name.endswith((".dist-info", ".data")) or name in ("bin", "__pycache__"):
             continue
         if (checkout / name / "__init__.py").is_file() or (checkout / f"{name}.py").is_file() \
-                or name == "tests":
+                or name == "tests" or name in importable:
             if entry.is_dir():
                 shutil.rmtree(entry, ignore_errors=True)
             else:
                 entry.unlink(missing_ok=True)
+
+
+def importable_names(python: str) -> set[str]:
+    """The top-level modules `python` imports without the folder: its standard library and
+    its own site-packages."""
+    code = ("import json, pkgutil, sys; print(json.dumps(sorted(set(sys.stdlib_module_names)"
+            " | {m.name for m in pkgutil.iter_modules()})))")
+    try:
+        proc = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True,
+                              timeout=60, env=_pip_env(), cwd="/")
+        return set(json.loads(proc.stdout))
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as exc:
+        raise DependencyError(f"could not list the modules of {python}: {exc}") from None
 
 
 def _pip(python: str, args: list[str], deadline: float) -> tuple[bool, str]:

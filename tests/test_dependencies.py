@@ -30,6 +30,7 @@ def index(tmp_path: Path) -> Path:
     make_wheel(folder, "tinybase", "1.0", {"tinybase/__init__.py": "BASE = 0.5\n"})
     make_wheel(folder, "needsoldnumpy", "1.0", {"needsoldnumpy/__init__.py": ""},
                requires=["numpy<1"])
+    make_wheel(folder, "typing", "3.7.4.3", {"typing.py": "raise ImportError('backport')\n"})
     make_sdist(folder, "evilsrc", "1.0",
                f"open({str(tmp_path / 'built')!r}, 'w').close()\n"
                "from setuptools import setup\nsetup(name='evilsrc', version='1.0')\n")
@@ -44,13 +45,14 @@ def settings(tmp_path: Path, index: Path, **changes: object) -> DependencySettin
 def test_declared_wheels_are_installed_once_and_cached(tmp_path: Path, index: Path) -> None:
     checkout = tmp_path / "checkout"
     checkout.mkdir()
-    (checkout / "requirements.txt").write_text("tinydep>=1\nnumpy<1.0\n")
+    (checkout / "requirements.txt").write_text("tinydep>=1\nnumpy<1.0\ntyping\n")
     env = prepare(checkout, settings=settings(tmp_path, index))
-    assert env.installed == ("tinybase==1.0", "tinydep==1.2")  # with what it needs
+    assert env.installed == ("tinybase==1.0", "tinydep==1.2", "typing==3.7.4.3")
     assert env.provided == ("numpy",)  # numcheck's own numpy is never replaced
     assert env.failed == () and not env.cached
     assert env.site is not None and (env.site / "tinydep" / "__init__.py").is_file()
     assert not (env.site / "numpy").exists()
+    assert not (env.site / "typing.py").exists()  # never in place of the standard library's
     again = prepare(checkout, settings=settings(tmp_path, index))
     assert again.cached and again.site == env.site and again.installed == env.installed
     assert again.seconds < env.seconds
