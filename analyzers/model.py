@@ -92,8 +92,13 @@ def normalise_call(call: str) -> str:
     return "".join(call.split())
 
 
-def make_fingerprint(path: str, rule: str, op: str, call: str, function: str) -> str:
-    text = "\x1f".join((path, rule, op, normalise_call(call), function))
+def make_fingerprint(path: str, rule: str, op: str, call: str, function: str,
+                     occurrence: int = 0) -> str:
+    """Stable across pushes that only move lines. `occurrence`: the same call text in the
+    same function a second, third... time (counted from the top), so each copy keeps its
+    own finding; the first copy's fingerprint is the plain one."""
+    parts = (path, rule, op, normalise_call(call), function)
+    text = "\x1f".join(parts + ((f"#{occurrence}",) if occurrence else ()))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 

@@ -269,6 +269,23 @@ def test_fingerprint_differs_per_function_and_op(git_repo: GitRepoFactory,
     assert len({f["fingerprint"] for f in findings}) == 3
 
 
+def test_identical_calls_in_one_function_keep_their_own_fingerprints(
+        git_repo: GitRepoFactory, run_main: RunMain) -> None:
+    """A script with the same `torch.log(p)` text on two lines: two findings, each with its
+    own identity (a dynamic result for one must not land on the other), numbered from the
+    top so the identity does not depend on which of them the change touched."""
+    script = ("import torch\n\np = torch.rand(3)\nfirst = torch.log(p)\n"
+              "second = torch.log(p)\n")
+    repo = git_repo({"train.py": "import torch\n"}, {"train.py": script})
+    both = review_json(run_main, repo, expect=1)["findings"]
+    assert [f["line"] for f in both] == [4, 5]
+    assert len({f["fingerprint"] for f in both}) == 2
+    repo.commit({"train.py": script.replace("second = torch.log(p)", "second = torch.log(p)"
+                                            "  # touched")}, "touch the second")
+    touched = review_json(run_main, repo, expect=1)["findings"]
+    assert touched[-1]["fingerprint"] == both[1]["fingerprint"]
+
+
 # ---------------------------------------------------------------- the function itself
 
 

@@ -19,7 +19,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from analyzers.catalogue import CATALOGUE
 from analyzers.config import Config
-from analyzers.model import Finding, IntervalInfo
+from analyzers.model import Finding, IntervalInfo, make_fingerprint, normalise_call
 from analyzers.static.analyzer import FunctionAnalyzer
 from analyzers.static.bounds import measure
 from analyzers.static.explain import RULE_SEVERITY
@@ -262,13 +262,30 @@ def on_constants(item: RawFinding, modules: Collection[str]) -> bool:
     return True
 
 
+def _occurrences(raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]]) -> list[int]:
+    """For each raw finding, how many findings of the same rule, op, call text and function
+    come before it in the file (before any is filtered out, so the count does not depend on
+    which lines changed)."""
+    order = sorted(range(len(raw)), key=lambda i: (raw[i][1].start.line + raw[i][3],
+                                                   raw[i][1].start.column + raw[i][4]))
+    seen: dict[tuple[str, str, str, str], int] = {}
+    counts = [0] * len(raw)
+    for i in order:
+        item = raw[i][0]
+        key = (item.rule, item.op, normalise_call(item.call), item.function)
+        counts[i] = seen.get(key, 0)
+        seen[key] = counts[i] + 1
+    return counts
+
+
 def _finalise(raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]], path: str,
               config: Config, lines: frozenset[int] | None, suppressions: Suppressions,
               scan: FileScan, modules: Collection[str] = (), tree: ast.Module | None = None,
               source_lines: list[str] | None = None) -> list[Finding]:
     best: dict[tuple[int, str], tuple[Finding, int]] = {}
     in_tests = is_test_file(path)
-    for item, where, stmt_where, line_offset, col_offset in raw:
+    occurrences = _occurrences(raw)
+    for index, (item, where, stmt_where, line_offset, col_offset) in enumerate(raw):
         line = where.start.line + line_offset
         stmt_line = stmt_where.start.line + line_offset
         fed_by = None
@@ -294,6 +311,8 @@ def _finalise(raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]], path
             operand=item.operand, why=item.why, rule=item.rule,
             severity=severity,  # type: ignore[arg-type]
             interval=interval, suggestion=item.suggestion or None, fed_by=fed_by,
+            fingerprint=make_fingerprint(path, item.rule, item.op, item.call, item.function,
+                                         occurrences[index]),
         )
         if fed_by is not None:
             finding.why += (f" Line {line} is unchanged; line {fed_by} of this change feeds "
