@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from analyzers.config import Config
+from analyzers.dynamic.loading import top_level_work
 from analyzers.model import AnalysisResult, Finding, StageError
 from analyzers.pipeline import analyze_diff, scan_paths
 from runners.base import Runner, RunResult
@@ -31,6 +32,9 @@ FINDING_SECONDS_SLACK = 45.0
 SCRIPT_RUNS_SLACK = 3  # script mode: the recording run, localising and the reproducer's run
 # The fix stage per confirmed finding: candidates' reproducer runs (a child Python each) and
 # the search re-run with its budget on the patched lines of each candidate that gets that far.
+# a flagged file that does work at import is run as a script with the default limit per run
+# (`[tool.numcheck.script] run_seconds`) when none is configured (runners/harness.py)
+AUTO_SCRIPT_SECONDS = 10.0
 FIX_SECONDS_SLACK = 30.0
 FIX_SEARCH_RUNS = 3
 
@@ -275,13 +279,26 @@ def _job(workspace: Path, findings: list[Finding], config: Config,
         "search_seconds": config.search_seconds,
         "script": _script_job(config),
         "finding_timeout": config.search_seconds + FINDING_SECONDS_SLACK + (
-            SCRIPT_RUNS_SLACK * config.script["run_seconds"] if config.script else 0.0),
+            SCRIPT_RUNS_SLACK * config.script["run_seconds"] if config.script else
+            SCRIPT_RUNS_SLACK * AUTO_SCRIPT_SECONDS if _has_programs(workspace, findings)
+            else 0.0),
         "fix": config.fix,
         "fix_timeout": FIX_SECONDS_SLACK + FIX_SEARCH_RUNS * config.search_seconds,
         # read by the Docker runner, which picks the image; never by the PR's code
         "runner_image": config.runner_image,
         "repository": repository,
     }
+
+
+def _has_programs(workspace: Path, findings: list[Finding]) -> bool:
+    for path in {f.path for f in findings}:
+        try:
+            if top_level_work((workspace / path).read_text(encoding="utf-8",
+                                                           errors="replace")) is not None:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _script_job(config: Config) -> dict[str, Any] | None:

@@ -46,7 +46,7 @@ def test_a_missing_dependency_leaves_the_function_extracted(tmp_path: Path,
         "xpkg/__init__.py": "",
         "xpkg/layers.py": ("import numcheck_absent_dependency as nad  # not installed\n"
                            "from .helpers import SCALE\n" + LOSS
-                           + "\n\nprint('import-time work must not run')\n"
+                           + "\n\nimport sys\nsys.stdout.write('import-time work must not run')\n"
                            "MODEL = nad.build()\n"),
         "xpkg/helpers.py": "SCALE = 2.0\n",
     })
@@ -186,3 +186,26 @@ def test_the_fix_stage_loads_a_patched_extracted_module_the_same_way(
     (fix,) = [r["fix"] for r in run.result.records if r.get("stage") == "fix"]
     assert fix["status"] == "validated", fix
     assert "torch.where(width - 1.0 < 0" in fix["suggestion"]
+
+
+@pytest.mark.parametrize(("source", "work"), [
+    # what libraries do at import: not work
+    ("import warnings\nimport logging\nimport torch\nwarnings.filterwarnings('ignore')\n"
+     "log = logging.getLogger(__name__)\ntorch.manual_seed(0)\nEPS = torch.finfo().eps\n"
+     "def f(x):\n    return x\n", None),
+    ("def main():\n    pass\n\n\nif __name__ == '__main__':\n    main()\n"
+     "    for i in range(3):\n        pass\n", None),
+    # what programs do
+    ("import torch\nfor epoch in range(10):\n    pass\n", "line 2: a loop at the top level"),
+    ("import torch\nwith torch.no_grad():\n    pass\n", "line 2: a `with` block"),
+    ("def train():\n    pass\n\n\ntrain()\n", "line 5: a call of train()"),
+    ("def train():\n    return 1\n\n\nhistory = train()\n", "line 5: a call of train()"),
+    ("import keras\nmodel = keras.Sequential()\nmodel.fit(x, y)\n",
+     "line 3: a call of model.fit()"),
+    ("print('starting')\n", "line 1: a call of print()"),
+])
+def test_top_level_work_tells_programs_from_libraries(source: str, work: str | None) -> None:
+    from analyzers.dynamic.loading import top_level_work
+
+    found = top_level_work(source)
+    assert (found is None) if work is None else (found is not None and found.startswith(work))

@@ -23,7 +23,7 @@ import torch
 from conftest import GitRepoFactory
 from script_support import build, line_of, make_script, op_line
 
-from analyzers.config import load_config
+from analyzers.config import Config, load_config
 from analyzers.dynamic.entries import EntryError
 from analyzers.dynamic.localise import localise
 from analyzers.dynamic.reproducer import Target
@@ -461,3 +461,51 @@ def test_a_script_runs_with_python_script_py_semantics(tmp_path: Path) -> None:
         """, "scripts/train.py")
     entry = build(root, "scripts/train.py", args=("--steps", "2"))
     assert entry is not None
+
+
+UNGUARDED = """\
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+features = torch.rand(64, 3)
+labels = torch.randint(0, 2, (64,))
+model = nn.Linear(3, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def nll(logits, onehot):
+    probs = torch.softmax(logits, -1)
+    return -(onehot * torch.log(probs)).sum(-1).mean()
+
+
+for step in range(10_000_000):  # importing this file would train until the deadline
+    scores = model(features)
+    loss = nll(scores, nn.functional.one_hot(labels, 2))
+    spread = torch.log(scores.abs().sum())
+    optimizer.zero_grad()
+    (loss + spread).backward()
+    optimizer.step()
+"""
+
+
+def test_an_unguarded_training_script_is_never_imported_and_runs_as_a_script(
+        git_repo: GitRepoFactory) -> None:
+    """No configuration: the file does work at import, so its function is extracted rather
+    than imported (the training loop never runs), and the top-level op is reached by running
+    the file as `python train.py` up to the op."""
+    repo = git_repo({"train.py": "import torch\n"}, {"train.py": UNGUARDED})
+    started = time.monotonic()
+    result = analyze(repo.root, "main", "feature", Config(
+        search_seconds=3.0, harvest=False, fix=False, dynamic_timeout=400))
+    by_line = {f.line: f for f in result.findings}
+    assert time.monotonic() - started < 300  # nothing ran to the deadline
+    in_function = by_line[line_of(UNGUARDED, "    return -(onehot * torch.log(probs))"
+                                           ".sum(-1).mean()")]
+    assert in_function.status == "confirmed", in_function.error
+    assert "does work at import (line 16: a loop at the top level)" in \
+        (in_function.reproducer or "")
+    assert "importlib.import_module('train')" not in (in_function.reproducer or "")
+    at_top = by_line[line_of(UNGUARDED, "    spread = torch.log(scores.abs().sum())")]
+    assert at_top.status in ("confirmed", "not-triggered"), at_top.error
+    assert at_top.trigger is not None and at_top.trigger["box"]["source"] == "script"

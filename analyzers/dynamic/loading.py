@@ -14,6 +14,12 @@ dependency the function never touches (`einops`). Three ways in, tried in order:
    blocks) are not run at all. The function keeps its own source and whatever module-level
    names could be defined.
 
+A module that does work at import time (a training script without an `if __name__ ==
+"__main__":` guard: a loop at the top level, a call of its own `train()`) is never imported:
+importing it would run the program until the deadline, or end in its `sys.exit`. It is
+extracted at once (`top_level_work` says why), and the harness runs it as a script for the
+findings a call cannot reach.
+
 The reproducer loads the code the same way (`import_lines`), says which way, and why the plain
 import failed, so a reader can judge what was left out.
 """
@@ -29,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 HOW = ("import", "package-stubs", "extracted")
+WORK_AT_IMPORT = "it does work at import"  # how an extraction's `why` starts when it was chosen
+# because the module is a program (top_level_work): the reproducer must not import it either
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,40 @@ def _stub_parents(repo_dir: Path, module_name: str) -> None:
 # Top-level statements the extraction runs: what defines names, not what does work.
 _DEFINES = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
             ast.Assign, ast.AnnAssign)
+
+
+def top_level_work(source: str) -> str | None:
+    """What the module does at import beyond defining names, as "line N: ..." for the first
+    such statement, or None: a loop or `with` block at the top level, a call of a function the
+    module defines itself (`main()`, `train(model)`), of a method of an object it built at the
+    top level (`model.fit(...)`, `loss.backward()`), or `print`. Calls of other modules'
+    functions (`warnings.filterwarnings`, `torch.manual_seed`) are what libraries do too, and
+    do not count; neither does anything under `if __name__ == "__main__":`."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    defined = {s.name for s in tree.body
+               if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+    built: set[str] = set()  # names bound to what a call returned
+    for stmt in tree.body:
+        if isinstance(stmt, ast.For | ast.AsyncFor | ast.While):
+            return f"line {stmt.lineno}: a loop at the top level"
+        if isinstance(stmt, ast.With | ast.AsyncWith):
+            return f"line {stmt.lineno}: a `with` block at the top level"
+        if isinstance(stmt, ast.Assign | ast.AnnAssign) and isinstance(stmt.value, ast.Call):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            built |= {t.id for t in targets if isinstance(t, ast.Name)}
+        call = stmt.value if isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign) else None
+        if not isinstance(call, ast.Call):
+            continue
+        func = call.func
+        if isinstance(func, ast.Name) and (func.id in defined or func.id == "print"):
+            return f"line {stmt.lineno}: a call of {func.id}() at the top level"
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and func.value.id in built:
+            return f"line {stmt.lineno}: a call of {func.value.id}.{func.attr}() at the top level"
+    return None
 
 
 def _defines_only(stmt: ast.stmt) -> bool:
@@ -111,6 +153,12 @@ def _load(repo_dir: Path, module_name: str) -> Loaded:
     root = str(repo_dir.resolve())
     if root not in sys.path:
         sys.path.insert(0, root)
+    path = module_path(repo_dir, module_name)
+    work = top_level_work(path.read_text(encoding="utf-8", errors="replace")) \
+        if path is not None else None
+    if work is not None and path is not None:  # never run a program by importing it
+        return Loaded(extract(repo_dir, module_name, path), "extracted",
+                      f"{WORK_AT_IMPORT} ({work}), so numcheck does not import it")
     try:
         return Loaded(importlib.import_module(module_name), "import")
     except Exception as exc:  # the PR's module may fail to import for any reason
@@ -123,12 +171,17 @@ def _load(repo_dir: Path, module_name: str) -> Loaded:
         return Loaded(importlib.import_module(module_name), "package-stubs", why)
     except Exception:  # noqa: BLE001 - next way
         sys.modules.pop(module_name, None)
+    if path is None:
+        raise first
+    return Loaded(extract(repo_dir, module_name, path), "extracted", why)
+
+
+def module_path(repo_dir: Path, module_name: str) -> Path | None:
+    """The checkout's file of `module_name` (a module, or a package's __init__), if any."""
     path = repo_dir.joinpath(*module_name.split(".")).with_suffix(".py")
     if not path.is_file():
         path = repo_dir.joinpath(*module_name.split("."), "__init__.py")
-    if not path.is_file():
-        raise first
-    return Loaded(extract(repo_dir, module_name, path), "extracted", why)
+    return path if path.is_file() else None
 
 
 def import_lines(module: str, imported: str, how: str, why: str) -> list[str]:
@@ -136,7 +189,8 @@ def import_lines(module: str, imported: str, how: str, why: str) -> list[str]:
     loaded it (self-contained: only the standard library)."""
     if how == "import":
         return [f"from {module} import {imported}"]
-    note = f"# `import {module}` fails here ({why}); numcheck loaded it "
+    note = f"# {why}; numcheck loaded it " if why.startswith(WORK_AT_IMPORT) else \
+        f"# `import {module}` fails here ({why}); numcheck loaded it "
     lines = [note + ("without its packages' __init__ files:" if how == "package-stubs"
                      else "statement by statement, skipping what fails (extracted):"),
              *(["import ast"] if how == "extracted" else []),
@@ -155,12 +209,14 @@ def import_lines(module: str, imported: str, how: str, why: str) -> list[str]:
              "            setattr(sys.modules['.'.join(parts[:i - 1])], parts[i - 1], package)",
              "", ""]
     # the search's process tried the plain import first: the modules that import loaded
-    # before failing (a package's own helpers) stay loaded, and the code may need them
-    lines += ["try:", f"    importlib.import_module({module!r})",
-              "except Exception:", "    pass",
-              f"for _name in [n for n in sys.modules if n == {module!r}"
-              f" or n.startswith({module + '.'!r})]:",
-              "    del sys.modules[_name]", "", ""]
+    # before failing (a package's own helpers) stay loaded, and the code may need them; a
+    # program is never imported
+    if not why.startswith(WORK_AT_IMPORT):
+        lines += ["try:", f"    importlib.import_module({module!r})",
+                  "except Exception:", "    pass",
+                  f"for _name in [n for n in sys.modules if n == {module!r}"
+                  f" or n.startswith({module + '.'!r})]:",
+                  "    del sys.modules[_name]", "", ""]
     if how == "package-stubs":
         lines += [f"_stub_parents({module!r})",
                   f"{imported} = importlib.import_module({module!r}).{imported}"]
