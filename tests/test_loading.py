@@ -195,11 +195,12 @@ def test_the_fix_stage_loads_a_patched_extracted_module_the_same_way(
      "def f(x):\n    return x\n", None),
     ("def main():\n    pass\n\n\nif __name__ == '__main__':\n    main()\n"
      "    for i in range(3):\n        pass\n", None),
+    ("import logging\ndef _table():\n    return {}\nTABLE = _table()\n"
+     "log = logging.getLogger()\nlog.setLevel(10)\n", None),
     # what programs do
     ("import torch\nfor epoch in range(10):\n    pass\n", "line 2: a loop at the top level"),
     ("import torch\nwith torch.no_grad():\n    pass\n", "line 2: a `with` block"),
     ("def train():\n    pass\n\n\ntrain()\n", "line 5: a call of train()"),
-    ("def train():\n    return 1\n\n\nhistory = train()\n", "line 5: a call of train()"),
     ("import keras\nmodel = keras.Sequential()\nmodel.fit(x, y)\n",
      "line 3: a call of model.fit()"),
     ("print('starting')\n", "line 1: a call of print()"),

@@ -66,13 +66,20 @@ _DEFINES = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, a
             ast.Assign, ast.AnnAssign)
 
 
+# Methods whose call at the top level means a program is running: training, evaluating,
+# showing or saving results.
+PROGRAM_METHODS = frozenset({"fit", "fit_generator", "train", "evaluate", "predict", "backward",
+                             "step", "show", "savefig", "run", "compile", "summary"})
+
+
 def top_level_work(source: str) -> str | None:
     """What the module does at import beyond defining names, as "line N: ..." for the first
-    such statement, or None: a loop or `with` block at the top level, a call of a function the
-    module defines itself (`main()`, `train(model)`), of a method of an object it built at the
-    top level (`model.fit(...)`, `loss.backward()`), or `print`. Calls of other modules'
-    functions (`warnings.filterwarnings`, `torch.manual_seed`) are what libraries do too, and
-    do not count; neither does anything under `if __name__ == "__main__":`."""
+    such statement, or None: a loop or `with` block at the top level, a bare call of a
+    function the module defines itself (`main()`, `train(model)`) or of `print`, or a training
+    method of an object it built at the top level (`model.fit(...)`, `loss.backward()`).
+    What libraries do at import does not count: calls of other modules' functions
+    (`warnings.filterwarnings`, `torch.manual_seed`), constants computed by their own helpers
+    (`TABLE = _build_table()`), and anything under `if __name__ == "__main__":`."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -85,18 +92,19 @@ def top_level_work(source: str) -> str | None:
             return f"line {stmt.lineno}: a loop at the top level"
         if isinstance(stmt, ast.With | ast.AsyncWith):
             return f"line {stmt.lineno}: a `with` block at the top level"
-        if isinstance(stmt, ast.Assign | ast.AnnAssign) and isinstance(stmt.value, ast.Call):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            built |= {t.id for t in targets if isinstance(t, ast.Name)}
-        call = stmt.value if isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign) else None
-        if not isinstance(call, ast.Call):
+        value = stmt.value if isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign) else None
+        if not isinstance(value, ast.Call):
             continue
-        func = call.func
-        if isinstance(func, ast.Name) and (func.id in defined or func.id == "print"):
+        func = value.func
+        if isinstance(stmt, ast.Expr) and isinstance(func, ast.Name) \
+                and (func.id in defined or func.id == "print"):
             return f"line {stmt.lineno}: a call of {func.id}() at the top level"
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-                and func.value.id in built:
+                and func.value.id in built and func.attr in PROGRAM_METHODS:
             return f"line {stmt.lineno}: a call of {func.value.id}.{func.attr}() at the top level"
+        if isinstance(stmt, ast.Assign | ast.AnnAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            built |= {t.id for t in targets if isinstance(t, ast.Name)}
     return None
 
 
