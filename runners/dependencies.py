@@ -349,8 +349,10 @@ def _pip_reason(stderr: str) -> str:
     if "The conflict is caused by:" in lines:
         start = lines.index("The conflict is caused by:") + 1
         cause = [line.replace("The user requested (constraint)", "numcheck's environment has")
-                 for line in lines[start:start + 4] if not line.startswith("To fix")]
-        return f"conflicts with numcheck's environment: {'; '.join(cause)}"[:240]
+                 for line in lines[start:start + 6] if not line.startswith("To fix")]
+        mine = [line for line in cause if line.startswith("numcheck's")]  # the pinned side
+        theirs = [line for line in cause if not line.startswith("numcheck's")][:2]
+        return f"conflicts with numcheck's environment: {'; '.join(theirs + mine)}"[:300]
     errors = [line.removeprefix("ERROR: ") for line in lines if line.startswith("ERROR:")]
     missing = [line for line in errors if line.startswith(("No matching distribution",
                                                            "Could not find a version"))]
