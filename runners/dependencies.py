@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -349,7 +350,8 @@ def _pip_reason(stderr: str) -> str:
     if "The conflict is caused by:" in lines:
         start = lines.index("The conflict is caused by:") + 1
         cause = [line.replace("The user requested (constraint)", "numcheck's environment has")
-                 for line in lines[start:start + 6] if not line.startswith("To fix")]
+                 for line in itertools.takewhile(lambda t: not t.startswith("To fix"),
+                                                 lines[start:start + 8])]
         mine = [line for line in cause if line.startswith("numcheck's")]  # the pinned side
         theirs = [line for line in cause if not line.startswith("numcheck's")][:2]
         return f"conflicts with numcheck's environment: {'; '.join(theirs + mine)}"[:300]
