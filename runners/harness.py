@@ -499,8 +499,8 @@ def _harvest(job: dict[str, Any]) -> Any:
 
         targets = [(f["path"], f["function"]) for f in job["findings"]]
         return harvest(Path(job["repo"]), targets, float(job.get("harvest_seconds", 60.0)))
-    except (Exception, SystemExit):  # the tests are the PR's code too: any failure (an
-        return None                   # `exit()` included) leaves synthesis
+    except (Exception, SystemExit, KeyboardInterrupt):  # the tests are the PR's code too:
+        return None  # any failure (an `exit()`, the limit arriving late) leaves synthesis
 
 
 def _own_imports() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -376,3 +377,24 @@ def test_a_recorded_method_call_gets_a_checked_fix(run: Run) -> None:
     checks = {c["name"]: c for c in centred["validation"]["checks"]}
     assert checks["reproducer"]["passed"] and checks["search"]["passed"]
     assert checks["equivalence"]["passed"] and checks["equivalence"]["figures"]["inputs"] > 0
+
+
+def test_the_harvest_limit_holds_against_tests_that_swallow_exceptions(
+        tmp_path: Path) -> None:
+    """`harvest_seconds` ends the whole test session, even where a test catches every
+    Exception in a loop (a plain TimeoutError would fail that test and let the next run), and
+    a program among the targets is never imported to wrap its functions."""
+    from analyzers.dynamic.harvest import harvest
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_forever.py").write_text(
+        "import time\n\n\ndef test_forever():\n    while True:\n        try:\n"
+        "            time.sleep(0.05)\n        except Exception:\n            pass\n")
+    (tmp_path / "train.py").write_text(
+        "import pathlib\npathlib.Path(__file__).with_name('imported').write_text('yes')\n\n\n"
+        "def loss(x):\n    return x\n\n\nfor step in range(3):\n    loss(step)\n")
+    started = time.monotonic()
+    result = harvest(tmp_path, [("train.py", "loss")], seconds=2.0)
+    assert time.monotonic() - started < 30
+    assert result.ran and "train:loss" not in result.calls
+    assert not (tmp_path / "imported").exists()

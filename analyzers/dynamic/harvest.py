@@ -44,6 +44,7 @@ from analyzers.dynamic.harvest_keras import (
     plan_script,
     to_torch,
 )
+from analyzers.dynamic.loading import top_level_work
 from analyzers.dynamic.probe import tensors_in
 from analyzers.dynamic.reproducer import spell, state_literal
 from analyzers.dynamic.specs import InputSpec
@@ -201,8 +202,8 @@ def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harve
         sys.path.insert(0, root)
     for path, function in targets:
         key = f"{module_name_for(path)}:{function}"
-        if key in result.calls or "<" in function:
-            continue
+        if key in result.calls or "<" in function or _is_program(repo / path):
+            continue  # a program is never imported (loading.top_level_work)
         try:
             module = importlib.import_module(module_name_for(path))
             owner: Any = module
@@ -237,6 +238,19 @@ def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harve
     return result
 
 
+class HarvestTimeout(KeyboardInterrupt):
+    """The harvest's limit. A KeyboardInterrupt, so pytest ends the whole session (a plain
+    exception would fail one test and let the next run) and a test's `except Exception`
+    does not swallow it."""
+
+
+def _is_program(path: Path) -> bool:
+    try:
+        return top_level_work(path.read_text(encoding="utf-8", errors="replace")) is not None
+    except OSError:
+        return False
+
+
 def _run_pytest(repo: Path, tests: list[str], seconds: float) -> bool:
     try:
         import pytest
@@ -244,16 +258,17 @@ def _run_pytest(repo: Path, tests: list[str], seconds: float) -> bool:
         return False
 
     def expire(signum: int, frame: object) -> None:
-        raise TimeoutError("harvesting the tests ran out of time")
+        raise HarvestTimeout("harvesting the tests ran out of time")
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # again every half second past the limit, for a test that catches the first one
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(
                 io.StringIO()):
             pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir",
                          str(repo), *tests])
-    except TimeoutError:
+    except HarvestTimeout:
         pass  # whatever was recorded before the limit is still good
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
