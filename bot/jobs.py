@@ -64,7 +64,9 @@ def run_analysis(settings: Settings, row: Analysis, stage: str, client: GitHubCl
             "Confirming the findings by running the code.")
     with installation_lock(settings, row.installation_id):
         check_id = open_check_run(client, row, settings.check_name, text)
-    update_analysis(row.id, status="running", check_run_id=check_id, base_sha=base)
+    if not update_analysis(row.id, status="running", check_run_id=check_id, base_sha=base):
+        cancel_check_run(row, "Superseded by a newer push or cancelled")
+        return "superseded"  # stopped while its check run was being opened
     row = load_analysis(row.id) or row
     files = client.pull_files(pull, cap=MAX_FILES)
     timings = dict(row.timings or {})
@@ -118,10 +120,12 @@ def run_analysis(settings: Settings, row: Analysis, stage: str, client: GitHubCl
     timings["analysis"] = round(time.perf_counter() - started, 3)
     data = result.to_json()
     save_findings(row.id, data["findings"])
-    update_analysis(row.id, status="analysed", result=data, timings=timings,
-            publish_state={**row.publish_state,
-                           "lines": encode_lines(commentable_lines(files)),
-                           "files": len(files), "excerpts": excerpts})
+    if not update_analysis(row.id, status="analysed", result=data, timings=timings,
+                           publish_state={**row.publish_state,
+                                          "lines": encode_lines(commentable_lines(files)),
+                                          "files": len(files), "excerpts": excerpts}):
+        cancel_check_run(row, "Superseded by a newer push or cancelled")
+        return "superseded"  # stopped since `still_wanted` looked
     celery_app.send_task("numcheck.publish", args=[row.id], queue="static",
                          task_id=f"numcheck-publish-{row.id}")
     return f"analysed: {len(result.findings)} finding(s)"

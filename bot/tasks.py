@@ -277,19 +277,30 @@ def load_analysis(analysis_id: int) -> Analysis | None:
         return s.get(Analysis, analysis_id)
 
 
-def update_analysis(analysis_id: int, **values: Any) -> None:
+# Where a row that a close or a newer push stopped stays: a worker still running it must not
+# bring it back to life (it checked `still_wanted` before the close arrived).
+STOPPED = ("superseded", "cancelled")
+
+
+def update_analysis(analysis_id: int, **values: Any) -> bool:
+    """Set the row's columns in one transaction. A status change of a stopped row is refused
+    (nothing is written) and False returned: the caller's work is no longer wanted."""
     with session_scope(get_settings().database_url) as s:
-        row = s.get(Analysis, analysis_id)
-        if row is not None:
-            for key, value in values.items():
-                setattr(row, key, value)
+        row = s.get(Analysis, analysis_id, with_for_update=True)
+        if row is None:
+            return False
+        if "status" in values and row.status in STOPPED and values["status"] not in STOPPED:
+            return False
+        for key, value in values.items():
+            setattr(row, key, value)
+        return True
 
 
 def still_wanted(row: Analysis) -> bool:
     """False when the row was superseded or cancelled, or a newer analysis of the PR exists."""
     with session_scope(get_settings().database_url) as s:
         current = s.get(Analysis, row.id)
-        if current is None or current.status in ("superseded", "cancelled"):
+        if current is None or current.status in STOPPED:
             return False
         newer = s.scalar(select(Analysis.id).where(
             Analysis.repo == row.repo, Analysis.pr_number == row.pr_number,

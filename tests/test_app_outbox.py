@@ -474,3 +474,22 @@ def test_an_installation_at_its_share_waits_while_another_is_queued(
                                       noisy_next)
     finally:
         engine.dispose()
+
+
+def test_a_stopped_analysis_is_never_brought_back_by_its_worker(
+        bound: tuple[Any, FakeGitHub, str]) -> None:
+    """A close or a newer push marks the row cancelled or superseded while a worker still runs
+    it; that worker's later `running`, `analysed` or `published` must not overwrite it (seen
+    under load: a re-run cancelled by a close was published anyway)."""
+    from bot.tasks import cancel_pull, still_wanted, update_analysis
+
+    settings, _, _ = bound
+    analysis_id = _insert_lost(settings.database_url, "octo/race", 5, "a" * 40, "b" * 40)
+    row = _row(settings.database_url, analysis_id)
+    assert row is not None and still_wanted(row)  # the worker looked: still wanted
+    assert cancel_pull(settings, "octo/race", 5) == "cancelled 1 analysis(es)"
+    for status in ("running", "analysed", "published"):
+        assert update_analysis(analysis_id, status=status, error="late") is False
+    after = _row(settings.database_url, analysis_id)
+    assert after is not None and after.status == "cancelled" and after.error != "late"
+    assert update_analysis(analysis_id, status="superseded") is True  # stopped either way
