@@ -138,17 +138,6 @@ def _harvested_entry(repo: Path, key: str, call: Any) -> Any:
         raise EntryError(f"recorded call of {key} cannot be replayed: {exc}") from exc
 
 
-def _is_program(path: Path) -> bool:
-    """A file that does work at import (loading.top_level_work): a training script that
-    `python path` runs; its findings that no call reaches are run through it."""
-    from analyzers.dynamic.loading import top_level_work
-
-    try:
-        return top_level_work(path.read_text(encoding="utf-8", errors="replace")) is not None
-    except OSError:
-        return False
-
-
 def _script_entry(repo: Path, table: dict[str, Any], finding: dict[str, Any],
                   lines: frozenset[int], seed: int) -> Any:
     """Script mode: the configured script, recorded up to the finding's op."""
@@ -216,6 +205,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         shape_from_message,
         synthesise,
     )
+    from analyzers.dynamic.loading import is_program
     from analyzers.dynamic.localise import localise
     from analyzers.dynamic.reproducer import Target, no_reproducer_reason
     from analyzers.dynamic.search import Budget, Searcher
@@ -257,7 +247,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
                                                  seed, device, shape)
         if job.get("script"):
             yield lambda: _script_entry(repo, job["script"], finding, lines, seed)
-        elif _is_program(repo / finding["path"]):  # a script nobody configured: run it as one
+        elif is_program(repo / finding["path"]):  # a script nobody configured: run it as one
             yield lambda: _script_entry(repo, {"command": [finding["path"]]}, finding, lines,
                                         seed)
 

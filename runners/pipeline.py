@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from analyzers.config import Config
-from analyzers.dynamic.loading import top_level_work
+from analyzers.dynamic.loading import is_program
 from analyzers.model import AnalysisResult, Finding, StageError
 from analyzers.pipeline import analyze_diff, scan_paths
 from runners.base import Runner, RunResult
@@ -266,6 +266,7 @@ def _left_out_sentence(left_out: list[tuple[str, str]]) -> str:
 def _job(workspace: Path, findings: list[Finding], config: Config,
          repository: str = "", environment: Environment | None = None) -> dict[str, Any]:
     site = environment.site if environment is not None else None
+    programs = any(is_program(workspace / path) for path in {f.path for f in findings})
     return {
         "repo": str(workspace),
         # the declared dependencies' folder, appended to the job's sys.path (read-only)
@@ -280,7 +281,7 @@ def _job(workspace: Path, findings: list[Finding], config: Config,
         "script": _script_job(config),
         "finding_timeout": config.search_seconds + FINDING_SECONDS_SLACK + (
             SCRIPT_RUNS_SLACK * config.script["run_seconds"] if config.script else
-            SCRIPT_RUNS_SLACK * AUTO_SCRIPT_SECONDS if _has_programs(workspace, findings)
+            SCRIPT_RUNS_SLACK * AUTO_SCRIPT_SECONDS if programs
             else 0.0),
         "fix": config.fix,
         "fix_timeout": FIX_SECONDS_SLACK + FIX_SEARCH_RUNS * config.search_seconds,
@@ -288,17 +289,6 @@ def _job(workspace: Path, findings: list[Finding], config: Config,
         "runner_image": config.runner_image,
         "repository": repository,
     }
-
-
-def _has_programs(workspace: Path, findings: list[Finding]) -> bool:
-    for path in {f.path for f in findings}:
-        try:
-            if top_level_work((workspace / path).read_text(encoding="utf-8",
-                                                           errors="replace")) is not None:
-                return True
-        except OSError:
-            continue
-    return False
 
 
 def _script_job(config: Config) -> dict[str, Any] | None:

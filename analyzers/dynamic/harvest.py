@@ -44,7 +44,7 @@ from analyzers.dynamic.harvest_keras import (
     plan_script,
     to_torch,
 )
-from analyzers.dynamic.loading import top_level_work
+from analyzers.dynamic.loading import is_program
 from analyzers.dynamic.probe import tensors_in
 from analyzers.dynamic.reproducer import spell, state_literal
 from analyzers.dynamic.specs import InputSpec
@@ -202,7 +202,7 @@ def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harve
         sys.path.insert(0, root)
     for path, function in targets:
         key = f"{module_name_for(path)}:{function}"
-        if key in result.calls or "<" in function or _is_program(repo / path):
+        if key in result.calls or "<" in function or is_program(repo / path):
             continue  # a program is never imported (loading.top_level_work)
         try:
             module = importlib.import_module(module_name_for(path))
@@ -242,13 +242,6 @@ class HarvestTimeout(KeyboardInterrupt):
     """The harvest's limit. A KeyboardInterrupt, so pytest ends the whole session (a plain
     exception would fail one test and let the next run) and a test's `except Exception`
     does not swallow it."""
-
-
-def _is_program(path: Path) -> bool:
-    try:
-        return top_level_work(path.read_text(encoding="utf-8", errors="replace")) is not None
-    except OSError:
-        return False
 
 
 def _run_pytest(repo: Path, tests: list[str], seconds: float) -> bool:

@@ -108,6 +108,14 @@ def top_level_work(source: str) -> str | None:
     return None
 
 
+def is_program(path: Path) -> bool:
+    """A file that does work at import (`top_level_work`): never imported, run as a script."""
+    try:
+        return top_level_work(path.read_text(encoding="utf-8", errors="replace")) is not None
+    except OSError:
+        return False
+
+
 def _defines_only(stmt: ast.stmt) -> bool:
     if not isinstance(stmt, _DEFINES):
         return False
