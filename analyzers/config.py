@@ -38,6 +38,7 @@ __all__ = [
     "REQUIRED",
     "SCOPES",
     "SCRIPT_KEY_SPECS",
+    "SCRIPT_RUN_SECONDS",
     "SEVERITIES",
     "Config",
     "ConfigError",
@@ -65,6 +66,7 @@ _DTYPE_HINTS = {"fp16": "float16", "half": "float16", "f16": "float16", "bf16": 
                 "fp32": "float32", "float": "float32", "f32": "float32", "single": "float32",
                 "fp64": "float64", "double": "float64", "f64": "float64"}
 _EXTRA_KEYS = ("extend_exclude",)
+SCRIPT_RUN_SECONDS = 10.0  # `[tool.numcheck.script] run_seconds` when it is not set
 
 
 class ConfigError(Exception):
@@ -586,7 +588,7 @@ SCRIPT_KEY_SPECS: tuple[KeySpec, ...] = (
             table="script"),
     KeySpec("run_seconds", "number in (0, 600]", "Limit for one run of the script up to "
             "the op; the first run gets three times as much (it pays for the imports).",
-            "run_seconds = 20", default=10.0, table="script"),
+            "run_seconds = 20", default=SCRIPT_RUN_SECONDS, table="script"),
     KeySpec("max_values", "integer >= 1", "How many of the external values seen before "
             "the op (the last ones) the search may change.", "max_values = 4", default=8,
             table="script"),

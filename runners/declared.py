@@ -41,6 +41,7 @@ OTHER_PURPOSES = ("doc", "lint", "style", "format", "typing", "mypy", "notebook"
                   "benchmark", "release", "publish", "cuda", "gpu", "tpu", "rocm")
 MAX_FILE_BYTES = 256 * 1024  # a declaration file larger than this is not a declaration
 MAX_REQUIREMENTS = 200
+NOT_FROM_THE_INDEX = "a URL or path requirement; only packages from the index are installed"
 
 
 @dataclass
@@ -66,8 +67,7 @@ class Declared:
             self.rejected.append((line, source, f"not a plain requirement ({exc})"))
             return
         if requirement.url:
-            self.rejected.append((line, source, "a URL or path requirement; only packages from "
-                                  "the index are installed"))
+            self.rejected.append((line, source, NOT_FROM_THE_INDEX))
             return
         if len(self.requirements) >= MAX_REQUIREMENTS:
             self.rejected.append((line, source, f"more than {MAX_REQUIREMENTS} requirements"))
@@ -130,7 +130,10 @@ def _pyproject(text: str, source: str, declared: Declared) -> None:
             declared.project_names.add(poetry["name"])
         deps = poetry.get("dependencies")
         for name, spec in (deps.items() if isinstance(deps, dict) else ()):
-            if name.lower() != "python":
+            if isinstance(spec, dict) and {"git", "path", "url"} & spec.keys():
+                declared.rejected.append((f"{name} (a git, path or URL source)", source,
+                                          NOT_FROM_THE_INDEX))
+            elif name.lower() != "python":
                 declared.add(_poetry_requirement(name, spec), source)
 
 
@@ -138,8 +141,6 @@ def _poetry_requirement(name: str, spec: Any) -> str:
     """`torch = "^2.0"` and `{version = "~1.2"}` as PEP 508; a caret or tilde keeps its lower
     bound only (the resolver still has to pick a release that fits numcheck's environment)."""
     version = spec.get("version") if isinstance(spec, dict) else spec
-    if isinstance(spec, dict) and ("git" in spec or "path" in spec or "url" in spec):
-        return f"-{name} (a git, path or URL source)"  # refused by `add` as an option
     if not isinstance(version, str) or version.strip() in ("", "*"):
         return name
     version = version.strip()

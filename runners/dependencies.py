@@ -162,17 +162,16 @@ def prepare(checkout: Path, python: str | None = None,
         installed: list[str] = []                                      # copy of the project
         if pins:
             why = _install(python, pins, building / SITE, settings, deadline)
-            _drop_shadowing(building / SITE, checkout, importable_names(python))
-            if why:
-                failed = [(text, why) for text in wanted if (text, why) not in failed]
+            size = 0 if why else _size(building / SITE)
+            if size > settings.max_bytes:
+                why = (f"the environment would take {size / 2**20:.0f} MiB, over the "
+                       f"{settings.max_bytes / 2**20:.0f} MiB limit")
+            if why:  # nothing is installed: every requirement not failed yet fails with it
+                named = {text for text, _ in failed}
+                failed += [(text, why) for text in wanted if text not in named]
             else:
-                size = _size(building / SITE)
-                if size > settings.max_bytes:
-                    failed = [(text, f"the environment would take {size / 2**20:.0f} MiB, "
-                               f"over the {settings.max_bytes / 2**20:.0f} MiB limit")
-                              for text in wanted]
-                else:
-                    installed = pins
+                _drop_shadowing(building / SITE, checkout, importable_names(python))
+                installed = pins
         if not installed:
             shutil.rmtree(building / SITE, ignore_errors=True)
         manifest = {"format": FORMAT, "installed": installed, "failed": failed,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from analyzers.config import Config
+from analyzers.config import SCRIPT_RUN_SECONDS, Config
 from analyzers.dynamic.loading import is_program
 from analyzers.model import AnalysisResult, Finding, StageError
 from analyzers.pipeline import analyze_diff, scan_paths
@@ -32,9 +32,6 @@ FINDING_SECONDS_SLACK = 45.0
 SCRIPT_RUNS_SLACK = 3  # script mode: the recording run, localising and the reproducer's run
 # The fix stage per confirmed finding: candidates' reproducer runs (a child Python each) and
 # the search re-run with its budget on the patched lines of each candidate that gets that far.
-# a flagged file that does work at import is run as a script with the default limit per run
-# (`[tool.numcheck.script] run_seconds`) when none is configured (runners/harness.py)
-AUTO_SCRIPT_SECONDS = 10.0
 FIX_SECONDS_SLACK = 30.0
 FIX_SEARCH_RUNS = 3
 
@@ -281,7 +278,9 @@ def _job(workspace: Path, findings: list[Finding], config: Config,
         "script": _script_job(config),
         "finding_timeout": config.search_seconds + FINDING_SECONDS_SLACK + (
             SCRIPT_RUNS_SLACK * config.script["run_seconds"] if config.script else
-            SCRIPT_RUNS_SLACK * AUTO_SCRIPT_SECONDS if programs
+            # a flagged file that does work at import runs as a script with the default
+            # limit when no script is configured (runners/harness.py)
+            SCRIPT_RUNS_SLACK * SCRIPT_RUN_SECONDS if programs
             else 0.0),
         "fix": config.fix,
         "fix_timeout": FIX_SECONDS_SLACK + FIX_SEARCH_RUNS * config.search_seconds,

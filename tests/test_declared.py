@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runners.declared import declared_requirements
+from runners.declared import NOT_FROM_THE_INDEX, declared_requirements
 
 # ---------------------------------------------------------------- what is declared
 
@@ -73,5 +73,5 @@ def test_poetry_dependencies_become_requirements(tmp_path: Path) -> None:
     declared = declared_requirements(tmp_path)
     assert [text for text, _ in declared.requirements] == ["einops>=0.6", "rich",
                                                            "attrs>=23.1"]
-    assert [line for line, _, _ in declared.rejected] == [
-        "-mine (a git, path or URL source)"]
+    assert [(line, why) for line, _, why in declared.rejected] == [
+        ("mine (a git, path or URL source)", NOT_FROM_THE_INDEX)]

@@ -25,6 +25,7 @@ from analyzers.dynamic.signatures import (
     DEFAULT_BATCH,
     EntryError,
     constructor_args,
+    positional_names,
     specs_from_signature,
 )
 from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec
@@ -398,14 +399,10 @@ def _seed_tensorflow(framework: str, seed: int) -> None:
 
 
 def _param_names(fn: Any) -> list[str]:
-    """Positional parameter names, for readable reproducers (`logits`, not `x0`)."""
-    target = fn.forward if isinstance(fn, torch.nn.Module) else (
-        fn.call if hasattr(fn, "call") and not inspect.isfunction(fn) else fn)
-    try:
-        params = inspect.signature(target).parameters.values()
-    except (TypeError, ValueError):
-        return []
-    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    """Positional parameter names of what calling `fn` runs (a module's forward, a Keras
+    layer's call)."""
+    return positional_names(fn.forward if isinstance(fn, torch.nn.Module) else (
+        fn.call if hasattr(fn, "call") and not inspect.isfunction(fn) else fn))
 
 
 def _first_layer_spec(module: torch.nn.Module) -> InputSpec | None:

@@ -31,6 +31,7 @@ from analyzers.dynamic.signatures import (
     EntryError,
     annotation_text,
     constructor_args,
+    positional_names,
     specs_from_signature,
 )
 from analyzers.dynamic.specs import InputSpec, default_spec
@@ -82,19 +83,17 @@ def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
     if isinstance(attribute, classmethod):
         raise EntryError(f"{owner.__name__}.{member} is a classmethod; configure an entry")
     is_property = not callable(attribute)  # property, cached_property, lazy_property
-    function = None if is_property else getattr(owner, member)
     specs: list[InputSpec] = []
     constants: dict[str, Any] = {}
     chosen: dict[str, Any] = {}
     names: list[str] = []
-    if function is None or isinstance(attribute, staticmethod):
-        if function is not None:
-            specs, constants, chosen = specs_from_signature(function, None, allow_empty=True)
-            names = _positional(function)
-    else:
-        bound = functools.partial(function, None)  # the signature without `self`
-        specs, constants, chosen = specs_from_signature(bound, None, allow_empty=True)
-        names = _positional(function)[1:]
+    if not is_property:
+        function = getattr(owner, member)
+        static = isinstance(attribute, staticmethod)
+        # a method's signature without `self`
+        target = function if static else functools.partial(function, None)
+        specs, constants, chosen = specs_from_signature(target, None, allow_empty=True)
+        names = positional_names(function)[0 if static else 1:]
     required, optional, init = _constructor(owner)
     first: Exception | None = None  # the error of the plainest try, the one worth reading
     for extra in [None, *optional[:MAX_OPTIONAL]]:
@@ -114,12 +113,11 @@ def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
             init_specs = _signs_accepted(call, init_specs, specs, constants, framework)
             return ObjectInputs(call, [*init_specs, *specs], constants, chosen,
                                 [*init_names, *names[:len(specs)]])
-    last = first
-    if last is None:
+    if first is None:
         raise EntryError(f"{owner.__name__}.{member} takes no tensor and its constructor "
                          "none either; configure an entry")
     raise EntryError(f"{owner.__name__} could not be built and its {member} called from their "
-                     f"signatures ({type(last).__name__}: {str(last)[:160]}); configure an "
+                     f"signatures ({type(first).__name__}: {str(first)[:160]}); configure an "
                      "entry with `init`")
 
 
@@ -151,14 +149,6 @@ def _constructor(owner: type) -> tuple[list[str], list[str], dict[str, Any]]:
         raise EntryError(f"{owner.__name__}() needs {', '.join(missing)}; configure an entry "
                          "with `init`")
     return required, optional, init
-
-
-def _positional(function: Any) -> list[str]:
-    try:
-        params = inspect.signature(function).parameters.values()
-    except (TypeError, ValueError):
-        return []
-    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 def _trial(call: ObjectCall, specs: Sequence[InputSpec], constants: dict[str, Any],

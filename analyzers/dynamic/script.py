@@ -46,7 +46,7 @@ from typing import Any, cast
 import torch
 from torch.overrides import TorchFunctionMode
 
-from analyzers.config import script_argv
+from analyzers.config import SCRIPT_RUN_SECONDS, script_argv
 from analyzers.dynamic.entries import Entry, EntryError
 from analyzers.dynamic.harvest import observed_box
 from analyzers.dynamic.probe import MAX_FRAMES as PROBE_FRAMES
@@ -62,7 +62,7 @@ from analyzers.dynamic.reproducer import (
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.suspect import op_names, operand_of
 
-DEFAULT_RUN_SECONDS = 10.0
+DEFAULT_RUN_SECONDS = SCRIPT_RUN_SECONDS
 DEFAULT_MAX_VALUES = 8
 VALUE_KINDS = ("data", "random")
 

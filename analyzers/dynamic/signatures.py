@@ -103,6 +103,15 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
     return specs, constants, chosen
 
 
+def positional_names(fn: Any) -> list[str]:
+    """Positional parameter names, for readable reproducers (`logits`, not `x0`)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
 def annotation_text(param: inspect.Parameter) -> str:
     """A parameter's annotation as text: a string annotation as written, a class by name,
     a typing form by its repr without `typing.` (`Optional[Literal['a', 'b']]`)."""
