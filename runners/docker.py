@@ -6,8 +6,9 @@ The container (`container_spec`, a pure function so every limit is unit-tested):
   at /work (the harness writes its reproducer checks and the fix stage its patched copies
   there), the job file read-only at /job;
 - a non-root user, every capability dropped, `no-new-privileges`;
-- memory (no swap on top), CPU quota, pids limit, rlimits for file size, open files, CPU
-  time and core dumps, json-file logs capped at the output cap;
+- memory (no swap on top) for the container, and the same as each process's data limit, CPU
+  quota, pids limit, rlimits for file size, open files, CPU time and core dumps, json-file
+  logs capped at the output cap;
 - the scrubbed environment only (the same variables as the local runner's);
 - a GPU device request when the job asks for CUDA (`device: cuda`, or `auto` on a runner
   configured with GPUs);
@@ -19,14 +20,24 @@ limit or when the records pass the output cap, and always removes it. Outcomes a
 `runners.base`: the container's OOM-killed flag gives `out-of-memory`, a missing engine
 `isolation-unavailable`.
 
-The image is chosen per repository: `job["runner_image"]` (a repository's own image, from its
-configuration), else `images[job["repository"]]`, else the default (the CUDA default when the
-job wants a GPU).
+The image is the operator's choice first (`image_choice`): `images[job["repository"]]`, the
+operator's per-repository map, wins; a repository's own `runner_image` (from its configuration)
+is used only when it matches one of the operator's `allowed_images` patterns, and is otherwise
+ignored with a warning in `isolation`; else the default (the CUDA default when the job wants a
+GPU). A configuration is data a repository's committers control, and an image is code that runs
+beside the job's mounts, so it never picks one the operator has not allowed.
+
+The job's tree on the host (`_hand_to_container`) is private: its top directory is the
+worker's, 0700, and the copies the container mounts belong to the container's user, 0700 and
+0600 (a root worker; a worker that cannot chown opens them to everyone instead and says so).
+The checkout's `.git` is never copied (a workflow token sits in `.git/config` after
+`actions/checkout`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import importlib
 import json
 import os
@@ -48,6 +59,10 @@ LABEL = "numcheck.runner"
 DEFAULT_IMAGE = "ghcr.io/numcheck/runner-cpu:0.1.0"
 DEFAULT_CUDA_IMAGE = "ghcr.io/numcheck/runner-cuda:0.1.0"
 CONTAINER_USER = "10001:10001"  # the `numcheck` user of the runner images
+CONTAINER_UID = CONTAINER_GID = 10001
+# The runner images' interpreter (docker/runner-cpu.Dockerfile's virtual environment) first;
+# an image built FROM a plain Python image has its own at /usr/local/bin.
+IMAGE_PATH = "/opt/numcheck/bin:/usr/local/bin:/usr/bin:/bin"
 REPO_MOUNT, WORK_MOUNT, JOB_MOUNT = "/repo", "/work", "/job"
 DEPENDENCIES_MOUNT = "/deps"  # the declared dependencies' folder (runners/dependencies.py)
 SWEEP_GRACE = 60  # seconds past a container's deadline before any worker may remove it
@@ -62,7 +77,7 @@ def container_env() -> dict[str, str]:
     """The local runner's scrubbed environment, with the container's own paths."""
     env = scrubbed_env(Path("/tmp"))
     env.pop("CUDA_VISIBLE_DEVICES", None)  # the device request decides what the job sees
-    env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+    env["PATH"] = IMAGE_PATH
     return env
 
 
@@ -81,6 +96,12 @@ def container_spec(*, image: str, checkout: str, scratch: str, job_dir: str, run
                         "hard": limits.open_files})
     if cpu is not None:
         ulimits.append({"name": "cpu", "soft": cpu, "hard": cpu + 5})
+    if limits.memory_bytes is not None:
+        # per process, as the local runner's: an allocation past it fails inside the PR's
+        # code (MemoryError, that finding's error) before the container's memory cgroup,
+        # which counts every process together, kills the whole job
+        ulimits.append({"name": "data", "soft": limits.memory_bytes,
+                        "hard": limits.memory_bytes})
     spec: dict[str, Any] = {
         "image": image,
         # -I: not the working directory (the PR's scratch copy) first on sys.path, so a PR's
@@ -146,6 +167,8 @@ def sweepable(labels: Mapping[str, str], worker_id: str, now: float) -> bool:
 @dataclass
 class DockerRunner:
     images: Mapping[str, str] = field(default_factory=dict)  # "owner/name" -> image
+    # fnmatch patterns of the images a repository's own `runner_image` may name
+    allowed_images: tuple[str, ...] = ()
     default_image: str = DEFAULT_IMAGE
     cuda_image: str = DEFAULT_CUDA_IMAGE
     limits: Limits = field(default_factory=Limits)
@@ -166,12 +189,26 @@ class DockerRunner:
             self.client = sdk.from_env()
         return self.client
 
+    def image_choice(self, job: Mapping[str, Any]) -> tuple[str, str | None]:
+        """The image for this job, and a warning when the repository asked for another."""
+        asked = str(job.get("runner_image") or "")
+        mapped = self.images.get(str(job.get("repository") or ""))
+        default = self.cuda_image if wants_gpu(job, self.gpus) else self.default_image
+        if mapped:
+            chosen = mapped
+        elif asked and any(fnmatch.fnmatchcase(asked, p) for p in self.allowed_images):
+            return asked, None
+        else:
+            chosen = default
+        if asked and asked != chosen:
+            return chosen, (f"the repository's runner_image {asked!r} was not used: "
+                            + ("the operator maps this repository to its own image"
+                               if mapped else "it is not among the operator's allowed "
+                               "images (NUMCHECK_RUNNER_ALLOWED_IMAGES)"))
+        return chosen, None
+
     def image_for(self, job: Mapping[str, Any]) -> str:
-        if job.get("runner_image"):
-            return str(job["runner_image"])
-        if job.get("repository") in self.images:
-            return self.images[str(job["repository"])]
-        return self.cuda_image if wants_gpu(job, self.gpus) else self.default_image
+        return self.image_choice(job)[0]
 
     def sweep(self) -> int:
         """Remove the labelled containers left behind (see `sweepable`)."""
@@ -186,8 +223,10 @@ class DockerRunner:
 
     def run(self, job: dict[str, Any], timeout: float,
             on_record: OnRecord | None = None) -> RunResult:
-        isolation = {"network": True, "pid_namespace": True, "mount_namespace": True,
-                     "read_only_fs": True, "user": CONTAINER_USER, "warnings": []}
+        warnings: list[str] = []
+        isolation: dict[str, Any] = {"network": True, "pid_namespace": True,
+                                     "mount_namespace": True, "read_only_fs": True,
+                                     "user": CONTAINER_USER, "warnings": warnings}
         try:
             client = self._client()
             client.ping()
@@ -206,16 +245,24 @@ class DockerRunner:
             # Both copies live under work_root, a path the engine can mount: the worker may
             # itself be a container whose /tmp the engine cannot see.
             pristine, scratch, job_dir = root / "repo", root / "work", root / "job"
-            shutil.copytree(checkout, pristine, symlinks=True)
-            shutil.copytree(checkout, scratch, symlinks=True)
+            root.chmod(0o700)
+            ignore = _ignore_git(checkout)
+            shutil.copytree(checkout, pristine, symlinks=True, ignore=ignore)
+            shutil.copytree(checkout, scratch, symlinks=True, ignore=ignore)
             job_dir.mkdir()
             site = job.get("dependencies")
             inner = {**job, "repo": WORK_MOUNT, "checkout": REPO_MOUNT, "nonce": nonce,
                      "device": job.get("device", "auto"),
                      "dependencies": DEPENDENCIES_MOUNT if site else None}
             (job_dir / "job.json").write_text(json.dumps(inner), encoding="utf-8")
-            _open_to_container(root)
-            spec = container_spec(image=self.image_for(job), checkout=str(pristine),
+            if not _hand_to_container(root):
+                warnings.append(
+                    "the job's copies could not be given to the container's user (the worker "
+                    "is not root): they are readable by every local user while the job runs")
+            image, refused = self.image_choice(job)
+            if refused:
+                warnings.append(refused)
+            spec = container_spec(image=image, checkout=str(pristine),
                                   scratch=str(scratch), job_dir=str(job_dir), run_id=run_id,
                                   worker_id=self.worker_id, limits=self.limits,
                                   timeout=timeout, gpu=gpu, gpu_ids=self.gpu_ids,
@@ -300,10 +347,46 @@ def _classify(state: Mapping[str, Any], stream: RecordStream, timed_out: bool,
     return "crashed", f"the harness exited with status {status}"
 
 
+def _ignore_git(checkout: str) -> Any:
+    """copytree's ignore: the checkout's own top-level `.git`, nothing else."""
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        return {".git"} & set(names) if os.path.samefile(directory, checkout) else set()
+    return ignore
+
+
+def _hand_to_container(root: Path) -> bool:
+    """Give the job's copies to the container's user, private (0700 directories, 0600 files,
+    executable bits kept); `root` itself stays the worker's, 0700: the engine mounts its
+    subdirectories as root, so no one else needs to pass through it. False where the worker
+    may not chown (not root): then the copies are opened to everyone instead."""
+    try:
+        for top, dirs, files in os.walk(root):
+            if Path(top) != root:
+                os.chown(top, CONTAINER_UID, CONTAINER_GID)
+                os.chmod(top, 0o700)
+            for name in files:
+                path = os.path.join(top, name)
+                os.chown(path, CONTAINER_UID, CONTAINER_GID, follow_symlinks=False)
+                if not os.path.islink(path):
+                    os.chmod(path, os.lstat(path).st_mode & 0o100 | 0o600)
+            for name in dirs:
+                if os.path.islink(os.path.join(top, name)):
+                    os.chown(os.path.join(top, name), CONTAINER_UID, CONTAINER_GID,
+                             follow_symlinks=False)
+            dirs[:] = [name for name in dirs if not os.path.islink(os.path.join(top, name))]
+        return True
+    except PermissionError:
+        _open_to_container(root)
+        return False
+
+
 def _open_to_container(root: Path) -> None:
-    """The container's user is not the worker's: let it read the job and write the scratch
-    copy (the directory above stays private to the worker)."""
+    """Without chown, let the container's user read the job and write the scratch copy (the
+    directory above stays private to the worker)."""
     for top, dirs, files in os.walk(root):
+        if Path(top) == root:
+            dirs[:] = [name for name in dirs if not os.path.islink(os.path.join(top, name))]
+            continue
         scratch = Path(top).relative_to(root).parts[:1] == ("work",)
         os.chmod(top, 0o777 if scratch else 0o755)
         for name in files:
@@ -319,7 +402,11 @@ def runner_from_env(env: Mapping[str, str] | None = None) -> Any:
 
     `NUMCHECK_RUNNER` `local` (default) or `docker`; for docker `NUMCHECK_RUNNER_IMAGE`,
     `NUMCHECK_RUNNER_CUDA_IMAGE`, `NUMCHECK_RUNNER_GPUS` (`all` or device ids `0,1`; empty:
-    none) and `NUMCHECK_RUNNER_WORK_ROOT` (else `NUMCHECK_WORKSPACE_ROOT`); for local
+    none), `NUMCHECK_RUNNER_WORK_ROOT` (else `NUMCHECK_WORKSPACE_ROOT`),
+    `NUMCHECK_RUNNER_IMAGES` (the per-repository map, `owner/name=image` separated by commas)
+    and `NUMCHECK_RUNNER_ALLOWED_IMAGES` (patterns such as `ghcr.io/acme/*`, separated by
+    commas, of the images a repository's `runner_image` may name; `*` trusts every
+    configuration, as a developer running the CLI on their own code may); for local
     `NUMCHECK_REQUIRE_ISOLATION=true` refuses to run without a network namespace."""
     from runners.local import LocalRunner
 
@@ -332,7 +419,18 @@ def runner_from_env(env: Mapping[str, str] | None = None) -> Any:
         raise ValueError(f"NUMCHECK_RUNNER={kind!r}: expected 'local' or 'docker'")
     gpus = env.get("NUMCHECK_RUNNER_GPUS", "").strip()
     ids = None if gpus in ("", "all") else [g.strip() for g in gpus.split(",") if g.strip()]
+    images = {}
+    for pair in env.get("NUMCHECK_RUNNER_IMAGES", "").split(","):
+        if pair.strip():
+            repository, sep, image = pair.partition("=")
+            if not sep or not repository.strip() or not image.strip():
+                raise ValueError(f"NUMCHECK_RUNNER_IMAGES: {pair.strip()!r} is not "
+                                 "owner/name=image")
+            images[repository.strip()] = image.strip()
+    allowed = tuple(p.strip() for p in env.get("NUMCHECK_RUNNER_ALLOWED_IMAGES", "").split(",")
+                    if p.strip())
     return DockerRunner(
+        images=images, allowed_images=allowed,
         default_image=env.get("NUMCHECK_RUNNER_IMAGE", "").strip() or DEFAULT_IMAGE,
         cuda_image=env.get("NUMCHECK_RUNNER_CUDA_IMAGE", "").strip() or DEFAULT_CUDA_IMAGE,
         gpus=bool(gpus), gpu_ids=ids,

@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,20 @@ from typing import Any
 
 import pytest
 from conftest import GitRepoFactory
+from sandbox_attacks import (
+    DATABASE_TEXT,
+    FAKE_ANALYZERS,
+    FAKE_HARNESS,
+    GIT_TOKEN,
+    ORDINARY,
+    OTHER_CHECKOUT_TEXT,
+    OTHER_JOB_TEXT,
+    PROBE_FILES,
+    PROBE_SOCKET,
+    SOCKET_TEXT,
+    SocketService,
+    seen_by_probe,
+)
 
 from analyzers.static import scan_source
 from runners.base import Limits, RecordStream, looks_out_of_memory
@@ -526,115 +539,6 @@ def test_scrubbed_env_keeps_gpu_passthrough(monkeypatch: pytest.MonkeyPatch) -> 
 # what it found (the finding's `error` carries it back), beside an ordinary torch.log finding
 # that must still be confirmed. And a third: a PR that brings its own `runners/harness.py`.
 
-GIT_TOKEN = "ghp_plantedGitConfigToken0123456789"
-OTHER_JOB_TEXT = "planted-other-job-source"
-OTHER_CHECKOUT_TEXT = "planted-other-checkout-token"
-DATABASE_TEXT = "planted-database-row"
-SOCKET_TEXT = "outside"
-
-PROBE_SOCKET = '''\
-import socket
-
-import torch
-from torch import Tensor
-
-def probe() -> None:
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(2)
-            conn.connect(SOCKET_PATH)
-            said = conn.recv(100).decode()
-    except OSError as exc:
-        said = f"probe-ran, blocked: {exc}"
-    raise ImportError(f"socket said: {said}")
-
-
-probe()
-
-
-def through_socket(x: Tensor) -> Tensor:
-    probe()  # also when the module is loaded without running its top level
-    return torch.log(x)
-'''
-
-PROBE_FILES = '''\
-import glob
-import json
-import os
-
-import torch
-from torch import Tensor
-
-def probe() -> None:
-    seen = {"groups": os.getgroups(), "root": sorted(os.listdir("/"))}
-    for path in FILES:
-        try:
-            with open(path) as handle:
-                seen[path] = handle.read()
-        except OSError as exc:
-            seen[path] = f"unreadable: {exc.strerror}"
-    seen["other jobs"] = [p for p in glob.glob("/tmp/numcheck-head-*/*")
-                          + glob.glob("/tmp/numcheck-sandbox-*") if p != os.environ["HOME"]]
-    for pattern in ("/tmp/numcheck-head-*/*", "/var/tmp/numcheck-test-*/*"):
-        for path in glob.glob(pattern):
-            try:
-                seen[path] = open(path).read()
-            except OSError as exc:
-                seen[path] = f"unreadable: {exc.strerror}"
-    host = []
-    for pid in os.listdir("/proc"):
-        try:
-            if pid.isdigit() and b"HOST_TOKEN" in open(f"/proc/{pid}/cmdline", "rb").read():
-                host.append(pid)
-        except OSError:
-            pass
-    seen["host processes"] = host
-    raise ImportError("probe-ran " + json.dumps(seen))
-
-
-probe()
-
-
-def through_files(x: Tensor) -> Tensor:
-    probe()  # also when the module is loaded without running its top level
-    return torch.log(x)
-'''
-
-ORDINARY = '''\
-import torch
-from torch import Tensor
-
-
-def log_of_softmax(logits: Tensor) -> Tensor:
-    probs = torch.softmax(logits, dim=-1)
-    return torch.log(probs)
-'''
-
-FAKE_HARNESS = '''\
-import json
-import sys
-from pathlib import Path
-
-job = json.load(sys.stdin)
-for finding in job["findings"]:
-    print(json.dumps({"fingerprint": finding["fingerprint"], "status": "not-triggered",
-                      "forged": True, "nonce": job["nonce"]}), flush=True)
-print(json.dumps({"done": True, "nonce": job["nonce"]}), flush=True)
-'''
-
-FAKE_ANALYZERS = '''\
-from pathlib import Path
-
-(Path(__file__).resolve().parent.parent / "analyzers-shadowed").write_text("yes")
-'''
-
-
-def _seen(error: str) -> dict[str, Any]:
-    """The JSON the file probe raised, from a finding's error (which may go on after it)."""
-    seen, _ = json.JSONDecoder().raw_decode(error.split("probe-ran ", 1)[1])
-    return dict(seen)
-
-
 @dataclass
 class Probe:
     repo: Path
@@ -673,41 +577,6 @@ def _review(repo: Path, modules: dict[str, str], timeout: float = 300) -> Probe:
     return Probe(repo, result, fingerprints)
 
 
-class _SocketService:
-    """A UNIX socket service outside the sandbox (an agent, a database) that tells whoever
-    connects `outside`."""
-
-    def __init__(self) -> None:
-        self.path = f"/tmp/agent-{secrets.token_hex(4)}.sock"
-        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.server.bind(self.path)
-        # 0600 as an agent's socket; as root, the job is another user: 0666 as PostgreSQL's
-        # socket, which any local user may dial
-        os.chmod(self.path, 0o666 if os.geteuid() == 0 else 0o600)
-        self.server.listen(8)
-        self.server.settimeout(0.2)
-        self.served = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.server.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(SOCKET_TEXT.encode())
-            self.served += 1
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(5)
-        self.server.close()
-        Path(self.path).unlink(missing_ok=True)
-
-
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory: pytest.TempPathFactory) -> Any:
     base = tmp_path_factory.mktemp("probe")
@@ -724,7 +593,7 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> Any:
         directory.chmod(0o755)
         for path in directory.iterdir():
             path.chmod(0o644)
-    service = _SocketService()
+    service = SocketService()
     token = f"numcheck-host-{secrets.token_hex(6)}"  # a host process the job must not see
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", token])
     files = [str(repo / ".git" / "config"), str(host / "config"), str(host / "app.db"),
@@ -778,7 +647,7 @@ def test_host_files_and_the_checkouts_git_are_out_of_reach(probe: tuple[Probe, A
 
 def test_the_job_has_no_supplementary_groups(probe: tuple[Probe, Any]) -> None:
     result = probe[0]
-    seen = _seen(result.error("through_files"))
+    seen = seen_by_probe(result.error("through_files"))
     if os.geteuid() == 0:
         assert seen["groups"] == [] or len(seen["groups"]) == 1, seen["groups"]
     elif len(seen["groups"]) > 1:
@@ -788,14 +657,14 @@ def test_the_job_has_no_supplementary_groups(probe: tuple[Probe, Any]) -> None:
 def test_the_jobs_proc_shows_no_host_process(probe: tuple[Probe, Any]) -> None:
     result = probe[0]
     result.isolated("pid_namespace")
-    seen = _seen(result.error("through_files"))
+    seen = seen_by_probe(result.error("through_files"))
     assert seen["host processes"] == [], seen
 
 
 def test_the_job_runs_in_a_minimal_root(probe: tuple[Probe, Any]) -> None:
     result = probe[0]
     result.isolated("minimal_root")
-    seen = _seen(result.error("through_files"))
+    seen = seen_by_probe(result.error("through_files"))
     assert not {"run", "var", "home", "srv", "mnt", "opt", "boot"} & set(seen["root"]), seen
     assert result.result.isolation["minimal_root"] in ("pivot_root", "chroot")
 
