@@ -9,14 +9,14 @@ and not of the search. Three ways, each repeated, medians reported:
 
 - in-process: `runners.harness.confirm()` on the finding in this process (torch already
   imported after the warm-up: the floor);
-- plain child: `python -m runners.harness` in a subprocess, job on stdin, no namespaces, no
-  rlimits, no user switch (what any out-of-process design pays: a Python start and the
-  torch import);
+- plain child: the harness's worker alone (`python -m runners.harness --worker`) in a
+  subprocess, job on stdin, no supervisor, no namespaces, no rlimits, no user switch (what
+  any out-of-process design pays: a Python start and the torch import);
 - local runner: `LocalRunner().run()` with everything this machine allows (the isolation it
   got is printed).
 
 Printed: the medians and two ratios of medians, local/in-process and local/plain child (the
-part the hardening itself adds).
+part the hardening itself adds: the jail, and the supervisor process in front of the worker).
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ def in_process(job: dict[str, Any]) -> float:
 
 def plain_child(job: dict[str, Any]) -> float:
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "runners.harness"], cwd=job["repo"],
-                          input=json.dumps({**job, "nonce": "n"}).encode(),
+    proc = subprocess.run([sys.executable, "-m", "runners.harness", "--worker"],
+                          cwd=job["repo"], input=json.dumps(job).encode(),
                           capture_output=True, env={"PATH": os.environ.get("PATH", ""),
                                                     "PYTHONPATH": str(ROOT),
                                                     "OMP_NUM_THREADS": "1"})

@@ -123,6 +123,9 @@ def container_spec(*, image: str, checkout: str, scratch: str, job_dir: str, run
         "security_opt": ["no-new-privileges:true"],
         "privileged": False,
         "ipc_mode": "private",
+        # the engine's init as pid 1: it reaps what the PR's code orphans (zombies would count
+        # against the pids limit of the worker the supervisor starts next)
+        "init": True,
         "pids_limit": limits.processes if limits.processes is not None else -1,
         "ulimits": ulimits,
         "log_config": {"type": "json-file",

