@@ -65,7 +65,7 @@ class RunResult:
     records: list[dict[str, Any]] = field(default_factory=list)
     reason: str = ""
     stderr: str = ""
-    # What the sandbox enforced: {"network": True, "user": "numcheck-sandbox", ...}, and
+    # What the sandbox enforced: {"network": True, "user": "numcheck-640001", ...}, and
     # "warnings" for each protection that was not available on this machine.
     isolation: dict[str, Any] = field(default_factory=dict)
 

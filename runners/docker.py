@@ -410,14 +410,21 @@ def runner_from_env(env: Mapping[str, str] | None = None) -> Any:
     and `NUMCHECK_RUNNER_ALLOWED_IMAGES` (patterns such as `ghcr.io/acme/*`, separated by
     commas, of the images a repository's `runner_image` may name; `*` trusts every
     configuration, as a developer running the CLI on their own code may); for local
-    `NUMCHECK_REQUIRE_ISOLATION=true` refuses to run without a network namespace."""
+    `NUMCHECK_REQUIRE_ISOLATION=true` refuses to run without a network namespace and
+    `NUMCHECK_SANDBOX_UIDS` (`FIRST-LAST`) is the range a root worker leases a uid per job
+    from."""
+    from runners.identities import uid_range
     from runners.local import LocalRunner
 
     env = os.environ if env is None else env
     kind = env.get("NUMCHECK_RUNNER", "local").strip().lower() or "local"
     if kind == "local":
         required = env.get("NUMCHECK_REQUIRE_ISOLATION", "").strip().lower()
-        return LocalRunner(require_network_isolation=required in ("1", "true", "yes"))
+        local = LocalRunner(require_network_isolation=required in ("1", "true", "yes"))
+        uids = env.get("NUMCHECK_SANDBOX_UIDS", "").strip()
+        if uids:
+            local.uids = uid_range(uids)
+        return local
     if kind != "docker":
         raise ValueError(f"NUMCHECK_RUNNER={kind!r}: expected 'local' or 'docker'")
     gpus = env.get("NUMCHECK_RUNNER_GPUS", "").strip()

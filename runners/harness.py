@@ -583,7 +583,7 @@ def work() -> int:
 
 
 def main() -> int:
-    if sys.argv[1:] == ["--worker"]:
+    if sys.argv[-1:] == ["--worker"]:
         return work()
     from runners.supervisor import main as supervise
 

@@ -26,10 +26,11 @@ Where the kernel allows it (`unshare`, see `runners/jail.py`):
 The harness starts isolated (`python -I`) from numcheck's installed packages with the workspace
 as its working directory: a PR that adds its own `runners/harness.py` (or `analyzers/`)
 cannot stand in for it; the checkout goes on sys.path only after the harness's own imports.
-As root, the job runs as an unprivileged user (`numcheck-sandbox`, created when missing;
-process limits do not bind root) with no supplementary groups, which owns the checkout for the
-run; as another user, a user namespace provides the namespaces and the job keeps the worker's
-uid (and, where the kernel will not drop them, its supplementary groups) with no capabilities.
+As root, the job runs as an unprivileged uid of its own, leased from a range for the run
+(`runners/identities.py`: concurrent jobs never share a uid, a process quota or a sweep), or as
+the configured `user`, with no supplementary groups; it owns the checkout for the run. As
+another user, a user namespace provides the namespaces and the job keeps the worker's uid (and,
+where the kernel will not drop them, its supplementary groups) with no capabilities.
 
 What could not be enforced is listed in `RunResult.isolation["warnings"]`; with
 `require_network_isolation=True` a run that cannot cut the network does not start and returns
@@ -56,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from runners.base import Limits, OnRecord, Outcome, RecordStream, RunResult, looks_out_of_memory
+from runners.identities import DEFAULT_UIDS, IdentityError, lease
 
 __all__ = ["LocalRunner", "Limits", "Outcome", "RunResult", "scrubbed_env"]
 
@@ -176,7 +178,9 @@ class LocalRunner:
     python: str | None = None  # the interpreter that runs the harness
     max_output_bytes: int | None = None  # the records stream; None: limits.output_bytes
     limits: Limits = field(default_factory=Limits)
-    user: str | int | None = None  # as root: who jobs run as (default numcheck-sandbox)
+    # as root: who jobs run as; None leases a uid per job from `uids` (runners/identities.py)
+    user: str | int | None = None
+    uids: range = DEFAULT_UIDS
     require_network_isolation: bool = False
     unshare: str | None = None  # path of util-linux `unshare`; "" switches namespaces off
     hide: tuple[str, ...] = ()  # more paths the job must not see (with a mount namespace)
@@ -198,10 +202,30 @@ class LocalRunner:
                              "machine, and this runner requires one: "
                              + "; ".join(isolation.why_not), "", report)
         root = os.geteuid() == 0
-        identity = sandbox_identity(self.user) if root else None
+        leased = None
+        identity: tuple[int, int, str, list[str]] | None = None
+        if root and self.user is None:
+            try:
+                leased = lease(self.uids)
+            except (IdentityError, OSError) as exc:
+                return RunResult("isolation-unavailable", [], f"no sandbox uid: {exc}", "",
+                                 report)
+            _kill_uid(leased.uid)  # what a worker that died left running under this uid
+            identity = (leased.uid, leased.gid, leased.name, [])
+        elif root:
+            identity = sandbox_identity(self.user)
         if identity is not None:
             report["user"] = identity[2]
             report["warnings"] += identity[3]
+        try:
+            return self._run(job, timeout, on_record, nonce, isolation, report, identity)
+        finally:
+            if leased is not None:
+                leased.release()
+
+    def _run(self, job: dict[str, Any], timeout: float, on_record: OnRecord | None,
+             nonce: str, isolation: Isolation, report: dict[str, Any],
+             identity: tuple[int, int, str, list[str]] | None) -> RunResult:
         repo = Path(job["repo"]).resolve()
         workspace = Path(tempfile.mkdtemp(prefix="numcheck-sandbox-"))
         # Where the jail mounts the job's minimal root, in its own mount namespace only: here

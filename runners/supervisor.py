@@ -1,10 +1,11 @@
 """The harness's trusted half: it runs inside the sandbox but never imports the PR's code.
 
 `python -I -m runners.harness` starts here. The supervisor takes the job and its nonce from
-stdin, hands the job *without the nonce* to a worker (`python -I -m runners.harness
---worker`, a child process in its own session), and relays the worker's records to the runner,
-adding the nonce itself. The worker is where the PR's code runs; whatever it does, it can
-reach neither the nonce nor the runner's channel, so:
+stdin, hands the job *without the nonce* to a worker (`runners.harness` again, with
+`--worker`: a child process in its own session, importing this supervisor's own copy of
+numcheck), and relays the worker's records to the runner, adding the nonce itself. The
+worker is where the PR's code runs; whatever it does, it can reach neither the nonce nor the
+runner's channel, so:
 
 - a record is accepted only for the stage the worker announced last (`{"begin": fingerprint,
   "stage": "confirm" | "fix" | "harvest", "seconds": limit}`), once per finding and stage,
@@ -113,8 +114,15 @@ class Ledger:
         self.fixes_owed.clear()
 
 
+# The worker's start: isolated (`-I`: no working directory, no PYTHON* variables on its path),
+# importing the harness from where this supervisor's came from, never from the checkout.
+WORKER_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
+               "from runners.harness import main; raise SystemExit(main())")
+OWN_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _worker(job: dict[str, Any]) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, "-I", "-m", "runners.harness", "--worker"],
+    proc = subprocess.Popen([sys.executable, "-I", "-c", WORKER_BOOT, OWN_ROOT, "--worker"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             start_new_session=True)
     assert proc.stdin is not None

@@ -98,9 +98,9 @@ class GitRepoFactory(Protocol):
 TIERS: dict[str, tuple[str, ...]] = {
     "static": ("test_aliases", "test_app_manifest", "test_bench_realworld", "test_config",
                "test_corpus", "test_declared", "test_deep_files", "test_diffscope",
-               "test_docs", "test_feeds", "test_imports", "test_report", "test_rules",
-               "test_static_precision", "test_supervisor", "test_suppression", "test_tiers",
-               "test_trusted"),
+               "test_docs", "test_feeds", "test_identities", "test_imports", "test_report",
+               "test_rules", "test_static_precision", "test_supervisor", "test_suppression",
+               "test_tiers", "test_trusted"),
     "dynamic": ("test_bench_dynamic", "test_bench_static_torch", "test_catalogue", "test_cli",
                 "test_cuda", "test_dependencies", "test_dynamic", "test_fix_report",
                 "test_fix_stage", "test_fix_transforms", "test_fix_validate", "test_harness",

@@ -621,6 +621,9 @@ def test_runner_from_the_worker_settings() -> None:
 
     assert isinstance(runner_from_env({}), LocalRunner)
     assert runner_from_env({"NUMCHECK_REQUIRE_ISOLATION": "true"}).require_network_isolation
+    assert runner_from_env({"NUMCHECK_SANDBOX_UIDS": "700000-700009"}).uids == \
+        range(700000, 700010)
+    assert runner_from_env({}).uids == range(640000, 640256)
     gpu = runner_from_env({"NUMCHECK_RUNNER": "docker", "NUMCHECK_RUNNER_GPUS": "0,1",
                            "NUMCHECK_RUNNER_IMAGE": "acme/runner:1",
                            "NUMCHECK_WORKSPACE_ROOT": "/var/lib/numcheck/work"})

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -841,3 +842,66 @@ def test_the_worker_holds_no_nonce_and_cannot_forge_another_finding(unruly: Prob
     assert not [r for r in unruly.result.records if r.get("forged")]
     assert unruly.record("log_of_softmax")["status"] == "confirmed"
     assert "dropped a record" in unruly.result.stderr
+
+
+# ---------------------------------------------------------------- a uid per concurrent job
+
+WHO = '''\
+import json
+import os
+import time
+
+import torch
+from torch import Tensor
+
+
+def _report(seen):
+    raise RuntimeError("seen " + json.dumps(seen))
+
+
+def who(x: Tensor) -> Tensor:
+    time.sleep(3)  # long enough for the other job to be running too
+    _report({"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups()})
+    return torch.log(x)
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a root worker leases uids")
+def test_concurrent_jobs_run_as_different_uids(tmp_path: Path) -> None:
+    """Two jobs at once: each its own leased uid (no shared process quota, no shared files),
+    both from the runner's range, and the leases are free again afterwards."""
+    from runners.identities import lease, lock_dir
+
+    uids = range(700100, 700104)
+    results: dict[int, RunResult] = {}
+
+    def one(index: int) -> None:
+        repo = tmp_path / f"repo{index}"
+        (repo / "who").mkdir(parents=True)
+        (repo / "who" / "__init__.py").write_text("")
+        (repo / "who" / "me.py").write_text(WHO)
+        findings = [f.to_json() for f in scan_source(WHO, "who/me.py").findings]
+        job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
+               "search_seconds": 1.0, "finding_timeout": 60.0, "harvest": False,
+               "fix": False}
+        results[index] = LocalRunner(uids=uids).run(job, timeout=180)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seen = []
+    for result in results.values():
+        assert result.outcome == "ok", (result.reason, result.stderr[-1500:])
+        (record,) = result.records
+        assert "seen " in record.get("error", ""), record
+        seen.append(json.JSONDecoder().raw_decode(record["error"].split("seen ", 1)[1])[0])
+        assert result.isolation["user"] == f"numcheck-{seen[-1]['uid']}"
+    assert seen[0]["uid"] != seen[1]["uid"], seen
+    for who in seen:
+        assert who["uid"] in uids and who["gid"] == who["uid"], who
+        assert who["groups"] in ([], [who["uid"]]), who
+    held = [lease(uids, lock_dir(), wait=0) for _ in range(len(uids))]  # all free again
+    for taken in held:
+        taken.release()
