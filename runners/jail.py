@@ -450,7 +450,19 @@ def _isolate_filesystem(spec: dict[str, Any], uid: int | None, gid: int | None) 
             _mount("/dev/null", git, None, MS_BIND)
 
 
+def join_cgroup(procs_files: list[str]) -> None:
+    """Move this process (and so all it will start) into the job's cgroup, before anything
+    of the job runs; the runner made the cgroup and set its limits."""
+    for procs in procs_files:
+        try:
+            with open(procs, "w", encoding="ascii") as handle:
+                handle.write("0")
+        except OSError as exc:
+            raise JailError(f"could not join the job's cgroup {procs}: {exc}") from exc
+
+
 def main(spec: dict[str, Any]) -> None:
+    join_cgroup(spec.get("cgroup_procs", []))
     uid, gid = spec.get("uid"), spec.get("gid")
     argv = list(spec["argv"])
     shebang = _shebang(argv[0])  # read before the root changes

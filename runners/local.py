@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runners import cgroups
 from runners.base import Limits, OnRecord, Outcome, RecordStream, RunResult, looks_out_of_memory
 from runners.identities import DEFAULT_UIDS, IdentityError, lease
 
@@ -232,6 +233,7 @@ class LocalRunner:
         # it stays an empty directory.
         new_root = Path(tempfile.mkdtemp(prefix="numcheck-root-")) if isolation.mount else None
         owners: dict[str, tuple[int, int]] = {}
+        group: cgroups.JobCgroup | None = None
         try:
             if identity is not None:
                 os.chown(workspace, identity[0], identity[1])
@@ -246,11 +248,23 @@ class LocalRunner:
                                          "no mount namespace to expose it", "", report)
             spec = self._spec(job, repo, workspace, identity, isolation, timeout, new_root)
             report["rlimits"] = spec["rlimits"]
+            if os.geteuid() == 0:  # the job's processes together, whatever they fork
+                group, why_not = cgroups.create(self.limits, timeout)
+                report["warnings"] += why_not
+            if group is not None:
+                spec["cgroup_procs"] = group.procs_files()  # the jail joins it first thing
+                report["cgroup"] = f"v{group.version}"
             jail = [sys.executable, "-I", "-S", str(JAIL), json.dumps(spec)]
             argv = [*isolation.prefix, "--", *jail] if isolation.prefix else jail
-            return self._execute(argv, job, nonce, timeout, on_record, report,
-                                 identity[0] if identity and not isolation.pid else None)
+            result = self._execute(argv, job, nonce, timeout, on_record, report,
+                                   identity[0] if identity and not isolation.pid else None,
+                                   group)
+            if group is not None:  # processes killed for the job's memory, all together
+                report["cgroup_oom_kills"] = group.oom_kills()
+            return result
         finally:
+            if group is not None:
+                group.remove()
             if owners:
                 _give_back(repo, owners)
             shutil.rmtree(workspace, ignore_errors=True)
@@ -317,7 +331,7 @@ class LocalRunner:
 
     def _execute(self, argv: list[str], job: dict[str, Any], nonce: str, timeout: float,
                  on_record: OnRecord | None, report: dict[str, Any],
-                 sweep_uid: int | None) -> RunResult:
+                 sweep_uid: int | None, group: cgroups.JobCgroup | None = None) -> RunResult:
         stream = RecordStream(nonce, self._output_cap, on_record)
         tail, head = bytearray(), bytearray()  # the jail's own lines come first
         keep = self.limits.stderr_bytes
@@ -325,6 +339,8 @@ class LocalRunner:
         proc = subprocess.Popen(argv, cwd="/", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=scrubbed_env(Path("/nonexistent")),
                                 start_new_session=True)
+        if group is not None:
+            group.add(proc.pid)  # `unshare` too; the jail joins again before it runs anything
         feeder = threading.Thread(target=_feed, args=(proc, json.dumps(job).encode()),
                                   daemon=True)
         feeder.start()
@@ -364,6 +380,8 @@ class LocalRunner:
         finally:
             selector.close()
             _kill_group(proc)  # whatever is left of the group (daemons re-parented to it)
+            if group is not None:
+                group.kill_all()  # and whatever left the group (setsid) but not the cgroup
             proc.wait()
             if sweep_uid is not None:
                 _kill_uid(sweep_uid)

@@ -146,6 +146,9 @@ def _ended(returncode: int) -> str:
             name = signal.Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
+        if -returncode == signal.SIGKILL:
+            name += (" (the job's memory limit, all its processes together, sends it, unless "
+                     "the code killed itself)")
         return f"crashed: the process running the code died of {name}"
     return f"crashed: the process running the code exited with status {returncode}"
 

@@ -905,3 +905,74 @@ def test_concurrent_jobs_run_as_different_uids(tmp_path: Path) -> None:
     held = [lease(uids, lock_dir(), wait=0) for _ in range(len(uids))]  # all free again
     for taken in held:
         taken.release()
+
+
+# ---------------------------------------------------------------- limits for the job as a whole
+
+GREEDY = '''\
+import json
+import os
+import signal
+
+import torch
+from torch import Tensor
+
+
+def _report(seen):
+    raise RuntimeError("seen " + json.dumps(seen))
+
+
+def greedy(x: Tensor) -> Tensor:
+    """Four children of 900 MiB each: every one under the per-process limit, 3.6 GiB in all."""
+    children = []
+    for _ in range(4):
+        pid = os.fork()
+        if pid == 0:
+            block = b"x" * (900 * 1024**2)  # touched, so resident
+            signal.pause()
+            os._exit(len(block) and 0)
+        children.append(pid)
+    import time
+    time.sleep(4)
+    alive = []
+    for pid in children:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        alive.append(done == 0)
+        if done == 0:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    _report({"alive": alive})
+    return torch.log(x)
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a root worker makes a cgroup per job")
+def test_memory_is_limited_for_the_job_as_a_whole(tmp_path: Path) -> None:
+    """Each child stays under the per-process limit; together they pass the job's limit, so
+    the job's cgroup has the kernel kill some of them; the next finding is still confirmed."""
+    repo = tmp_path / "repo"
+    (repo / "greedy").mkdir(parents=True)
+    (repo / "greedy" / "__init__.py").write_text("")
+    modules = {"greedy/eat.py": GREEDY, "greedy/ordinary.py": ORDINARY}
+    findings, names = [], []
+    for path, source in modules.items():
+        (repo / path).write_text(source)
+        for finding in scan_source(source, path).findings:
+            findings.append(finding.to_json())
+            names.append(finding.function)
+    assert names == ["greedy", "log_of_softmax"]
+    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
+           "search_seconds": 1.0, "finding_timeout": 60.0, "harvest": False, "fix": False}
+    limits = Limits(memory_bytes=2560 * 1024**2, stderr_bytes=16 * 1024)
+    result = LocalRunner(limits=limits).run(job, timeout=240)
+    assert result.outcome == "ok", (result.reason, result.stderr[-1500:])
+    if result.isolation.get("cgroup") is None:
+        pytest.skip("no cgroup on this machine: " + "; ".join(result.warnings))
+    greedy, ordinary = result.records
+    assert ordinary["status"] == "confirmed", ordinary
+    assert result.isolation["cgroup_oom_kills"] >= 1, result.isolation
+    if "seen " in greedy.get("error", ""):
+        seen = json.JSONDecoder().raw_decode(greedy["error"].split("seen ", 1)[1])[0]
+        assert not all(seen["alive"]), seen  # the kernel killed children
+    else:  # or the worker itself: its finding says so
+        assert "SIGKILL" in greedy["error"], greedy
