@@ -51,7 +51,7 @@ class Limits:
     output_bytes: int = 32 * 1024 * 1024         # the records stream; past it the run stops
     stderr_bytes: int = 64 * 1024                # the tail of stderr kept for the reason
     cpus: float | None = None                    # containers: CPU quota (cores); None: no quota
-    tmpfs_bytes: int = 512 * 1024**2             # containers: the size of /tmp (HOME, TMPDIR)
+    tmpfs_bytes: int = 512 * 1024**2             # HOME, TMPDIR: container /tmp, job workspace
 
     def cpu_limit(self, timeout: float) -> int | None:
         if self.cpu_seconds is not None:

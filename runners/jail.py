@@ -299,6 +299,9 @@ def _cover(new: str, hidden: list[str], shown: list[str]) -> None:
             _mount("/dev/null", target, None, MS_BIND)
 
 
+SCRATCH_INODES = 65536  # files and directories the job's workspace may hold
+
+
 def build_root(root: dict[str, Any], hidden: list[str]) -> list[str]:
     """The job's whole filesystem, on a tmpfs at root["path"] (an empty directory the runner
     made): see the module's docstring. Returns the mount points (paths as the job will see
@@ -331,6 +334,14 @@ def build_root(root: dict[str, Any], hidden: list[str]) -> list[str]:
             shown.append(_bind_same(path, new))
     for path in root["writable"]:
         shown.append(_bind_same(path, new))
+        writable.append(path)
+    for path in root.get("scratch", []):  # the workspace: a size- and file-capped tmpfs, not
+        os.makedirs(new + path, mode=0o700, exist_ok=True)  # the host's disk
+        owner = "" if root.get("uid") is None else f",uid={root['uid']},gid={root['gid']}"
+        _mount("tmpfs", new + path, "tmpfs", MS_NOSUID | MS_NODEV,
+               f"mode=0700,size={int(root['scratch_bytes'])},"
+               f"nr_inodes={SCRATCH_INODES}{owner}")
+        shown.append(path)
         writable.append(path)
     for git in root.get("git", []):  # the checkout's own repository: remotes, tokens, history
         target = new + git

@@ -307,7 +307,10 @@ class LocalRunner:
         needed = _needed_paths(repo, workspace, python, _dependencies(job))
         writable = [str(repo), str(workspace)]
         root = None if new_root is None else {
-            "path": str(new_root), "writable": writable, "git": [str(repo / ".git")],
+            # the workspace (HOME, TMPDIR) is a tmpfs of its own in the minimal root: what the
+            # job writes there is capped in size and files and never reaches the host's disk
+            "path": str(new_root), "writable": [str(repo)], "scratch": [str(workspace)],
+            "scratch_bytes": limits.tmpfs_bytes, "git": [str(repo / ".git")],
             "read_only": [p for p in needed if p not in writable] + list(self.expose),
             "tmp_bytes": TMP_BYTES, "uid": identity[0] if identity else None,
             "gid": identity[1] if identity else None,

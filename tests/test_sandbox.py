@@ -976,3 +976,63 @@ def test_memory_is_limited_for_the_job_as_a_whole(tmp_path: Path) -> None:
         assert not all(seen["alive"]), seen  # the kernel killed children
     else:  # or the worker itself: its finding says so
         assert "SIGKILL" in greedy["error"], greedy
+
+
+FILLER = '''\
+import json
+import os
+import tempfile
+
+import torch
+from torch import Tensor
+
+
+def _report(seen):
+    raise RuntimeError("seen " + json.dumps(seen))
+
+
+def filler(x: Tensor) -> Tensor:
+    """Past the workspace's size, then past its number of files."""
+    seen = {}
+    try:
+        with open(os.path.join(tempfile.gettempdir(), "big.bin"), "wb") as handle:
+            for _ in range(64):
+                handle.write(b"0" * (8 * 1024**2))
+        seen["size"] = "written"
+    except OSError as exc:
+        seen["size"] = exc.strerror
+    os.remove(os.path.join(tempfile.gettempdir(), "big.bin"))
+    made = 0
+    try:
+        for made in range(100_000):
+            open(os.path.join(tempfile.gettempdir(), f"f{made}"), "w").close()
+        seen["files"] = "written"
+    except OSError as exc:
+        seen["files"] = exc.strerror
+    seen["made"] = made
+    _report(seen)
+    return torch.log(x)
+'''
+
+
+def test_the_workspace_is_capped_and_never_on_the_hosts_disk(tmp_path: Path) -> None:
+    """The job's HOME and TMPDIR are a tmpfs of the workspace's size and file count: 512 MiB
+    and 100,000 files stop there, not on the host's disk."""
+    repo = tmp_path / "repo"
+    (repo / "fill").mkdir(parents=True)
+    (repo / "fill" / "__init__.py").write_text("")
+    (repo / "fill" / "up.py").write_text(FILLER)
+    findings = [f.to_json() for f in scan_source(FILLER, "fill/up.py").findings]
+    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
+           "search_seconds": 1.0, "finding_timeout": 120.0, "harvest": False, "fix": False}
+    before = shutil.disk_usage(tempfile.gettempdir()).used
+    result = LocalRunner(limits=Limits(tmpfs_bytes=128 * 1024**2, stderr_bytes=16 * 1024)
+                         ).run(job, timeout=240)
+    assert result.outcome == "ok", (result.reason, result.stderr[-1500:])
+    if not result.isolation.get("minimal_root"):
+        pytest.skip("no minimal root here: the workspace is a host directory")
+    (record,) = result.records
+    seen = json.JSONDecoder().raw_decode(record["error"].split("seen ", 1)[1])[0]
+    assert seen["size"] == "No space left on device", seen
+    assert seen["files"] == "No space left on device" and seen["made"] < 70_000, seen
+    assert shutil.disk_usage(tempfile.gettempdir()).used - before < 64 * 1024**2
