@@ -345,8 +345,26 @@ def blocker(x: Tensor) -> Tensor:
     while True:
         pass
     return torch.log(x)
+
+
+def segfault(x: Tensor) -> Tensor:
+    import ctypes
+
+    ctypes.string_at(0)
+    return torch.log(x)
+
+
+def printer(x: Tensor) -> Tensor:
+    import sys
+
+    chunk = "all work and no play " * 200
+    while True:
+        sys.stdout.write(chunk)
+        sys.stderr.write(chunk)
+    return torch.log(x)
 '''
-ATTACK_NAMES = ("dial", "snoop", "scribble", "fork_storm", "hog", "spin", "blocker")
+ATTACK_NAMES = ("dial", "snoop", "scribble", "fork_storm", "hog", "spin", "blocker", "segfault",
+                "printer")
 
 
 def _seen(record: dict[str, Any]) -> dict[str, Any]:
@@ -508,6 +526,17 @@ def test_live_a_blocked_deadline_signal_is_stopped_by_the_supervisor(
         contained: Contained) -> None:
     record = contained.record("blocker")
     assert record["status"] == "error" and "supervisor" in record["error"], record
+
+
+def test_live_a_crash_costs_only_its_finding(contained: Contained) -> None:
+    record = contained.record("segfault")
+    assert record["status"] == "error" and "SIGSEGV" in record["error"], record
+
+
+def test_live_printing_without_end_is_that_findings_timeout(contained: Contained) -> None:
+    record = contained.record("printer")
+    assert record["status"] == "error" and record["error"].startswith("timeout"), record
+    assert len(contained.result.stderr.encode()) <= 4000 * 4
 
 
 def test_live_host_sockets_files_and_processes_are_out_of_reach(contained: Contained) -> None:
