@@ -40,6 +40,9 @@ from typing import Any
 STATUSES = frozenset({"confirmed", "not-triggered", "potential", "error"})
 FIX_STATUSES = frozenset({"validated", "none-validated", "error"})
 GRACE_SECONDS = 5.0  # past a stage's own limit (its SIGALRM), before the worker is killed
+# Outside any stage (starting up: the frameworks' imports; between two findings, where only a
+# thread the PR's code left running could hold it) the worker gets this long.
+IDLE_SECONDS = 300.0
 LINE_CAP = 8 * 1024**2  # a record line longer than this is not a record
 PR_SET_DUMPABLE = 4
 
@@ -160,16 +163,18 @@ def drive(proc: subprocess.Popen[bytes], ledger: Ledger, emit: Emit) -> tuple[
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     stage: dict[str, Any] | None = None
-    deadline: float | None = None
+    deadline = time.monotonic() + IDLE_SECONDS
     limit = 0.0
     partial = b""
     done = False
     while True:
-        wait = 1.0 if deadline is None else max(0.0, deadline - time.monotonic())
-        ready, _, _ = select.select([fd], [], [], wait)
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
         if not ready:
-            if deadline is not None and time.monotonic() >= deadline:
+            if time.monotonic() >= deadline:
                 _kill(proc)
+                if stage is None:
+                    return None, (f"the worker did nothing for {IDLE_SECONDS:g} s outside "
+                                  "any finding (the supervisor stopped it)")
                 return stage, (f"timeout: the code did not finish within {limit:g} s (the "
                                "supervisor stopped it)")
             continue
@@ -200,7 +205,7 @@ def drive(proc: subprocess.Popen[bytes], ledger: Ledger, emit: Emit) -> tuple[
                 done = True
             elif ledger.accept(message, stage):
                 emit(message)
-                stage, deadline = None, None
+                stage, deadline = None, time.monotonic() + IDLE_SECONDS
             else:
                 print(f"numcheck supervisor: dropped a record for "
                       f"{str(message.get('fingerprint'))[:40]!r} outside its stage",

@@ -143,3 +143,20 @@ def test_the_harness_entry_point_keeps_the_nonce_from_the_worker(tmp_path: Any) 
          "print(not_dumpable(), ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))"],
         capture_output=True, text=True, timeout=60, check=True)
     assert check.stdout.split() == ["True", "0"]
+
+
+def test_a_worker_idle_outside_any_stage_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between findings only a thread the PR's code left running can hold the worker: past
+    IDLE_SECONDS it is killed and what is owed is reported, not waited for."""
+    monkeypatch.setattr(supervisor, "IDLE_SECONDS", 1.0)
+    ledger = Ledger(FINDINGS, fix=False)
+    stage, why, emitted, seconds = run('''
+        say({"begin": "a", "stage": "confirm", "seconds": 5})
+        say({"fingerprint": "a", "status": "not-triggered"})
+        time.sleep(60)
+    ''', ledger)
+    assert stage is None and "outside any finding" in why and seconds < 10, why
+    ledger.fail(stage, why, emitted.append)
+    assert [(r["fingerprint"], r["status"]) for r in emitted] == [
+        ("a", "not-triggered"), ("b", "error"), ("c", "error")]
+    assert emitted[1]["error"] == f"not run: {why}"
