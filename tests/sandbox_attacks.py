@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from analyzers.static import scan_source
+
 GIT_TOKEN = "ghp_plantedGitConfigToken0123456789"
 OTHER_JOB_TEXT = "planted-other-job-source"
 OTHER_CHECKOUT_TEXT = "planted-other-checkout-token"
@@ -156,3 +158,40 @@ class SocketService:
         self.thread.join(5)
         self.server.close()
         Path(self.path).unlink(missing_ok=True)
+
+
+# A finding whose code blocks the worker's own deadline signal and loops, and one whose code
+# segfaults: only the supervisor (runners/supervisor.py) can end the first, and the second
+# must cost only its own finding.
+UNRULY_FUNCTIONS = '''
+
+def blocker(x: Tensor) -> Tensor:
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    while True:
+        pass
+    return torch.log(x)
+
+
+def segfault(x: Tensor) -> Tensor:
+    import ctypes
+
+    ctypes.string_at(0)
+    return torch.log(x)
+'''
+
+
+def write_modules(repo: Path, modules: dict[str, str]) -> tuple[dict[str, str],
+                                                                 list[dict[str, Any]]]:
+    """Write `modules` (path: source) into `repo` and scan them: each flagged function's
+    fingerprint, and the findings as a job carries them, in the modules' order."""
+    fingerprints, findings = {}, []
+    for path, source in modules.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(source, encoding="utf-8")
+        for finding in scan_source(source, path).findings:
+            fingerprints[finding.function] = finding.fingerprint
+            findings.append(finding.to_json())
+    return fingerprints, findings

@@ -27,8 +27,10 @@ from sandbox_attacks import (
     OTHER_JOB_TEXT,
     PROBE_FILES,
     PROBE_SOCKET,
+    UNRULY_FUNCTIONS,
     SocketService,
     seen_by_probe,
+    write_modules,
 )
 
 from runners.base import Limits
@@ -338,20 +340,7 @@ def spin(x: Tensor) -> Tensor:
     return torch.log(x)
 
 
-def blocker(x: Tensor) -> Tensor:
-    import signal
-
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
-    while True:
-        pass
-    return torch.log(x)
-
-
-def segfault(x: Tensor) -> Tensor:
-    import ctypes
-
-    ctypes.string_at(0)
-    return torch.log(x)
+UNRULY_FUNCTIONS
 
 
 def printer(x: Tensor) -> Tensor:
@@ -395,7 +384,6 @@ def live() -> tuple[Any, str]:
 
 @pytest.fixture(scope="module")
 def contained(live: tuple[Any, str], tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from analyzers.static import scan_source
 
     client, image = live
     base = tmp_path_factory.mktemp("docker-hostile")
@@ -419,19 +407,14 @@ def contained(live: tuple[Any, str], tmp_path_factory: pytest.TempPathFactory) -
     files = [str(repo / ".git" / "config"), str(other_job / "model.py"), "/etc/shadow"]
     modules = {
         "hostile/__init__.py": "",
-        "hostile/attacks.py": ATTACKS.replace("PORT", str(listener.getsockname()[1])),
+        "hostile/attacks.py": ATTACKS.replace("PORT", str(listener.getsockname()[1]))
+                                    .replace("UNRULY_FUNCTIONS", UNRULY_FUNCTIONS.strip()),
         "probes/__init__.py": "",
         "probes/sock.py": PROBE_SOCKET.replace("SOCKET_PATH", repr(service.path)),
         "probes/files.py": PROBE_FILES.replace("FILES", repr(files))
                                       .replace("HOST_TOKEN", "numcheck-no-such-process"),
         "probes/ordinary.py": ORDINARY}
-    fingerprints, findings = {}, []
-    for path, source in modules.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(source, encoding="utf-8")
-        for finding in scan_source(source, path).findings:
-            fingerprints[finding.function] = finding.fingerprint
-            findings.append(finding.to_json())
+    fingerprints, findings = write_modules(repo, modules)
     wanted = {*ATTACK_NAMES, "through_socket", "through_files", "log_of_softmax"}
     assert wanted <= set(fingerprints), sorted(fingerprints)
     tree: dict[str, Any] = {}

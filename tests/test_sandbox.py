@@ -40,8 +40,10 @@ from sandbox_attacks import (
     PROBE_FILES,
     PROBE_SOCKET,
     SOCKET_TEXT,
+    UNRULY_FUNCTIONS,
     SocketService,
     seen_by_probe,
+    write_modules,
 )
 
 from analyzers.static import scan_source
@@ -565,13 +567,7 @@ class Probe:
 
 def _review(repo: Path, modules: dict[str, str], timeout: float = 300) -> Probe:
     """Write `modules` (path: source) into `repo`, scan them, run every finding of them."""
-    fingerprints, findings = {}, []
-    for path, source in modules.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(source, encoding="utf-8")
-        for finding in scan_source(source, path).findings:
-            fingerprints[finding.function] = finding.fingerprint
-            findings.append(finding.to_json())
+    fingerprints, findings = write_modules(repo, modules)
     job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
            "search_seconds": 1.0, "finding_timeout": 120.0, "harvest": False, "fix": False}
     result = LocalRunner(limits=Limits(stderr_bytes=16 * 1024)).run(job, timeout=timeout)
@@ -759,27 +755,15 @@ def test_a_forged_fix_record_never_becomes_a_suggestion(git_repo: GitRepoFactory
 # looks for the nonce, then the ordinary finding, which must still be confirmed.
 
 UNRULY = '''\
-import ctypes
 import gc
 import json
-import signal
 import sys
 
 import torch
 from torch import Tensor
 
 
-def blocker(x: Tensor) -> Tensor:
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
-    signal.signal(signal.SIGALRM, signal.SIG_IGN)
-    while True:
-        pass
-    return torch.log(x)
-
-
-def segfault(x: Tensor) -> Tensor:
-    ctypes.string_at(0)
-    return torch.log(x)
+UNRULY_FUNCTIONS
 
 
 def forger(x: Tensor) -> Tensor:
@@ -804,16 +788,11 @@ def unruly(tmp_path_factory: pytest.TempPathFactory) -> Probe:
     repo = tmp_path_factory.mktemp("unruly") / "repo"
     repo.mkdir()
     others = [f.fingerprint for f in scan_source(ORDINARY, "probes/ordinary.py").findings]
-    source = UNRULY.replace("OTHERS", repr(others))
+    source = UNRULY.replace("OTHERS", repr(others)).replace("UNRULY_FUNCTIONS",
+                                                            UNRULY_FUNCTIONS.strip())
     job_modules = {"probes/__init__.py": "", "probes/unruly.py": source,
                    "probes/ordinary.py": ORDINARY}
-    fingerprints, findings = {}, []
-    for path, text in job_modules.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text, encoding="utf-8")
-        for finding in scan_source(text, path).findings:
-            fingerprints[finding.function] = finding.fingerprint
-            findings.append(finding.to_json())
+    fingerprints, findings = write_modules(repo, job_modules)
     assert list(fingerprints) == ["blocker", "segfault", "forger", "log_of_softmax"]
     job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
            "search_seconds": 1.0, "finding_timeout": 10.0, "harvest": False, "fix": False}
@@ -954,13 +933,8 @@ def test_memory_is_limited_for_the_job_as_a_whole(tmp_path: Path) -> None:
     (repo / "greedy").mkdir(parents=True)
     (repo / "greedy" / "__init__.py").write_text("")
     modules = {"greedy/eat.py": GREEDY, "greedy/ordinary.py": ORDINARY}
-    findings, names = [], []
-    for path, source in modules.items():
-        (repo / path).write_text(source)
-        for finding in scan_source(source, path).findings:
-            findings.append(finding.to_json())
-            names.append(finding.function)
-    assert names == ["greedy", "log_of_softmax"]
+    fingerprints, findings = write_modules(repo, modules)
+    assert list(fingerprints) == ["greedy", "log_of_softmax"]
     job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
            "search_seconds": 1.0, "finding_timeout": 60.0, "harvest": False, "fix": False}
     limits = Limits(memory_bytes=2560 * 1024**2, stderr_bytes=16 * 1024)
