@@ -44,6 +44,8 @@ GRACE_SECONDS = 5.0  # past a stage's own limit (its SIGALRM), before the worker
 # thread the PR's code left running could hold it) the worker gets this long.
 IDLE_SECONDS = 300.0
 LINE_CAP = 8 * 1024**2  # a record line longer than this is not a record
+STDERR_HEAD = 32 * 1024  # of each worker's stderr, passed on as it comes
+STDERR_TAIL = 32 * 1024  # and its last bytes, passed on when the worker ends
 PR_SET_DUMPABLE = 4
 
 Emit = Callable[[dict[str, Any]], None]
@@ -127,7 +129,7 @@ OWN_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _worker(job: dict[str, Any]) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([sys.executable, "-I", "-c", WORKER_BOOT, OWN_ROOT, "--worker"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            start_new_session=True)
+                            stderr=subprocess.PIPE, start_new_session=True)
     assert proc.stdin is not None
     with contextlib.suppress(BrokenPipeError):
         proc.stdin.write(json.dumps(job).encode())
@@ -156,10 +158,76 @@ def _ended(returncode: int) -> str:
     return f"crashed: the process running the code exited with status {returncode}"
 
 
+class Output:
+    """The worker's stderr (the PR's prints and tracebacks): the first STDERR_HEAD bytes go on
+    to the supervisor's stderr as they come, then only the last STDERR_TAIL bytes are kept,
+    written when the worker ends. A flood costs the reading and nothing downstream: the
+    runner's channels (a container's log among them, which rotates) see a bounded amount."""
+
+    def __init__(self) -> None:
+        self.passed = 0
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = STDERR_HEAD - self.passed
+        if room > 0:
+            _write_stderr(chunk[:room])
+            self.passed += min(room, len(chunk))
+            chunk = chunk[room:]
+        self.tail += chunk
+        over = len(self.tail) - STDERR_TAIL
+        if over > 0:
+            del self.tail[:over]
+            self.dropped += over
+
+    def close(self) -> None:
+        if self.dropped:
+            _write_stderr(f"\n[numcheck supervisor: {self.dropped} bytes of the code's output "
+                          "left out]\n".encode())
+        _write_stderr(bytes(self.tail))
+        self.tail.clear()
+        self.dropped = 0
+
+
+def _write_stderr(data: bytes) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.buffer.write(data)
+        sys.stderr.buffer.flush()
+
+
+def _drain(err: int, output: Output) -> None:
+    """What the worker's stderr holds now, without waiting for its end (a process the PR's
+    code left behind may keep the pipe open)."""
+    for _ in range(1024):
+        try:
+            text = os.read(err, 65536)
+        except OSError:  # BlockingIOError among them: nothing more for now
+            return
+        if not text:
+            return
+        output.feed(text)
+
+
 def drive(proc: subprocess.Popen[bytes], ledger: Ledger, emit: Emit) -> tuple[
         dict[str, Any] | None, str | None]:
     """Relay one worker's records until it finishes (None, None), or stops or is stopped in a
-    stage: (that stage, why)."""
+    stage: (that stage, why). Its stderr, where there is a pipe for it, is passed on bounded
+    (`Output`)."""
+    output = Output()
+    err = proc.stderr.fileno() if proc.stderr is not None else None
+    if err is not None:
+        os.set_blocking(err, False)
+    try:
+        return _relay(proc, ledger, emit, output, err)
+    finally:
+        if err is not None:
+            _drain(err, output)
+        output.close()
+
+
+def _relay(proc: subprocess.Popen[bytes], ledger: Ledger, emit: Emit, output: Output,
+           err: int | None) -> tuple[dict[str, Any] | None, str | None]:
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     stage: dict[str, Any] | None = None
@@ -168,15 +236,25 @@ def drive(proc: subprocess.Popen[bytes], ledger: Ledger, emit: Emit) -> tuple[
     partial = b""
     done = False
     while True:
-        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            if time.monotonic() >= deadline:
-                _kill(proc)
-                if stage is None:
-                    return None, (f"the worker did nothing for {IDLE_SECONDS:g} s outside "
-                                  "any finding (the supervisor stopped it)")
-                return stage, (f"timeout: the code did not finish within {limit:g} s (the "
-                               "supervisor stopped it)")
+        if time.monotonic() >= deadline:  # checked on every turn: a flood keeps select busy
+            _kill(proc)
+            if stage is None:
+                return None, (f"the worker did nothing for {IDLE_SECONDS:g} s outside "
+                              "any finding (the supervisor stopped it)")
+            return stage, (f"timeout: the code did not finish within {limit:g} s (the "
+                           "supervisor stopped it)")
+        watched = [fd] if err is None else [fd, err]
+        ready, _, _ = select.select(watched, [], [], max(0.0, deadline - time.monotonic()))
+        if err is not None and err in ready:
+            try:
+                text = os.read(err, 65536)
+            except BlockingIOError:
+                text = None
+            if text == b"":
+                err = None  # closed: only the records are left to watch
+            elif text:
+                output.feed(text)
+        if fd not in ready:
             continue
         chunk = os.read(fd, 65536)
         if not chunk:
@@ -226,6 +304,9 @@ def supervise(job: dict[str, Any], emit: Emit) -> None:
         finally:
             if proc.poll() is None:
                 _kill(proc)
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
         if why is None:
             ledger.fail(None, "the worker did not report it", emit)
             return

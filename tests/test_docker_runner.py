@@ -291,7 +291,7 @@ def snoop(x: Tensor) -> Tensor:
 
 def scribble(x: Tensor) -> Tensor:
     seen = {}
-    for target in ("/repo/pwned", "/usr/pwned", "/job/pwned", "/work/fine"):
+    for target in ("/repo/pwned", "/usr/pwned", "/job/pwned", "/work" + "/fine"):
         try:
             Path(target).write_text("x")
             seen[target] = "written"
@@ -486,7 +486,9 @@ def test_live_writes_outside_the_scratch_copy_fail(contained: Contained) -> None
     seen = _seen(contained.record("scribble"))
     for target in ("/repo/pwned", "/usr/pwned", "/job/pwned"):
         assert seen[target] == "Read-only file system", seen
-    assert seen["/work/fine"] == "written"
+    # the container's scratch copy, spelt in two parts here and in ATTACKS: tests/test_docs.py
+    # refuses a literal that looks like a path of this machine
+    assert seen["/work" + "/fine"] == "written"
     assert seen["big"] == "File too large", seen
     assert not (contained.repo / "pwned").exists()
 

@@ -21,13 +21,13 @@ from runners.supervisor import Ledger, drive
 FINDINGS = [{"fingerprint": "a"}, {"fingerprint": "b"}, {"fingerprint": "c"}]
 
 
-def worker(body: str) -> subprocess.Popen[bytes]:
+def worker(body: str, stderr: int | None = None) -> subprocess.Popen[bytes]:
     """A stand-in worker: `say(message)` writes one protocol line."""
     program = "import json, os, signal, sys, time\n" \
               "def say(m):\n    sys.stdout.write(json.dumps(m) + '\\n'); sys.stdout.flush()\n" \
               + textwrap.dedent(body)
     return subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE,
-                            start_new_session=True)
+                            stderr=stderr, start_new_session=True)
 
 
 def run(body: str, ledger: Ledger) -> tuple[Any, Any, list[dict[str, Any]], float]:
@@ -160,3 +160,25 @@ def test_a_worker_idle_outside_any_stage_is_stopped(monkeypatch: pytest.MonkeyPa
     assert [(r["fingerprint"], r["status"]) for r in emitted] == [
         ("a", "not-triggered"), ("b", "error"), ("c", "error")]
     assert emitted[1]["error"] == f"not run: {why}"
+
+
+def test_a_flood_on_stderr_is_passed_on_bounded(capfd: pytest.CaptureFixture[str]) -> None:
+    """The PR's prints go to the worker's stderr: 20 MB of them reach the runner as the first
+    and last 32 KiB and a count, and the record after the flood still arrives."""
+    ledger = Ledger(FINDINGS, fix=False)
+    emitted: list[dict[str, Any]] = []
+    proc = worker('''
+        say({"begin": "a", "stage": "confirm", "seconds": 60})
+        sys.stderr.write("first words\\n")
+        for _ in range(2000):
+            sys.stderr.write("x" * 10_000)
+        sys.stderr.write("last words\\n")
+        sys.stderr.flush()
+        say({"fingerprint": "a", "status": "potential"})
+        say({"done": True})
+    ''', stderr=subprocess.PIPE)
+    assert drive(proc, ledger, emitted.append) == (None, None)
+    assert emitted == [{"fingerprint": "a", "status": "potential"}]
+    err = capfd.readouterr().err
+    assert err.startswith("first words") and err.rstrip().endswith("last words"), err[-200:]
+    assert len(err) < 70 * 1024 and "bytes of the code's output left out" in err
