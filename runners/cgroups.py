@@ -98,7 +98,7 @@ def _own(controller: str) -> Path | None:
     return None
 
 
-def create(limits: Limits, timeout: float) -> tuple[JobCgroup | None, list[str]]:
+def create(limits: Limits) -> tuple[JobCgroup | None, list[str]]:
     """A fresh cgroup for one job with the limits set, or None and why not."""
     name = f"numcheck-job-{secrets.token_hex(6)}"
     try:

@@ -249,7 +249,7 @@ class LocalRunner:
             spec = self._spec(job, repo, workspace, identity, isolation, timeout, new_root)
             report["rlimits"] = spec["rlimits"]
             if os.geteuid() == 0:  # the job's processes together, whatever they fork
-                group, why_not = cgroups.create(self.limits, timeout)
+                group, why_not = cgroups.create(self.limits)
                 report["warnings"] += why_not
             if group is not None:
                 spec["cgroup_procs"] = group.procs_files()  # the jail joins it first thing
