@@ -10,6 +10,11 @@ from harness_support import confirmed_reproducer, run_findings, write_repo
 
 from analyzers.dynamic.entries import framework_of
 
+# A budget of evaluations' worth, not a timing: JAX's first calls take most of a second, and
+# on a loaded two-core CI machine the default 3 s ran out before the search reached the
+# trigger it finds unloaded in 2 s.
+SEARCH_SECONDS = 15.0
+
 KL = '''import jax
 import jax.numpy as jnp
 
@@ -50,7 +55,7 @@ def test_a_jitted_optax_style_kl_divergence_is_confirmed(tmp_path: Path,
                                                          clean_modules: object) -> None:
     repo = write_repo(tmp_path, {"jlosses/__init__.py": "", "jlosses/kl.py": KL})
     run = run_findings(repo, "jlosses/kl.py", ["kl_divergence"], finding_timeout=120,
-                       timeout=300)
+                       timeout=300, search_seconds=SEARCH_SECONDS)
     source = confirmed_reproducer(repo, run)
     assert "jnp.array(" in source and "import torch" not in source
 
@@ -59,7 +64,7 @@ def test_a_where_guarded_log_leaks_nan_into_the_gradient(tmp_path: Path,
                                                         clean_modules: object) -> None:
     repo = write_repo(tmp_path, {"jsafe/__init__.py": "", "jsafe/ops.py": SAFE_LOG})
     run = run_findings(repo, "jsafe/ops.py", ["positive_log"], finding_timeout=120,
-                       timeout=300)
+                       timeout=300, search_seconds=SEARCH_SECONDS)
     source = confirmed_reproducer(repo, run)
     assert "jax.grad(" in source
 
@@ -67,5 +72,5 @@ def test_a_where_guarded_log_leaks_nan_into_the_gradient(tmp_path: Path,
 def test_a_division_by_a_sum_is_confirmed(tmp_path: Path, clean_modules: object) -> None:
     repo = write_repo(tmp_path, {"jnorm/__init__.py": "", "jnorm/weights.py": NORMALISE})
     run = run_findings(repo, "jnorm/weights.py", ["normalise"], finding_timeout=120,
-                       timeout=300)
+                       timeout=300, search_seconds=SEARCH_SECONDS)
     confirmed_reproducer(repo, run)

@@ -320,7 +320,11 @@ class Searcher:
         an entry that fails on every other draw pay 10 evaluations, not about 2, whenever its
         first draw passes. A batched run that fails has its draws run alone, closest
         first (`_suspects`), and only a single draw, evaluated alone by `run`, can be a
-        trigger: restarts mixed through batch statistics never confirm anything. The first
+        trigger: restarts mixed through batch statistics never confirm anything. A batch whose
+        failure does not show (`accepts` says no: a `where` masks the op's NaN) counts as
+        passed: its draws alone would be masked the same way, and running each of them cost a
+        `where`-guarded JAX log its whole budget before the `snap` stage reached the zero that
+        makes its gradient NaN. The first
         draw always goes alone, and batching is tried only if its outputs all kept the batch's
         rows; the first batched run (two draws, so an entry that cannot take a batch wastes two
         evaluations, not eight) then settles it. The closest restart of the batches that did
@@ -353,7 +357,7 @@ class Searcher:
                     continue
             if batched.error or not batched.reached:
                 yield from points  # the batch broke something: one at a time
-            elif batched.forward or batched.backward:
+            elif self.accepts(batched):
                 yield from self._suspects(points, batched.chunk_losses)
             elif batched.chunk_losses:
                 index = min(range(len(points)), key=batched.chunk_losses.__getitem__)
