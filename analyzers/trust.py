@@ -15,6 +15,14 @@ comment only when
   says nothing about code users run; read by hand on real pull requests, such comments were
   noise. Confirmed, it is still commented.
 
+A confirmed finding is still held back when its proof cancels the code's own epsilon guard
+(`cancels_guard`): the operand is written `a + eps`, the op fails at or below 0, and the input
+box was numcheck's choice, not a configured entry's declared bounds. Such an operand reaches
+0 only when `a` goes below -eps, so the trigger had to make negative a value the author's
+epsilon says never is. Read by hand on real pull requests, those proofs were noise (load
+balance divided by `mean(load) + 1e-10`, confirmed with negative example counts). The
+finding keeps its reproducer in the check run, and it does not fail the check.
+
 Everything else (`potential`, `not-triggered`, `error`) is *held back*: it stays in the check
 run (a notice annotation and a collapsed list), in the Action's notices and in every
 `--format`, and the review says how many were held back and why. `comment_on = "potential"`
@@ -31,6 +39,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from analyzers.catalogue import CATALOGUE
+from analyzers.epsilon import guarded_part
 from analyzers.model import Finding
 from analyzers.static.rules import RULES_BY_ID
 from analyzers.static.scanner import is_test_file
@@ -43,6 +53,8 @@ HELD_BACK_WHY = {
     "not-triggered": "not proven: the search found no input that makes NaN/Inf",
     "error": "not proven: the code could not be run as far as the op",
     "test-file": "a definite pattern, but in a test file, whose inputs are the test's own",
+    "guard-cancelled": "confirmed only by making negative the part an epsilon guards "
+                       "(`a` in `a + eps`), which the epsilon says is never negative",
 }
 
 
@@ -68,11 +80,28 @@ def is_proven(finding: Finding) -> bool:
     return finding.status == "confirmed"
 
 
+def cancels_guard(finding: Finding) -> bool:
+    """Was this finding confirmed only by cancelling its operand's epsilon (see the module's
+    docstring)? Not for a definite rule (an epsilon that rounds away is the finding itself),
+    nor for a trigger inside a configured entry's bounds, which the user declared real."""
+    spec = CATALOGUE.by_op.get(finding.op)
+    box = (finding.trigger or {}).get("box") or {}
+    return is_proven(finding) and not is_definite(finding) \
+        and spec is not None and spec.requires in ("positive", "nonzero") \
+        and box.get("source") != "config" and guarded_part(finding.operand) is not None
+
+
+def is_credible_proof(finding: Finding) -> bool:
+    """Confirmed, by a trigger a reader would accept: what is commented inline and what a
+    check that fails on confirmed findings (`check_failure`, the Action's `fail-on`) fails on."""
+    return is_proven(finding) and not cancels_guard(finding)
+
+
 def comment_inline(finding: Finding, policy: str) -> bool:
     """May this finding be an inline review comment under `policy`? A candidate only once
-    confirmed, whatever the policy."""
+    confirmed, whatever the policy; a proof that cancels an epsilon guard, under neither."""
     if is_proven(finding):
-        return True
+        return not cancels_guard(finding)
     if is_candidate(finding):
         return False
     return policy == "potential" or (is_definite(finding) and not is_test_file(finding.path))
@@ -82,6 +111,8 @@ def held_back_reason(finding: Finding) -> str:
     """The key in `HELD_BACK_WHY` that says why `finding` is not inline."""
     if is_definite(finding) and is_test_file(finding.path) and finding.status == "potential":
         return "test-file"
+    if cancels_guard(finding):
+        return "guard-cancelled"
     return finding.status
 
 

@@ -55,7 +55,7 @@ from analyzers.report.summary import (
     validated_fix,
     validation_summary,
 )
-from analyzers.trust import comment_inline, comment_on, counts
+from analyzers.trust import comment_inline, comment_on, counts, is_credible_proof
 from bot.console import dynamic_frameworks, missing_framework_hint
 from bot.progress import Progress
 from runners.base import Runner
@@ -424,7 +424,7 @@ def _fails(result: AnalysisResult, fail_on: str) -> bool:
     if fail_on == "any":
         return any(counts(f) for f in result.findings)  # not unconfirmed candidates
     if fail_on == "confirmed":
-        return any(f.status == "confirmed" for f in result.findings)
+        return any(is_credible_proof(f) for f in result.findings)
     return False
 
 

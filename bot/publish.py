@@ -28,7 +28,7 @@ from analyzers.report import comment_range, inline_comment, review_body
 from analyzers.report.markdown import REVIEW_MARKER, settings_notes
 from analyzers.report.mdescape import truncate
 from analyzers.report.summary import anchor_lines, sorted_findings
-from analyzers.trust import comment_inline, comment_on, held_back_sentence
+from analyzers.trust import comment_inline, comment_on, held_back_sentence, is_credible_proof
 from bot.github import GitHubClient
 from bot.report import finding_anchor
 
@@ -91,7 +91,7 @@ def conclusion(result: AnalysisResult) -> str:
     if not result.findings:
         return "success"
     if result.config.get("check_failure") == "confirmed" and any(
-            f.status == "confirmed" for f in result.findings):
+            is_credible_proof(f) for f in result.findings):
         return "failure"
     return "neutral"
 

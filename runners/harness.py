@@ -247,13 +247,15 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         key = f"{module}:{finding['function']}"
         for call in harvested.calls.get(key, []) if harvested else []:
             yield lambda call=call, key=key: _harvested_entry(repo, key, call)
-        yield lambda: synthesise(repo, finding["path"], finding["function"], seed, device)
+        operand = str(finding.get("operand", ""))
+        yield lambda: synthesise(repo, finding["path"], finding["function"], seed, device,
+                                 operand=operand)
         # when the default shape never reaches the op: the shape the code's own error asks
         # for, then common shapes
         asked = shape_from_message(problems[-1]) if problems else None
         for shape in ([asked] if asked else []) + list(SHAPE_GUESSES):
             yield lambda shape=shape: synthesise(repo, finding["path"], finding["function"],
-                                                 seed, device, shape)
+                                                 seed, device, shape, operand=operand)
         if job.get("script"):
             yield lambda: _script_entry(repo, job["script"], finding, lines, seed)
         elif is_program(repo / finding["path"]):  # a script nobody configured: run it as one

@@ -487,6 +487,10 @@ def test_the_check_run_fails_only_on_confirmed_findings_and_only_when_asked() ->
     assert conclusion(result([potential, confirmed])) == "neutral"
     assert conclusion(result([potential], check_failure="confirmed")) == "neutral"
     assert conclusion(result([potential, confirmed], check_failure="confirmed")) == "failure"
+    # a proof that had to cancel the code's own epsilon (`q + 1e-8` below 0) blocks nothing
+    guarded = dataclasses.replace(_finding(7, "torch.log(q + 1e-8)"), status="confirmed",
+                                  operand="q + 1e-8", trigger={"box": {"source": "synthesised"}})
+    assert conclusion(result([potential, guarded], check_failure="confirmed")) == "neutral"
 
 
 # --- deliveries -------------------------------------------------------------------------------

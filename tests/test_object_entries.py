@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from harness_support import run_findings, run_script, write_repo
+from harness_support import confirmed_reproducer, run_findings, run_script, write_repo
 
 from analyzers.dynamic.objects import ObjectCall, object_inputs
 from analyzers.dynamic.signatures import EntryError
@@ -86,3 +86,49 @@ def test_members_of_plain_classes_are_confirmed_with_standalone_reproducers(
         assert "obj = " in source and "def run(" in source
         proc = run_script(repo, source)
         assert proc.returncode != 0 and "AssertionError" in proc.stderr, proc.stderr[-1500:]
+
+
+PROBS_OR_LOGITS = '''import torch
+import torch.nn.functional as F
+
+
+def get_probs_and_logits(ps=None, logits=None, is_multidimensional=True):
+    """Probabilities and logits from either one (torch.distributions' convention)."""
+    assert (ps is None) != (logits is None)
+    if ps is None:
+        ps = F.softmax(logits, -1)
+    else:
+        logits = torch.log(ps)
+    return ps, logits
+'''
+
+
+def test_a_parameter_that_defaults_to_none_is_searched_when_the_op_reads_it(
+        tmp_path: Path) -> None:
+    """`ps=None`: the `log(ps)` branch runs only when a caller passes `ps`, so the
+    synthesised call passes it, and the reproducer calls `get_probs_and_logits(ps)` with the
+    zeros that make log -inf (the minimiser's base), not a box corner."""
+    repo = write_repo(tmp_path, {"dist/__init__.py": "", "dist/util.py": PROBS_OR_LOGITS})
+    run = run_findings(repo, "dist/util.py", ["get_probs_and_logits"], finding_timeout=60,
+                       timeout=200, search_seconds=10.0)
+    source = confirmed_reproducer(repo, run)
+    assert "out = get_probs_and_logits(ps)" in source
+    assert "ps = torch.full((4, 8), 0.0" in source
+
+
+def test_only_a_leading_none_default_can_be_passed_by_position() -> None:
+    from analyzers.dynamic.signatures import operand_names, specs_from_signature
+
+    def scaled(x, weight=None, scale=None):  # type: ignore[no-untyped-def]
+        return x
+
+    def either(ps=None, logits=None):  # type: ignore[no-untyped-def]
+        return ps
+
+    # `scale` sits behind the unsearched `weight`: passed by position it would land there
+    assert len(specs_from_signature(scaled, None, operand_names=operand_names("scale"))[0]) == 1
+    specs, constants, _ = specs_from_signature(either, None,
+                                               operand_names=operand_names("torch.log(ps)"))
+    assert len(specs) == 1 and constants == {"logits": None}
+    with pytest.raises(EntryError, match="no tensor parameters"):  # `logits` follows `ps`
+        specs_from_signature(either, None, operand_names=operand_names("logits.exp()"))

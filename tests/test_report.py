@@ -429,6 +429,45 @@ def test_a_definite_rule_in_a_test_file_is_held_back_until_confirmed() -> None:
         _result(findings=[in_test], errors=[], comment_on="proven"))
 
 
+def test_a_proof_that_cancels_an_epsilon_guard_is_held_back() -> None:
+    """`max(load) / (mean(load) + 1e-10)` is 0 only where `mean(load)` is -1e-10: the search
+    proved it with negative example counts, which the author's epsilon says never occur."""
+    from analyzers.trust import cancels_guard, is_credible_proof
+
+    balance = _div_finding()
+    balance.call, balance.operand = ("tf.reduce_max(load) / (tf.reduce_mean(load) + 1e-10)",
+                                     "(tf.reduce_mean(load) + 1e-10)")
+    balance.status, balance.fingerprint = "confirmed", ""
+    balance.trigger = {"box": {"source": "synthesised"}}
+    balance.__post_init__()
+    result = _result(findings=[balance], errors=[], comment_on="proven")
+    assert cancels_guard(balance) and not is_credible_proof(balance)
+    text = render_markdown(result)
+    assert "### model/norm.py:3" not in text
+    assert "1 guard-cancelled (confirmed only by making negative the part an epsilon guards" \
+        in text
+    # inside bounds a user declared in a configured entry, the same proof is commented
+    balance.trigger = {"box": {"source": "config"}}
+    assert "### model/norm.py:3" in render_markdown(result) and is_credible_proof(balance)
+    # an operand without an epsilon (`trace + 1.0` is a formula, not a guard) is commented
+    balance.trigger, balance.operand = {"box": {"source": "synthesised"}}, "trace + 1.0"
+    assert is_credible_proof(balance) and "### model/norm.py:3" in render_markdown(result)
+
+
+@pytest.mark.parametrize(("operand", "part"), [
+    ("(tf.reduce_mean(load) + 1e-10)", "tf.reduce_mean(load)"),
+    ("1e-8 + p.sum(-1)", "p.sum(-1)"),
+    ("var + self.variance_epsilon", "var"),
+    ("a * b + EPS", "a * b"),
+    ("trace + 1.0", None), ("x + 1e-2", None), ("x - 1e-8", None), ("x", None),
+    ("x +", None), ("eps * x", None),
+])
+def test_the_part_an_epsilon_guards(operand: str, part: str | None) -> None:
+    from analyzers.epsilon import guarded_part
+
+    assert guarded_part(operand) == part
+
+
 def test_results_without_the_key_hold_back_unproven_findings() -> None:
     result = _result(findings=[_div_finding()], errors=[])
     result.config = {}

@@ -25,6 +25,7 @@ from analyzers.dynamic.signatures import (
     DEFAULT_BATCH,
     EntryError,
     constructor_args,
+    operand_names,
     positional_names,
     specs_from_signature,
 )
@@ -256,9 +257,12 @@ def shape_from_message(text: str) -> tuple[int, ...] | None:
 
 
 def synthesise(repo_dir: Path, path: str, function: str, seed: int,
-               device: str = "cpu", shape: tuple[int, ...] | None = None) -> Entry:
+               device: str = "cpu", shape: tuple[int, ...] | None = None,
+               operand: str = "") -> Entry:
     """A call for the function enclosing a finding, from what its code says; `shape`, for
-    the parameters whose annotation gives none (default: batch x features)."""
+    the parameters whose annotation gives none (default: batch x features); `operand`, the
+    flagged op's operand text, whose parameters are searched even where they default to
+    None."""
     module_name = module_name_for(path)
     try:
         loaded = load(repo_dir, module_name)
@@ -285,7 +289,8 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
         if inspect.isclass(owner):
             entry = _method_entry(owner, parts[-1], target, seed, device)
             return replace(entry, loading=loaded.how, loading_why=loaded.why)
-    specs, constants, chosen = specs_from_signature(obj, None, shape)
+    specs, constants, chosen = specs_from_signature(obj, None, shape,
+                                                    operand_names=operand_names(operand))
     framework = framework_of(obj)
     return Entry(target, specs, obj, "synthesised", constants=constants, passed=chosen,
                  framework=framework, param_names=_param_names(obj),

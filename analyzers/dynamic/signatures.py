@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from analyzers.dynamic.specs import InputSpec, default_spec
@@ -56,11 +56,16 @@ def constructor_args(owner: type) -> dict[str, Any]:
 
 def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
                          shape: tuple[int, ...] | None = None, *,
-                         allow_empty: bool = False) -> \
+                         allow_empty: bool = False,
+                         operand_names: Collection[str] = ()) -> \
         tuple[list[InputSpec], dict[str, Any], dict[str, Any]]:
     """(input specs, keyword constants, the constants numcheck chose for parameters without
     a default, which the reproducer must pass). `allow_empty`: no tensor parameter is not an
-    error (a method whose inputs all come from its object's constructor)."""
+    error (a method whose inputs all come from its object's constructor). `operand_names`:
+    the names in the flagged op's operand; a leading parameter among them that defaults to
+    None (`def probs_to_logits(probs=None, logits=None)`, torch.distributions' convention for
+    two ways to give one tensor) is searched as a tensor, since the op only runs when a
+    caller passes it."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
@@ -68,11 +73,15 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
     specs: list[InputSpec] = []
     constants: dict[str, Any] = {}
     chosen: dict[str, Any] = {}
+    skipped = False
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         annotation = annotation_text(param)
-        tensorish = bool(TENSOR_HINT.search(str(annotation))) or (
+        given_by_caller = param.default is None and param.name in operand_names \
+            and not constants and not skipped and param.kind is not param.KEYWORD_ONLY \
+            and (not annotation or bool(TENSOR_HINT.search(annotation)))
+        tensorish = bool(TENSOR_HINT.search(str(annotation))) or given_by_caller or (
             not annotation and param.default is inspect.Parameter.empty)
         if not tensorish:
             if param.default is inspect.Parameter.empty:
@@ -83,9 +92,11 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
                 chosen[param.name] = value
             constants[param.name] = chosen.get(param.name, param.default)
             continue
-        if param.default is not inspect.Parameter.empty and (param.default is None or constants):
+        if param.default is not inspect.Parameter.empty and not given_by_caller and (
+                param.default is None or constants):
             # `pos_weight: Optional[Tensor] = None` is called without it, as callers do; and a
             # tensor after a keyword-passed constant cannot be passed by position
+            skipped = True  # nor can a tensor after this one
             continue
         if param.kind is param.KEYWORD_ONLY:
             raise EntryError(f"keyword-only tensor parameter {param.name!r}; configure an "
@@ -101,6 +112,11 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
     if not specs and not allow_empty:
         raise EntryError("no tensor parameters to search over; configure an entry")
     return specs, constants, chosen
+
+
+def operand_names(operand: str) -> frozenset[str]:
+    """The plain names an operand's text uses (`ps` and `torch` in `torch.log(ps)`)."""
+    return frozenset(re.findall(r"(?<![\w.])[A-Za-z_]\w*", operand))
 
 
 def positional_names(fn: Any) -> list[str]:

@@ -11,12 +11,12 @@ that kind; their bounds come from the op's invalid domain and the dtype (bounds.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Sequence
 
 import libcst as cst
 
 from analyzers.catalogue import CATALOGUE
+from analyzers.epsilon import is_epsilon, is_small_literal
 from analyzers.fix import bounds
 from analyzers.fix.site import (
     ATOMS,
@@ -926,9 +926,6 @@ def t_float32_scores(site: Site) -> Iterator[Edit]:
                call, new, site.take_imports(), ())
 
 
-EPS_NAME = re.compile(r"eps|epsilon", re.IGNORECASE)
-
-
 def _vanishing_sum(site: Site, node: cst.BaseExpression) -> \
         tuple[cst.BinaryOperation, cst.BaseExpression] | None:
     """The first `a + eps` inside `node` whose epsilon is a small literal or a name that
@@ -941,9 +938,7 @@ def _vanishing_sum(site: Site, node: cst.BaseExpression) -> \
                 return False
             if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Add):
                 for eps, other in ((n.right, n.left), (n.left, n.right)):
-                    named = isinstance(eps, cst.Name | cst.Attribute) and \
-                        EPS_NAME.search(site.code(eps).rsplit(".", 1)[-1])
-                    if _small_literal(eps) or named:
+                    if is_epsilon(eps, site.code(eps)):
                         found.append((n, other))
                         return False
             return True
@@ -1091,19 +1086,12 @@ def _syntactically_nonneg(site: Site, node: cst.BaseExpression) -> bool:
     return v.name in NONNEG_LEAVES
 
 
-SMALL = 1e-3
-
-
 def _terms(node: cst.BaseExpression, sign: int = 1) -> list[tuple[int, cst.BaseExpression]]:
     if isinstance(node, cst.BinaryOperation) and not node.lpar and \
             isinstance(node.operator, cst.Add | cst.Subtract):
         right_sign = sign if isinstance(node.operator, cst.Add) else -sign
         return _terms(node.left, sign) + [(right_sign, node.right)]
     return [(sign, node)]
-
-
-def _small_literal(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Float | cst.Integer) and 0 < float(node.evaluated_value) < SMALL
 
 
 def t_root_divisor_eps(site: Site) -> Iterator[Edit]:
@@ -1139,7 +1127,7 @@ def t_epsilon(site: Site) -> Iterator[Edit]:
     eps = bounds.epsilon(request.dtype, request.hi if request.nonnegative else None)
     eps_text = bounds.literal(eps)
     terms = _terms(operand.with_changes(lpar=[], rpar=[]))
-    intended = [t for t in terms if t[0] > 0 and _small_literal(t[1])]
+    intended = [t for t in terms if t[0] > 0 and is_small_literal(t[1])]
     if intended and len(terms) > 1:
         # the author meant an epsilon: keep theirs out of the way of rounding (absorbed next
         # to a large term, or 0.0 in float16) and add one the dtype represents, last

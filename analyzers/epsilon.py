@@ -1,0 +1,46 @@
+"""What counts as an epsilon guard: a small positive literal (below 1e-3) or a name that says
+so (`eps`, `self.variance_epsilon`), added to the value it keeps away from 0.
+
+One notion for two readers: the fix pass, which looks for the sum an epsilon vanishes from,
+and the publishing policy (analyzers/trust.py), which asks whether an operand is written
+`a + eps`. Such an operand reaches 0 only when `a` goes below 0, which the author's epsilon
+says it never does.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+SMALL = 1e-3
+EPS_NAME = re.compile(r"eps|epsilon", re.IGNORECASE)
+
+
+def is_small_literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Float | cst.Integer) and 0 < float(node.evaluated_value) < SMALL
+
+
+def is_epsilon(node: cst.BaseExpression, text: str) -> bool:
+    """`node` (written `text`) is an epsilon: a small positive literal, or a name or attribute
+    whose last part says eps (`eps`, `self.eps`, `layer_norm_epsilon`)."""
+    if is_small_literal(node):
+        return True
+    return isinstance(node, cst.Name | cst.Attribute) and \
+        EPS_NAME.search(text.rsplit(".", 1)[-1]) is not None
+
+
+def guarded_part(operand: str) -> str | None:
+    """`a` when the operand's text is `a + eps` (or `eps + a`) at its top level, else None;
+    also None for text that is not one expression."""
+    try:
+        node = cst.parse_expression(operand.strip())
+    except cst.ParserSyntaxError:
+        return None
+    if not isinstance(node, cst.BinaryOperation) or not isinstance(node.operator, cst.Add):
+        return None
+    module = cst.Module(body=[])
+    for eps, other in ((node.right, node.left), (node.left, node.right)):
+        if is_epsilon(eps, module.code_for_node(eps)):
+            return module.code_for_node(other).strip()
+    return None
