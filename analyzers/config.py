@@ -508,7 +508,8 @@ CONFIG_KEYS: tuple[KeySpec, ...] = (
             "on any finding, only on findings of severity `error`, or never.",
             'fail_on = "error"', choices=FAIL_ON),
     KeySpec("check_failure", "string", "When the App's check run concludes `failure`: "
-            "never (findings give `neutral`), or when a finding is confirmed.",
+            "never (findings give `neutral`), or when a finding is confirmed (not by a "
+            "proof that cancels an epsilon guard, which is held back from inline comments).",
             'check_failure = "confirmed"', choices=CHECK_FAILURE),
     KeySpec("comment_on", "string", "Which findings become inline review comments on a "
             "pull request: `proven` (confirmed by running the code, or definite: a fact of the "
