@@ -446,6 +446,7 @@ def test_a_proof_that_cancels_an_epsilon_guard_is_held_back() -> None:
     assert "### model/norm.py:3" not in text
     assert "1 guard-cancelled (confirmed only by making negative the part an epsilon guards" \
         in text
+    assert "1 finding held back (not proven, or proven only by cancelling an epsilon)" in text
     # inside bounds a user declared in a configured entry, the same proof is commented
     balance.trigger = {"box": {"source": "config"}}
     assert "### model/norm.py:3" in render_markdown(result) and is_credible_proof(balance)

@@ -40,7 +40,7 @@ from analyzers.report.summary import (
     validated_fix,
     validation_summary,
 )
-from analyzers.trust import comment_inline, comment_on, held_back_sentence
+from analyzers.trust import cancels_guard, comment_inline, comment_on, held_back_sentence
 
 GITHUB_BODY_LIMIT = 65535
 # Room kept free below GitHub's limit: the bot may append a line or two (links, footers).
@@ -318,7 +318,9 @@ def review_body(result: AnalysisResult, inline: Collection[str] = frozenset()) -
     if kept:
         used = sum(len(p) + 2 for p in parts) + len(REVIEW_MARKER) + errors_reserve
         table = _findings_table(kept, BODY_BUDGET - used - 200)
-        parts.append(_details(f"{plural(len(kept), 'finding')} held back (not proven)", table))
+        why = "not proven" if not any(map(cancels_guard, kept)) else \
+            "not proven, or proven only by cancelling an epsilon"
+        parts.append(_details(f"{plural(len(kept), 'finding')} held back ({why})", table))
     if result.errors:
         parts.append(_errors_section(result.errors, errors_reserve))
     parts.append(REVIEW_MARKER)
