@@ -9,6 +9,7 @@ says it never does.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import libcst as cst
@@ -30,9 +31,11 @@ def is_epsilon(node: cst.BaseExpression, text: str) -> bool:
         EPS_NAME.search(text.rsplit(".", 1)[-1]) is not None
 
 
+@functools.lru_cache(maxsize=1024)
 def guarded_part(operand: str) -> str | None:
     """`a` when the operand's text is `a + eps` (or `eps + a`) at its top level, else None;
-    also None for text that is not one expression."""
+    also None for text that is not one expression. Cached: one review asks it of the same
+    confirmed finding for each place that decides whether it is inline."""
     try:
         node = cst.parse_expression(operand.strip())
     except cst.ParserSyntaxError:

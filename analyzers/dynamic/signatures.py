@@ -78,10 +78,11 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         annotation = annotation_text(param)
+        hinted = TENSOR_HINT.search(annotation) is not None
         given_by_caller = param.default is None and param.name in operand_names \
             and not constants and not skipped and param.kind is not param.KEYWORD_ONLY \
-            and (not annotation or bool(TENSOR_HINT.search(annotation)))
-        tensorish = bool(TENSOR_HINT.search(str(annotation))) or given_by_caller or (
+            and (not annotation or hinted)
+        tensorish = hinted or given_by_caller or (
             not annotation and param.default is inspect.Parameter.empty)
         if not tensorish:
             if param.default is inspect.Parameter.empty:
