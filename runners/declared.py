@@ -19,13 +19,22 @@ Read at the checkout's root:
 Only plain PEP 508 requirements are kept: a name, extras, version specifiers and a marker.
 What could make pip fetch from elsewhere or build code is refused with a reason: URLs and
 local paths, `-e`, `-r`/`-c` includes, index and other pip options.
+
+A checkout that declares nothing (a folder of training scripts, a tutorial) gets the packages
+its Python files import instead: top-level `import x` and `from x import y`, less the
+standard library and its own modules, each named by its distribution (`sklearn` is
+scikit-learn). `runners/dependencies.py` then drops those numcheck's interpreter already
+imports. This gives the PR author no more than a requirements file would: the same index,
+wheels only, nothing run at install time.
 """
 
 from __future__ import annotations
 
 import ast
 import configparser
+import os
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +50,16 @@ OTHER_PURPOSES = ("doc", "lint", "style", "format", "typing", "mypy", "notebook"
                   "benchmark", "release", "publish", "cuda", "gpu", "tpu", "rocm")
 MAX_FILE_BYTES = 256 * 1024  # a declaration file larger than this is not a declaration
 MAX_REQUIREMENTS = 200
+MAX_SCANNED = 500  # Python files read for their imports, when nothing is declared
+MAX_IMPORTED = 30  # packages taken from imports
+# Import names whose distribution on the index is named otherwise; None: not one package
+IMPORTED_AS: dict[str, str | None] = {
+    "PIL": "pillow", "cv2": "opencv-python-headless", "sklearn": "scikit-learn",
+    "skimage": "scikit-image", "yaml": "pyyaml", "bs4": "beautifulsoup4",
+    "dateutil": "python-dateutil", "attr": "attrs", "google": None, "mpl_toolkits": None,
+    "pkg_resources": None, "setuptools": None, "IPython": "ipython", "tensorflow": None,
+    "torch": None, "jax": None, "jaxlib": None, "numpy": None,
+}
 NOT_FROM_THE_INDEX = "a URL or path requirement; only packages from the index are installed"
 
 
@@ -53,6 +72,8 @@ class Declared:
     requirements: list[tuple[str, str]] = field(default_factory=list)
     rejected: list[tuple[str, str, str]] = field(default_factory=list)
     project_names: set[str] = field(default_factory=set)
+    # requirements taken from imports (nothing was declared): requirement -> module imported
+    imported: dict[str, str] = field(default_factory=dict)
 
     def add(self, text: str, source: str) -> None:
         line = text.split(" #", 1)[0].strip()
@@ -97,7 +118,55 @@ def declared_requirements(root: Path) -> Declared:
     own = {canonicalize_name(n) for n in declared.project_names}
     declared.requirements = [(text, source) for text, source in declared.requirements
                              if canonicalize_name(Requirement(text).name) not in own]
+    if not declared.requirements and not declared.rejected:
+        _imported(root, declared)
     return declared
+
+
+def _imported(root: Path, declared: Declared) -> None:
+    """The packages the checkout's Python files import, as requirements (see the module's
+    docstring); the first file that imports each is its source."""
+    files: list[Path] = []
+    local: set[str] = set()
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__pycache__")))
+        local.update(dirs)
+        for name in sorted(names):
+            if name.endswith(".py"):
+                local.add(name[:-3])
+                if len(files) < MAX_SCANNED:
+                    files.append(Path(folder) / name)
+    seen: set[str] = set()
+    for path in files:
+        text = _read(path)
+        try:
+            tree = ast.parse(text or "")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for module in _top_level_imports(tree):
+            if module in seen or module in local or module in sys.stdlib_module_names:
+                continue
+            seen.add(module)
+            distribution = IMPORTED_AS.get(module, module)
+            if distribution is None or len(declared.imported) >= MAX_IMPORTED:
+                continue
+            try:
+                requirement = str(Requirement(distribution))
+            except InvalidRequirement:
+                continue
+            declared.requirements.append(
+                (requirement, f"import {module} in {path.relative_to(root).as_posix()}"))
+            declared.imported[requirement] = module
+
+
+def _top_level_imports(tree: ast.AST) -> list[str]:
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module.split(".")[0])
+    return names
 
 
 def _read(path: Path) -> str | None:

@@ -132,10 +132,13 @@ def prepare(checkout: Path, python: str | None = None,
     if not settings.enabled or not declared.requirements:
         return Environment()
     base = installed_distributions(python)
+    # a package taken from an import (nothing declared) that the interpreter already
+    # imports, whatever its distribution is called (tensorflow-cpu's `tensorflow`)
+    importable = importable_names(python) if declared.imported else set()
     wanted, provided = [], []
     for text, _ in declared.requirements:
         name = canonicalize_name(Requirement(text).name)
-        if name in base:
+        if name in base or declared.imported.get(text) in importable:
             provided.append(name)
         elif text not in wanted:
             wanted.append(text)

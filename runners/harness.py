@@ -199,6 +199,56 @@ def _render(entry: Any, inputs: list[Any], target: Any, seed: int) -> str:
     return render(entry, inputs, target, seed)
 
 
+def search_stages(entry: Any) -> list[Any]:
+    """The entries `staged_search` tries in turn: `entry`, its widened box, and for a script
+    that box over the first training steps."""
+    from analyzers.dynamic.script import TRAINING_STEPS, ScriptEntry
+
+    stages = [entry]
+    wider = entry.widened()
+    if wider is not None:
+        stages.append(wider)
+    if isinstance(entry, ScriptEntry):  # then through the first training steps
+        stages.append(stages[-1].over_steps(TRAINING_STEPS))
+    return stages
+
+
+def stage_share(number: int, stages: int) -> float:
+    """The part of the budget stage `number` (0 first) of `stages` gets: the box the code
+    was seen with half of it (a trigger there is the most credible), the wider stages the
+    rest in equal parts."""
+    if stages == 1:
+        return 1.0
+    return 0.5 if number == 0 else 0.5 / (stages - 1)
+
+
+def staged_search(entry: Any, path: str, lines: frozenset[int], op: str, seed: int,
+                  budget: Any) -> tuple[Any, Any, Any]:
+    """The search in the box the code was seen with; when that reached the op without
+    triggering it, in that box widened to the default one (`Entry.widened`); and for a
+    script, then over its first training steps (`ScriptEntry.over_steps`), each with its
+    `stage_share` of the budget. The stage that ran last is returned, so the finding states
+    its box and steps."""
+    from analyzers.dynamic.search import Searcher
+
+    stages = search_stages(entry)
+    runs, seconds = 0, 0.0
+    for number, stage in enumerate(stages):
+        part = stage_share(number, len(stages))
+        share = dataclasses.replace(budget, seconds=budget.seconds * part,
+                                    evaluations=max(int(budget.evaluations * part), 1))
+        searcher = Searcher(stage, path, lines, op, dtype=stage.dtype, seed=seed,
+                            budget=share, require_visible=shows_in_entry(stage))
+        outcome = searcher.run(stage.start)
+        # the finding counts every run and second, both stages'
+        outcome.evaluations += runs
+        outcome.seconds += seconds
+        runs, seconds = outcome.evaluations, outcome.seconds
+        if outcome.triggered or not outcome.reached:
+            return stage, outcome, searcher
+    return stage, outcome, searcher
+
+
 def confirm(job: dict[str, Any], finding: dict[str, Any],
             harvested: Any = None, context: dict[str, Any] | None = None) -> dict[str, Any]:
     """One finding through entry building, search, minimisation and the reproducer.
@@ -217,7 +267,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
     from analyzers.dynamic.loading import is_program
     from analyzers.dynamic.localise import localise
     from analyzers.dynamic.reproducer import Target, no_reproducer_reason
-    from analyzers.dynamic.search import Budget, Searcher
+    from analyzers.dynamic.search import Budget
 
     repo = Path(job["repo"])
     seed = int(job.get("seed", 0))
@@ -274,9 +324,8 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         except Exception as exc:  # constructing the PR's objects can fail in any way
             problems.append(f"building the entry failed: {type(exc).__name__}: {exc}")
             continue
-        searcher = Searcher(entry, path, lines, finding["op"], dtype=entry.dtype, seed=seed,
-                            budget=budget, require_visible=shows_in_entry(entry))
-        outcome = searcher.run(entry.start)
+        entry, outcome, searcher = staged_search(entry, path, lines, finding["op"], seed,
+                                                 budget)
         last = (entry, outcome, searcher)
         if outcome.reached:
             break
@@ -286,7 +335,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         problems.append(problem)
     if last is None or not last[1].reached:
         return {**base, "status": "error",
-                "error": "no entry reaches the op: " + "; ".join(problems)}
+                "error": "no entry reaches the op: " + "; ".join(dict.fromkeys(problems))}
     entry, outcome, searcher = last
     box = {"source": entry.source, "target": entry.target, "inputs": entry.describe_box()}
     if not outcome.triggered:
@@ -309,6 +358,8 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         "first_nonfinite": first,
         "search_trace": outcome.search_trace,  # the report page's plot of the search
     }
+    if entry.source == "script":  # the training steps the trigger needs (1: the first)
+        trigger["steps"] = searcher.failing_call(small)
     unscriptable = no_reproducer_reason(entry)
     if unscriptable is not None:  # proof needs a script anyone can run: not confirmed
         return {**base, "status": "potential", "box": box, "trigger": trigger,

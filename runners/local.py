@@ -87,6 +87,8 @@ def scrubbed_env(home: Path) -> dict[str, str]:
     env.update({"HOME": str(home), "TMPDIR": str(home), "PYTHONHASHSEED": "0",
                 "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
                 "MKL_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3",
+                # a training script's plots go nowhere: plt.show() returns at once
+                "MPLBACKEND": "Agg",
                 "CUDA_VISIBLE_DEVICES": os.environ.get("NUMCHECK_CUDA_DEVICES", "")})
     return env
 

@@ -108,6 +108,7 @@ TIERS: dict[str, tuple[str, ...]] = {
                 "test_object_entries",
                 "test_pipeline", "test_precommit", "test_report_units",
                 "test_reproducer_checks", "test_sandbox", "test_script_mode",
+                "test_script_programs",
                 "test_search_stages", "test_static_dtype", "test_weight_ranges"),
     "tf": ("test_harvest_keras", "test_localise_tf", "test_script_mode_tf"),
     "jax": ("test_jax_dynamic",),

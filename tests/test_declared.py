@@ -75,3 +75,34 @@ def test_poetry_dependencies_become_requirements(tmp_path: Path) -> None:
                                                            "attrs>=23.1"]
     assert [(line, why) for line, _, why in declared.rejected] == [
         ("mine (a git, path or URL source)", NOT_FROM_THE_INDEX)]
+
+
+# ---------------------------------------------------------------- nothing declared: imports
+
+
+def test_a_checkout_that_declares_nothing_gets_what_its_files_import(tmp_path: Path) -> None:
+    (tmp_path / "tutorial").mkdir()
+    (tmp_path / "tutorial" / "train.py").write_text(
+        "import os, json\nimport numpy as np\nimport torch.nn as nn\n"
+        "import matplotlib.pyplot as plt\nfrom sklearn.metrics import f1_score\n"
+        "import myutil\nfrom helpers.io import load\nfrom . import sibling\n"
+        "from google.protobuf import text_format\n")
+    (tmp_path / "tutorial" / "myutil.py").write_text("import tqdm\nimport matplotlib\n")
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "io.py").write_text("def load(): ...\n")
+    (tmp_path / "broken.py").write_text("def (:\n")  # unreadable: skipped, not fatal
+    declared = declared_requirements(tmp_path)
+    assert dict(declared.requirements) == {
+        "matplotlib": "import matplotlib in tutorial/myutil.py",  # files in path order
+        "scikit-learn": "import sklearn in tutorial/train.py",
+        "tqdm": "import tqdm in tutorial/myutil.py"}
+    assert declared.imported == {"matplotlib": "matplotlib", "scikit-learn": "sklearn",
+                                 "tqdm": "tqdm"}
+
+
+def test_imports_are_not_read_when_anything_is_declared(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("import matplotlib\nimport tqdm\n")
+    (tmp_path / "requirements.txt").write_text("tqdm\n")
+    declared = declared_requirements(tmp_path)
+    assert declared.requirements == [("tqdm", "requirements.txt")]
+    assert declared.imported == {}

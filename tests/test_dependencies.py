@@ -89,6 +89,22 @@ def test_the_project_itself_is_never_installed_over_the_checkout(tmp_path: Path,
     assert named.installed == ("tinydep==1.2",)
 
 
+def test_a_script_folder_gets_what_it_imports_less_what_numcheck_has(tmp_path: Path,
+                                                                   index: Path) -> None:
+    """Nothing declared: the imports are the requirements, less what numcheck's interpreter
+    imports already: torch, typing_extensions (its distribution's name), markdown_it (from
+    markdown-it-py, a name the import does not spell). A name the index lacks is named, not
+    fatal."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "train.py").write_text("import torch\nimport tinydep\nimport nosuchpkg\n"
+                                       "import typing_extensions\nimport markdown_it\n")
+    env = prepare(checkout, settings=settings(tmp_path, index))
+    assert env.installed == ("tinybase==1.0", "tinydep==1.2")
+    assert {"typing-extensions", "markdown-it"} <= set(env.provided)
+    assert set(dict(env.failed)) == {"nosuchpkg"}
+
+
 def test_nothing_declared_or_switched_off_installs_nothing(tmp_path: Path,
                                                           index: Path) -> None:
     checkout = tmp_path / "checkout"

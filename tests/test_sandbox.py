@@ -533,6 +533,7 @@ def test_scrubbed_env_keeps_gpu_passthrough(monkeypatch: pytest.MonkeyPatch) -> 
     env = scrubbed_env(Path("/w"))
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and "GITHUB_TOKEN" not in env
     assert env["HOME"] == env["TMPDIR"] == "/w"
+    assert env["MPLBACKEND"] == "Agg"  # a script's plt.show() returns at once
 
 
 # ---------------------------------------------------------------- what of the host the job reaches

@@ -29,7 +29,7 @@ from analyzers.dynamic.signatures import (
     positional_names,
     specs_from_signature,
 )
-from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec
+from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec, widened
 from analyzers.dynamic.weights import call_with_weights, with_weights
 
 EntrySource = Literal["config", "harvested", "synthesised", "script"]
@@ -131,6 +131,16 @@ class Entry:
         if not isinstance(owner, torch.nn.Module):
             return []
         return [p for p in owner.parameters() if p.requires_grad and p.is_floating_point()]
+
+    def widened(self) -> Entry | None:
+        """The same entry with every observed float input's box opened to the default box:
+        the search's second stage, when the ranges the code was seen with hold no trigger
+        (logits drawn in [0, 1] never reach the 104-wide gap that makes log(softmax) -inf).
+        None when no input's box can widen."""
+        specs = [widened(spec) or spec for spec in self.specs]
+        if specs == list(self.specs):
+            return None
+        return replace(self, specs=specs)
 
     def describe_box(self) -> list[dict[str, Any]]:
         boxes = [spec.to_json() for spec in self.specs]

@@ -9,7 +9,11 @@ their call sites:
   `bernoulli`, `Tensor.uniform_`, ...); draws made inside libraries (weight initialisation,
   dropout, samplers) are not external values: they follow the seed;
 * data batches: whatever a `torch.utils.data.DataLoader` iterator yields, tensor by tensor
-  inside tuples, lists and dicts, keyed at the nearest repository frame that asked for it.
+  inside tuples, lists and dicts, keyed at the nearest repository frame that asked for it;
+* data the repository's own code builds or reads: `torch.tensor`/`as_tensor` of values,
+  `torch.FloatTensor(list)` and its float siblings, `torch.from_numpy`, and the float arrays
+  `numpy.load`/`loadtxt`/`genfromtxt` return (a tutorial's `x_train`); scalars are left
+  alone, since they are the code's constants (an epsilon, a threshold), not its data.
 
 A value's label is its kind, call site and occurrence there: `data train.py:41 #0[0]` is the
 first tensor of the first batch the loop on line 41 of train.py received. A recording run
@@ -64,6 +68,7 @@ from analyzers.dynamic.suspect import op_names, operand_of
 
 DEFAULT_RUN_SECONDS = SCRIPT_RUN_SECONDS
 DEFAULT_MAX_VALUES = 8
+TRAINING_STEPS = 20  # how many executions of the op a run may go through (the last stage)
 VALUE_KINDS = ("data", "random")
 
 # ---------------------------------------------------------------- the runtime
@@ -76,6 +81,11 @@ RANDOM_DRAWS = frozenset({
     "uniform_", "normal_", "bernoulli_", "exponential_", "log_normal_", "cauchy_",
     "geometric_", "random_", "randint", "randint_like", "randperm", "multinomial",
 })
+BUILT = frozenset({"tensor", "as_tensor"})  # torch functions that make a tensor of data
+# the legacy constructors a tutorial builds its data with, `torch.FloatTensor(list)`: no
+# torch function of theirs reaches a TorchFunctionMode, so the run wraps them (`_Built`)
+BUILT_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor")
+NUMPY_LOADS = ("load", "loadtxt", "genfromtxt")  # numpy's readers of arrays from files
 NUMPY_DRAWS = (  # numpy.random's module-level functions that return floats
     "rand", "randn", "random", "random_sample", "ranf", "sample", "uniform", "normal",
     "standard_normal", "exponential", "standard_exponential", "gamma", "standard_gamma",
@@ -115,9 +125,17 @@ class CallSites:
         # line's value, what a fix that removes the op (a fused API) is compared on
         self.line_value: Any = None
         self.line_closed = False  # the lines ran once and the code went on past them
+        self.line_runs = 0  # how many times the code went on past the lines
+        self._on = False  # the last framework call was on the lines
         self.stop_at_line = False  # end the run there, op or not (a patched copy's run)
+        # end the run after this many executions of the op: 1, or the training steps a bug
+        # needs to show (a loss that is finite at step 0 and not once the weights moved)
+        self.stop_after = 1
         self.expired: Any = None  # the run's time is up: a callable that raises (`_expire`)
         self.counts: dict[str, int] = {}
+        # what the run handed the script as external values: data built from one of them
+        # (`torch.from_numpy(drawn)`) is that value again, not another
+        self.handed: list[Any] = []
         self._real: dict[str, str] = {}
         self._restore: list[Any] = []
 
@@ -173,14 +191,19 @@ class CallSites:
 
     def _done(self) -> bool:
         """Is the run over at the next framework call or value off the watched lines?"""
-        return self.ran or (self.line_closed and self.stop_at_line)
+        return (self.ran and len(self.hits) >= self.stop_after) or \
+            (self.stop_at_line and self.line_runs >= self.stop_after)
 
     def _on_line(self, value: Any) -> None:
-        """A framework call on the watched lines gave `value` (their first run only)."""
+        """A framework call on the watched lines gave `value` (kept from their first run)."""
+        self._on = True
         if not self.line_closed:
             self.line_value = value
 
     def _off_line(self) -> None:
+        if self._on:
+            self._on = False
+            self.line_runs += 1
         if self.line_value is not None:
             self.line_closed = True
 
@@ -229,16 +252,19 @@ class CallSites:
         return __next__
 
     def _patch_numpy(self) -> None:
-        """numpy.random's float draws, recorded at their call sites (`_numpy_draw`)."""
-        numpy_random: Any = None
+        """numpy.random's float draws (`random`) and the arrays numpy reads from files
+        (`data`), recorded at their call sites (`_numpy_draw`)."""
+        numpy: Any = None
         with contextlib.suppress(ImportError):
-            import numpy.random as numpy_random
-        for name in NUMPY_DRAWS if numpy_random is not None else ():
-            draw = getattr(numpy_random, name, None)
-            if callable(draw):
-                draw = getattr(draw, "_numcheck_original", draw)
-                self._restore.append((numpy_random, name, draw))
-                setattr(numpy_random, name, _numpy_draw(draw))
+            import numpy
+        for owner, names, kind in ((getattr(numpy, "random", None), NUMPY_DRAWS, "random"),
+                                   (numpy, NUMPY_LOADS, "data")):
+            for name in names if owner is not None else ():
+                draw = getattr(owner, name, None)
+                if callable(draw):
+                    draw = getattr(draw, "_numcheck_original", draw)
+                    self._restore.append((owner, name, draw))
+                    setattr(owner, name, _numpy_draw(draw, kind))
 
     def _unpatch(self) -> None:
         for owner, name, original in reversed(self._restore):
@@ -257,6 +283,11 @@ class ExternalValues(CallSites, TorchFunctionMode):
         self.watch_names = frozenset(watch_names)
 
     def _put(self, natural: Any, value: Any, in_place: bool) -> Any:
+        out = self._substituted(natural, value, in_place)
+        self.handed.append(out)
+        return out
+
+    def _substituted(self, natural: Any, value: Any, in_place: bool) -> Any:
         if value is natural or not isinstance(value, torch.Tensor) \
                 or tuple(value.shape) != tuple(natural.shape):
             return natural
@@ -297,10 +328,43 @@ class ExternalValues(CallSites, TorchFunctionMode):
             if site is not None:
                 label = self._label("random", site)
                 out = self._put(out, self.on_value(label, out), name.endswith("_"))
+        elif name in BUILT and not self.ran:
+            out = self._built(caller, out, args[0] if args else kwargs.get("data"))
         if name in self.watch_names and on_line:
             self.ran = True
             self.hits.append((out, args, kwargs, name))
         return out
+
+    def _built(self, caller: Any, out: Any, made_of: Any = None) -> Any:
+        """A tensor of data the repository's code built (`torch.tensor(list)`) from
+        `made_of`, substituted where it is a float tensor with at least one dimension made of
+        something else than a value the run handed out already."""
+        if self.ran or not isinstance(out, torch.Tensor) or not out.is_floating_point() \
+                or out.dim() == 0 or any(made_of is value for value in self.handed):
+            return out
+        site = self._site(caller, walk=False)
+        if site is None:
+            return out
+        return self._put(out, self.on_value(self._label("data", site), out), False)
+
+    def _wrap_builders(self) -> None:
+        """`torch.from_numpy` and the legacy float constructors, which no TorchFunctionMode
+        sees, replaced for the run by callables that hand their tensor to `_built`."""
+        mode = self
+
+        def from_numpy(array: Any) -> Any:
+            return mode._built(sys._getframe(1), original(array), array)
+
+        original = getattr(torch.from_numpy, "_numcheck_original", torch.from_numpy)
+        from_numpy._numcheck_original = original  # type: ignore[attr-defined]
+        self._restore.append((torch, "from_numpy", original))
+        setattr(torch, "from_numpy", from_numpy)  # noqa: B010 (patched for the run)
+        for name in BUILT_TYPES:
+            legacy = getattr(torch, name, None)
+            if legacy is not None:
+                legacy = getattr(legacy, "_numcheck_original", legacy)
+                self._restore.append((torch, name, legacy))
+                setattr(torch, name, _Built(legacy, self))
 
     def _array(self, label: str, natural: Any) -> Any:
         """A numpy draw: searched as a float64 tensor, handed back as numpy (or a float)."""
@@ -311,11 +375,13 @@ class ExternalValues(CallSites, TorchFunctionMode):
             return natural
         tensor = torch.from_numpy(array.copy())
         value = self.on_value(label, tensor)
-        if value is tensor or not isinstance(value, torch.Tensor) \
-                or tuple(value.shape) != array.shape:
-            return natural
-        out = value.detach().cpu().numpy().astype(array.dtype)
-        return out if isinstance(natural, numpy.ndarray) else out.item()
+        out = natural
+        if value is not tensor and isinstance(value, torch.Tensor) \
+                and tuple(value.shape) == array.shape:
+            out = value.detach().cpu().numpy().astype(array.dtype)
+            out = out if isinstance(natural, numpy.ndarray) else out.item()
+        self.handed.append(out)
+        return out
 
     def __enter__(self) -> Any:
         from torch.utils.data import dataloader
@@ -327,6 +393,7 @@ class ExternalValues(CallSites, TorchFunctionMode):
         self._restore = [(base, "__next__", original)]
         setattr(base, "__next__", __next__)  # noqa: B010 (a method, patched for the run)
         self._patch_numpy()
+        self._wrap_builders()
         CallSites.active.append(self)
         return TorchFunctionMode.__enter__(self)
 
@@ -336,18 +403,41 @@ class ExternalValues(CallSites, TorchFunctionMode):
         return TorchFunctionMode.__exit__(self, *exc)
 
 
-def _numpy_draw(draw: Any) -> Any:
-    """numpy.random.<draw>, recorded at its call site while a mode is in force (a module that
-    imported the function during a run keeps this wrapper: it asks for the mode of the day)."""
+class _Built:
+    """`torch.FloatTensor` (and its float siblings) during a run: calling it builds the tensor
+    and hands it to the mode as data; `isinstance(x, torch.FloatTensor)` and attribute reads
+    still answer as the real type does."""
+
+    def __init__(self, legacy: Any, mode: Any) -> None:
+        self._numcheck_original = legacy
+        self._mode = mode
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        out = self._numcheck_original(*args, **kwargs)
+        if not args or isinstance(args[0], int):  # a size, `FloatTensor(3, 4)`: no data
+            return out
+        return self._mode._built(sys._getframe(1), out, args[0])
+
+    def __instancecheck__(self, instance: Any) -> bool:
+        return isinstance(instance, self._numcheck_original)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._numcheck_original, name)
+
+
+def _numpy_draw(draw: Any, kind: str = "random") -> Any:
+    """numpy.random.<draw> (or numpy.load, `kind` "data"), recorded at its call site while a
+    mode is in force (a module that imported the function during a run keeps this wrapper: it
+    asks for the mode of the day)."""
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         natural = draw(*args, **kwargs)
         mode = CallSites.active[-1] if CallSites.active else None
-        if mode is None or mode.ran:
-            return natural
+        if mode is None or mode.ran or (kind == "data" and not hasattr(natural, "dtype")):
+            return natural  # np.load's NpzFile is a mapping of arrays, not one
         site = mode._site(sys._getframe(1), walk=False)
         if site is None:
             return natural
-        return mode._array(mode._label("random", site), natural)
+        return mode._array(mode._label(kind, site), natural)
 
     wrapper._numcheck_original = draw  # type: ignore[attr-defined]
     return wrapper
@@ -510,8 +600,9 @@ class ScriptRun:
 
     def __init__(self, repo: Path, config: ScriptConfig, path: str, lines: frozenset[int],
                  op: str, seed: int, shadows: Path | None = None,
-                 framework: str = "torch") -> None:
+                 framework: str = "torch", steps: int = 1) -> None:
         self.repo = Path(repo).resolve()
+        self.steps = steps  # the run ends after this many executions of the op
         self.framework = framework  # "tensorflow": script_tf.TFExternalValues intercepts
         # a patched copy of `shadows` (the fix stage): its modules have the same names as the
         # original's, so each run imports them afresh and forgets them afterwards
@@ -546,6 +637,7 @@ class ScriptRun:
             mode = ExternalValues(str(self.repo), str(self.repo / self.path), self.lines,
                                   self.names, on_value)
         mode.stop_at_line = self.shadows is not None
+        mode.stop_after = self.steps
         return mode
 
     def run(self, on_value: Callable[[str, Any], Any]) -> CallSites:
@@ -561,7 +653,9 @@ class ScriptRun:
                     contextlib.redirect_stderr(tail):
                 run_script(str(self.repo), self.config.argv, self.seed, mode)
         except ScriptTimeout:
-            if mode._done():  # past the op, in code that no stop rule cut short: enough
+            # past the op (its later steps too slow to reach, or code that no stop rule cut
+            # short): what ran is enough
+            if mode.ran or mode._done():
                 self.last = mode
                 return mode
             why = f"run_seconds, times {FIRST_RUN_FACTOR} for the first run, which pays the " \
@@ -640,7 +734,17 @@ class ScriptEntry(Entry):
         of the repository (the fix stage validates a candidate there)."""
         old = self.script
         run = ScriptRun(repo, old.config, old.path, old.lines, old.op, old.seed,
-                        shadows=old.repo, framework=old.framework)
+                        shadows=old.repo, framework=old.framework, steps=old.steps)
+        run.labels = list(old.labels)
+        return replace(self, fn=run)
+
+    def over_steps(self, steps: int) -> ScriptEntry:
+        """The same entry with each run going on until the op has run `steps` times: a bug
+        that needs the weights to move (a sigmoid that saturates once training grew them)
+        shows at a later step, and the search steers the values every step sees."""
+        old = self.script
+        run = ScriptRun(old.repo, old.config, old.path, old.lines, old.op, old.seed,
+                        shadows=old.shadows, framework=old.framework, steps=steps)
         run.labels = list(old.labels)
         return replace(self, fn=run)
 
@@ -779,14 +883,16 @@ def runtime_lines(constants: list[str], mode: type) -> list[str]:
     lines = [*constants, f"NUMPY_DRAWS = {NUMPY_DRAWS!r}",
              f"DISPATCH_FILES = {DISPATCH_FILES!r}", f"MAX_FRAMES = {MAX_FRAMES}",
              f"WATCH_FRAMES = {WATCH_FRAMES}", "", ""]
-    for obj in (StopScript, CallSites, mode, _numpy_draw, run_script):
+    for obj in (StopScript, CallSites, mode, _Built, _numpy_draw, run_script):
         lines += inspect.getsource(obj).rstrip("\n").split("\n") + ["", ""]
     return lines
 
 
 def _runtime_source() -> list[str]:
     draws = ", ".join(repr(name) for name in sorted(RANDOM_DRAWS))
-    return runtime_lines([f"RANDOM_DRAWS = frozenset({{{draws}}})"], ExternalValues)
+    return runtime_lines([f"RANDOM_DRAWS = frozenset({{{draws}}})", f"BUILT = {BUILT!r}",
+                          f"BUILT_TYPES = {BUILT_TYPES!r}", f"NUMPY_LOADS = {NUMPY_LOADS!r}"],
+                         ExternalValues)
 
 
 def render_script(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
@@ -830,6 +936,11 @@ def render_script(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
                      "                          _substitute)"]
         operand = runner.operand_index() if target.where == "backward" else None
         check = _torch_checks(label, operand)
+    # the run ends once the line has run (as many times as the search ran it), with the op
+    # or without it: a fix that replaces the op must not leave the script running to its end
+    make_mode.append("    mode.stop_at_line = True")
+    if runner.steps > 1:
+        make_mode.append(f"    mode.stop_after = {runner.steps}")
     lines = [
         f'"""numcheck reproducer: `{target.call}` ({label}) gives NaN/Inf in the '
         f"{target.where} pass",

@@ -106,9 +106,26 @@ def _local_derivative_fails(hit: Hit) -> bool:
     wrt = [t for t in hit.float_operands if t.requires_grad]
     if not outputs or not wrt:
         return False
-    local = torch.autograd.grad(outputs, wrt, [torch.ones_like(o) for o in outputs],
-                                retain_graph=True, allow_unused=True)
+    try:
+        local = torch.autograd.grad(outputs, wrt, [torch.ones_like(o) for o in outputs],
+                                    retain_graph=True, allow_unused=True)
+    except RuntimeError:  # an earlier training step's graph, freed by the script's backward
+        return False
     return any(g is not None and not _finite(g) for g in local)
+
+
+def _grads(loss: torch.Tensor, last: torch.Tensor,
+           leaves: list[torch.Tensor]) -> list[torch.Tensor | None]:
+    """The gradient of the suspect loss; where the min fell on an earlier training step of a
+    script, whose graph the script's own backward freed, the last step's (still whole)."""
+    for objective in (loss, last):
+        if objective.requires_grad:
+            try:
+                return list(torch.autograd.grad(objective, leaves, retain_graph=True,
+                                                allow_unused=True))
+            except RuntimeError:
+                continue
+    return []
 
 
 class Searcher:
@@ -194,8 +211,7 @@ class Searcher:
             result.loss = float(loss.detach())
             float_leaves = [x for x in leaves if x.requires_grad]
             if want_grad and loss.requires_grad and float_leaves:
-                result.grads = list(torch.autograd.grad(loss, float_leaves, retain_graph=True,
-                                                        allow_unused=True))
+                result.grads = _grads(loss, losses[-1], float_leaves)
         if result.forward or result.backward:
             if not _finite(output):
                 result.visible = "output"
@@ -214,7 +230,10 @@ class Searcher:
         if not outputs or not (inputs or parameters):
             return None
         total = torch.stack([o.sum() for o in outputs]).sum()
-        grads = torch.autograd.grad(total, inputs + parameters, allow_unused=True)
+        try:
+            grads = torch.autograd.grad(total, inputs + parameters, allow_unused=True)
+        except RuntimeError:  # a script's own backward freed the graph (its training step)
+            return None
         if not all(g is None or _finite(g) for g in grads[:len(inputs)]):
             return "gradient"
         if not all(g is None or _finite(g) for g in grads[len(inputs):]):
@@ -231,6 +250,15 @@ class Searcher:
         if not (evaluation.forward or evaluation.backward):
             return False
         return not self.require_visible or evaluation.visible is not None
+
+    def failing_call(self, inputs: Sequence[torch.Tensor]) -> int | None:
+        """Which call of the op (1 for its first) fails on `inputs`: for a script run over
+        training steps, the step the trigger needs. None when no call fails."""
+        self.evaluate(inputs)
+        for number, hit in enumerate(self.probe.hits, start=1):
+            if not _finite(hit.output) or _local_derivative_fails(hit):
+                return number
+        return None
 
     def still_fails(self, inputs: Sequence[torch.Tensor], where: str | None) -> bool:
         """The minimiser's predicate: the trigger persists as the reproducer will check it

@@ -11,7 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-BoxSource = Literal["config", "observed", "default"]
+# config: the repository's bounds; observed: what the code was seen to pass, widened tenfold;
+# widened: an observed box that did not trigger, opened to the default box; default: numcheck's
+BoxSource = Literal["config", "observed", "widened", "default"]
 DEFAULT_LO, DEFAULT_HI = -100.0, 100.0
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 INT_DTYPES = ("int64", "int32", "bool")
@@ -75,6 +77,18 @@ def parse_spec(text: str, source: BoxSource = "config") -> InputSpec:
     if lo > hi:
         raise SpecError(f"empty box in {text!r}: {lo:g} > {hi:g}")
     return InputSpec(dtype, shape, lo, hi, source)
+
+
+def widened(spec: InputSpec) -> InputSpec | None:
+    """The next, wider box for an observed float input: its range joined with the default box,
+    or None when there is nothing to widen (a configured box is the repository's word; an
+    integer input's range is its meaning: ids, lengths, offsets)."""
+    if spec.source != "observed" or not spec.is_float:
+        return None
+    lo, hi = min(spec.lo, DEFAULT_LO), max(spec.hi, DEFAULT_HI)
+    if (lo, hi) == (spec.lo, spec.hi):
+        return None
+    return InputSpec(spec.dtype, spec.shape, lo, hi, "widened")
 
 
 def default_spec(shape: tuple[int, ...] = (4, 8), dtype: str = "float32") -> InputSpec:

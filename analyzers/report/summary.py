@@ -199,7 +199,10 @@ def proof_sentence(finding: Finding) -> str:
     box = trigger.get("box") or {}
     inputs = "; ".join((f"weight {spec['weight']} " if spec.get("weight") else "")
                        + f"{spec.get('dtype')}{spec.get('shape')} in [{spec.get('lo'):g}, "
-                       f"{spec.get('hi'):g}]" for spec in box.get("inputs", []))
+                       f"{spec.get('hi'):g}]"
+                       + (" (widened: the observed range held no trigger)"
+                          if spec.get("source") == "widened" else "")
+                       for spec in box.get("inputs", []))
     entry = f"{box.get('target', '?')} ({box.get('source', '?')} entry)" if box else ""
     if finding.status == "confirmed":
         first = trigger.get("first_nonfinite") or {}
@@ -210,6 +213,9 @@ def proof_sentence(finding: Finding) -> str:
                      f"{first.get('path')}:{first.get('line')}"
         reach = "" if trigger.get("reaches_output", True) else \
             " (it does not reach the entry's output)"
+        steps = trigger.get("steps")
+        if isinstance(steps, int) and steps > 1:  # a script run over training steps
+            reach += f", at training step {steps} (the op's run number {steps})"
         return (f"NaN/Inf in the {trigger.get('where')} pass after "
                 f"{trigger.get('evaluations')} runs ({trigger.get('seconds', 0):.2f} s, stage "
                 f"{trigger.get('stage')}) of {entry}, inputs in {inputs or 'the box'}"
