@@ -213,34 +213,29 @@ def search_stages(entry: Any) -> list[Any]:
     return stages
 
 
-def stage_share(number: int, stages: int) -> float:
-    """The part of the budget stage `number` (0 first) of `stages` gets: the box the code
-    was seen with half of it (a trigger there is the most credible), the wider stages the
-    rest in equal parts."""
-    if stages == 1:
-        return 1.0
-    return 0.5 if number == 0 else 0.5 / (stages - 1)
-
-
 def staged_search(entry: Any, path: str, lines: frozenset[int], op: str, seed: int,
                   budget: Any) -> tuple[Any, Any, Any]:
     """The search in the box the code was seen with; when that reached the op without
     triggering it, in that box widened to the default one (`Entry.widened`); and for a
-    script, then over its first training steps (`ScriptEntry.over_steps`), each with its
-    `stage_share` of the budget. The stage that ran last is returned, so the finding states
-    its box and steps."""
-    from analyzers.dynamic.search import Searcher
+    script, then over its first training steps (`ScriptEntry.over_steps`). A stage before the
+    last runs the directed stages only (no open-ended fallback), within at most half of what
+    is left of the budget, so the most credible box goes first and an exhausted one hands its
+    time on. The stage that ran last is returned, so the finding states its box and steps."""
+    from analyzers.dynamic.search import DIRECTED_STAGES, STAGES, Searcher
 
     stages = search_stages(entry)
     runs, seconds = 0, 0.0
     for number, stage in enumerate(stages):
-        part = stage_share(number, len(stages))
-        share = dataclasses.replace(budget, seconds=budget.seconds * part,
-                                    evaluations=max(int(budget.evaluations * part), 1))
+        last = number == len(stages) - 1
+        part = 1.0 if last else 0.5
+        share = dataclasses.replace(
+            budget, seconds=max(budget.seconds - seconds, 0.0) * part,
+            evaluations=max(int((budget.evaluations - runs) * part), 1))
         searcher = Searcher(stage, path, lines, op, dtype=stage.dtype, seed=seed,
-                            budget=share, require_visible=shows_in_entry(stage))
+                            budget=share, require_visible=shows_in_entry(stage),
+                            stages=STAGES if last else DIRECTED_STAGES)
         outcome = searcher.run(stage.start)
-        # the finding counts every run and second, both stages'
+        # the finding counts every run and second, every stage's
         outcome.evaluations += runs
         outcome.seconds += seconds
         runs, seconds = outcome.evaluations, outcome.seconds

@@ -51,6 +51,9 @@ from analyzers.dynamic.searchtrace import SearchTrace
 from analyzers.dynamic.specs import InputSpec
 
 STAGES = ("restarts", "snap", "solve", "gradient", "snap", "evolution")
+# without the open-ended fallback: a box tried before a wider one ends when its directed
+# stages are spent, and leaves the rest of the budget to the wider box
+DIRECTED_STAGES = STAGES[:-1]
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,7 @@ def _grads(loss: torch.Tensor, last: torch.Tensor,
 class Searcher:
     def __init__(self, entry: Entry, path: str, lines: frozenset[int], op: str,
                  dtype: str = "float32", seed: int = 0, budget: Budget | None = None,
-                 require_visible: bool = False) -> None:
+                 require_visible: bool = False, stages: tuple[str, ...] = STAGES) -> None:
         self.entry = entry
         self.op = op
         self.dtype = dtype
@@ -145,6 +148,7 @@ class Searcher:
 
             self.jax_probe = JaxProbe(path, lines, op)
         self.budget = budget or Budget()
+        self.stages = stages
         # the harness asks for triggers its reproducer can show (`accepts`); the fix stage's
         # re-search and bench.dynamic count any NaN/Inf the op makes
         self.require_visible = require_visible
@@ -305,7 +309,7 @@ class Searcher:
         self.started = time.perf_counter()
         last_error: str | None = None
         reached = False
-        for stage in STAGES:
+        for stage in self.stages:
             for inputs in self._stage(stage, start):
                 if self._out_of_budget():
                     break

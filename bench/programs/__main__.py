@@ -44,9 +44,11 @@ class Row:
     wall_seconds: float | None = None
     trigger_seconds: float | None = None
     evaluations: int | None = None
+    steps: int | None = None  # the training step the trigger needed (1: the first)
     status: str | None = None  # the status of the finding at the line
     missing_files: int = 0
     baseline: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)  # the review's, by stage
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -91,6 +93,7 @@ def _score(row: Row, findings: list[Any]) -> None:
     trigger = best.trigger or {}
     row.trigger_seconds = trigger.get("seconds")
     row.evaluations = trigger.get("evaluations")
+    row.steps = trigger.get("steps")
     if best.status != "confirmed":
         row.reason = f"{best.status}: {(best.error or '').strip()[:300]}"
 
@@ -126,6 +129,7 @@ def review(program: Program, mirrors: Path, *, timeout: float, search_seconds: f
             row.reason = f"exit {proc.returncode}: {tail[0][:300]}"
             return row
         data = json.loads(out.read_text(encoding="utf-8"))
+        row.timings = data.get("timings", {})
         _score(row, [finding_from_json(f) for f in data["findings"]])
         if baseline and row.outcome in ("confirmed", "flagged"):
             row.baseline = _baseline(program, repo, search_seconds, timeout)
@@ -183,6 +187,7 @@ def _row(row: Row) -> str:
 
     return (f"{row.program.id:<10} {row.outcome:<9} {_cell(row.wall_seconds, '.0f'):>5} "
             f"{_cell(row.trigger_seconds):>7} {_cell(row.evaluations, 'd'):>5} "
+            f"{_cell(row.steps, 'd'):>5} "
             f"{solved(search):>9} {solved(random):>9}  {row.reason or b.get('error', '')}")
 
 
@@ -207,6 +212,8 @@ def summary(rows: Sequence[Row]) -> list[str]:
         f" (target < {TARGETS['median_wall_seconds']:g} s)",
         f"median time to trigger (confirmed): {_median(triggers)} s"
         f" (target < {TARGETS['median_trigger_seconds']:g} s)",
+        f"confirmed at a later training step than the first: "
+        f"{sum(1 for r in confirmed if (r.steps or 1) > 1)}",
         f"baseline, same budget: search and random both trigger on {len(both)}, only the "
         f"search on {only_search}; random/search evaluations median "
         f"{_median(ratios)}x (target >= {TARGETS['evaluation_ratio']:g}x)",
@@ -224,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.only:
         programs = [p for p in programs if any(k in p.id for k in args.only)]
     mirrors = args.mirrors or default_mirrors()
-    print(f"{'program':<10} {'outcome':<9} {'wall':>5} {'trigger':>7} {'evals':>5} "
+    print(f"{'program':<10} {'outcome':<9} {'wall':>5} {'trigger':>7} {'evals':>5} {'step':>5} "
           f"{'search':>9} {'random':>9}  reason", flush=True)
     rows = []
     for program in programs:

@@ -25,24 +25,24 @@ import torch
 from analyzers.dynamic.entries import EntryError, sample
 from analyzers.dynamic.script import ScriptConfig, build_script_entry
 from analyzers.dynamic.search import Budget, Searcher
-from runners.harness import search_stages, stage_share, staged_search
+from runners.harness import search_stages, staged_search
 
 MARKER = "numcheck-baseline: "
 
 
 def _random(stages: list[Any], path: str, lines: frozenset[int], op: str, budget: float,
             seed: int) -> dict[str, Any]:
-    """Uniform draws in each stage's box, each stage for its share of `budget`, as the search
-    divides it (`staged_search`)."""
+    """Uniform draws in each stage's box: each stage before the last for half of what is
+    left of `budget` (the most the search gives it, `staged_search`), the last for the rest."""
     generator = torch.Generator().manual_seed(seed + 1)
     started = time.perf_counter()
     draws = 0
-    until = 0.0
     for number, stage in enumerate(stages):
         searcher = Searcher(stage, path, lines, op, dtype=stage.dtype, seed=seed,
                             require_visible=False)
-        until += budget * stage_share(number, len(stages))
-        while time.perf_counter() - started < until:
+        left = budget - (time.perf_counter() - started)
+        until = time.perf_counter() + (left if number == len(stages) - 1 else left / 2)
+        while time.perf_counter() < until:
             draws += 1
             evaluation = searcher.evaluate([sample(spec, generator) for spec in stage.specs])
             if evaluation.forward or evaluation.backward:
