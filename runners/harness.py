@@ -213,21 +213,28 @@ def search_stages(entry: Any) -> list[Any]:
     return stages
 
 
+# The part of the budget the box the code was seen with may take: most of it, since a
+# trigger there is the most credible and an evaluation of a script can take a tenth of a
+# second (its restarts and snapping alone then need several seconds).
+FIRST_STAGE_SHARE = 0.75
+
+
 def staged_search(entry: Any, path: str, lines: frozenset[int], op: str, seed: int,
                   budget: Any) -> tuple[Any, Any, Any]:
     """The search in the box the code was seen with; when that reached the op without
     triggering it, in that box widened to the default one (`Entry.widened`); and for a
     script, then over its first training steps (`ScriptEntry.over_steps`). A stage before the
-    last runs the directed stages only (no open-ended fallback), within at most half of what
-    is left of the budget, so the most credible box goes first and an exhausted one hands its
-    time on. The stage that ran last is returned, so the finding states its box and steps."""
+    last runs the directed stages only (no open-ended fallback), within a part of what is
+    left of the budget (`FIRST_STAGE_SHARE` for the first, half for the next), so the most
+    credible box goes first and an exhausted one hands its time on. The stage that ran last
+    is returned, so the finding states its box and steps."""
     from analyzers.dynamic.search import DIRECTED_STAGES, STAGES, Searcher
 
     stages = search_stages(entry)
     runs, seconds = 0, 0.0
     for number, stage in enumerate(stages):
         last = number == len(stages) - 1
-        part = 1.0 if last else 0.5
+        part = 1.0 if last else FIRST_STAGE_SHARE if number == 0 else 0.5
         share = dataclasses.replace(
             budget, seconds=max(budget.seconds - seconds, 0.0) * part,
             evaluations=max(int((budget.evaluations - runs) * part), 1))

@@ -880,7 +880,7 @@ def _changed(value: torch.Tensor, natural: torch.Tensor | None) -> list[int] | N
 def runtime_lines(constants: list[str], mode: type) -> list[str]:
     """The interception code a reproducer carries: the framework's own `constants`, the
     ones `CallSites` reads, and the classes and functions of one run with `mode`."""
-    lines = [*constants, f"NUMPY_DRAWS = {NUMPY_DRAWS!r}",
+    lines = [*constants, f"NUMPY_DRAWS = {NUMPY_DRAWS!r}", f"NUMPY_LOADS = {NUMPY_LOADS!r}",
              f"DISPATCH_FILES = {DISPATCH_FILES!r}", f"MAX_FRAMES = {MAX_FRAMES}",
              f"WATCH_FRAMES = {WATCH_FRAMES}", "", ""]
     for obj in (StopScript, CallSites, mode, _Built, _numpy_draw, run_script):
@@ -891,7 +891,7 @@ def runtime_lines(constants: list[str], mode: type) -> list[str]:
 def _runtime_source() -> list[str]:
     draws = ", ".join(repr(name) for name in sorted(RANDOM_DRAWS))
     return runtime_lines([f"RANDOM_DRAWS = frozenset({{{draws}}})", f"BUILT = {BUILT!r}",
-                          f"BUILT_TYPES = {BUILT_TYPES!r}", f"NUMPY_LOADS = {NUMPY_LOADS!r}"],
+                          f"BUILT_TYPES = {BUILT_TYPES!r}"],
                          ExternalValues)
 
 

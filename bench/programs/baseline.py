@@ -25,15 +25,15 @@ import torch
 from analyzers.dynamic.entries import EntryError, sample
 from analyzers.dynamic.script import ScriptConfig, build_script_entry
 from analyzers.dynamic.search import Budget, Searcher
-from runners.harness import search_stages, staged_search
+from runners.harness import FIRST_STAGE_SHARE, search_stages, staged_search
 
 MARKER = "numcheck-baseline: "
 
 
 def _random(stages: list[Any], path: str, lines: frozenset[int], op: str, budget: float,
             seed: int) -> dict[str, Any]:
-    """Uniform draws in each stage's box: each stage before the last for half of what is
-    left of `budget` (the most the search gives it, `staged_search`), the last for the rest."""
+    """Uniform draws in each stage's box: each stage before the last for the most of what is
+    left of `budget` the search gives it (`staged_search`), the last for the rest."""
     generator = torch.Generator().manual_seed(seed + 1)
     started = time.perf_counter()
     draws = 0
@@ -41,7 +41,8 @@ def _random(stages: list[Any], path: str, lines: frozenset[int], op: str, budget
         searcher = Searcher(stage, path, lines, op, dtype=stage.dtype, seed=seed,
                             require_visible=False)
         left = budget - (time.perf_counter() - started)
-        until = time.perf_counter() + (left if number == len(stages) - 1 else left / 2)
+        part = 1.0 if number == len(stages) - 1 else FIRST_STAGE_SHARE if number == 0 else 0.5
+        until = time.perf_counter() + left * part
         while time.perf_counter() < until:
             draws += 1
             evaluation = searcher.evaluate([sample(spec, generator) for spec in stage.specs])
