@@ -414,7 +414,7 @@ class _Built:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         out = self._numcheck_original(*args, **kwargs)
-        if not args or isinstance(args[0], int):  # a size, `FloatTensor(3, 4)`: no data
+        if not args or isinstance(args[0], int | torch.Size):  # `FloatTensor(3, 4)`: no data
             return out
         return self._mode._built(sys._getframe(1), out, args[0])
 
