@@ -215,7 +215,7 @@ def proof_sentence(finding: Finding) -> str:
             " (it does not reach the entry's output)"
         steps = trigger.get("steps")
         if isinstance(steps, int) and steps > 1:  # a script run over training steps
-            reach += f", at training step {steps} (the op's run number {steps})"
+            reach += f", at training step {steps}"
         return (f"NaN/Inf in the {trigger.get('where')} pass after "
                 f"{trigger.get('evaluations')} runs ({trigger.get('seconds', 0):.2f} s, stage "
                 f"{trigger.get('stage')}) of {entry}, inputs in {inputs or 'the box'}"

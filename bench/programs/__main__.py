@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.report.jsonout import finding_from_json
-from bench.programs.baseline import MARKER
 from bench.programs.prepare import PROGRAMS, Program, build_repository, load_programs
 from bench.realworld.review import default_mirrors, find_clone
 from runners.dependencies import DependencyError, prepare
@@ -145,6 +144,8 @@ def review(program: Program, mirrors: Path, *, timeout: float, search_seconds: f
 
 
 def _baseline(program: Program, repo: Path, budget: float, timeout: float) -> dict[str, Any]:
+    from bench.programs.baseline import MARKER  # torch: imported only when it runs
+
     lines = f"{program.first}-{program.last}"
     argv = [sys.executable, "-m", "bench.programs.baseline", str(repo), program.script, lines,
             program.op, str(budget), "0"]
