@@ -199,58 +199,6 @@ def _render(entry: Any, inputs: list[Any], target: Any, seed: int) -> str:
     return render(entry, inputs, target, seed)
 
 
-def search_stages(entry: Any) -> list[Any]:
-    """The entries `staged_search` tries in turn: `entry`, its widened box, and for a script
-    that box over the first training steps."""
-    from analyzers.dynamic.script import TRAINING_STEPS, ScriptEntry
-
-    stages = [entry]
-    wider = entry.widened()
-    if wider is not None:
-        stages.append(wider)
-    if isinstance(entry, ScriptEntry):  # then through the first training steps
-        stages.append(stages[-1].over_steps(TRAINING_STEPS))
-    return stages
-
-
-# The part of the budget the box the code was seen with may take: most of it, since a
-# trigger there is the most credible and an evaluation of a script can take a tenth of a
-# second (its restarts and snapping alone then need several seconds).
-FIRST_STAGE_SHARE = 0.75
-
-
-def staged_search(entry: Any, path: str, lines: frozenset[int], op: str, seed: int,
-                  budget: Any) -> tuple[Any, Any, Any]:
-    """The search in the box the code was seen with; when that reached the op without
-    triggering it, in that box widened to the default one (`Entry.widened`); and for a
-    script, then over its first training steps (`ScriptEntry.over_steps`). A stage before the
-    last runs the directed stages only (no open-ended fallback), within a part of what is
-    left of the budget (`FIRST_STAGE_SHARE` for the first, half for the next), so the most
-    credible box goes first and an exhausted one hands its time on. The stage that ran last
-    is returned, so the finding states its box and steps."""
-    from analyzers.dynamic.search import DIRECTED_STAGES, STAGES, Searcher
-
-    stages = search_stages(entry)
-    runs, seconds = 0, 0.0
-    for number, stage in enumerate(stages):
-        last = number == len(stages) - 1
-        part = 1.0 if last else FIRST_STAGE_SHARE if number == 0 else 0.5
-        share = dataclasses.replace(
-            budget, seconds=max(budget.seconds - seconds, 0.0) * part,
-            evaluations=max(int((budget.evaluations - runs) * part), 1))
-        searcher = Searcher(stage, path, lines, op, dtype=stage.dtype, seed=seed,
-                            budget=share, require_visible=shows_in_entry(stage),
-                            stages=STAGES if last else DIRECTED_STAGES)
-        outcome = searcher.run(stage.start)
-        # the finding counts every run and second, every stage's
-        outcome.evaluations += runs
-        outcome.seconds += seconds
-        runs, seconds = outcome.evaluations, outcome.seconds
-        if outcome.triggered or not outcome.reached:
-            return stage, outcome, searcher
-    return stage, outcome, searcher
-
-
 def confirm(job: dict[str, Any], finding: dict[str, Any],
             harvested: Any = None, context: dict[str, Any] | None = None) -> dict[str, Any]:
     """One finding through entry building, search, minimisation and the reproducer.
@@ -270,6 +218,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
     from analyzers.dynamic.localise import localise
     from analyzers.dynamic.reproducer import Target, no_reproducer_reason
     from analyzers.dynamic.search import Budget
+    from analyzers.dynamic.stages import staged_search
 
     repo = Path(job["repo"])
     seed = int(job.get("seed", 0))
@@ -327,7 +276,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
             problems.append(f"building the entry failed: {type(exc).__name__}: {exc}")
             continue
         entry, outcome, searcher = staged_search(entry, path, lines, finding["op"], seed,
-                                                 budget)
+                                                 budget, shows_in_entry(entry))
         last = (entry, outcome, searcher)
         if outcome.reached:
             break

@@ -18,9 +18,10 @@ from analyzers.dynamic.reproducer import Target
 from analyzers.dynamic.script import TRAINING_STEPS, render_script
 from analyzers.dynamic.search import Budget, Searcher
 from analyzers.dynamic.specs import InputSpec, widened
+from analyzers.dynamic.stages import staged_search
 from analyzers.model import Finding
 from analyzers.report.summary import proof_sentence
-from runners.harness import minimised_trigger, staged_search
+from runners.harness import minimised_trigger
 
 BUILT_DATA = """\
 import numpy as np

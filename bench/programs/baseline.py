@@ -4,7 +4,7 @@
 
 Run by `python -m bench.programs` as a child process with the program's repository as its
 working directory, after the review. It records the script up to the op as script mode does,
-then gives the same budget to the search (its stages, as the harness runs them) and to random
+then gives the same budget to the search (its stages, `analyzers.dynamic.stages`) and to random
 mutation of the same external values (uniform draws in the same boxes over the same training
 steps, stage by stage, each draw a full run of the program), and prints one JSON object on a
 line of its own, after `MARKER`. This runs the program outside numcheck's sandbox: the
@@ -25,7 +25,7 @@ import torch
 from analyzers.dynamic.entries import EntryError, sample
 from analyzers.dynamic.script import ScriptConfig, build_script_entry
 from analyzers.dynamic.search import Budget, Searcher
-from runners.harness import FIRST_STAGE_SHARE, search_stages, staged_search
+from analyzers.dynamic.stages import search_stages, stage_part, staged_search
 
 MARKER = "numcheck-baseline: "
 
@@ -41,8 +41,7 @@ def _random(stages: list[Any], path: str, lines: frozenset[int], op: str, budget
         searcher = Searcher(stage, path, lines, op, dtype=stage.dtype, seed=seed,
                             require_visible=False)
         left = budget - (time.perf_counter() - started)
-        part = 1.0 if number == len(stages) - 1 else FIRST_STAGE_SHARE if number == 0 else 0.5
-        until = time.perf_counter() + left * part
+        until = time.perf_counter() + left * stage_part(number, len(stages))
         while time.perf_counter() < until:
             draws += 1
             evaluation = searcher.evaluate([sample(spec, generator) for spec in stage.specs])
