@@ -94,6 +94,7 @@ class RecordStream:
         self.done = False
         self.received = 0
         self.overflow = False
+        self.sandbox: dict[str, Any] = {}  # what the harness's supervisor enforces inside
         self._partial = b""
 
     def feed(self, chunk: bytes) -> None:
@@ -122,10 +123,24 @@ class RecordStream:
             return
         if record.get("done"):
             self.done = True
+        elif isinstance(record.get("sandbox"), dict):
+            self.sandbox = record["sandbox"]
         elif "fingerprint" in record:
             self.records.append(record)
             if self.on_record is not None:
                 self.on_record(record)
+
+
+def add_sandbox_report(report: dict[str, Any], stream: RecordStream) -> None:
+    """`report["seccomp"]`: whether the supervisor's seccomp filter held (runners/seccomp.py),
+    with a warning saying why not when it did not."""
+    said = stream.sandbox
+    report["seccomp"] = said.get("seccomp") is True
+    if not report["seccomp"]:
+        why = said.get("why")
+        why = why if isinstance(why, str) else "the harness did not report it"
+        report.setdefault("warnings", []).append(
+            f"no seccomp filter (sockets other than AF_UNIX stay open to the job): {why[:300]}")
 
 
 def looks_out_of_memory(stderr: str) -> bool:

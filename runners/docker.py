@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runners.base import Limits, OnRecord, Outcome, RecordStream, RunResult
+from runners.base import Limits, OnRecord, Outcome, RecordStream, RunResult, add_sandbox_report
 from runners.local import scrubbed_env
 
 LABEL = "numcheck.runner"
@@ -307,6 +307,7 @@ class DockerRunner:
         finally:
             with contextlib.suppress(Exception):
                 container.remove(force=True)
+        add_sandbox_report(isolation, stream)
         outcome, reason = _classify(state, stream, timed_out, timeout, self.limits)
         return RunResult(outcome, stream.records, reason, stderr_text[-4000:], isolation)
 

@@ -114,25 +114,25 @@ def _check_reproducer(repo: Path, source: str) -> tuple[bool, str]:
 
 
 def _reproducer_that_loads(repo: Path, entry: Any, inputs: list[Any], target: Any,
-                           seed: int) -> tuple[str, bool, str, Any]:
-    """(script, whether it fails as it must, its stderr, the entry as the script loads it:
-    the fix stage loads its patched copies the same way). A module the search found already
-    imported (the tests' run loaded it) may not import in a fresh process: when the script
-    dies before its assertion, it is written again loading the module the other ways the
-    search knows (loading.py), the first that fails on its assertion kept."""
-    script = _render(entry, inputs, target, seed)
+                           seed: int) -> tuple[dict[str, Any], str, bool, str, Any]:
+    """(plan, its script, whether it fails as it must, its stderr, the entry as the script
+    loads it: the fix stage loads its patched copies the same way). A module the search
+    found already imported (the tests' run loaded it) may not import in a fresh process:
+    when the script dies before its assertion, it is written again loading the module the
+    other ways the search knows (loading.py), the first that fails on its assertion kept."""
+    plan, script = _written(entry, inputs, target, seed)
     fails, stderr = _check_reproducer(repo, script)
     if fails or getattr(entry, "loading", "import") != "import" or "AssertionError" in stderr:
-        return script, fails, stderr, entry
+        return plan, script, fails, stderr, entry
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
     why = lines[-1][:200] if lines else "it fails"
     for how in ("package-stubs", "extracted"):
         loaded = dataclasses.replace(entry, loading=how, loading_why=why)
-        again = _render(loaded, inputs, target, seed)
+        again_plan, again = _written(loaded, inputs, target, seed)
         again_fails, again_stderr = _check_reproducer(repo, again)
         if again_fails:
-            return again, True, again_stderr, loaded
-    return script, fails, stderr, entry
+            return again_plan, again, True, again_stderr, loaded
+    return plan, script, fails, stderr, entry
 
 
 def _harvested_entry(repo: Path, key: str, call: Any) -> Any:
@@ -190,13 +190,18 @@ def minimised_trigger(entry: Any, searcher: Any, outcome: Any) -> tuple[list[Any
     return small, shows or ""
 
 
-def _render(entry: Any, inputs: list[Any], target: Any, seed: int) -> str:
-    from analyzers.dynamic.reproducer import render
-    from analyzers.dynamic.script import ScriptEntry, render_script
+def _written(entry: Any, inputs: list[Any], target: Any, seed: int) -> tuple[dict[str, Any],
+                                                                             str]:
+    """The reproducer's plan, as the host will read it (through JSON), and the text
+    `writer.write` makes of it: the very text the host writes again from the record."""
+    from analyzers.dynamic.reproducer import plan
+    from analyzers.dynamic.script import ScriptEntry, script_plan
+    from analyzers.dynamic.writer import write
 
-    if isinstance(entry, ScriptEntry):
-        return render_script(entry, inputs, target, seed)
-    return render(entry, inputs, target, seed)
+    made = script_plan(entry, inputs, target, seed) if isinstance(entry, ScriptEntry) else \
+        plan(entry, inputs, target, seed)
+    made = json.loads(json.dumps(made))
+    return made, write(made, target)
 
 
 def confirm(job: dict[str, Any], finding: dict[str, Any],
@@ -316,15 +321,22 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         return {**base, "status": "potential", "box": box, "trigger": trigger,
                 "error": "the search triggered it on the module the tests built, but no "
                          f"standalone reproducer can rebuild that module: {unscriptable}"}
-    script, fails, stderr, entry = _reproducer_that_loads(repo, entry, small, target, seed)
+    try:
+        plan, script, fails, stderr, entry = _reproducer_that_loads(repo, entry, small,
+                                                                    target, seed)
+    except ValueError as exc:  # a constant the call needs that a script cannot spell
+        return {**base, "status": "potential", "box": box, "trigger": trigger,
+                "error": "the search triggered it, but no standalone reproducer can pass "
+                         f"the call's constants: one is {exc}"}
     if not fails:
         return {**base, "status": "not-triggered", "box": box, "trigger": trigger,
                 "error": "the search found a trigger but its reproducer did not fail; not "
                          f"reported as confirmed ({stderr.strip()[-300:]})"}
     if context is not None:
         context.update(entry=entry, inputs=small, reproducer=script)
+    # the plan, not the text: the host writes the reproducer again from it (runners/trusted.py)
     return {**base, "status": "confirmed", "box": box, "trigger": trigger,
-            "reproducer": script}
+            "reproducer_plan": plan}
 
 
 # ---------------------------------------------------------------------------- the fix stage

@@ -57,7 +57,15 @@ from pathlib import Path
 from typing import Any
 
 from runners import cgroups
-from runners.base import Limits, OnRecord, Outcome, RecordStream, RunResult, looks_out_of_memory
+from runners.base import (
+    Limits,
+    OnRecord,
+    Outcome,
+    RecordStream,
+    RunResult,
+    add_sandbox_report,
+    looks_out_of_memory,
+)
 from runners.identities import DEFAULT_UIDS, IdentityError, lease
 
 __all__ = ["LocalRunner", "Limits", "Outcome", "RunResult", "scrubbed_env"]
@@ -401,6 +409,7 @@ class LocalRunner:
         for line in jail_lines:  # how the jail entered the minimal root, where it did
             if line.startswith("numcheck-jail-root:"):
                 report["minimal_root"] = line.split(":", 1)[1].strip()
+        add_sandbox_report(report, stream)
         outcome, reason = self._classify(proc.returncode, stream, stderr, timed_out, timeout,
                                          jail_lines)
         return RunResult(outcome, stream.records, reason, stderr[-4000:], report)

@@ -24,7 +24,7 @@ from analyzers.pipeline import analyze_diff, scan_paths
 from runners.base import Runner, RunResult
 from runners.dependencies import DependencyError, Environment, prepare
 from runners.local import LocalRunner
-from runners.trusted import trusted_fix
+from runners.trusted import trusted_fix, trusted_reproducer
 
 # building the entry, minimising, and the reproducer run: a child Python that imports torch
 # (seconds on a loaded 2-core machine) on top of the search budget
@@ -80,7 +80,8 @@ def scan(paths: list[Path], config: Config, root: Path,
                                            runner, result)
                 job = _job(Path(workspace), result.findings, config, result.repo, environment)
                 sources = _sources(Path(workspace), result.findings)
-                _merge(result, runner.run(job, timeout=config.dynamic_timeout), sources)
+                _merge(result, runner.run(job, timeout=config.dynamic_timeout), sources,
+                       job.get("script"))
                 name_missing(result, environment)
         result.timings["dynamic"] = round(time.perf_counter() - started, 4)
     return result
@@ -118,7 +119,7 @@ def confirm(repo_dir: Path, result: AnalysisResult, config: Config,
             job = _job(Path(workspace), result.findings, config, result.repo, environment)
             sources = _sources(Path(workspace), result.findings)  # before the PR's code runs
             run = runner.run(job, timeout=config.dynamic_timeout)
-            _merge(result, run, sources)
+            _merge(result, run, sources, job.get("script"))
             name_missing(result, environment)
     except (OSError, subprocess.CalledProcessError, ExportError) as exc:
         result.errors.append(StageError("dynamic", f"could not prepare the workspace: {exc}"))
@@ -307,7 +308,10 @@ def _sources(workspace: Path, findings: list[Finding]) -> dict[str, str]:
     return sources
 
 
-def _merge(result: AnalysisResult, run: RunResult, sources: dict[str, str]) -> None:
+def _merge(result: AnalysisResult, run: RunResult, sources: dict[str, str],
+           script: dict[str, Any] | None = None) -> None:
+    """The run's records onto the findings they name (`script`: the job's script settings,
+    what a script reproducer may run)."""
     by_fingerprint = {f.fingerprint: f for f in result.findings}
     for record in run.records:
         finding = by_fingerprint.get(record.get("fingerprint", ""))
@@ -325,8 +329,11 @@ def _merge(result: AnalysisResult, run: RunResult, sources: dict[str, str]) -> N
             finding.trigger = {**record["trigger"], "box": record.get("box")}
         elif record.get("box") is not None:
             finding.trigger = {"box": record["box"]}
-        finding.reproducer = record.get("reproducer")
         finding.error = record.get("error")
+        finding.reproducer, refused = trusted_reproducer(record, finding, script)
+        if refused is not None:  # no reproducer numcheck can write: not proven
+            finding.status = "potential"
+            finding.error = refused
     for warning in run.warnings:  # a protection this machine could not give: say so
         result.errors.append(StageError("dynamic", f"sandbox: {warning}"))
     if run.outcome != "ok":

@@ -17,7 +17,10 @@ runner's channel, so:
 - after a kill or a death, a fresh worker goes on with the findings still owed (without the
   harvest when the harvest was what had to be stopped);
 - the supervisor marks itself non-dumpable, so a process of the same uid can neither ptrace
-  it nor read its memory or descriptors through /proc.
+  it nor read its memory or descriptors through /proc;
+- before the worker starts, the supervisor installs a seccomp filter (runners/seccomp.py)
+  that every process of the job inherits, and says whether it holds in a first
+  `{"sandbox": {...}}` record.
 
 Only the standard library here: nothing of numcheck's numerics, nothing of the checkout.
 """
@@ -320,11 +323,15 @@ def main() -> int:
     out = sys.stdout
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     not_dumpable()
+    from runners.seccomp import install  # the standard library's ctypes only
+
+    refused = install()  # before the worker exists: every process of the job inherits it
 
     def emit(record: dict[str, Any]) -> None:
         out.write(json.dumps({**record, "nonce": nonce}) + "\n")
         out.flush()
 
+    emit({"sandbox": {"seccomp": refused is None, "why": refused}})
     supervise(job, emit)
     emit({"done": True})
     return 0

@@ -1,4 +1,4 @@
-"""The fix a review suggests is numcheck's own text, never the sandbox's.
+"""The fix and the reproducer a review shows are numcheck's own text, never the sandbox's.
 
 The fix stage runs inside the sandbox, in the same process as the PR's code, which can reach
 the job and its nonce (`sys._getframe()`) and print any record it likes. A forged fix record
@@ -7,13 +7,21 @@ would put the PR author's text in a one-click `suggestion` block under numcheck'
 record only the verdict: which candidate passed and the numbers behind it. The candidate
 itself is made again here, from the head's file as exported before the run and the op
 catalogue (`analyzers.fix.candidates`, deterministic), and a record whose patch is not one of
-those candidates is rejected. What the sandbox reports stays evidence; the code is ours.
+those candidates is rejected.
+
+The reproducer is the same: the record carries its plan (names and numbers, no code), and the
+text is written here by `analyzers.dynamic.writer`, with the finding's own path, line, op and
+call. A record that carries reproducer text instead is not believed, and a plan the writer
+refuses leaves the finding unconfirmed. What the sandbox reports stays evidence; the code is
+ours.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from analyzers.config import script_argv
+from analyzers.dynamic.writer import PlanError, Target, module_of, write
 from analyzers.fix import FixRequest, candidates
 from analyzers.model import Finding
 
@@ -50,3 +58,54 @@ def _same(theirs: Any, ours: Any) -> bool:
 
 def _rejected(reason: str) -> dict[str, Any]:
     return {"status": "error", "reason": reason, "tried": []}
+
+
+def trusted_reproducer(record: dict[str, Any], finding: Finding,
+                       script: dict[str, Any] | None = None) -> tuple[str | None, str | None]:
+    """(the reproducer written here from the record's plan, or None; why there is none when
+    a confirmation came without one this side can write). `script`: the job's script
+    settings, the only command a script reproducer may run (else the flagged file itself,
+    which the harness runs as a program)."""
+    plan = record.get("reproducer_plan")
+    if plan is None:
+        if record.get("status") == "confirmed":
+            return None, "the sandbox confirmed it without a reproducer plan; not believed"
+        return None, None
+    try:
+        expected_plan(plan, finding, script)
+        return written_reproducer(record, finding.path, finding.line, finding.op,
+                                  finding.call), None
+    except (PlanError, LookupError, SyntaxError, OSError) as exc:
+        return None, f"the sandbox's reproducer plan was not written: {exc}"
+
+
+def expected_plan(plan: Any, finding: Finding, script: dict[str, Any] | None) -> None:
+    """PlanError unless the plan reproduces this finding: an entry of the finding's own
+    module, or a run of the job's command watching lines of the finding. Names alone could
+    otherwise make a reproducer of `subprocess.Popen(args=..., shell=True)`."""
+    if not isinstance(plan, dict):
+        raise PlanError("the plan is not an object")
+    if plan.get("kind") == "entry":
+        if plan.get("module") != module_of(finding.path):
+            raise PlanError("the plan's module is not the finding's")
+    elif plan.get("kind") == "script":
+        command = script["command"] if script else [finding.path]
+        if plan.get("argv") != list(script_argv(command)):
+            raise PlanError("the plan's command is not the job's")
+        lines = plan.get("lines")
+        if plan.get("path") != finding.path or not isinstance(lines, list) or not all(
+                type(n) is int and finding.line <= n <= finding.end_line for n in lines):
+            raise PlanError("the plan watches other lines than the finding's")
+    else:
+        raise PlanError("the plan is neither an entry's nor a script run's")
+
+
+def written_reproducer(record: dict[str, Any], path: str, line: int, op: str,
+                       call: str) -> str:
+    """The reproducer of a record's plan, for the finding at `path:line` (its op and call
+    as the static pass found them); PlanError when the plan is not one numcheck makes."""
+    trigger = record.get("trigger")
+    trigger = trigger if isinstance(trigger, dict) else {}
+    target = Target(path, line, op, call, str(trigger.get("where") or "forward"),
+                    str(trigger.get("shows") or ""))
+    return write(record.get("reproducer_plan"), target)

@@ -15,6 +15,7 @@ from typing import Any
 
 from analyzers.static import scan_source
 from runners.local import LocalRunner, RunResult
+from runners.trusted import written_reproducer
 
 
 def write_repo(repo: Path, files: Mapping[str, str]) -> Path:
@@ -48,9 +49,21 @@ def run_findings(repo: Path, path: str, functions: list[str], *, finding_timeout
     assert sorted(f["function"] for f in findings) == functions
     job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
            "search_seconds": search_seconds, "finding_timeout": finding_timeout}
-    result = LocalRunner().run(job, timeout=timeout)
+    result = with_reproducers(LocalRunner().run(job, timeout=timeout), findings)
     assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
     return Run(repo, result, {f["function"]: f["fingerprint"] for f in findings})
+
+
+def with_reproducers(result: RunResult, findings: list[dict[str, Any]]) -> RunResult:
+    """The records with each confirmation's reproducer as the host writes it from the
+    record's plan (runners/trusted.py): the text a review shows."""
+    by_fingerprint = {f["fingerprint"]: f for f in findings}
+    for record in result.records:
+        if "reproducer_plan" in record and record.get("stage") is None:
+            found = by_fingerprint[record["fingerprint"]]
+            record["reproducer"] = written_reproducer(record, found["path"], found["line"],
+                                                      found["op"], found["call"])
+    return result
 
 
 def run_script(repo: Path, source: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:

@@ -79,6 +79,19 @@ def probe() -> None:
         except OSError:
             pass
     seen["host processes"] = host
+    import socket
+    sockets = {}
+    for family, kind in (("inet", socket.SOCK_STREAM), ("inet6", socket.SOCK_DGRAM),
+                         ("netlink", socket.SOCK_RAW), ("packet", socket.SOCK_RAW)):
+        try:
+            socket.socket(getattr(socket, "AF_" + family.upper()), kind).close()
+            sockets[family] = "opened"
+        except OSError as exc:
+            sockets[family] = exc.errno
+    left, right = socket.socketpair()
+    left.send(b"x")
+    sockets["pair"] = right.recv(1).decode()
+    seen["sockets"] = sockets
     raise ImportError("probe-ran " + json.dumps(seen))
 
 

@@ -168,6 +168,8 @@ def test_the_cuda_reproducer_fails_on_the_gpu(tmp_path: Path) -> None:
 
 
 def _harness_run(tmp_path: Path, device: str) -> dict[str, Any]:
+    from harness_support import with_reproducers
+
     from analyzers.static import scan_source
     from runners.local import LocalRunner
 
@@ -178,7 +180,7 @@ def _harness_run(tmp_path: Path, device: str) -> dict[str, Any]:
     job = {"repo": str(tmp_path), "findings": found, "entries": [], "seed": 0,
            "search_seconds": 5.0, "finding_timeout": 120.0, "harvest": False,
            "device": device, "fix": False}
-    result = LocalRunner().run(job, timeout=300)
+    result = with_reproducers(LocalRunner().run(job, timeout=300), found)
     assert len(result.records) == 1, result.stderr[-2000:]
     return result.records[0]
 

@@ -7,6 +7,7 @@ checkout (tests/docker_support.py); they fail, never skip, when they cannot.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -535,6 +536,11 @@ def test_live_host_sockets_files_and_processes_are_out_of_reach(contained: Conta
     seen = seen_by_probe(record["error"])
     assert seen["other jobs"] == [] and seen["host processes"] == [], seen
     assert seen["/etc/shadow"].startswith("unreadable"), seen
+    # the harness's seccomp filter holds in the container too (runners/seccomp.py)
+    assert contained.result.isolation["seccomp"] is True, contained.result.isolation
+    refused = errno.EAFNOSUPPORT
+    assert seen["sockets"] == {"inet": refused, "inet6": refused, "netlink": refused,
+                               "packet": refused, "pair": "x"}, seen["sockets"]
 
 
 # ---------------------------------------------------------------- images and compose

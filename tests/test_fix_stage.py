@@ -20,6 +20,7 @@ import jsonschema
 import pytest
 from conftest import GitRepoFactory, RunMain
 from fix_support import DirectRunner
+from harness_support import with_reproducers
 
 import runners.pipeline
 from analyzers.fix.apply import apply_to_source, write_fixes
@@ -88,8 +89,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[
                                                             RunResult]:
     repo = make_repo(tmp_path_factory.mktemp("fixstage") / "repo")
     found = findings_of(repo)
-    result = DirectRunner().run(job(repo, [found["log_probs"], found["log_past_a_wall"]]),
-                                timeout=300)
+    result = with_reproducers(DirectRunner().run(
+        job(repo, [found["log_probs"], found["log_past_a_wall"]]), timeout=300),
+        [found["log_probs"], found["log_past_a_wall"]])
     assert result.outcome == "ok", result.stderr[-3000:]
     return repo, found, result
 
@@ -155,7 +157,7 @@ def test_a_failing_fix_stage_keeps_the_confirmation(tmp_path: Path) -> None:
     found = findings_of(repo)["log_probs"]
     result = DirectRunner().run(job(repo, [found], fix_timeout=0.05), timeout=300)
     confirmation, fix = records_for(result, found["fingerprint"])
-    assert confirmation["status"] == "confirmed" and confirmation["reproducer"]
+    assert confirmation["status"] == "confirmed" and confirmation["reproducer_plan"]
     assert fix["status"] == "error" and fix["reason"].startswith("timeout: the fix stage")
     off = DirectRunner().run(job(repo, [found], fix=False), timeout=300)
     assert [r.get("stage") for r in off.records] == [None]

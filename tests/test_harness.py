@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import GitRepoFactory
+from harness_support import with_reproducers
 
 from analyzers.config import Config
 from analyzers.static import scan_source
@@ -79,7 +80,7 @@ def run_findings(repo: Path, named: dict[str, tuple[str, str]], timeout: float,
     """Run the harness on findings given as name -> (path, function), in that order."""
     findings = {name: finding(repo, path, fn) for name, (path, fn) in named.items()}
     job = make_job(repo, list(findings.values()), **settings)
-    result = LocalRunner().run(job, timeout=timeout)
+    result = with_reproducers(LocalRunner().run(job, timeout=timeout), list(findings.values()))
     return Run(repo, result, {name: f["fingerprint"] for name, f in findings.items()})
 
 

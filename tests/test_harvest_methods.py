@@ -281,7 +281,7 @@ def test_larger_state_is_embedded_as_saved_bytes_and_the_script_fails_on_it() ->
                                                       Construction((100,), {}, 0)),
                             Shifted.forward)
     assert isinstance(entry, HarvestedMethod) and entry.module_script.reason is None
-    assert entry.module_script.state and not entry.module_script.state_source
+    assert entry.module_script.state and entry.module_script.state_values is None
     source = render(entry, [torch.full((2, 100), 0.5)],
                     Target("tests/x.py", 1, "log", "torch.log(...)", "forward"), 0)
     assert "import base64" in source and "STATE = (" in source
@@ -298,7 +298,7 @@ def test_the_recorded_seed_makes_the_same_module_small() -> None:
                                                    Construction((128,), {}, 7)), Wide.forward)
     assert isinstance(entry, HarvestedMethod)
     assert entry.module_script.reason is None
-    assert entry.module_script.state == entry.module_script.state_source == ""
+    assert entry.module_script.state == "" and entry.module_script.state_values is None
 
 
 def test_module_built_without_a_recorded_constructor_call_gets_the_reason() -> None:

@@ -19,8 +19,9 @@ import pytest
 import torch
 
 from analyzers.dynamic.entries import Entry, EntryConfig, build_configured
-from analyzers.dynamic.reproducer import Target, _tf_check, render
+from analyzers.dynamic.reproducer import Target, render
 from analyzers.dynamic.search import Budget, Searcher
+from analyzers.dynamic.writer import _tf_check
 from analyzers.static import scan_source
 from runners.harness import _check_reproducer, _reproducer_that_loads, minimised_trigger
 
@@ -258,8 +259,8 @@ def test_a_module_the_tests_had_loaded_gets_a_reproducer_that_loads_it(
                                                        ("float32[3] in [0, 1]",)), 0)
         assert entry.loading == "import"  # what a recorded call's entry says
         target = Target("oldpkg/losses.py", 5, "log", "torch.log(x)", "forward", "output")
-        script, fails, stderr, used = _reproducer_that_loads(tmp_path, entry,
-                                                             [torch.zeros(3)], target, 0)
+        _, script, fails, stderr, used = _reproducer_that_loads(tmp_path, entry,
+                                                               [torch.zeros(3)], target, 0)
         assert fails, stderr
         assert used.loading == "package-stubs" and "DeviceArray" in used.loading_why
         assert "without its packages' __init__ files" in script

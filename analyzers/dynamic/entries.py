@@ -31,6 +31,7 @@ from analyzers.dynamic.signatures import (
 )
 from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec, widened
 from analyzers.dynamic.weights import call_with_weights, with_weights
+from analyzers.dynamic.writer import module_of
 
 EntrySource = Literal["config", "harvested", "synthesised", "script"]
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
@@ -176,10 +177,7 @@ def _place(obj: Any, device: str) -> Any:
 
 def module_name_for(path: str) -> str:
     """`pkg/sub/mod.py` -> `pkg.sub.mod` (relative to the repository root on sys.path)."""
-    parts = list(Path(path).with_suffix("").parts)
-    if parts and parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+    return module_of(path)
 
 
 def import_module(repo_dir: Path, module: str) -> Any:

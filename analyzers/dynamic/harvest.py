@@ -46,8 +46,9 @@ from analyzers.dynamic.harvest_keras import (
 )
 from analyzers.dynamic.loading import is_program
 from analyzers.dynamic.probe import tensors_in
-from analyzers.dynamic.reproducer import spell, state_literal
+from analyzers.dynamic.reproducer import encode_keywords, encode_value, tensor_data
 from analyzers.dynamic.specs import InputSpec
+from analyzers.dynamic.writer import arguments, state_literal
 
 CALLS_KEPT = 3
 STATE_LIMIT = 48 * 1024  # bytes of torch.save output a reproducer may embed (base64: 4/3 more)
@@ -302,17 +303,29 @@ class ModuleScript:
     """How a standalone script rebuilds the recorded module, or (`reason`) why it cannot."""
 
     class_path: str = ""  # "Net" or "Outer.Inner", imported from the entry's module
-    init_source: str = ""  # the constructor's arguments as Python source: `4, eps=0.0`
+    # the constructor's arguments, encoded (reproducer.encode_value), and as the script
+    # writes them (`4, eps=0.0`, for messages)
+    args: list[Any] = field(default_factory=list)
+    kwargs: list[list[Any]] = field(default_factory=list)
+    init_source: str = ""
     base_seed: int = 0  # torch.manual_seed before the constructor runs
     call_seed: int = 0  # torch.manual_seed before the method runs (dropout in train mode)
     dtype: str | None = None  # `.to(torch.<dtype>)` after construction, when the test did
-    # what differs from a fresh build: a dict literal when small, else base64 of torch.save
-    state_source: str = ""
+    # what differs from a fresh build: every value when small, else base64 of torch.save
+    state_values: dict[str, Any] | None = None
     state: str = ""
     state_keys: list[str] = field(default_factory=list)
     training: bool = True
     modes: list[tuple[str, bool]] = field(default_factory=list)  # submodules unlike the root
     reason: str | None = None
+
+    def plan(self) -> dict[str, Any]:
+        """The reproducer plan's `rebuild` (writer._rebuild_lines writes it)."""
+        return {"class_path": self.class_path, "args": self.args, "kwargs": self.kwargs,
+                "base_seed": self.base_seed, "call_seed": self.call_seed, "dtype": self.dtype,
+                "state_literal": self.state_values, "state": self.state,
+                "state_keys": self.state_keys, "training": self.training,
+                "modes": [list(mode) for mode in self.modes]}
 
 
 @dataclass
@@ -477,13 +490,13 @@ def _plan(key: str, call: Recorded, replay: ModuleReplay) -> ModuleScript:
         return ModuleScript(reason=f"the call that built the {class_path} was not recorded "
                                    "(it was built before the harvest, or copied)")
     try:
-        init_source = ", ".join(
-            [spell(a) for a in call.init.args]
-            + [f"{k}={spell(v)}" for k, v in call.init.kwargs.items()])
+        args = [encode_value(a) for a in call.init.args]
+        kwargs = encode_keywords(call.init.kwargs)
     except ValueError as exc:
         return ModuleScript(reason=f"an argument of the {class_path} constructor is {exc}, "
                                    "which a script cannot spell")
-    plan = ModuleScript(class_path, init_source,
+    init_source = arguments({"args": args, "kwargs": kwargs}, "the constructor")
+    plan = ModuleScript(class_path, args, kwargs, init_source,
                         base_seed=call.init.seed if call.init.seed is not None else 0,
                         call_seed=replay.seed, training=owner.training)
     try:
@@ -536,8 +549,9 @@ def _rebuild(kind: type, init: Construction, plan: ModuleScript,
     if differing:
         plan.state_keys = sorted(differing)
         if sum(t.numel() for t in differing.values()) <= LITERAL_LIMIT:
-            plan.state_source = state_literal(differing)
-            loaded = eval(plan.state_source, {"torch": torch})  # exactly what the script runs
+            plan.state_values = {k: tensor_data(v) for k, v in differing.items()}
+            # exactly what the script runs
+            loaded = eval(state_literal(plan.state_values), {"torch": torch})  # noqa: S307
         else:
             buffer = io.BytesIO()
             torch.save(differing, buffer)

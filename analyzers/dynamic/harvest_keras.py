@@ -22,13 +22,14 @@ import base64
 import copy
 import io
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
-from analyzers.dynamic.reproducer import nested_literal, spell
+from analyzers.dynamic.reproducer import encode_keywords, encode_value
+from analyzers.dynamic.writer import arguments, spell_value, weights_literal
 
 WEIGHTS_LIMIT = 48 * 1024  # bytes of np.savez output a reproducer may embed (base64: 4/3 more)
 LITERAL_LIMIT = 64  # variables of at most this many values in all are written out as numbers
@@ -147,35 +148,29 @@ class KerasReplay:
 class KerasScript:
     """How a standalone script rebuilds the recorded layer, or (`reason`) why it cannot.
 
-    `lines()` is what `reproducer.render` writes after the seed and before the call."""
+    `plan()` is the reproducer plan's `rebuild` (writer._keras_lines writes it after the
+    seed and before the call)."""
 
     class_path: str = ""
-    init_source: str = ""
-    build_config: str = ""  # the layer's get_build_config(), as Python source
-    weights_source: str = ""  # a list literal of numpy arrays, when small
-    state: str = ""  # else base64 of np.savez output (`reproducer._state_lines` embeds it)
+    args: list[Any] = field(default_factory=list)  # encoded (reproducer.encode_value)
+    kwargs: list[list[Any]] = field(default_factory=list)
+    init_source: str = ""  # as the script writes them, for messages
+    build_config: Any = None  # the layer's get_build_config(), encoded
+    weights: list[dict[str, Any]] | None = None  # every variable's values, when small
+    state: str = ""  # else base64 of np.savez output (writer.state_lines embeds it)
     reason: str | None = None
 
-    def lines(self) -> list[str]:
-        lines = [f"model = {self.class_path}({self.init_source})"]
-        if self.build_config:
-            lines.append(f"model.build_from_config({self.build_config})")
-        lines.append("# the variables the layer held when the tests called it")
-        if self.weights_source:
-            lines += f"model.set_weights({self.weights_source})".splitlines()
-        elif self.state:
-            lines += ["saved = np.load(io.BytesIO(base64.b64decode(STATE)))",
-                      "model.set_weights([saved[f'arr_{i}'] for i in range(len(saved.files))])"]
-        return lines
+    def plan(self) -> dict[str, Any]:
+        return {"class_path": self.class_path, "args": self.args, "kwargs": self.kwargs,
+                "build_config": self.build_config, "weights": self.weights,
+                "state": self.state}
 
 
-def weights_literal(weights: list[np.ndarray]) -> str:
-    """Small variables as source a script (and `eval`) runs: values exact (float64 repr)."""
-    arrays = []
-    for w in weights:
-        values = w.astype(np.float64) if w.dtype.kind == "f" else w
-        arrays.append(f"    np.array({nested_literal(values.tolist())}, dtype=np.{w.dtype.name}),")
-    return "\n".join(["[", *arrays, "]"])
+def weights_data(weights: list[np.ndarray]) -> list[dict[str, Any]]:
+    """Small variables as plan data: values exact (float64), with their dtype."""
+    return [{"dtype": w.dtype.name,
+             "values": (w.astype(np.float64) if w.dtype.kind == "f" else w).tolist()}
+            for w in weights]
 
 
 def plan_script(key: str, owner: KerasOwner, method: str, init: Any,
@@ -194,15 +189,16 @@ def plan_script(key: str, owner: KerasOwner, method: str, init: Any,
         return KerasScript(reason=f"the call that built the {class_path} was not recorded "
                                   "(it was built before the harvest, or copied)")
     try:
-        init_source = ", ".join([spell(a) for a in init.args]
-                                + [f"{k}={spell(v)}" for k, v in init.kwargs.items()])
+        args = [encode_value(a) for a in init.args]
+        kwargs = encode_keywords(init.kwargs)
     except ValueError as exc:
         return KerasScript(reason=f"an argument of the {class_path} constructor is {exc}, "
                                   "which a script cannot spell")
-    plan = KerasScript(class_path, init_source)
+    init_source = arguments({"args": args, "kwargs": kwargs}, "the constructor")
+    plan = KerasScript(class_path, args, kwargs, init_source)
     try:
         config = owner.layer.get_build_config()
-        plan.build_config = spell(config) if config else ""
+        plan.build_config = encode_value(config) if config else None
     except ValueError as exc:
         return KerasScript(reason=f"the build config of the {class_path} holds {exc}, which a "
                                   "script cannot spell")
@@ -225,7 +221,7 @@ def plan_script(key: str, owner: KerasOwner, method: str, init: Any,
 
 def _embed(plan: KerasScript, weights: list[np.ndarray]) -> None:
     if sum(w.size for w in weights) <= LITERAL_LIMIT:
-        plan.weights_source = weights_literal(weights)
+        plan.weights = weights_data(weights)
         return
     buffer = io.BytesIO()
     np.savez(buffer, *weights)
@@ -240,10 +236,10 @@ def _embed(plan: KerasScript, weights: list[np.ndarray]) -> None:
 def _rebuild(kind: type, init: Any, plan: KerasScript) -> Any:
     """The layer as the script builds it, from the very source the script holds."""
     layer = kind(*init.args, **init.kwargs)
-    if plan.build_config:
-        layer.build_from_config(eval(plan.build_config))  # noqa: S307 - our own spelling
-    if plan.weights_source:
-        weights = eval(plan.weights_source, {"np": np})  # noqa: S307 - our own spelling
+    if plan.build_config is not None:  # noqa: S307 below - our own spelling
+        layer.build_from_config(eval(spell_value(plan.build_config)))  # noqa: S307
+    if plan.weights is not None:
+        weights = eval(weights_literal(plan.weights), {"np": np})  # noqa: S307
     else:
         saved = np.load(io.BytesIO(base64.b64decode(plan.state)))
         weights = [saved[f"arr_{i}"] for i in range(len(saved.files))]

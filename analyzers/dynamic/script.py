@@ -22,8 +22,8 @@ the next external value); the float values seen before that are the entry's inpu
 observed ranges (widened, as for harvested calls) or configured bounds its box. Every
 evaluation of the search re-runs the script with its values substituted, stopped the same way
 and bounded by a per-run limit. The reproducer carries a copy of the interception code
-(`_runtime_source`), so it stands alone: it re-runs the script with the triggering values
-substituted and asserts that the flagged line stays finite.
+(`writer.runtime_lines`, read from this file), so it stands alone: it re-runs the script
+with the triggering values substituted and asserts that the flagged line stays finite.
 
 Runs only inside the sandboxed harness: it executes the PR's code.
 """
@@ -31,11 +31,10 @@ Runs only inside the sandboxed harness: it executes the PR's code.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import io
+import json
 import os
 import random
-import re
 import runpy
 import shlex
 import signal
@@ -55,16 +54,10 @@ from analyzers.dynamic.entries import Entry, EntryError
 from analyzers.dynamic.harvest import observed_box
 from analyzers.dynamic.probe import MAX_FRAMES as PROBE_FRAMES
 from analyzers.dynamic.probe import tensors_in
-from analyzers.dynamic.reproducer import (
-    TF_HELPERS,
-    TORCH_HELPERS,
-    minimise_toward,
-    nested_literal,
-    python_literal,
-    unravel,
-)
+from analyzers.dynamic.reproducer import minimise_toward, unravel
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.suspect import op_names, operand_of
+from analyzers.dynamic.writer import write
 
 DEFAULT_RUN_SECONDS = SCRIPT_RUN_SECONDS
 DEFAULT_MAX_VALUES = 8
@@ -820,52 +813,57 @@ def minimise_script(entry: ScriptEntry, inputs: list[torch.Tensor],
     return minimise_toward(inputs, bases, still_fails, budget, seconds)
 
 
-def _torch_checks(label: str, operand: int | None) -> list[str]:
-    check = ["    for out, _, _, _ in mode.hits:",
-             f"        assert _finite(out), \"{label} makes NaN/Inf\""]
-    if operand is not None:
-        check += [
-            "    out, args, kwargs, _ = mode.hits[0]",
-            f"    operand = _tensors((args, kwargs))[{operand}]",
-            "    if operand.requires_grad and out.requires_grad:",
-            "        (grad,) = torch.autograd.grad(out, operand, torch.ones_like(out),",
-            "                                      allow_unused=True)",
-            f"        assert grad is None or _finite(grad), \"{label}: its gradient is NaN/Inf\"",
-        ]
-    return check
+def script_plan(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
+                seed: int) -> dict[str, Any]:
+    """The reproducer as plan data (`writer.write_script` turns it into text, carrying its
+    own copy of the interception code): the command, the watched lines, and each external
+    value the search changed, small ones in full, large ones as the seeded value's changes."""
+    runner = entry.script
+    tf_mode = runner.framework == "tensorflow"
+    naturals = list(entry.start or [])
+    values: list[dict[str, Any]] = []
+    for number, (label, x, spec) in enumerate(zip(runner.labels, inputs, entry.specs,
+                                                  strict=True)):
+        natural = naturals[number] if number < len(naturals) else None
+        if natural is not None and natural.shape == x.shape and bool(
+                (x.detach() == natural.to(x.dtype)).all()):
+            continue  # the search left it as the script makes it
+        values.append(_value_plan(number, label, x, natural, spec))
+    plan: dict[str, Any] = {
+        "kind": "script", "framework": "tensorflow" if tf_mode else "torch", "seed": seed,
+        "argv": list(runner.config.argv), "command": runner.config.command,
+        "path": runner.path, "lines": sorted(runner.lines), "steps": runner.steps,
+        "values": values}
+    if tf_mode:
+        plan["watched"] = [list(w) for w in runner.watched]
+    else:
+        plan["names"] = list(runner.names)
+        plan["operand"] = runner.operand_index() if target.where == "backward" else None
+    return plan
 
 
-def _tf_checks(label: str, gradient: bool) -> list[str]:
-    """TFExternalValues hits: (output, the op's local derivatives or None, name)."""
-    check = ["    for out, grads, _ in mode.hits:",
-             f"        assert _finite(out), \"{label} makes NaN/Inf\""]
-    if gradient:
-        check += ["        assert _finite(grads or []), "
-                  f"\"{label}: its gradient is NaN/Inf\""]
-    return check
+def render_script(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
+                  seed: int) -> str:
+    """The reproducer's text, written from its plan as the host will write it."""
+    plan = json.loads(json.dumps(script_plan(entry, inputs, target, seed)))
+    return write(plan, target)
 
 
-def _value_code(number: int, label: str, value: torch.Tensor, natural: torch.Tensor | None,
-                spec: InputSpec, tf_mode: bool = False) -> list[str]:
-    """One substitute: small values in full, large ones as the seeded value plus changes
-    (`natural` is what the script made: a torch tensor, or a tf one in a TensorFlow run)."""
-    grad = ".requires_grad_()" if spec.is_float and not tf_mode else ""
-    lines = [f"def value_{number}(natural):"]
+def _value_plan(number: int, label: str, value: torch.Tensor, natural: torch.Tensor | None,
+                spec: InputSpec) -> dict[str, Any]:
+    """One substitute: small values in full, large ones as the changes to what the script
+    made (`natural`)."""
+    plan: dict[str, Any] = {"number": number, "label": label, "dtype": spec.dtype,
+                            "float": spec.is_float}
     changed = _changed(value, natural)
     if value.numel() <= INLINE_LIMIT or changed is None or len(changed) > MAX_POINTS:
-        literal = nested_literal(value.detach().tolist())
-        made = f"tf.constant({literal}, dtype=tf.{spec.dtype})" if tf_mode else \
-            f"torch.tensor({literal}, dtype=torch.{spec.dtype}){grad}"
-        return [*lines, f'    """{label}: written out in full."""', f"    return {made}"]
+        plan["values"] = value.detach().to("cpu").tolist()
+        return plan
     flat = value.detach().reshape(-1)
     shape = tuple(value.shape)
-    return [*lines,
-            f'    """{label}: what the seeded script gives, with {len(changed)} element(s) '
-            'changed."""',
-            "    x = np.array(natural.numpy())" if tf_mode else "    x = natural.detach().clone()",
-            *[f"    x[{', '.join(map(str, unravel(i, shape)))}] = "
-              f"{python_literal(flat[i].item())}" for i in changed],
-            "    return tf.constant(x)" if tf_mode else f"    return x{grad}"]
+    plan["shape"] = list(shape)
+    plan["points"] = [[unravel(i, shape), flat[i].item()] for i in changed]
+    return plan
 
 
 def _changed(value: torch.Tensor, natural: torch.Tensor | None) -> list[int] | None:
@@ -875,125 +873,3 @@ def _changed(value: torch.Tensor, natural: torch.Tensor | None) -> list[int] | N
     flat = value.detach().reshape(-1)
     return [int(i) for i in torch.nonzero(flat != natural.reshape(-1).to(flat.dtype))
             .reshape(-1)]
-
-
-def runtime_lines(constants: list[str], mode: type) -> list[str]:
-    """The interception code a reproducer carries: the framework's own `constants`, the
-    ones `CallSites` reads, and the classes and functions of one run with `mode`."""
-    lines = [*constants, f"NUMPY_DRAWS = {NUMPY_DRAWS!r}", f"NUMPY_LOADS = {NUMPY_LOADS!r}",
-             f"DISPATCH_FILES = {DISPATCH_FILES!r}", f"MAX_FRAMES = {MAX_FRAMES}",
-             f"WATCH_FRAMES = {WATCH_FRAMES}", "", ""]
-    for obj in (StopScript, CallSites, mode, _Built, _numpy_draw, run_script):
-        lines += inspect.getsource(obj).rstrip("\n").split("\n") + ["", ""]
-    return lines
-
-
-def _runtime_source() -> list[str]:
-    draws = ", ".join(repr(name) for name in sorted(RANDOM_DRAWS))
-    return runtime_lines([f"RANDOM_DRAWS = frozenset({{{draws}}})", f"BUILT = {BUILT!r}",
-                          f"BUILT_TYPES = {BUILT_TYPES!r}"],
-                         ExternalValues)
-
-
-def render_script(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
-                  seed: int) -> str:
-    """The reproducer: pytest-style and runnable with python, standing alone (it carries its
-    own copy of the interception code)."""
-    runner = entry.script
-    tf_mode = runner.framework == "tensorflow"
-    naturals = list(entry.start or [])
-    values: list[str] = []
-    table: list[str] = []
-    for number, (label, x, spec) in enumerate(zip(runner.labels, inputs, entry.specs,
-                                                  strict=True)):
-        natural = naturals[number] if number < len(naturals) else None
-        if natural is not None and natural.shape == x.shape and bool(
-                (x.detach() == natural.to(x.dtype)).all()):
-            continue  # the search left it as the script makes it
-        values += [*_value_code(number, label, x, natural, spec, tf_mode), "", ""]
-        table.append(f"    {label!r}: value_{number},")
-    label = f"{target.op} at {target.path}:{target.line}"
-    slug = re.sub(r"\W+", "_", Path(runner.config.argv[1 if runner.config.argv[0] == "-m"
-                                                       else 0]).stem).strip("_").lower()
-    test_name = f"test_{slug or 'script'}_{target.op}_is_finite"
-    if tf_mode:
-        from analyzers.dynamic.script_tf import runtime_source
-
-        imports = ["import numpy as np", "import tensorflow as tf"]
-        runtime = [*runtime_source(), *TF_HELPERS]
-        watched = f"({runner.path!r}, {sorted(runner.lines)!r}, {runner.watched!r})"
-        make_mode = ["    mode = TFExternalValues(ROOT, os.path.join(ROOT, WATCHED[0]), "
-                     "WATCHED[1], WATCHED[2],",
-                     f"                            _substitute, "
-                     f"check_gradient={target.where == 'backward'})"]
-        check = _tf_checks(label, target.where == "backward")
-    else:
-        imports = ["import torch", "from torch.overrides import TorchFunctionMode"]
-        runtime = [*_runtime_source(), *TORCH_HELPERS]
-        watched = f"({runner.path!r}, {sorted(runner.lines)!r}, {list(runner.names)!r})"
-        make_mode = ["    mode = ExternalValues(ROOT, os.path.join(ROOT, WATCHED[0]), "
-                     "WATCHED[1], WATCHED[2],",
-                     "                          _substitute)"]
-        operand = runner.operand_index() if target.where == "backward" else None
-        check = _torch_checks(label, operand)
-    # the run ends once the line has run (as many times as the search ran it), with the op
-    # or without it: a fix that replaces the op must not leave the script running to its end
-    make_mode.append("    mode.stop_at_line = True")
-    if runner.steps > 1:
-        make_mode.append(f"    mode.stop_after = {runner.steps}")
-    lines = [
-        f'"""numcheck reproducer: `{target.call}` ({label}) gives NaN/Inf in the '
-        f"{target.where} pass",
-        f"when `{runner.config.command}` runs with the external values below substituted at "
-        "their call",
-        f"sites (everything else is what the script draws and loads under seed {seed}).",
-        "",
-        "Save it at the repository root and run `python -m pytest <this file>` (or run it",
-        "with python). It fails while the bug is there and passes once it is fixed.",
-        '"""',
-        "",
-        "from __future__ import annotations",
-        "",
-        "import contextlib",
-        "import importlib",
-        "import os",
-        "import random",
-        "import runpy",
-        "import sys",
-        "",
-        *imports,
-        "",
-        "ROOT = os.path.dirname(os.path.abspath(__file__))",
-        f"ARGV = {list(runner.config.argv)!r}",
-        f"SEED = {seed}",
-        f"WATCHED = {watched}",
-        "",
-        "",
-        *values,
-        "SUBSTITUTES = {",
-        *table,
-        "}",
-        "",
-        "",
-        *runtime,
-        "",
-        "",
-        "def _substitute(label, natural):",
-        "    build = SUBSTITUTES.get(label)",
-        "    return natural if build is None else build(natural)",
-        "",
-        "",
-        f"def {test_name}():",
-        *make_mode,
-        "    run_script(ROOT, ARGV, SEED, mode)",
-        "    if not mode.hits:",
-        f"        print(\"{label} no longer runs\")",
-        "        return",
-        *check,
-        "",
-        "",
-        'if __name__ == "__main__":',
-        f"    {test_name}()",
-        "",
-    ]
-    return "\n".join(lines)

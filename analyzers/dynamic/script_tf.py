@@ -21,7 +21,8 @@ its lines, or the next TensorFlow op executed off them (an eager op callback, wh
 
 Values cross as tf tensors: the searcher's torch inputs become watched tf constants in
 `tf_backend.evaluate_tf`, and a substitute keeps the gradient back to them. Runs only inside
-the sandboxed harness; the reproducer carries a copy of the runtime (`runtime_source`).
+the sandboxed harness; the reproducer carries a copy of the runtime (`writer.runtime_lines`
+reads it from this file).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import importlib
 import sys
 from typing import Any
 
-from analyzers.dynamic.script import CallSites, StopScript, runtime_lines
+from analyzers.dynamic.script import CallSites, StopScript
 
 # tf.random's functions that return float draws (integer draws, shuffles and categorical
 # indices are not values a NaN is searched in)
@@ -227,8 +228,3 @@ def watch_functions(op: str) -> list[tuple[str, str]]:
     watched = list(found.values())
     watched += [("tensorflow.Tensor", name) for name in OPERATORS.get(op, ())]
     return watched
-
-
-def runtime_source() -> list[str]:
-    """The interception code a TensorFlow script reproducer carries (no numcheck, no torch)."""
-    return runtime_lines([f"TF_RANDOM_DRAWS = {TF_RANDOM_DRAWS!r}"], TFExternalValues)

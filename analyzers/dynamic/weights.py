@@ -178,46 +178,33 @@ def minimise_weights(entry: Entry, inputs: list[torch.Tensor],
 
 
 def split_for_script(entry: Entry, inputs: list[torch.Tensor]) -> \
-        tuple[Entry, list[torch.Tensor], list[str]]:
-    """For the reproducer: the entry and inputs of the call alone, and the lines that set
-    the triggering weights on `model` (those that differ from a fresh build)."""
+        tuple[Entry, list[torch.Tensor], list[dict[str, Any]]]:
+    """For the reproducer: the entry and inputs of the call alone, and the triggering
+    weights to set on `model` (those that differ from a fresh build), as plan data."""
     calls = len(entry.specs) - len(entry.weights)
-    lines = script_lines(entry, inputs[calls:])
-    return replace(entry, specs=entry.specs[:calls], weights=()), inputs[:calls], lines
+    weights = weight_plans(entry, inputs[calls:])
+    return replace(entry, specs=entry.specs[:calls], weights=()), inputs[:calls], weights
 
 
-def script_lines(entry: Entry, values: Sequence[torch.Tensor]) -> list[str]:
-    """`with torch.no_grad():` setting each weight that differs from the module's own
-    value: a small one (or one with many changed elements) copied in whole, a large one
-    element by element."""
-    from analyzers.dynamic.reproducer import (
-        INLINE_LIMIT,
-        MAX_POINTS,
-        python_literal,
-        tensor_code,
-        unravel,
-    )
+def weight_plans(entry: Entry, values: Sequence[torch.Tensor]) -> list[dict[str, Any]]:
+    """Each weight that differs from the module's own value (`writer._weight_lines` writes
+    them under `torch.no_grad()`): a small one (or one with many changed elements) copied in
+    whole, a large one element by element."""
+    from analyzers.dynamic.reproducer import INLINE_LIMIT, MAX_POINTS, layout, unravel
 
     calls = len(entry.specs) - len(entry.weights)
     module: Any = entry.fn  # an nn.Module: `with_weights` checked it
-    before: list[str] = []
-    inside: list[str] = []
+    plans: list[dict[str, Any]] = []
     for name, value, spec in zip(entry.weights, values, entry.specs[calls:], strict=True):
         fresh = module.get_parameter(name).detach().to("cpu").reshape(-1)
         flat = value.detach().to("cpu", fresh.dtype).reshape(-1)
         changed = [int(i) for i in (flat != fresh).nonzero().reshape(-1)]
         if not changed:
             continue
-        parameter = f"model.get_parameter({name!r})"
         if value.numel() <= INLINE_LIMIT or len(changed) > MAX_POINTS:
-            variable = "w_" + re.sub(r"\W", "_", name)
-            before += tensor_code(variable, value, spec, "torch", entry.device)
-            inside.append(f"    {parameter}.copy_({variable})")
+            plans.append({"name": name, "tensor": layout(value, spec)})
             continue
         shape = tuple(value.shape)
-        inside += [f"    {parameter}[{', '.join(map(str, unravel(i, shape)))}] = "
-                   f"{python_literal(flat[i].item())}" for i in changed]
-    if not inside:
-        return []
-    return ["# the weights the search set (the others as constructed)", *before,
-            "with torch.no_grad():", *inside]
+        plans.append({"name": name, "shape": list(shape),
+                      "points": [[unravel(i, shape), flat[i].item()] for i in changed]})
+    return plans
