@@ -1055,6 +1055,9 @@ def filler(x: Tensor) -> Tensor:
     except OSError as exc:
         seen["files"] = exc.strerror
     seen["made"] = made
+    for number in range(made + 1):  # the harness may call this again: leave the space free
+        if os.path.exists(os.path.join(tempfile.gettempdir(), f"f{number}")):
+            os.remove(os.path.join(tempfile.gettempdir(), f"f{number}"))
     _report(seen)
     return torch.log(x)
 '''

@@ -458,15 +458,14 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         "",
         "",
         *(state_lines(state) if state else []),
-        f"def {test_name}():",
-        *[f"    {line}" for line in body],
-        "",
-        "",
-        'if __name__ == "__main__":',
-        f"    {test_name}()",
-        "",
+        *runnable_test(test_name, [f"    {line}" for line in body]),
     ]
     return "\n".join(lines)
+
+
+def runnable_test(name: str, body: list[str]) -> list[str]:
+    """The test and the lines that run it when the file runs as a script."""
+    return [f"def {name}():", *body, "", "", 'if __name__ == "__main__":', f"    {name}()", ""]
 
 
 def _header(target: Target, label: str, qualname: str) -> list[str]:
@@ -795,18 +794,13 @@ def write_script(plan: dict[str, Any], target: Target) -> str:
         "    return natural if build is None else build(natural)",
         "",
         "",
-        f"def {test_name}():",
-        *make_mode,
-        "    run_script(ROOT, ARGV, SEED, mode)",
-        "    if not mode.hits:",
-        f"        print(\"{label} no longer runs\")",
-        "        return",
-        *check,
-        "",
-        "",
-        'if __name__ == "__main__":',
-        f"    {test_name}()",
-        "",
+        *runnable_test(test_name, [
+            *make_mode,
+            "    run_script(ROOT, ARGV, SEED, mode)",
+            "    if not mode.hits:",
+            f"        print(\"{label} no longer runs\")",
+            "        return",
+            *check]),
     ]
     return "\n".join(lines)
 
