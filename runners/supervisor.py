@@ -40,6 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from runners.seccomp import install as install_seccomp  # the standard library's ctypes only
+
 STATUSES = frozenset({"confirmed", "not-triggered", "potential", "error"})
 FIX_STATUSES = frozenset({"validated", "none-validated", "error"})
 GRACE_SECONDS = 5.0  # past a stage's own limit (its SIGALRM), before the worker is killed
@@ -323,9 +325,7 @@ def main() -> int:
     out = sys.stdout
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     not_dumpable()
-    from runners.seccomp import install  # the standard library's ctypes only
-
-    refused = install()  # before the worker exists: every process of the job inherits it
+    refused = install_seccomp()  # before the worker exists: every process of the job inherits it
 
     def emit(record: dict[str, Any]) -> None:
         out.write(json.dumps({**record, "nonce": nonce}) + "\n")

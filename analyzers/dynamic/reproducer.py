@@ -2,6 +2,8 @@
 
 The trigger is first minimised (delta debugging toward a plain base value: 0 where the box
 allows it), so the script shows the few values that matter instead of a wall of numbers.
+Then `plan` says what the test does as names and numbers; `writer.write` turns the plan into
+text, here to check it fails and on the host again for the review (runners/trusted.py).
 """
 
 from __future__ import annotations
@@ -19,15 +21,7 @@ from analyzers.dynamic.entries import Entry
 from analyzers.dynamic.objects import ObjectCall
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.weights import split_for_script
-from analyzers.dynamic.writer import (  # noqa: F401 - re-exported for the plan's builders
-    Target,
-    nested_literal,
-    python_literal,
-    spell_value,
-    unravel,
-    write,
-)
-from analyzers.dynamic.writer import tensor_code as write_tensor
+from analyzers.dynamic.writer import Target, spell_value, unravel, write
 
 INLINE_LIMIT = 12  # tensors with at most this many elements are written out in full
 MAX_POINTS = 24  # beyond this many non-base values the tensor is written out in full
@@ -117,7 +111,8 @@ def encode_value(value: object) -> Any:
 
 def spell(value: object) -> str:
     """A constructor argument as Python source a script can run, or ValueError naming what
-    it is (exact types only: an IntEnum or a namedtuple would not print as source)."""
+    it is (exact types, and numpy's scalars as their plain values: an IntEnum or a
+    namedtuple would not print as source)."""
     return spell_value(encode_value(value))
 
 
@@ -142,11 +137,6 @@ def layout(x: torch.Tensor, spec: InputSpec) -> dict[str, Any]:
     else:
         out["points"] = [[unravel(i, tuple(x.shape)), flat[i].item()] for i in indices]
     return out
-
-
-def tensor_code(name: str, x: torch.Tensor, spec: InputSpec, framework: str = "torch",
-                device: str = "cpu") -> list[str]:
-    return write_tensor(name, layout(x, spec), framework, device)
 
 
 def tensor_data(value: torch.Tensor) -> dict[str, Any]:
