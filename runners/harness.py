@@ -221,9 +221,10 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
     )
     from analyzers.dynamic.loading import is_program
     from analyzers.dynamic.localise import localise
-    from analyzers.dynamic.reproducer import Target, no_reproducer_reason
+    from analyzers.dynamic.reproducer import no_reproducer_reason
     from analyzers.dynamic.search import Budget
     from analyzers.dynamic.stages import staged_search
+    from analyzers.dynamic.writer import PlanError, Target
 
     repo = Path(job["repo"])
     seed = int(job.get("seed", 0))
@@ -324,10 +325,14 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
     try:
         plan, script, fails, stderr, entry = _reproducer_that_loads(repo, entry, small,
                                                                     target, seed)
+    except PlanError as exc:  # a name no script can write (a nested function's `<locals>`)
+        return {**base, "status": "potential", "box": box, "trigger": trigger,
+                "error": f"the search triggered it, but no standalone reproducer can be "
+                         f"written: {exc}"}
     except ValueError as exc:  # a constant the call needs that a script cannot spell
         return {**base, "status": "potential", "box": box, "trigger": trigger,
                 "error": "the search triggered it, but no standalone reproducer can pass "
-                         f"the call's constants: one is {exc}"}
+                         f"the call's constants: one is {exc}, which a script cannot spell"}
     if not fails:
         return {**base, "status": "not-triggered", "box": box, "trigger": trigger,
                 "error": "the search found a trigger but its reproducer did not fail; not "
