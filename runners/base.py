@@ -133,12 +133,13 @@ class RecordStream:
 
 def add_sandbox_report(report: dict[str, Any], stream: RecordStream) -> None:
     """`report["seccomp"]`: whether the supervisor's seccomp filter held (runners/seccomp.py),
-    with a warning saying why not when it did not."""
+    with a warning saying why not when the supervisor said it did not. A harness that never
+    spoke (it died first) has its outcome say so; its filter is not reported as held."""
     said = stream.sandbox
     report["seccomp"] = said.get("seccomp") is True
-    if not report["seccomp"]:
+    if said and not report["seccomp"]:
         why = said.get("why")
-        why = why if isinstance(why, str) else "the harness did not report it"
+        why = why if isinstance(why, str) else "the supervisor gave no reason"
         report.setdefault("warnings", []).append(
             f"no seccomp filter (sockets other than AF_UNIX stay open to the job): {why[:300]}")
 

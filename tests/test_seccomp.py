@@ -100,3 +100,25 @@ def test_installed_in_a_child_it_holds_for_its_children_too() -> None:
     if done.stdout.startswith("skip"):
         pytest.skip(done.stdout)
     assert done.stdout.split() == [str(errno.EAFNOSUPPORT), "x", str(errno.EAFNOSUPPORT)]
+
+
+def test_the_runner_reports_what_the_supervisor_said() -> None:
+    """The supervisor's first record says whether the filter holds; only a record with the
+    job's nonce counts, and a harness that never spoke is not reported as filtered."""
+    import json
+
+    from runners.base import RecordStream, add_sandbox_report
+
+    def report(*lines: dict[str, object]) -> dict[str, object]:
+        stream = RecordStream("n0nce", 1 << 20)
+        stream.feed(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+        got: dict[str, object] = {"warnings": []}
+        add_sandbox_report(got, stream)
+        return got
+
+    held = report({"sandbox": {"seccomp": True, "why": None}, "nonce": "n0nce"})
+    assert held == {"seccomp": True, "warnings": []}
+    refused = report({"sandbox": {"seccomp": False, "why": "EINVAL"}, "nonce": "n0nce"})
+    assert refused["seccomp"] is False and "EINVAL" in str(refused["warnings"])
+    forged = report({"sandbox": {"seccomp": True}, "nonce": "guess"})
+    assert forged == {"seccomp": False, "warnings": []}
