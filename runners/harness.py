@@ -196,12 +196,10 @@ def _written(entry: Any, inputs: list[Any], target: Any, seed: int) -> tuple[dic
     `writer.write` makes of it: the very text the host writes again from the record."""
     from analyzers.dynamic.reproducer import plan
     from analyzers.dynamic.script import ScriptEntry, script_plan
-    from analyzers.dynamic.writer import write
+    from analyzers.dynamic.writer import written
 
-    made = script_plan(entry, inputs, target, seed) if isinstance(entry, ScriptEntry) else \
-        plan(entry, inputs, target, seed)
-    made = json.loads(json.dumps(made))
-    return made, write(made, target)
+    return written(script_plan(entry, inputs, target, seed) if isinstance(entry, ScriptEntry)
+                   else plan(entry, inputs, target, seed), target)
 
 
 def confirm(job: dict[str, Any], finding: dict[str, Any],

@@ -303,11 +303,9 @@ class ModuleScript:
     """How a standalone script rebuilds the recorded module, or (`reason`) why it cannot."""
 
     class_path: str = ""  # "Net" or "Outer.Inner", imported from the entry's module
-    # the constructor's arguments, encoded (reproducer.encode_value), and as the script
-    # writes them (`4, eps=0.0`, for messages)
+    # the constructor's arguments, encoded (reproducer.encode_value)
     args: list[Any] = field(default_factory=list)
     kwargs: list[list[Any]] = field(default_factory=list)
-    init_source: str = ""
     base_seed: int = 0  # torch.manual_seed before the constructor runs
     call_seed: int = 0  # torch.manual_seed before the method runs (dropout in train mode)
     dtype: str | None = None  # `.to(torch.<dtype>)` after construction, when the test did
@@ -495,8 +493,8 @@ def _plan(key: str, call: Recorded, replay: ModuleReplay) -> ModuleScript:
     except ValueError as exc:
         return ModuleScript(reason=f"an argument of the {class_path} constructor is {exc}, "
                                    "which a script cannot spell")
-    init_source = arguments({"args": args, "kwargs": kwargs}, "the constructor")
-    plan = ModuleScript(class_path, args, kwargs, init_source,
+    init_source = arguments({"args": args, "kwargs": kwargs}, "the constructor")  # messages
+    plan = ModuleScript(class_path, args, kwargs,
                         base_seed=call.init.seed if call.init.seed is not None else 0,
                         call_seed=replay.seed, training=owner.training)
     try:

@@ -154,7 +154,6 @@ class KerasScript:
     class_path: str = ""
     args: list[Any] = field(default_factory=list)  # encoded (reproducer.encode_value)
     kwargs: list[list[Any]] = field(default_factory=list)
-    init_source: str = ""  # as the script writes them, for messages
     build_config: Any = None  # the layer's get_build_config(), encoded
     weights: list[dict[str, Any]] | None = None  # every variable's values, when small
     state: str = ""  # else base64 of np.savez output (writer.state_lines embeds it)
@@ -194,8 +193,8 @@ def plan_script(key: str, owner: KerasOwner, method: str, init: Any,
     except ValueError as exc:
         return KerasScript(reason=f"an argument of the {class_path} constructor is {exc}, "
                                   "which a script cannot spell")
-    init_source = arguments({"args": args, "kwargs": kwargs}, "the constructor")
-    plan = KerasScript(class_path, args, kwargs, init_source)
+    init_source = arguments({"args": args, "kwargs": kwargs}, "the constructor")  # messages
+    plan = KerasScript(class_path, args, kwargs)
     try:
         config = owner.layer.get_build_config()
         plan.build_config = encode_value(config) if config else None

@@ -9,7 +9,6 @@ text, here to check it fails and on the host again for the review (runners/trust
 from __future__ import annotations
 
 import base64
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -21,7 +20,7 @@ from analyzers.dynamic.entries import Entry
 from analyzers.dynamic.objects import ObjectCall
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.weights import split_for_script
-from analyzers.dynamic.writer import Target, spell_value, unravel, write
+from analyzers.dynamic.writer import Target, spell_value, unravel, written
 
 INLINE_LIMIT = 12  # tensors with at most this many elements are written out in full
 MAX_POINTS = 24  # beyond this many non-base values the tensor is written out in full
@@ -154,7 +153,7 @@ def _names(entry: Entry, count: int) -> list[str]:
 def render(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) -> str:
     """The reproducer's source, written from its plan as the host will write it (the plan
     through JSON first, so both see the same data)."""
-    return write(json.loads(json.dumps(plan(entry, inputs, target, seed))), target)
+    return written(plan(entry, inputs, target, seed), target)[1]
 
 
 def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) -> dict[str, Any]:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import random
 import runpy
@@ -57,7 +56,7 @@ from analyzers.dynamic.probe import tensors_in
 from analyzers.dynamic.reproducer import minimise_toward, unravel
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.suspect import op_names, operand_of
-from analyzers.dynamic.writer import write
+from analyzers.dynamic.writer import written
 
 DEFAULT_RUN_SECONDS = SCRIPT_RUN_SECONDS
 DEFAULT_MAX_VALUES = 8
@@ -845,8 +844,7 @@ def script_plan(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
 def render_script(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
                   seed: int) -> str:
     """The reproducer's text, written from its plan as the host will write it."""
-    plan = json.loads(json.dumps(script_plan(entry, inputs, target, seed)))
-    return write(plan, target)
+    return written(script_plan(entry, inputs, target, seed), target)[1]
 
 
 def _value_plan(number: int, label: str, value: torch.Tensor, natural: torch.Tensor | None,

@@ -21,6 +21,7 @@ import ast
 import base64
 import binascii
 import functools
+import json
 import keyword
 import re
 from dataclasses import dataclass
@@ -328,6 +329,13 @@ def state_lines(state: str) -> list[str]:
 
 
 # ------------------------------------------------------------------ an entry's reproducer
+
+def written(plan: dict[str, Any], target: Target) -> tuple[dict[str, Any], str]:
+    """The plan as the host will read it (through JSON, as the record carries it) and the
+    text written from that: the very text the host writes again from the record."""
+    read = json.loads(json.dumps(plan))
+    return read, write(read, target)
+
 
 def write(plan: Any, target: Target) -> str:
     """The reproducer's source for `plan` (an entry's or a script run's), pytest-style and
