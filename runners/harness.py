@@ -39,8 +39,9 @@ from typing import Any
 
 SUPPORTED_FRAMEWORKS = ("torch", "tensorflow", "keras", "jax")  # Keras 3 runs on TensorFlow here
 # What `confirm` runs on, imported before the checkout is on sys.path (they import torch).
-OWN_IMPORTS = ("analyzers", "analyzers.dynamic.entries", "analyzers.dynamic.localise",
-               "analyzers.dynamic.reproducer", "analyzers.dynamic.search")
+OWN_IMPORTS = ("analyzers", "analyzers.dynamic.layout", "analyzers.dynamic.entries",
+               "analyzers.dynamic.localise", "analyzers.dynamic.reproducer",
+               "analyzers.dynamic.search")
 
 
 # The declared dependencies' folder when the job has one: the reproducer's child Python gets it
@@ -91,12 +92,14 @@ def _deadline(seconds: float) -> Iterator[None]:
 
 def _run_reproducer(repo: Path, source: str) -> tuple[int | None, str]:
     """Run the script once in `repo`: (exit status, None on timeout; stderr's tail)."""
+    from analyzers.dynamic.layout import search_path
+
     with tempfile.NamedTemporaryFile("w", suffix="_numcheck_repro.py", dir=repo,
                                      delete=False) as handle:
         handle.write(source)
         script = Path(handle.name)
     try:
-        path = os.pathsep.join([str(repo), *DEPENDENCY_PATHS])
+        path = os.pathsep.join([*search_path(repo), *DEPENDENCY_PATHS])
         proc = subprocess.run([sys.executable, str(script)], cwd=repo, capture_output=True,
                               text=True, timeout=60, env={**os.environ, "PYTHONPATH": path})
     except subprocess.TimeoutExpired:
@@ -237,7 +240,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         return {**base, "status": "error", "error": str(exc)}
     path = str(repo / finding["path"])
     lines = frozenset(range(finding["line"], finding["end_line"] + 1))
-    module = module_name_for(finding["path"])
+    module = module_name_for(repo, finding["path"])
     configured = [t for t in job.get("entries", [])
                   if t["target"].split(":", 1)[0] == module]
 
@@ -445,7 +448,7 @@ def fix_finding(repo: Path, finding: dict[str, Any], entry: Any, trigger: list[A
                 return returncode != 0, stderr if returncode is not None else \
                     "the reproducer did not finish within 60 s"
 
-            return entry_hooks(candidate, entry, path=path, module_name=module_name_for(path),
+            return entry_hooks(candidate, entry, path=path, module_name=module_name_for(repo, path),
                                trigger=trigger, normal_inputs=normal, directory=directory,
                                budget=budget, seed=seed, dtype=run_dtype,
                                reproducer=run_reproducer, original_source=source,
@@ -533,10 +536,11 @@ def _own_imports() -> None:
 def _enter_checkout(repo: str) -> None:
     """The checkout as the working directory and first on sys.path (where `python -m` from
     inside it would have put it)."""
+    from analyzers.dynamic.layout import on_sys_path
+
     root = os.path.realpath(repo)
     os.chdir(root)
-    if root not in sys.path:
-        sys.path.insert(0, root)
+    on_sys_path(Path(root))
 
 
 def _use_dependencies(site: str | None) -> None:

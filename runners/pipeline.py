@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from analyzers.config import SCRIPT_RUN_SECONDS, Config
+from analyzers.dynamic.layout import PACKAGING_FILES, source_roots
 from analyzers.dynamic.loading import is_program
 from analyzers.model import AnalysisResult, Finding, StageError
 from analyzers.pipeline import analyze_diff, scan_paths
@@ -80,8 +81,9 @@ def scan(paths: list[Path], config: Config, root: Path,
                                            runner, result)
                 job = _job(Path(workspace), result.findings, config, result.repo, environment)
                 sources = _sources(Path(workspace), result.findings)
+                roots = source_roots(Path(workspace))
                 _merge(result, runner.run(job, timeout=config.dynamic_timeout), sources,
-                       job.get("script"))
+                       job.get("script"), roots)
                 name_missing(result, environment)
         result.timings["dynamic"] = round(time.perf_counter() - started, 4)
     return result
@@ -89,8 +91,8 @@ def scan(paths: list[Path], config: Config, root: Path,
 
 def _copy_python_tree(sources: list[Path], root: Path, into: Path, config: Config) -> None:
     """The selected Python files of `sources` (files, or folders walked) under `root`, at
-    their paths relative to it. The workspace is never copied into itself, however the
-    sources enclose it."""
+    their paths relative to it, and the root's packaging files when the root is copied.
+    The workspace is never copied into itself, however the sources enclose it."""
     root, target_root = root.resolve(), into.resolve()
     for source in (Path(s).resolve() for s in sources):
         files = sorted(source.rglob("*.py")) if source.is_dir() else [source]
@@ -104,6 +106,11 @@ def _copy_python_tree(sources: list[Path], root: Path, into: Path, config: Confi
                 target = into / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(path.read_bytes())
+    for name in PACKAGING_FILES:  # where its packages live (a `src/` layout)
+        packaging = root / name
+        if root in [Path(s).resolve() for s in sources] and packaging.is_file() \
+                and not packaging.is_symlink():
+            (into / name).write_bytes(packaging.read_bytes())
 
 
 def confirm(repo_dir: Path, result: AnalysisResult, config: Config,
@@ -118,8 +125,9 @@ def confirm(repo_dir: Path, result: AnalysisResult, config: Config,
             environment = dependencies(Path(workspace), config, runner, result)
             job = _job(Path(workspace), result.findings, config, result.repo, environment)
             sources = _sources(Path(workspace), result.findings)  # before the PR's code runs
+            roots = source_roots(Path(workspace))
             run = runner.run(job, timeout=config.dynamic_timeout)
-            _merge(result, run, sources, job.get("script"))
+            _merge(result, run, sources, job.get("script"), roots)
             name_missing(result, environment)
     except (OSError, subprocess.CalledProcessError, ExportError) as exc:
         result.errors.append(StageError("dynamic", f"could not prepare the workspace: {exc}"))
@@ -309,9 +317,10 @@ def _sources(workspace: Path, findings: list[Finding]) -> dict[str, str]:
 
 
 def _merge(result: AnalysisResult, run: RunResult, sources: dict[str, str],
-           script: dict[str, Any] | None = None) -> None:
+           script: dict[str, Any] | None = None, roots: tuple[str, ...] = ()) -> None:
     """The run's records onto the findings they name (`script`: the job's script settings,
-    what a script reproducer may run)."""
+    what a script reproducer may run; `roots`: the checkout's source roots, read before its
+    code ran)."""
     by_fingerprint = {f.fingerprint: f for f in result.findings}
     for record in run.records:
         finding = by_fingerprint.get(record.get("fingerprint", ""))
@@ -330,7 +339,7 @@ def _merge(result: AnalysisResult, run: RunResult, sources: dict[str, str],
         elif record.get("box") is not None:
             finding.trigger = {"box": record["box"]}
         finding.error = record.get("error")
-        finding.reproducer, refused = trusted_reproducer(record, finding, script)
+        finding.reproducer, refused = trusted_reproducer(record, finding, script, roots)
         if refused is not None:  # no reproducer numcheck can write: not proven
             finding.status = "potential"
             finding.error = refused

@@ -18,10 +18,12 @@ ours.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from analyzers.config import script_argv
-from analyzers.dynamic.writer import PlanError, Target, module_of, write
+from analyzers.dynamic.layout import module_of
+from analyzers.dynamic.writer import PlanError, Target, write
 from analyzers.fix import FixRequest, candidates
 from analyzers.model import Finding
 
@@ -61,33 +63,42 @@ def _rejected(reason: str) -> dict[str, Any]:
 
 
 def trusted_reproducer(record: dict[str, Any], finding: Finding,
-                       script: dict[str, Any] | None = None) -> tuple[str | None, str | None]:
+                       script: dict[str, Any] | None = None,
+                       roots: tuple[str, ...] = ()) -> tuple[str | None, str | None]:
     """(the reproducer written here from the record's plan, or None; why there is none when
     a confirmation came without one this side can write). `script`: the job's script
     settings, the only command a script reproducer may run (else the flagged file itself,
-    which the harness runs as a program)."""
+    which the harness runs as a program); `roots`: the checkout's source roots, read here
+    before its code ran (layout.py)."""
     plan = record.get("reproducer_plan")
     if plan is None:
         if record.get("status") == "confirmed":
             return None, "the sandbox confirmed it without a reproducer plan; not believed"
         return None, None
     try:
-        expected_plan(plan, finding, script)
+        expected_plan(plan, finding, script, roots)
         return written_reproducer(record, finding.path, finding.line, finding.op,
                                   finding.call), None
     except (PlanError, LookupError, SyntaxError, OSError) as exc:
         return None, f"the sandbox's reproducer plan was not written: {exc}"
 
 
-def expected_plan(plan: Any, finding: Finding, script: dict[str, Any] | None) -> None:
+def expected_plan(plan: Any, finding: Finding, script: dict[str, Any] | None,
+                  roots: tuple[str, ...] = ()) -> None:
     """PlanError unless the plan reproduces this finding: an entry of the finding's own
     module, or a run of the job's command watching lines of the finding. Names alone could
-    otherwise make a reproducer of `subprocess.Popen(args=..., shell=True)`."""
+    otherwise make a reproducer of `subprocess.Popen(args=..., shell=True)`; so could a PR
+    file named after a standard module (`subprocess.py`): the reproducer's import would get
+    the standard one, already loaded."""
     if not isinstance(plan, dict):
         raise PlanError("the plan is not an object")
     if plan.get("kind") == "entry":
-        if plan.get("module") != module_of(finding.path):
+        module = module_of(finding.path, roots)
+        if plan.get("module") != module:
             raise PlanError("the plan's module is not the finding's")
+        if module.split(".")[0] in sys.stdlib_module_names:
+            raise PlanError(f"the finding's module is named like the standard library's "
+                            f"{module.split('.')[0]}")
     elif plan.get("kind") == "script":
         command = script["command"] if script else [finding.path]
         if plan.get("argv") != list(script_argv(command)):

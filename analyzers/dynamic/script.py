@@ -51,6 +51,7 @@ from torch.overrides import TorchFunctionMode
 from analyzers.config import SCRIPT_RUN_SECONDS, script_argv
 from analyzers.dynamic.entries import Entry, EntryError
 from analyzers.dynamic.harvest import observed_box
+from analyzers.dynamic.layout import search_path
 from analyzers.dynamic.probe import MAX_FRAMES as PROBE_FRAMES
 from analyzers.dynamic.probe import tensors_in
 from analyzers.dynamic.reproducer import minimise_toward, unravel
@@ -435,10 +436,11 @@ def _numpy_draw(draw: Any, kind: str = "random") -> Any:
     return wrapper
 
 
-def run_script(root: str, argv: Any, seed: int, mode: Any) -> None:
+def run_script(root: str, argv: Any, seed: int, mode: Any, folders: Any = ()) -> None:
     """Run `python argv...` in this process from `root`, under `mode`, seeded (the frameworks
     already loaded; Keras's initialisers follow `random`); returns when the script ends or
-    when the watched op has run (the rest is cut off)."""
+    when the watched op has run (the rest is cut off). `folders` go first on sys.path after
+    the script's own folder (the checkout's source roots, which an install would provide)."""
     if "torch" in sys.modules:
         sys.modules["torch"].manual_seed(seed)
     if "tensorflow" in sys.modules:
@@ -456,12 +458,12 @@ def run_script(root: str, argv: Any, seed: int, mode: Any) -> None:
         with mode:
             if argv[0] == "-m":
                 sys.argv = [argv[1], *argv[2:]]
-                sys.path.insert(0, root)
+                sys.path[0:0] = [root, *folders]
                 runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
             else:
                 script = os.path.join(root, argv[0])
                 sys.argv = list(argv)
-                sys.path.insert(0, os.path.dirname(script))
+                sys.path[0:0] = [os.path.dirname(script), *folders]
                 runpy.run_path(script, run_name="__main__")
     except StopScript:
         pass
@@ -643,7 +645,9 @@ class ScriptRun:
         try:
             with _run_limit(limit), contextlib.redirect_stdout(tail), \
                     contextlib.redirect_stderr(tail):
-                run_script(str(self.repo), self.config.argv, self.seed, mode)
+                # the checkout's root and source roots, a patched copy's before the checkout's
+                run_script(str(self.repo), self.config.argv, self.seed, mode,
+                           search_path(self.repo))
         except ScriptTimeout:
             # past the op (its later steps too slow to reach, or code that no stop rule cut
             # short): what ran is enough

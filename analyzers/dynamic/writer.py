@@ -25,9 +25,10 @@ import json
 import keyword
 import re
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
+from analyzers.dynamic.layout import root_of
 from analyzers.dynamic.loading import HOW, import_lines
 
 FRAMEWORKS = ("torch", "tensorflow", "jax")
@@ -68,14 +69,6 @@ class Target:
 
 
 # ------------------------------------------------------------------------- checking fields
-
-def module_of(path: str) -> str:
-    """`pkg/sub/mod.py` -> `pkg.sub.mod` (relative to the repository root on sys.path)."""
-    parts = list(PurePosixPath(path).with_suffix("").parts)
-    if parts and parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
 
 def ident(value: Any, what: str) -> str:
     if isinstance(value, str) and value.isidentifier() and not keyword.iskeyword(value):
@@ -459,7 +452,7 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         *(["import base64", "import io", ""] if state else []),
         *framework_imports,
         "",
-        *import_lines(module, imported, loading, loading_why),
+        *import_lines(module, imported, loading, loading_why, _root(target.path, module)),
         "",
         "",
         *helpers,
@@ -469,6 +462,15 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         *runnable_test(test_name, [f"    {line}" for line in body]),
     ]
     return "\n".join(lines)
+
+
+def _root(path: str, module: str) -> str:
+    """The source folder the module's name is relative to (layout.py), "" for the root; a
+    module that is not the file at `path` (a configured entry's) is imported as named."""
+    try:
+        return root_of(path, module)
+    except ValueError:
+        return ""
 
 
 def runnable_test(name: str, body: list[str]) -> list[str]:
