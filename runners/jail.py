@@ -300,6 +300,7 @@ def _cover(new: str, hidden: list[str], shown: list[str]) -> None:
 
 
 SCRATCH_INODES = 65536  # files and directories the job's workspace may hold
+PAGE = 4096  # what one file takes on a tmpfs at least
 
 
 def build_root(root: dict[str, Any], hidden: list[str]) -> list[str]:
@@ -335,6 +336,10 @@ def build_root(root: dict[str, Any], hidden: list[str]) -> list[str]:
     for path in root["writable"]:
         shown.append(_bind_same(path, new))
         writable.append(path)
+    for path in root.get("copied", []):  # the checkout: a copy on a capped tmpfs
+        copy_onto_tmpfs(path, new + path, root)
+        shown.append(path)
+        writable.append(path)
     for path in root.get("scratch", []):  # the workspace: a size- and file-capped tmpfs, not
         os.makedirs(new + path, mode=0o700, exist_ok=True)  # the host's disk
         owner = "" if root.get("uid") is None else f",uid={root['uid']},gid={root['gid']}"
@@ -352,6 +357,55 @@ def build_root(root: dict[str, Any], hidden: list[str]) -> list[str]:
             _mount("/dev/null", target, None, MS_BIND)
     _cover(new, hidden, shown)
     return writable
+
+
+def copy_onto_tmpfs(source: str, target: str, root: dict[str, Any]) -> None:
+    """The checkout, copied onto a tmpfs of its own size plus the workspace's cap: the job may
+    write in its checkout as in a clone (build outputs, checkpoints), but what it writes is
+    capped in bytes and files, never reaches the host's disk, and never changes the host's
+    copy. Its `.git` is left out (remotes, tokens, history)."""
+    entries = list(_tree(source))
+    size = sum(-(-max(st.st_size, 1) // PAGE) * PAGE for _, st in entries)
+    os.makedirs(target, mode=0o755, exist_ok=True)
+    uid, gid = root.get("uid"), root.get("gid")
+    owner = "" if uid is None else f",uid={uid},gid={gid}"
+    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV,
+           f"mode=0755,size={size + int(root['scratch_bytes'])},"
+           f"nr_inodes={len(entries) + SCRATCH_INODES}{owner}")
+    for rel, st in entries:
+        src, dst = os.path.join(source, rel), os.path.join(target, rel)
+        if stat.S_ISDIR(st.st_mode):
+            os.mkdir(dst, 0o700)
+        elif stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(src), dst)
+        else:
+            with open(src, "rb") as reading, open(dst, "xb") as writing:
+                while chunk := reading.read(1 << 20):
+                    writing.write(chunk)
+        if uid is not None:
+            os.lchown(dst, int(uid), int(gid or 0))
+        if not stat.S_ISLNK(st.st_mode):
+            os.chmod(dst, stat.S_IMODE(st.st_mode) | stat.S_IRUSR | stat.S_IWUSR
+                     | (stat.S_IXUSR if stat.S_ISDIR(st.st_mode) else 0))
+
+
+def _tree(top: str) -> Any:
+    """(relative path, lstat) of the directories, regular files and links under `top`,
+    parents first, its `.git` left out; links are not followed."""
+    pending = [""]
+    while pending:
+        folder = pending.pop()
+        with os.scandir(os.path.join(top, folder)) as listing:
+            for item in listing:
+                rel = os.path.join(folder, item.name)
+                if not folder and item.name == ".git":
+                    continue
+                st = item.stat(follow_symlinks=False)
+                if stat.S_ISDIR(st.st_mode):
+                    yield rel, st
+                    pending.append(rel)
+                elif stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+                    yield rel, st
 
 
 def _bind_same(path: str, new: str) -> str:

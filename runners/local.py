@@ -196,6 +196,9 @@ class LocalRunner:
     unshare: str | None = None  # path of util-linux `unshare`; "" switches namespaces off
     hide: tuple[str, ...] = ()  # more paths the job must not see (with a mount namespace)
     expose: tuple[str, ...] = ()  # more paths the job may read (libraries a minimal root lacks)
+    # the job's checkout is a capped tmpfs copy the jail makes (jail.copy_onto_tmpfs); False
+    # binds the host's checkout writable instead, where a test reads what the job wrote
+    checkout_copy: bool = True
 
     def __post_init__(self) -> None:
         self.python = self.python or sys.executable
@@ -317,9 +320,12 @@ class LocalRunner:
         needed = _needed_paths(repo, workspace, python, _dependencies(job))
         writable = [str(repo), str(workspace)]
         root = None if new_root is None else {
-            # the workspace (HOME, TMPDIR) is a tmpfs of its own in the minimal root: what the
-            # job writes there is capped in size and files and never reaches the host's disk
-            "path": str(new_root), "writable": [str(repo)], "scratch": [str(workspace)],
+            # the workspace (HOME, TMPDIR) is a tmpfs of its own in the minimal root, and the
+            # checkout a copy on one (jail.copy_onto_tmpfs): what the job writes is capped in
+            # size and files and never reaches the host's disk
+            "path": str(new_root), "writable": [] if self.checkout_copy else [str(repo)],
+            "copied": [str(repo)] if self.checkout_copy else [],
+            "scratch": [str(workspace)],
             "scratch_bytes": limits.tmpfs_bytes, "git": [str(repo / ".git")],
             "read_only": [p for p in needed if p not in writable] + list(self.expose),
             "tmp_bytes": TMP_BYTES, "uid": identity[0] if identity else None,

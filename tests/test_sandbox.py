@@ -292,7 +292,8 @@ def attack(tmp_path_factory: pytest.TempPathFactory) -> Any:
             patch.setenv(name, value)
         patch.setenv("NUMCHECK_PRIVATE_KEY", str(key))
         patch.setenv("HOME", str(home))
-        result = LocalRunner(limits=LIMITS).run(
+        # the attacks leave what they saw in the checkout: the host's, bound writable
+        result = LocalRunner(limits=LIMITS, checkout_copy=False).run(
             job, timeout=240, on_record=lambda r: streamed.append(r["fingerprint"]))
     seconds = time.monotonic() - started
     connections = []
@@ -1084,3 +1085,32 @@ def test_the_workspace_is_capped_and_never_on_the_hosts_disk(tmp_path: Path) -> 
     assert seen["size"] == "No space left on device", seen
     assert seen["files"] == "No space left on device" and seen["made"] < 70_000, seen
     assert shutil.disk_usage(tempfile.gettempdir()).used - before < 64 * 1024**2
+
+
+def test_the_checkout_is_a_capped_copy_the_host_never_sees_written(tmp_path: Path) -> None:
+    """The job may write in its checkout as in a clone, but the checkout is a copy on a tmpfs
+    of its own size plus the workspace's cap (runners/jail.py: copy_onto_tmpfs): 512 MiB and
+    100,000 files stop there, and nothing written reaches the host's checkout or disk."""
+    here = "os.path.dirname(os.path.abspath(__file__))"
+    source = FILLER.replace("tempfile.gettempdir()", here).replace(
+        "    _report(seen)",
+        f"    open(os.path.join({here}, 'left.txt'), 'w').write('x')\n    _report(seen)")
+    repo = tmp_path / "repo"
+    (repo / "fill").mkdir(parents=True)
+    (repo / "fill" / "__init__.py").write_text("")
+    (repo / "fill" / "up.py").write_text(source)
+    findings = [f.to_json() for f in scan_source(source, "fill/up.py").findings]
+    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
+           "search_seconds": 1.0, "finding_timeout": 120.0, "harvest": False, "fix": False}
+    before = shutil.disk_usage(tempfile.gettempdir()).used
+    result = LocalRunner(limits=Limits(tmpfs_bytes=128 * 1024**2, stderr_bytes=16 * 1024)
+                         ).run(job, timeout=240)
+    assert result.outcome == "ok", (result.reason, result.stderr[-1500:])
+    if not result.isolation.get("minimal_root"):
+        pytest.skip("no minimal root here: the checkout is the host's directory")
+    (record,) = result.records
+    seen = json.JSONDecoder().raw_decode(record["error"].split("seen ", 1)[1])[0]
+    assert seen["size"] == "No space left on device", seen
+    assert seen["files"] == "No space left on device" and seen["made"] < 70_000, seen
+    assert shutil.disk_usage(tempfile.gettempdir()).used - before < 64 * 1024**2
+    assert sorted(p.name for p in (repo / "fill").iterdir()) == ["__init__.py", "up.py"]
