@@ -26,6 +26,12 @@ standard library and its own modules, each named by its distribution (`sklearn` 
 scikit-learn). `runners/dependencies.py` then drops those numcheck's interpreter already
 imports. This gives the PR author no more than a requirements file would: the same index,
 wheels only, nothing run at install time.
+
+Some modules came with every Python environment and no longer do: `pkg_resources` left
+setuptools in its release 81, and real code written before still imports it (torchmetrics'
+`utilities/imports.py` did). A checkout that imports one gets the last release that had it
+(`PROVIDED_ONCE`), whatever else it declares; `runners/dependencies.py` installs it only where
+numcheck's interpreter cannot import the module.
 """
 
 from __future__ import annotations
@@ -61,6 +67,8 @@ IMPORTED_AS: dict[str, str | None] = {
     "torch": None, "jax": None, "jaxlib": None, "numpy": None,
 }
 NOT_FROM_THE_INDEX = "a URL or path requirement; only packages from the index are installed"
+# Modules environments once provided and numcheck's may not: the requirement that still does.
+PROVIDED_ONCE = {"pkg_resources": "setuptools<81"}
 
 
 @dataclass
@@ -74,6 +82,9 @@ class Declared:
     project_names: set[str] = field(default_factory=set)
     # requirements taken from imports (nothing was declared): requirement -> module imported
     imported: dict[str, str] = field(default_factory=dict)
+    # requirements for a module the checkout imports that environments once provided
+    # (PROVIDED_ONCE): requirement -> that module
+    provides: dict[str, str] = field(default_factory=dict)
 
     def add(self, text: str, source: str) -> None:
         line = text.split(" #", 1)[0].strip()
@@ -118,14 +129,20 @@ def declared_requirements(root: Path) -> Declared:
     own = {canonicalize_name(n) for n in declared.project_names}
     declared.requirements = [(text, source) for text, source in declared.requirements
                              if canonicalize_name(Requirement(text).name) not in own]
+    imports = _imports(root)
     if not declared.requirements and not declared.rejected:
-        _imported(root, declared)
+        _imported(imports, declared)
+    for module, requirement in PROVIDED_ONCE.items():
+        if module in imports:
+            declared.requirements.append((requirement, f"import {module} in {imports[module]}"))
+            declared.provides[requirement] = module
     return declared
 
 
-def _imported(root: Path, declared: Declared) -> None:
-    """The packages the checkout's Python files import, as requirements (see the module's
-    docstring); the first file that imports each is its source."""
+def _imports(root: Path) -> dict[str, str]:
+    """The top-level modules the checkout's Python files import (the first MAX_SCANNED
+    files), less the standard library and its own modules: module -> the first file that
+    imports it."""
     files: list[Path] = []
     local: set[str] = set()
     for folder, dirs, names in os.walk(root):
@@ -136,7 +153,7 @@ def _imported(root: Path, declared: Declared) -> None:
                 local.add(name[:-3])
                 if len(files) < MAX_SCANNED:
                     files.append(Path(folder) / name)
-    seen: set[str] = set()
+    found: dict[str, str] = {}
     for path in files:
         text = _read(path)
         try:
@@ -144,19 +161,25 @@ def _imported(root: Path, declared: Declared) -> None:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for module in _top_level_imports(tree):
-            if module in seen or module in local or module in sys.stdlib_module_names:
-                continue
-            seen.add(module)
-            distribution = IMPORTED_AS.get(module, module)
-            if distribution is None or len(declared.imported) >= MAX_IMPORTED:
-                continue
-            try:
-                requirement = str(Requirement(distribution))
-            except InvalidRequirement:
-                continue
-            declared.requirements.append(
-                (requirement, f"import {module} in {path.relative_to(root).as_posix()}"))
-            declared.imported[requirement] = module
+            if module not in found and module not in local \
+                    and module not in sys.stdlib_module_names:
+                found[module] = path.relative_to(root).as_posix()
+    return found
+
+
+def _imported(imports: dict[str, str], declared: Declared) -> None:
+    """The packages the checkout's Python files import, as requirements (see the module's
+    docstring); the first file that imports each is its source."""
+    for module, path in imports.items():
+        distribution = IMPORTED_AS.get(module, module)
+        if distribution is None or len(declared.imported) >= MAX_IMPORTED:
+            continue
+        try:
+            requirement = str(Requirement(distribution))
+        except InvalidRequirement:
+            continue
+        declared.requirements.append((requirement, f"import {module} in {path}"))
+        declared.imported[requirement] = module
 
 
 def _top_level_imports(tree: ast.AST) -> list[str]:

@@ -11,7 +11,10 @@ at the end of its `sys.path`. This is a prepare step on the worker, never inside
 - **numcheck's environment wins.** A declared package that the interpreter running the
   harness already has (torch, tensorflow, jax, numpy) is not installed again, and the resolver
   is held to the installed versions (`--constraint`). The folder comes after the interpreter's
-  own site-packages on `sys.path`, so it can add modules but never replace one.
+  own site-packages on `sys.path`, so it can add modules but never replace one. One exception:
+  a module environments once provided and this one lacks (`pkg_resources`, gone from setuptools
+  81) comes from an older release of its package (`declared.PROVIDED_ONCE`), which adds that
+  module and leaves the interpreter's own package in place (`VENDORED`).
 - **Cached** by a hash of the requirements, the interpreter and its installed packages: a
   second PR of the same repository pays nothing. Entries are built in a temporary folder and
   renamed into place, so concurrent workers never see half an environment; the least recently
@@ -54,6 +57,12 @@ MANIFEST = "manifest.json"
 FORMAT = 3  # bump when the folder layout or the manifest changes
 RETRY_FAILED_AFTER = 3600.0  # seconds: an environment with failures is rebuilt after this
 ALONE_LIMIT = 40  # requirements resolved one by one when they cannot be resolved together
+# A package the interpreter already has, whose vendored folder another package of the same
+# wheel reads from its own path: pkg_resources (declared.PROVIDED_ONCE) puts
+# `setuptools/_vendor` on sys.path itself. The folder stays; the package around it goes, so
+# `import setuptools` still finds the interpreter's own (a regular package wins over a
+# namespace folder wherever they are on the path).
+VENDORED = {"setuptools": "_vendor"}
 # What pip may read of the worker's environment: its own settings, proxies and certificates;
 # never numcheck's or GitHub's secrets.
 PIP_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "SSL_CERT_FILE", "SSL_CERT_DIR",
@@ -134,11 +143,16 @@ def prepare(checkout: Path, python: str | None = None,
     base = installed_distributions(python)
     # a package taken from an import (nothing declared) that the interpreter already
     # imports, whatever its distribution is called (tensorflow-cpu's `tensorflow`)
-    importable = importable_names(python) if declared.imported else set()
+    importable = importable_names(python) if declared.imported or declared.provides else set()
     wanted, provided = [], []
     for text, _ in declared.requirements:
         name = canonicalize_name(Requirement(text).name)
-        if name in base or declared.imported.get(text) in importable:
+        if text in declared.provides:  # wanted for one module, whatever release is here
+            if declared.provides[text] in importable:
+                provided.append(name)
+            elif text not in wanted:
+                wanted.append(text)
+        elif name in base or declared.imported.get(text) in importable:
             provided.append(name)
         elif text not in wanted:
             wanted.append(text)
@@ -159,7 +173,10 @@ def prepare(checkout: Path, python: str | None = None,
     building = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=settings.cache))
     building.chmod(0o755)  # read by the sandbox user; written by this worker only
     try:
-        pins, failed = _resolve(python, wanted, base, settings, building, deadline)
+        # a module's provider is resolved apart from the interpreter's own release of it
+        free = {canonicalize_name(Requirement(t).name) for t in wanted if t in declared.provides}
+        pins, failed = _resolve(python, wanted, {k: v for k, v in base.items() if k not in free},
+                                settings, building, deadline)
         own = {canonicalize_name(name) for name in declared.project_names}
         pins = [pin for pin in pins if pin.split("==")[0] not in own]  # a test extra's
         installed: list[str] = []                                      # copy of the project
@@ -307,10 +324,20 @@ def _drop_shadowing(site: Path, checkout: Path, importable: set[str]) -> None:
             continue
         if (checkout / name / "__init__.py").is_file() or (checkout / f"{name}.py").is_file() \
                 or name == "tests" or name in importable:
-            if entry.is_dir():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
+            kept = VENDORED.get(name)
+            if kept and entry.is_dir() and (entry / kept).is_dir():
+                for inside in entry.iterdir():  # a namespace folder: never imported instead
+                    if inside.name != kept:
+                        _remove(inside)
+                continue
+            _remove(entry)
+
+
+def _remove(entry: Path) -> None:
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry, ignore_errors=True)
+    else:
+        entry.unlink(missing_ok=True)
 
 
 def importable_names(python: str) -> set[str]:

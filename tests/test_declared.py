@@ -106,3 +106,22 @@ def test_imports_are_not_read_when_anything_is_declared(tmp_path: Path) -> None:
     declared = declared_requirements(tmp_path)
     assert declared.requirements == [("tqdm", "requirements.txt")]
     assert declared.imported == {}
+
+
+def test_a_module_environments_once_provided_is_asked_for_whatever_is_declared(
+        tmp_path: Path) -> None:
+    """torchmetrics' `utilities/imports.py` imports pkg_resources, which left setuptools in
+    release 81: the checkout gets the last release that had it, declared or not."""
+    (tmp_path / "src" / "tm").mkdir(parents=True)
+    (tmp_path / "src" / "tm" / "imports.py").write_text(
+        "from pkg_resources import DistributionNotFound, get_distribution\n")
+    (tmp_path / "requirements.txt").write_text("tqdm\n")
+    declared = declared_requirements(tmp_path)
+    assert declared.requirements == [("tqdm", "requirements.txt"),
+                                     ("setuptools<81", "import pkg_resources in src/tm/imports.py")]
+    assert declared.provides == {"setuptools<81": "pkg_resources"} and declared.imported == {}
+    (tmp_path / "requirements.txt").unlink()  # nothing declared: the same, once
+    declared = declared_requirements(tmp_path)
+    assert declared.requirements == [("setuptools<81", "import pkg_resources in src/tm/imports.py")]
+    (tmp_path / "src" / "tm" / "imports.py").write_text("import importlib.metadata\n")
+    assert declared_requirements(tmp_path).provides == {}

@@ -105,6 +105,54 @@ def test_a_script_folder_gets_what_it_imports_less_what_numcheck_has(tmp_path: P
     assert set(dict(env.failed)) == {"nosuchpkg"}
 
 
+# pkg_resources as setuptools 80 ships it: it puts setuptools/_vendor on sys.path itself
+PKG_RESOURCES = """\
+import os
+import sys
+
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(__file__)), "setuptools", "_vendor"))
+from vendored_text import yield_lines  # noqa: E402
+"""
+
+
+def test_a_module_that_left_the_environment_comes_from_its_last_release(
+        tmp_path: Path, index: Path) -> None:
+    """The checkout imports pkg_resources, which numcheck's setuptools (81 and later) lacks:
+    setuptools<81 is resolved apart from the interpreter's own setuptools, and only what
+    pkg_resources needs stays: the interpreter's `import setuptools` is never replaced."""
+    import subprocess
+    import sys
+
+    from runners.dependencies import importable_names
+
+    make_wheel(index, "setuptools", "80.0", {
+        "pkg_resources/__init__.py": PKG_RESOURCES,
+        "setuptools/__init__.py": "raise ImportError('an old setuptools stood in')\n",
+        "setuptools/_vendor/vendored_text.py": "def yield_lines(text):\n    return [text]\n",
+        "_distutils_hack/__init__.py": ""})
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "requirements.txt").write_text("tinydep\n")
+    (checkout / "imports.py").write_text("import pkg_resources\n")
+    env = prepare(checkout, settings=settings(tmp_path, index))
+    if "pkg_resources" in importable_names(sys.executable):  # an older setuptools here
+        assert env.installed == ("tinybase==1.0", "tinydep==1.2")
+        assert "setuptools" in env.provided
+        return
+    assert env.installed == ("setuptools==80.0", "tinybase==1.0", "tinydep==1.2")
+    assert env.site is not None and (env.site / "pkg_resources").is_dir()
+    assert sorted(p.name for p in (env.site / "setuptools").iterdir()) == ["_vendor"]
+    assert not (env.site / "_distutils_hack").exists()
+    probe = ("import sys; sys.path.append(sys.argv[1]); import pkg_resources; "
+             "print(pkg_resources.yield_lines('ok')); import setuptools; "
+             "print(getattr(setuptools, '__file__', None) or 'namespace')")
+    done = subprocess.run([sys.executable, "-c", probe, str(env.site)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = done.stdout.split("\n")
+    assert said[0] == "['ok']" and str(env.site) not in said[1], done.stdout
+
+
 def test_nothing_declared_or_switched_off_installs_nothing(tmp_path: Path,
                                                           index: Path) -> None:
     checkout = tmp_path / "checkout"
