@@ -257,13 +257,14 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
             yield lambda call=call, key=key: _harvested_entry(repo, key, call)
         operand = str(finding.get("operand", ""))
         yield lambda: synthesise(repo, finding["path"], finding["function"], seed, device,
-                                 operand=operand)
+                                 operand=operand, line=finding["line"])
         # when the default shape never reaches the op: the shape the code's own error asks
         # for, then common shapes
         asked = shape_from_message(problems[-1]) if problems else None
         for shape in ([asked] if asked else []) + list(SHAPE_GUESSES):
             yield lambda shape=shape: synthesise(repo, finding["path"], finding["function"],
-                                                 seed, device, shape, operand=operand)
+                                                 seed, device, shape, operand=operand,
+                                                 line=finding["line"])
         if job.get("script"):
             yield lambda: _script_entry(repo, job["script"], finding, lines, seed)
         elif is_program(repo / finding["path"]):  # a script nobody configured: run it as one

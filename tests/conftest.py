@@ -96,7 +96,7 @@ class GitRepoFactory(Protocol):
 # asked for, the other files are not even imported. tests/test_tiers.py checks that every
 # test file is in exactly one tier.
 TIERS: dict[str, tuple[str, ...]] = {
-    "static": ("test_aliases", "test_app_manifest", "test_bench_programs",
+    "static": ("test_aliases", "test_app_manifest", "test_bench_programs", "test_branches",
                "test_bench_realworld", "test_config",
                "test_corpus", "test_declared", "test_deep_files", "test_diffscope",
                "test_docs", "test_feeds", "test_identities", "test_imports", "test_layout",

@@ -238,3 +238,33 @@ def test_a_src_layout_package_is_reached_by_its_own_name(tmp_path: Path, clean_m
     assert ("without its packages' __init__ files" in source) == bool(init)
     check = run_script(repo, source)
     assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+
+
+PROBS = ('import torch\n\n\n'
+         'def get_probs_and_logits(ps=None, logits=None, is_multidimensional=True):\n'
+         '    if is_multidimensional:\n'
+         '        if ps is None:\n'
+         '            ps = torch.softmax(logits, -1)\n'
+         '        else:\n'
+         '            logits = ps.clamp(min=1e-6).log()\n'
+         '    else:\n'
+         '        if ps is None:\n'
+         '            ps = torch.sigmoid(logits)\n'
+         '        else:\n'
+         '            logits = torch.log(ps) - torch.log1p(-ps)\n'
+         '    return ps, logits\n')
+
+
+def test_a_flag_under_which_the_op_sits_is_set_for_the_call(tmp_path: Path,
+                                                           clean_modules: object) -> None:
+    """pyro's get_probs_and_logits (pyro-probs-to-logits-log): the op runs only with
+    `is_multidimensional=False`, which the synthesised call and its reproducer pass."""
+    repo = write_repo(tmp_path, {"ppkg/__init__.py": "", "ppkg/util.py": PROBS})
+    run = run_findings(repo, "ppkg/util.py", ["get_probs_and_logits"] * 2,
+                       finding_timeout=120, timeout=300)
+    records = [r for r in run.result.records if r.get("stage") is None]
+    assert {r["status"] for r in records} == {"confirmed"}, records
+    source = records[0]["reproducer"]
+    assert "is_multidimensional=False" in source
+    check = run_script(repo, source)
+    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import torch
 
+from analyzers.dynamic.branches import branch_values
 from analyzers.dynamic.layout import module_of, on_sys_path, source_roots
 from analyzers.dynamic.loading import load
 from analyzers.dynamic.objects import object_inputs
@@ -264,11 +265,12 @@ def shape_from_message(text: str) -> tuple[int, ...] | None:
 
 def synthesise(repo_dir: Path, path: str, function: str, seed: int,
                device: str = "cpu", shape: tuple[int, ...] | None = None,
-               operand: str = "") -> Entry:
+               operand: str = "", line: int | None = None) -> Entry:
     """A call for the function enclosing a finding, from what its code says; `shape`, for
     the parameters whose annotation gives none (default: batch x features); `operand`, the
     flagged op's operand text, whose parameters are searched even where they default to
-    None."""
+    None; `line`, the flagged line, whose enclosing `if flag:` tests set those flags
+    (branches.py)."""
     module_name = module_name_for(repo_dir, path)
     try:
         loaded = load(repo_dir, module_name)
@@ -295,8 +297,10 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
         if inspect.isclass(owner):
             entry = _method_entry(owner, parts[-1], target, seed, device)
             return replace(entry, loading=loaded.how, loading_why=loaded.why)
+    flags = branch_values(obj, line) if line is not None else None
     specs, constants, chosen = specs_from_signature(obj, None, shape,
-                                                    operand_names=operand_names(operand))
+                                                    operand_names=operand_names(operand),
+                                                    flags=flags)
     framework = framework_of(obj)
     return Entry(target, specs, obj, "synthesised", constants=constants, passed=chosen,
                  framework=framework, param_names=_param_names(obj),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from analyzers.dynamic.specs import InputSpec, default_spec
@@ -57,7 +57,8 @@ def constructor_args(owner: type) -> dict[str, Any]:
 def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
                          shape: tuple[int, ...] | None = None, *,
                          allow_empty: bool = False,
-                         operand_names: Collection[str] = ()) -> \
+                         operand_names: Collection[str] = (),
+                         flags: Mapping[str, bool] | None = None) -> \
         tuple[list[InputSpec], dict[str, Any], dict[str, Any]]:
     """(input specs, keyword constants, the constants numcheck chose for parameters without
     a default, which the reproducer must pass). `allow_empty`: no tensor parameter is not an
@@ -65,7 +66,8 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
     the names in the flagged op's operand; a leading parameter among them that defaults to
     None (`def probs_to_logits(probs=None, logits=None)`, torch.distributions' convention for
     two ways to give one tensor) is searched as a tensor, since the op only runs when a
-    caller passes it."""
+    caller passes it. `flags`: values a flag parameter (a bool by its default or annotation)
+    takes instead of its default, where the flagged line needs them (branches.py)."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
@@ -85,7 +87,10 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
         tensorish = hinted or given_by_caller or (
             not annotation and param.default is inspect.Parameter.empty)
         if not tensorish:
-            if param.default is inspect.Parameter.empty:
+            if flags and param.name in flags and flags[param.name] != param.default and (
+                    isinstance(param.default, bool) or annotation == "bool"):
+                chosen[param.name] = flags[param.name]  # the reproducer passes it too
+            elif param.default is inspect.Parameter.empty:
                 found, value = constant_for(str(annotation))
                 if not found:
                     raise EntryError(f"parameter {param.name!r} ({annotation}) has no default "

@@ -1,0 +1,72 @@
+"""Which values of a function's flag parameters lead to a line.
+
+A synthesised call passes each non-tensor parameter its default, so an op under the other
+branch of a flag is never reached: pyro's `get_probs_and_logits(ps=None, logits=None,
+is_multidimensional=True)` takes `torch.log(ps) - torch.log1p(-ps)` only when
+`is_multidimensional` is False, and the call with the defaults ended `never reached line`.
+The conditions that enclose the line are read from the function's own source: `if flag:`,
+`if not flag:` and `and`/`or` chains of those, each giving the value the line needs.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from typing import Any
+
+
+def branch_values(fn: Any, line: int) -> dict[str, bool]:
+    """{parameter: the truth value the path to `line` needs} for the plain names the `if`
+    statements around `line` (a line of the function's file) test; {} when the source cannot
+    be read or the line is outside the function."""
+    try:
+        lines, start = inspect.getsourcelines(inspect.unwrap(fn))
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError, ValueError, RecursionError):
+        return {}
+    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef | ast.AsyncFunctionDef):
+        return {}
+    function = tree.body[0]
+    wanted = line - start + 1  # the line in the parsed text
+    needs: dict[str, bool] = {}
+    _visit(function.body, wanted, needs)
+    params = {a.arg for a in [*function.args.posonlyargs, *function.args.args,
+                              *function.args.kwonlyargs]}
+    return {name: value for name, value in needs.items() if name in params}
+
+
+def _visit(body: list[ast.stmt], line: int, needs: dict[str, bool]) -> None:
+    for stmt in body:
+        if not stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            continue
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return  # its own parameters, not the function's
+        if isinstance(stmt, ast.If):
+            inside = _within(stmt.body, line)
+            if inside or _within(stmt.orelse, line):
+                _condition(stmt.test, inside, needs)
+                _visit(stmt.body if inside else stmt.orelse, line, needs)
+            return
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            nested = getattr(stmt, field, None)
+            if isinstance(nested, list) and nested and isinstance(nested[0], ast.AST):
+                _visit([n for n in nested if isinstance(n, ast.stmt)]
+                       + [s for h in nested if isinstance(h, ast.ExceptHandler)
+                          for s in h.body], line, needs)
+        return
+
+
+def _within(body: list[ast.stmt], line: int) -> bool:
+    return bool(body) and body[0].lineno <= line <= (body[-1].end_lineno or body[-1].lineno)
+
+
+def _condition(test: ast.expr, value: bool, needs: dict[str, bool]) -> None:
+    """What `test` being `value` says about plain names."""
+    if isinstance(test, ast.Name):
+        needs.setdefault(test.id, value)
+    elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        _condition(test.operand, not value, needs)
+    elif isinstance(test, ast.BoolOp) and (isinstance(test.op, ast.And) == value):
+        for operand in test.values:  # all true for `and`, all false for a false `or`
+            _condition(operand, value, needs)

@@ -1,0 +1,64 @@
+"""Which flag values lead to a line (analyzers/dynamic/branches.py): a synthesised call sets
+the flags the `if` statements around the flagged line test, instead of their defaults."""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+from analyzers.dynamic.branches import branch_values
+
+
+def probs_and_logits(ps=None, logits=None, is_multidimensional=True):  # type: ignore[no-untyped-def]
+    """pyro's get_probs_and_logits, as the bug's commit had it."""
+    if is_multidimensional:
+        if ps is None:
+            ps = logits
+        else:
+            logits = math.log(ps)
+    else:
+        if ps is None:
+            ps = logits
+        else:
+            logits = math.log(ps) - math.log1p(-ps)  # the flagged line
+    return ps, logits
+
+
+def chained(x, fast=False, exact=True, legacy=False):  # type: ignore[no-untyped-def]
+    if fast and not exact:
+        return x
+    elif legacy or exact:
+        for _ in range(2):
+            try:
+                x = x + 1
+            except ValueError:
+                if not legacy:
+                    x = math.log(x)  # under a loop, a try and a handler
+        return x
+    def inner(fast=True):  # noqa: E306 - its own parameters are not the function's
+        if fast:
+            return math.log(x)
+        return x
+    return inner()
+
+
+def _line(fn, text: str) -> int:  # type: ignore[no-untyped-def]
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_the_else_of_a_flag_needs_it_false() -> None:
+    line = _line(probs_and_logits, "math.log(ps) - math.log1p(-ps)")
+    assert branch_values(probs_and_logits, line) == {"is_multidimensional": False}
+    assert branch_values(probs_and_logits, _line(probs_and_logits, "logits = math.log(ps)\n")) \
+        == {"is_multidimensional": True}
+
+
+def test_and_or_not_elif_loops_and_handlers() -> None:
+    assert branch_values(chained, _line(chained, "return x\n")) == {"fast": True,
+                                                                    "exact": False}
+    # the elif: the first test false says nothing of an `and`; `legacy or exact` is not one
+    # value; `not legacy` inside the handler is
+    assert branch_values(chained, _line(chained, "x = math.log(x)")) == {"legacy": False}
+    assert branch_values(chained, _line(chained, "return math.log(x)")) == {}
+    assert branch_values(chained, 1) == {} and branch_values(len, 3) == {}
