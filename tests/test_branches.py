@@ -42,6 +42,15 @@ def chained(x, fast=False, exact=True, legacy=False):  # type: ignore[no-untyped
     return inner()
 
 
+def reduce(confmat, average, ignore=None):  # type: ignore[no-untyped-def]
+    """torchmetrics' _jaccard_index_reduce, as the bug's commit had it."""
+    if average == "binary":
+        return confmat[1][1] / (confmat[0][1] + confmat[1][0] + confmat[1][1])
+    elif average in ("micro", "macro") and ignore == 3:
+        return 1 / confmat
+    return confmat
+
+
 def _line(fn, text: str) -> int:  # type: ignore[no-untyped-def]
     lines, start = inspect.getsourcelines(fn)
     return start + next(i for i, line in enumerate(lines) if text in line)
@@ -62,3 +71,11 @@ def test_and_or_not_elif_loops_and_handlers() -> None:
     assert branch_values(chained, _line(chained, "x = math.log(x)")) == {"legacy": False}
     assert branch_values(chained, _line(chained, "return math.log(x)")) == {}
     assert branch_values(chained, 1) == {} and branch_values(len, 3) == {}
+
+
+def test_a_mode_compared_with_a_constant_takes_that_constant() -> None:
+    assert branch_values(reduce, _line(reduce, "return confmat[1][1]")) == {
+        "average": "binary"}
+    assert branch_values(reduce, _line(reduce, "return 1 / confmat")) == {
+        "average": "micro", "ignore": 3}
+    assert branch_values(reduce, _line(reduce, "return confmat\n")) == {}

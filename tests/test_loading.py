@@ -268,3 +268,26 @@ def test_a_flag_under_which_the_op_sits_is_set_for_the_call(tmp_path: Path,
     assert "is_multidimensional=False" in source
     check = run_script(repo, source)
     assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+
+
+JACCARD = ('from typing import Literal, Optional\n\n'
+           'import torch\nfrom torch import Tensor\n\n\n'
+           'def _jaccard_index_reduce(\n'
+           '    confmat: Tensor,\n'
+           '    average: Optional[Literal["micro", "macro", "weighted", "none", "binary"]],\n'
+           ') -> Tensor:\n'
+           '    confmat = confmat.float()\n'
+           '    if average == "binary":\n'
+           '        return confmat[1, 1] / (confmat[0, 1] + confmat[1, 0] + confmat[1, 1])\n'
+           '    return confmat.sum(0)\n')
+
+
+def test_a_mode_under_which_the_op_sits_is_passed_for_the_call(tmp_path: Path,
+                                                              clean_modules: object) -> None:
+    """torchmetrics' binary Jaccard index (torchmetrics-binary-jaccard-div): the division
+    runs only with `average="binary"`, which the synthesised call and its reproducer pass."""
+    repo = write_repo(tmp_path, {"jpkg/__init__.py": "", "jpkg/jaccard.py": JACCARD})
+    run = run_findings(repo, "jpkg/jaccard.py", ["_jaccard_index_reduce"],
+                       finding_timeout=120, timeout=300)
+    source = confirmed_reproducer(repo, run)
+    assert "average='binary'" in source

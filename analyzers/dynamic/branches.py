@@ -4,8 +4,10 @@ A synthesised call passes each non-tensor parameter its default, so an op under 
 branch of a flag is never reached: pyro's `get_probs_and_logits(ps=None, logits=None,
 is_multidimensional=True)` takes `torch.log(ps) - torch.log1p(-ps)` only when
 `is_multidimensional` is False, and the call with the defaults ended `never reached line`.
-The conditions that enclose the line are read from the function's own source: `if flag:`,
-`if not flag:` and `and`/`or` chains of those, each giving the value the line needs.
+torchmetrics' `_jaccard_index_reduce(confmat, average)` divides at the bug's line only under
+`if average == "binary":`. The conditions that enclose the line are read from the function's
+own source: `if flag:`, `if not flag:`, `if mode == "binary":`, `if mode in ("a", "b"):` and
+`and`/`or` chains of those, each giving a value the line needs.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import textwrap
 from typing import Any
 
 
-def branch_values(fn: Any, line: int) -> dict[str, bool]:
-    """{parameter: the truth value the path to `line` needs} for the plain names the `if`
-    statements around `line` (a line of the function's file) test; {} when the source cannot
-    be read or the line is outside the function."""
+def branch_values(fn: Any, line: int) -> dict[str, Any]:
+    """{parameter: a value the path to `line` needs} for the plain names the `if` statements
+    around `line` (a line of the function's file) test: a truth value for a flag, the constant
+    a mode is compared with; {} when the source cannot be read or the line is outside the
+    function."""
     try:
         lines, start = inspect.getsourcelines(inspect.unwrap(fn))
         tree = ast.parse(textwrap.dedent("".join(lines)))
@@ -29,14 +32,14 @@ def branch_values(fn: Any, line: int) -> dict[str, bool]:
         return {}
     function = tree.body[0]
     wanted = line - start + 1  # the line in the parsed text
-    needs: dict[str, bool] = {}
+    needs: dict[str, Any] = {}
     _visit(function.body, wanted, needs)
     params = {a.arg for a in [*function.args.posonlyargs, *function.args.args,
                               *function.args.kwonlyargs]}
     return {name: value for name, value in needs.items() if name in params}
 
 
-def _visit(body: list[ast.stmt], line: int, needs: dict[str, bool]) -> None:
+def _visit(body: list[ast.stmt], line: int, needs: dict[str, Any]) -> None:
     for stmt in body:
         if not stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
             continue
@@ -61,10 +64,18 @@ def _within(body: list[ast.stmt], line: int) -> bool:
     return bool(body) and body[0].lineno <= line <= (body[-1].end_lineno or body[-1].lineno)
 
 
-def _condition(test: ast.expr, value: bool, needs: dict[str, bool]) -> None:
+def _condition(test: ast.expr, value: bool, needs: dict[str, Any]) -> None:
     """What `test` being `value` says about plain names."""
     if isinstance(test, ast.Name):
         needs.setdefault(test.id, value)
+    elif isinstance(test, ast.Compare) and value and len(test.ops) == 1 \
+            and isinstance(test.left, ast.Name):
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(op, ast.Eq) and isinstance(right, ast.Constant):
+            needs.setdefault(test.left.id, right.value)
+        elif isinstance(op, ast.In) and isinstance(right, ast.Tuple | ast.List | ast.Set) \
+                and right.elts and isinstance(right.elts[0], ast.Constant):
+            needs.setdefault(test.left.id, right.elts[0].value)
     elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         _condition(test.operand, not value, needs)
     elif isinstance(test, ast.BoolOp) and (isinstance(test.op, ast.And) == value):

@@ -269,8 +269,8 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
     """A call for the function enclosing a finding, from what its code says; `shape`, for
     the parameters whose annotation gives none (default: batch x features); `operand`, the
     flagged op's operand text, whose parameters are searched even where they default to
-    None; `line`, the flagged line, whose enclosing `if flag:` tests set those flags
-    (branches.py)."""
+    None; `line`, the flagged line, whose enclosing `if flag:` and `if mode == "x":` tests
+    set those parameters (branches.py)."""
     module_name = module_name_for(repo_dir, path)
     try:
         loaded = load(repo_dir, module_name)
@@ -297,10 +297,10 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
         if inspect.isclass(owner):
             entry = _method_entry(owner, parts[-1], target, seed, device)
             return replace(entry, loading=loaded.how, loading_why=loaded.why)
-    flags = branch_values(obj, line) if line is not None else None
+    branch = branch_values(obj, line) if line is not None else None
     specs, constants, chosen = specs_from_signature(obj, None, shape,
                                                     operand_names=operand_names(operand),
-                                                    flags=flags)
+                                                    branch=branch)
     framework = framework_of(obj)
     return Entry(target, specs, obj, "synthesised", constants=constants, passed=chosen,
                  framework=framework, param_names=_param_names(obj),

@@ -58,7 +58,7 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
                          shape: tuple[int, ...] | None = None, *,
                          allow_empty: bool = False,
                          operand_names: Collection[str] = (),
-                         flags: Mapping[str, bool] | None = None) -> \
+                         branch: Mapping[str, Any] | None = None) -> \
         tuple[list[InputSpec], dict[str, Any], dict[str, Any]]:
     """(input specs, keyword constants, the constants numcheck chose for parameters without
     a default, which the reproducer must pass). `allow_empty`: no tensor parameter is not an
@@ -66,8 +66,8 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
     the names in the flagged op's operand; a leading parameter among them that defaults to
     None (`def probs_to_logits(probs=None, logits=None)`, torch.distributions' convention for
     two ways to give one tensor) is searched as a tensor, since the op only runs when a
-    caller passes it. `flags`: values a flag parameter (a bool by its default or annotation)
-    takes instead of its default, where the flagged line needs them (branches.py)."""
+    caller passes it. `branch`: values a flag or mode parameter takes instead of its default,
+    where the flagged line needs them (branches.py), when the value fits the parameter."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
@@ -87,9 +87,9 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
         tensorish = hinted or given_by_caller or (
             not annotation and param.default is inspect.Parameter.empty)
         if not tensorish:
-            if flags and param.name in flags and flags[param.name] != param.default and (
-                    isinstance(param.default, bool) or annotation == "bool"):
-                chosen[param.name] = flags[param.name]  # the reproducer passes it too
+            if branch and param.name in branch and branch[param.name] != param.default \
+                    and _fits(branch[param.name], param.default, annotation):
+                chosen[param.name] = branch[param.name]  # the reproducer passes it too
             elif param.default is inspect.Parameter.empty:
                 found, value = constant_for(str(annotation))
                 if not found:
@@ -118,6 +118,21 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
     if not specs and not allow_empty:
         raise EntryError("no tensor parameters to search over; configure an entry")
     return specs, constants, chosen
+
+
+def _fits(value: Any, default: Any, annotation: str) -> bool:
+    """A branch's value for a parameter of this default and annotation: of the default's
+    type, or named by the annotation (`bool`, `str`, a `Literal` listing it)."""
+    if default is not inspect.Parameter.empty and default is not None:
+        return type(value) is type(default)
+    if isinstance(value, bool):
+        return "bool" in annotation
+    if isinstance(value, str):
+        return "str" in annotation or repr(value) in annotation \
+            or f'"{value}"' in annotation
+    if isinstance(value, int):
+        return "int" in annotation
+    return False
 
 
 def operand_names(operand: str) -> frozenset[str]:
