@@ -4,7 +4,9 @@ The container (`container_spec`, a pure function so every limit is unit-tested):
 - no network (`network_mode: none`), read-only root filesystem, a small tmpfs on /tmp
   (HOME, TMPDIR), the checkout mounted read-only at /repo and a scratch copy of it read-write
   at /work (the harness writes its reproducer checks and the fix stage its patched copies
-  there), the job file read-only at /job;
+  there; the container copies it onto a tmpfs of the checkout's size plus the workspace's
+  cap, so what the job writes never reaches the worker's disk), the job file read-only at
+  /job;
 - a non-root user, every capability dropped, `no-new-privileges`;
 - memory (no swap on top) for the container, and the same as each process's data limit, CPU
   quota, pids limit, rlimits for file size, open files, CPU time and core dumps, json-file
@@ -66,6 +68,8 @@ IMAGE_PATH = "/opt/numcheck/bin:/usr/local/bin:/usr/bin:/bin"
 REPO_MOUNT, WORK_MOUNT, JOB_MOUNT = "/repo", "/work", "/job"
 DEPENDENCIES_MOUNT = "/deps"  # the declared dependencies' folder (runners/dependencies.py)
 SWEEP_GRACE = 60  # seconds past a container's deadline before any worker may remove it
+SCRATCH_FILES = 65536  # files and folders the job may add to its scratch copy
+PAGE = 4096
 
 
 def wants_gpu(job: Mapping[str, Any], gpus: bool) -> bool:
@@ -81,11 +85,14 @@ def container_env() -> dict[str, str]:
     return env
 
 
-def container_spec(*, image: str, checkout: str, scratch: str, job_dir: str, run_id: str,
+def container_spec(*, image: str, checkout: str, job_dir: str, run_id: str,
                    worker_id: str, limits: Limits, timeout: float, gpu: bool,
                    gpu_ids: list[str] | None = None, user: str = CONTAINER_USER,
-                   now: float | None = None, dependencies: str | None = None) -> dict[str, Any]:
-    """The keyword arguments of `client.containers.create()` for one job."""
+                   now: float | None = None, dependencies: str | None = None,
+                   checkout_size: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+    """The keyword arguments of `client.containers.create()` for one job. `checkout_size`:
+    the checkout's (bytes as a tmpfs holds them, files and folders), what the scratch copy's
+    tmpfs holds on top of the workspace's cap."""
     now = time.time() if now is None else now
     cpu = limits.cpu_limit(timeout)
     ulimits = [{"name": "core", "soft": 0, "hard": 0}]
@@ -106,17 +113,22 @@ def container_spec(*, image: str, checkout: str, scratch: str, job_dir: str, run
         "image": image,
         # -I: not the working directory (the PR's scratch copy) first on sys.path, so a PR's
         # own runners/harness.py cannot stand in for the installed harness
-        "command": ["/bin/sh", "-c", f"exec python -I -m runners.harness < {JOB_MOUNT}/job.json"],
+        # the scratch copy is made in the container, on its own capped tmpfs: what the job
+        # writes in its checkout never reaches the worker's disk
+        "command": ["/bin/sh", "-c", f"cp -R {REPO_MOUNT}/. {WORK_MOUNT}/ && chmod 0700 "
+                    f"{WORK_MOUNT} && exec python -I -m runners.harness < {JOB_MOUNT}/job.json"],
         "user": user,
         "working_dir": WORK_MOUNT,
         "environment": container_env(),
         "network_disabled": True,
         "network_mode": "none",
         "read_only": True,
-        "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={limits.tmpfs_bytes}"},
+        "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={limits.tmpfs_bytes}",
+                  WORK_MOUNT: f"rw,exec,nosuid,nodev,{_owned_by(user)},"
+                              f"size={checkout_size[0] + limits.tmpfs_bytes},"
+                              f"nr_inodes={checkout_size[1] + SCRATCH_FILES}"},
         "volumes": {
             checkout: {"bind": REPO_MOUNT, "mode": "ro"},
-            scratch: {"bind": WORK_MOUNT, "mode": "rw"},
             job_dir: {"bind": JOB_MOUNT, "mode": "ro"},
         },
         "cap_drop": ["ALL"],
@@ -247,11 +259,9 @@ class DockerRunner:
         try:
             # Both copies live under work_root, a path the engine can mount: the worker may
             # itself be a container whose /tmp the engine cannot see.
-            pristine, scratch, job_dir = root / "repo", root / "work", root / "job"
+            pristine, job_dir = root / "repo", root / "job"
             root.chmod(0o700)
-            ignore = _ignore_git(checkout)
-            shutil.copytree(checkout, pristine, symlinks=True, ignore=ignore)
-            shutil.copytree(checkout, scratch, symlinks=True, ignore=ignore)
+            shutil.copytree(checkout, pristine, symlinks=True, ignore=_ignore_git(checkout))
             job_dir.mkdir()
             site = job.get("dependencies")
             inner = {**job, "repo": WORK_MOUNT, "checkout": REPO_MOUNT, "nonce": nonce,
@@ -266,7 +276,8 @@ class DockerRunner:
             if refused:
                 warnings.append(refused)
             spec = container_spec(image=image, checkout=str(pristine),
-                                  scratch=str(scratch), job_dir=str(job_dir), run_id=run_id,
+                                  checkout_size=tree_size(pristine),
+                                  job_dir=str(job_dir), run_id=run_id,
                                   worker_id=self.worker_id, limits=self.limits,
                                   timeout=timeout, gpu=gpu, gpu_ids=self.gpu_ids,
                                   dependencies=site)
@@ -384,20 +395,39 @@ def _hand_to_container(root: Path) -> bool:
         return False
 
 
+def _owned_by(user: str) -> str:
+    """The scratch tmpfs's owner options: the container's user's alone where it is numeric
+    (`uid:gid`), else open to every user of the container."""
+    uid, _, gid = user.partition(":")
+    if uid.isdigit() and (gid.isdigit() or not gid):
+        return f"uid={uid},gid={gid or uid},mode=0700"
+    return "mode=1777"
+
+
+def tree_size(top: Path) -> tuple[int, int]:
+    """(bytes, entries) of the tree at `top` as a tmpfs holds it: each file in whole pages,
+    each folder and link a page and an inode."""
+    size, entries = 0, 0
+    for folder, dirs, files in os.walk(top):
+        for name in [*dirs, *files]:
+            entries += 1
+            st = os.lstat(os.path.join(folder, name))
+            size += -(-max(st.st_size, 1) // PAGE) * PAGE
+    return size, entries
+
+
 def _open_to_container(root: Path) -> None:
-    """Without chown, let the container's user read the job and write the scratch copy (the
-    directory above stays private to the worker)."""
+    """Without chown, let the container's user read the job and the checkout, which it copies
+    to its scratch tmpfs (the directory above stays private to the worker)."""
     for top, dirs, files in os.walk(root):
         if Path(top) == root:
             dirs[:] = [name for name in dirs if not os.path.islink(os.path.join(top, name))]
             continue
-        scratch = Path(top).relative_to(root).parts[:1] == ("work",)
-        os.chmod(top, 0o777 if scratch else 0o755)
+        os.chmod(top, 0o755)
         for name in files:
             path = os.path.join(top, name)
             if not os.path.islink(path):
-                mode = os.lstat(path).st_mode & 0o111 | (0o666 if scratch else 0o644)
-                os.chmod(path, mode)
+                os.chmod(path, os.lstat(path).st_mode & 0o111 | 0o644)
         dirs[:] = [name for name in dirs if not os.path.islink(os.path.join(top, name))]
 
 

