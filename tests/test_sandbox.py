@@ -1102,7 +1102,6 @@ def test_the_checkout_is_a_capped_copy_the_host_never_sees_written(tmp_path: Pat
     findings = [f.to_json() for f in scan_source(source, "fill/up.py").findings]
     job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
            "search_seconds": 1.0, "finding_timeout": 120.0, "harvest": False, "fix": False}
-    before = shutil.disk_usage(tempfile.gettempdir()).used
     result = LocalRunner(limits=Limits(tmpfs_bytes=128 * 1024**2, stderr_bytes=16 * 1024)
                          ).run(job, timeout=240)
     assert result.outcome == "ok", (result.reason, result.stderr[-1500:])
@@ -1112,5 +1111,7 @@ def test_the_checkout_is_a_capped_copy_the_host_never_sees_written(tmp_path: Pat
     seen = json.JSONDecoder().raw_decode(record["error"].split("seen ", 1)[1])[0]
     assert seen["size"] == "No space left on device", seen
     assert seen["files"] == "No space left on device" and seen["made"] < 70_000, seen
-    assert shutil.disk_usage(tempfile.gettempdir()).used - before < 64 * 1024**2
+    # full at 128 MiB and 65,536 files, with the host's disk far from full: not the host's
+    # disk (its usage is not compared: other processes write there meanwhile)
+    assert shutil.disk_usage(tempfile.gettempdir()).free > 1024**3
     assert sorted(p.name for p in (repo / "fill").iterdir()) == ["__init__.py", "up.py"]
