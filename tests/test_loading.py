@@ -9,6 +9,7 @@ fails on its own in a plain `python` child, the way the search loaded the module
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harness_support import confirmed_reproducer, run_findings, run_script, write_repo
@@ -229,15 +230,21 @@ def test_a_src_layout_package_is_reached_by_its_own_name(tmp_path: Path, clean_m
                                   "    assert rate(torch.tensor([1.0, 2.0]), "
                                   "torch.tensor(4.0)).shape == (2,)\n"),
     })
-    run = run_findings(repo, "src/spkg/metrics.py", ["rate", "rate"], finding_timeout=120,
-                       timeout=300)
-    record = next(r for r in run.result.records if r["status"] == "confirmed")
+    record = _confirmed_and_failing(repo, "src/spkg/metrics.py", ["rate", "rate"])
     assert record["reproducer_plan"]["module"] == "spkg.metrics"
-    source = record["reproducer"]
-    assert "'src'))" in source
-    assert ("without its packages' __init__ files" in source) == bool(init)
-    check = run_script(repo, source)
+    assert "'src'))" in record["reproducer"]
+    assert ("without its packages' __init__ files" in record["reproducer"]) == bool(init)
+
+
+def _confirmed_and_failing(repo: Path, path: str, functions: list[str]) -> dict[str, Any]:
+    """Every finding of `path` confirmed; the first one's record, after checking that its
+    reproducer fails on its own in a plain python child."""
+    run = run_findings(repo, path, functions, finding_timeout=120, timeout=300)
+    records = [r for r in run.result.records if r.get("stage") is None]
+    assert {r["status"] for r in records} == {"confirmed"}, records
+    check = run_script(repo, records[0]["reproducer"])
     assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+    return records[0]
 
 
 PROBS = ('import torch\n\n\n'
@@ -260,14 +267,8 @@ def test_a_flag_under_which_the_op_sits_is_set_for_the_call(tmp_path: Path,
     """pyro's get_probs_and_logits (pyro-probs-to-logits-log): the op runs only with
     `is_multidimensional=False`, which the synthesised call and its reproducer pass."""
     repo = write_repo(tmp_path, {"ppkg/__init__.py": "", "ppkg/util.py": PROBS})
-    run = run_findings(repo, "ppkg/util.py", ["get_probs_and_logits"] * 2,
-                       finding_timeout=120, timeout=300)
-    records = [r for r in run.result.records if r.get("stage") is None]
-    assert {r["status"] for r in records} == {"confirmed"}, records
-    source = records[0]["reproducer"]
-    assert "is_multidimensional=False" in source
-    check = run_script(repo, source)
-    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+    record = _confirmed_and_failing(repo, "ppkg/util.py", ["get_probs_and_logits"] * 2)
+    assert "is_multidimensional=False" in record["reproducer"]
 
 
 JACCARD = ('from typing import Literal, Optional\n\n'
@@ -287,7 +288,5 @@ def test_a_mode_under_which_the_op_sits_is_passed_for_the_call(tmp_path: Path,
     """torchmetrics' binary Jaccard index (torchmetrics-binary-jaccard-div): the division
     runs only with `average="binary"`, which the synthesised call and its reproducer pass."""
     repo = write_repo(tmp_path, {"jpkg/__init__.py": "", "jpkg/jaccard.py": JACCARD})
-    run = run_findings(repo, "jpkg/jaccard.py", ["_jaccard_index_reduce"],
-                       finding_timeout=120, timeout=300)
-    source = confirmed_reproducer(repo, run)
-    assert "average='binary'" in source
+    record = _confirmed_and_failing(repo, "jpkg/jaccard.py", ["_jaccard_index_reduce"])
+    assert "average='binary'" in record["reproducer"]

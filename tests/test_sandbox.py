@@ -1064,38 +1064,9 @@ def filler(x: Tensor) -> Tensor:
 '''
 
 
-def test_the_workspace_is_capped_and_never_on_the_hosts_disk(tmp_path: Path) -> None:
-    """The job's HOME and TMPDIR are a tmpfs of the workspace's size and file count: 512 MiB
-    and 100,000 files stop there, not on the host's disk."""
-    repo = tmp_path / "repo"
-    (repo / "fill").mkdir(parents=True)
-    (repo / "fill" / "__init__.py").write_text("")
-    (repo / "fill" / "up.py").write_text(FILLER)
-    findings = [f.to_json() for f in scan_source(FILLER, "fill/up.py").findings]
-    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
-           "search_seconds": 1.0, "finding_timeout": 120.0, "harvest": False, "fix": False}
-    before = shutil.disk_usage(tempfile.gettempdir()).used
-    result = LocalRunner(limits=Limits(tmpfs_bytes=128 * 1024**2, stderr_bytes=16 * 1024)
-                         ).run(job, timeout=240)
-    assert result.outcome == "ok", (result.reason, result.stderr[-1500:])
-    if not result.isolation.get("minimal_root"):
-        pytest.skip("no minimal root here: the workspace is a host directory")
-    (record,) = result.records
-    seen = json.JSONDecoder().raw_decode(record["error"].split("seen ", 1)[1])[0]
-    assert seen["size"] == "No space left on device", seen
-    assert seen["files"] == "No space left on device" and seen["made"] < 70_000, seen
-    assert shutil.disk_usage(tempfile.gettempdir()).used - before < 64 * 1024**2
-
-
-def test_the_checkout_is_a_capped_copy_the_host_never_sees_written(tmp_path: Path) -> None:
-    """The job may write in its checkout as in a clone, but the checkout is a copy on a tmpfs
-    of its own size plus the workspace's cap (runners/jail.py: copy_onto_tmpfs): 512 MiB and
-    100,000 files stop there, and nothing written reaches the host's checkout or disk."""
-    here = "os.path.dirname(os.path.abspath(__file__))"
-    source = FILLER.replace("tempfile.gettempdir()", here).replace(
-        "    _report(seen)",
-        f"    open(os.path.join({here}, 'left.txt'), 'w').write('x')\n    _report(seen)")
-    repo = tmp_path / "repo"
+def _filled(repo: Path, source: str) -> dict[str, Any]:
+    """What FILLER (or a variant) saw, run once with a 128 MiB cap on the job's tmpfs mounts;
+    skips where no minimal root can be built (the folders are then the host's)."""
     (repo / "fill").mkdir(parents=True)
     (repo / "fill" / "__init__.py").write_text("")
     (repo / "fill" / "up.py").write_text(source)
@@ -1106,12 +1077,31 @@ def test_the_checkout_is_a_capped_copy_the_host_never_sees_written(tmp_path: Pat
                          ).run(job, timeout=240)
     assert result.outcome == "ok", (result.reason, result.stderr[-1500:])
     if not result.isolation.get("minimal_root"):
-        pytest.skip("no minimal root here: the checkout is the host's directory")
+        pytest.skip("no minimal root here: the job's folders are the host's")
     (record,) = result.records
-    seen = json.JSONDecoder().raw_decode(record["error"].split("seen ", 1)[1])[0]
+    seen: dict[str, Any] = json.JSONDecoder().raw_decode(record["error"].split("seen ", 1)[1])[0]
+    # full at 128 MiB and 65,536 files while the host's disk has gigabytes free: a capped
+    # tmpfs, not the host's disk (whose usage other processes change meanwhile)
     assert seen["size"] == "No space left on device", seen
     assert seen["files"] == "No space left on device" and seen["made"] < 70_000, seen
-    # full at 128 MiB and 65,536 files, with the host's disk far from full: not the host's
-    # disk (its usage is not compared: other processes write there meanwhile)
     assert shutil.disk_usage(tempfile.gettempdir()).free > 1024**3
-    assert sorted(p.name for p in (repo / "fill").iterdir()) == ["__init__.py", "up.py"]
+    return seen
+
+
+def test_the_workspace_is_capped_and_never_on_the_hosts_disk(tmp_path: Path) -> None:
+    """The job's HOME and TMPDIR are a tmpfs of the workspace's size and file count: 512 MiB
+    and 100,000 files stop there, not on the host's disk."""
+    _filled(tmp_path / "repo", FILLER)
+
+
+def test_the_checkout_is_a_capped_copy_the_host_never_sees_written(tmp_path: Path) -> None:
+    """The job may write in its checkout as in a clone, but the checkout is a copy on a tmpfs
+    of its own size plus the workspace's cap (runners/jail.py: copy_onto_tmpfs): 512 MiB and
+    100,000 files stop there, and nothing written reaches the host's checkout or disk."""
+    here = "os.path.dirname(os.path.abspath(__file__))"
+    source = FILLER.replace("tempfile.gettempdir()", here).replace(
+        "    _report(seen)",
+        f"    open(os.path.join({here}, 'left.txt'), 'w').write('x')\n    _report(seen)")
+    _filled(tmp_path / "repo", source)
+    assert sorted(p.name for p in (tmp_path / "repo" / "fill").iterdir()) == [
+        "__init__.py", "up.py"]
