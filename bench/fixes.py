@@ -96,9 +96,10 @@ def _finding(repo: Path, line: int, op: str, dtype: str | None) -> dict[str, Any
 def _confirm(repo: Path, entry: Any, finding: dict[str, Any], op: str, line: int, seed: int,
              budget: float) -> tuple[list[Any], str] | str:
     """(minimised trigger, reproducer) as the harness makes them, or why not."""
-    from analyzers.dynamic.reproducer import Target
+    from analyzers.dynamic.reproducer import render
     from analyzers.dynamic.search import Budget, Searcher
-    from runners.harness import _check_reproducer, _render, minimised_trigger, shows_in_entry
+    from analyzers.dynamic.writer import Target
+    from runners.harness import _check_reproducer, minimised_trigger, shows_in_entry
 
     searcher = Searcher(entry, str(repo / PATH), frozenset({line}), op, dtype=entry.dtype,
                         seed=seed, budget=Budget(seconds=budget),
@@ -110,7 +111,7 @@ def _confirm(repo: Path, entry: Any, finding: dict[str, Any], op: str, line: int
     small, shows = minimised_trigger(entry, searcher, outcome)
     target = Target(PATH, finding["line"], op, finding["call"], outcome.where or "forward",
                     shows)
-    script = _render(entry, small, target, seed)
+    script = render(entry, small, target, seed)
     fails, stderr = _check_reproducer(repo, script)
     if not fails:
         return f"the reproducer does not fail: {stderr.strip()[-200:]}"

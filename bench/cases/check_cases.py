@@ -752,7 +752,9 @@ class LineProbe:
         self.out_names = [n.id for tgt in targets for n in ast.walk(tgt) if isinstance(n, ast.Name)]
         if not self.is_return and not self.out_names:
             raise CaseError(f"bug line {lineno} assigns no plain name")
-        value = node.value
+        value = getattr(node, "value", None)  # an assignment's or a return's
+        if value is None:
+            raise CaseError(f"bug line {lineno} has no value")
         self.in_names = sorted(
             {
                 n.id
