@@ -97,7 +97,7 @@ class GitRepoFactory(Protocol):
 # test file is in exactly one tier.
 TIERS: dict[str, tuple[str, ...]] = {
     "static": ("test_aliases", "test_app_manifest", "test_bench_programs", "test_branches",
-               "test_bench_realworld", "test_config",
+               "test_bench_realworld", "test_config", "test_usage",
                "test_corpus", "test_declared", "test_deep_files", "test_diffscope",
                "test_docs", "test_feeds", "test_identities", "test_imports", "test_layout",
                "test_report",
@@ -108,7 +108,7 @@ TIERS: dict[str, tuple[str, ...]] = {
                 "test_cuda", "test_dependencies", "test_dynamic", "test_fix_report",
                 "test_fix_stage", "test_fix_transforms", "test_fix_validate", "test_harness",
                 "test_harvest_methods", "test_loading", "test_localise", "test_numerics_doc",
-                "test_object_entries",
+                "test_object_entries", "test_usage_entries",
                 "test_pipeline", "test_precommit", "test_report_units",
                 "test_reproducer_checks", "test_sandbox", "test_script_mode",
                 "test_script_programs",

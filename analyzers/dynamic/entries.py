@@ -8,6 +8,7 @@ sandboxed harness: it imports the PR's code.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import re
@@ -24,6 +25,7 @@ from analyzers.dynamic.loading import load
 from analyzers.dynamic.objects import object_inputs
 from analyzers.dynamic.signatures import (
     DEFAULT_BATCH,
+    DEFAULT_FEATURES,
     EntryError,
     constructor_args,
     operand_names,
@@ -31,6 +33,7 @@ from analyzers.dynamic.signatures import (
     specs_from_signature,
 )
 from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec, widened
+from analyzers.dynamic.usage import ParameterUses, parameter_uses
 from analyzers.dynamic.weights import call_with_weights, with_weights
 
 EntrySource = Literal["config", "harvested", "synthesised", "script"]
@@ -78,6 +81,10 @@ class Entry:
     # the plain import failed; the reproducer loads it the same way
     loading: str = "import"
     loading_why: str = ""
+    # the code writes into its inputs in place (PyG's `adj[:, idx, idx] = 1`), which autograd
+    # refuses on a leaf that requires grad: each call gets copies (as the reproducer passes
+    # `adj.clone()`), so the gradient still reaches the searched leaves
+    copies_inputs: bool = False
 
     def call(self, inputs: Sequence[torch.Tensor]) -> Any:
         if self.device == "cpu":
@@ -88,6 +95,17 @@ class Entry:
             return self._autocast([x.to(self.device) for x in inputs])
 
     def _autocast(self, inputs: Sequence[torch.Tensor]) -> Any:
+        if self.copies_inputs:
+            return self._in_context([_copied(x) for x in inputs])
+        try:
+            return self._in_context(inputs)
+        except RuntimeError as exc:
+            if not writes_into_leaf(exc) or self.framework != "torch":
+                raise
+        self.copies_inputs = True  # from now on, and in the reproducer
+        return self._in_context([_copied(x) for x in inputs])
+
+    def _in_context(self, inputs: Sequence[torch.Tensor]) -> Any:
         if self.autocast is not None:
             with torch.autocast(device_type(self.device), dtype=TORCH_DTYPES[self.autocast]):
                 return self._call(inputs)
@@ -232,9 +250,10 @@ def build_configured(repo_dir: Path, config: EntryConfig, seed: int,
 
 # Shapes tried, in order, for tensor parameters that say nothing of their shape, when the
 # default (batch, features) call never reaches the op (a function that asserts
-# `(*, 3, H, W)` raises on it): an image batch, a sequence batch, a vector, and a scalar
-# (an unannotated `height, width` that is a number: `x / (width - 1.0)`).
-SHAPE_GUESSES: tuple[tuple[int, ...], ...] = ((2, 3, 8, 8), (2, 6, 16), (16,), ())
+# `(*, 3, H, W)` raises on it): a square matrix (an adjacency, a covariance: PyG's dense
+# layers index `adj[:, i, i]` for every column i), an image batch, a sequence batch, a
+# vector, and a scalar (an unannotated `height, width` that is a number: `x / (width - 1.0)`).
+SHAPE_GUESSES: tuple[tuple[int, ...], ...] = ((8, 8), (2, 3, 8, 8), (2, 6, 16), (16,), ())
 
 
 _DIM = r"(?:\*|\.\.\.|\d+|[A-Za-z]\w{0,3})"
@@ -295,17 +314,42 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
     if len(parts) >= 2:
         owner = resolve_attr(module, ".".join(parts[:-1]))
         if inspect.isclass(owner):
-            entry = _method_entry(owner, parts[-1], target, seed, device)
+            entry = _method_entry(owner, parts[-1], target, seed, device, shape)
             return replace(entry, loading=loaded.how, loading_why=loaded.why)
     branch = branch_values(obj, line) if line is not None else None
-    specs, constants, chosen = specs_from_signature(obj, None, shape,
-                                                    operand_names=operand_names(operand),
-                                                    branch=branch)
+    uses = parameter_uses(obj)
+    leading = _leading_sizes(obj, uses, shape or (DEFAULT_BATCH, DEFAULT_FEATURES))
+    specs, constants, chosen = specs_from_signature(
+        functools.partial(obj, *leading) if leading else obj, None, shape,
+        operand_names=operand_names(operand), branch=branch, uses=uses)
     framework = framework_of(obj)
+    # leading sizes go by position, before the searched tensors: a template, as a recorded
+    # call's (harvest.py), which the reproducer spells out the same way
+    template = [*leading, *[None] * len(specs)] if leading else None
     return Entry(target, specs, obj, "synthesised", constants=constants, passed=chosen,
-                 framework=framework, param_names=_param_names(obj),
+                 template=template, template_kwargs=constants if leading else {},
+                 framework=framework, param_names=_param_names(obj)[len(leading):],
                  device="cpu" if framework in ("tensorflow", "jax") else device,
                  loading=loaded.how, loading_why=loaded.why)
+
+
+def _leading_sizes(fn: Any, uses: ParameterUses,
+                   shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """`shape` (the searched tensors' own, so what the code makes of it broadcasts with
+    them) for each of the function's first positional parameters that its body uses as a
+    size (`def _unsafe_standard_stable(shape, alpha, beta)`): the tensors after them cannot
+    be passed by position otherwise."""
+    sizes: list[tuple[int, ...]] = []
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return sizes
+    for param in params:
+        if param.name not in uses.sizes or param.default is not inspect.Parameter.empty \
+                or param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            break
+        sizes.append(shape)
+    return sizes
 
 
 def _enclosing_function(module: Any, parts: list[str]) -> tuple[str, Any] | None:
@@ -323,24 +367,32 @@ def _enclosing_function(module: Any, parts: list[str]) -> tuple[str, Any] | None
     return None
 
 
-def _method_entry(owner: type, method: str, target: str, seed: int, device: str) -> Entry:
+def _method_entry(owner: type, method: str, target: str, seed: int, device: str,
+                  shape: tuple[int, ...] | None = None) -> Entry:
     if framework_of(owner) == "tensorflow" and callable(getattr(owner, "build", None)):
         return _keras_entry(owner, method, target, seed)
     if not issubclass(owner, torch.nn.Module):
         return _object_entry(owner, method, target, seed, device)
     torch.manual_seed(seed)
-    init = constructor_args(owner)
+    init = constructor_args(owner, guess_unannotated=True)
     try:
         instance = owner(**init)
     except TypeError as exc:
         raise EntryError(f"{owner.__name__}() needs constructor arguments ({exc}); "
                          "configure an entry with `init`") from exc
+    except Exception as exc:  # the PR's constructor, on the values numcheck made up
+        raise EntryError(f"{owner.__name__}({_spelled(init)}) failed: {type(exc).__name__}: "
+                         f"{str(exc)[:160]}; configure an entry with `init`") from exc
     first = _first_layer_spec(instance)
     bound = getattr(_place(instance, device), method)
-    specs, constants, chosen = specs_from_signature(bound, first)
+    specs, constants, chosen = specs_from_signature(bound, first, shape)
     return Entry(target, specs, bound, "synthesised", constants=constants, passed=chosen,
                  init=init, is_method=True,
                  param_names=_param_names(bound), device=device)
+
+
+def _spelled(init: dict[str, Any]) -> str:
+    return ", ".join(f"{name}={value!r}" for name, value in init.items())
 
 
 def _object_entry(owner: type, member: str, target: str, seed: int, device: str) -> Entry:
@@ -386,6 +438,15 @@ def _keras_input_spec(layer: Any) -> InputSpec | None:
             return InputSpec("int64", (DEFAULT_BATCH, 16), 0, int(value.input_dim) - 1,
                              "default")
     return None
+
+
+def writes_into_leaf(exc: BaseException) -> bool:
+    """autograd's refusal of an in-place write into an input that requires grad."""
+    return "leaf Variable that requires grad is being used in an in-place" in str(exc)
+
+
+def _copied(x: torch.Tensor) -> torch.Tensor:
+    return x.clone() if x.requires_grad else x
 
 
 def framework_of(obj: Any) -> str:

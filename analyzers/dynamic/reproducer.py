@@ -183,6 +183,7 @@ def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) ->
                    for name, x, spec in zip(names, inputs, entry.specs, strict=True)],
         "passed": encode_keywords(entry.passed),
         "object": None, "template": None, "template_kwargs": [],
+        "copies_inputs": entry.copies_inputs,
     }
     if isinstance(entry.fn, ObjectCall):  # built from the first inputs, then its member
         out["object"] = {"init_names": list(entry.fn.init_names),

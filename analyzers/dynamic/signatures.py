@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from analyzers.dynamic.specs import InputSpec, default_spec
+from analyzers.dynamic.usage import ParameterUses, allowed_values
 
 TENSOR_HINT = re.compile(r"Tensor|ndarray|Array|Float\[|Int\[|Shaped\[")
 JAXTYPING_DIMS = re.compile(r"""\[\s*[\w.]+\s*,\s*["']([^"']*)["']\s*\]""")
@@ -28,15 +29,21 @@ _SIZE_NAME = re.compile(r"(^|_)(channels|dim|dims|features|size|hidden|width|d_m
                         r"(_|$)|^(in|out|n|num)_")
 
 
-def constructor_args(owner: type) -> dict[str, Any]:
+def constructor_args(owner: type, *, guess_unannotated: bool = False) -> dict[str, Any]:
     """Values for an nn.Module's constructor parameters that have no default: an `int` or a
     parameter named like a size (`in_channels`, `dim`, `hidden_size`) is 8, two for heads;
-    otherwise what `constant_for` gives from the annotation. Those it cannot fill are left
+    a value the constructor checks the parameter against (`if nu not in [0.5, 1.5, 2.5]`,
+    usage.allowed_values) is the first it allows; otherwise what `constant_for` gives from
+    the annotation; with `guess_unannotated` (an nn.Module's, whose tensors come from its
+    weights, not from its constructor), None for an unannotated parameter: PyG's
+    `GAE(encoder)`, whose `recon_loss` never uses the encoder. Those it cannot fill are left
     out, and the constructor's own error says which."""
     try:
         signature = inspect.signature(owner)
     except (TypeError, ValueError):
         return {}
+    init = getattr(owner, "__init__", None)
+    allowed = allowed_values(init) if inspect.isfunction(init) else {}
     args: dict[str, Any] = {}
     for param in signature.parameters.values():  # the class's signature has no `self`
         if param.default is not inspect.Parameter.empty or param.kind in (
@@ -47,9 +54,11 @@ def constructor_args(owner: type) -> dict[str, Any]:
             args[param.name] = 2
         elif text == "int" or (not text and _SIZE_NAME.search(param.name)):
             args[param.name] = 8
+        elif param.name in allowed:
+            args[param.name] = allowed[param.name]
         else:
             found, value = constant_for(text)
-            if found:
+            if found or (guess_unannotated and not text):
                 args[param.name] = value
     return args
 
@@ -58,7 +67,8 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
                          shape: tuple[int, ...] | None = None, *,
                          allow_empty: bool = False,
                          operand_names: Collection[str] = (),
-                         branch: Mapping[str, Any] | None = None) -> \
+                         branch: Mapping[str, Any] | None = None,
+                         uses: ParameterUses | None = None) -> \
         tuple[list[InputSpec], dict[str, Any], dict[str, Any]]:
     """(input specs, keyword constants, the constants numcheck chose for parameters without
     a default, which the reproducer must pass). `allow_empty`: no tensor parameter is not an
@@ -67,7 +77,9 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
     None (`def probs_to_logits(probs=None, logits=None)`, torch.distributions' convention for
     two ways to give one tensor) is searched as a tensor, since the op only runs when a
     caller passes it. `branch`: values a flag or mode parameter takes instead of its default,
-    where the flagged line needs them (branches.py), when the value fits the parameter."""
+    where the flagged line needs them (branches.py), when the value fits the parameter.
+    `uses`: what the body does with the parameters (usage.py): an unannotated one used as
+    an index is an integer tensor, one used as a size gets a shape."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
@@ -84,10 +96,14 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
         given_by_caller = param.default is None and param.name in operand_names \
             and not constants and not skipped and param.kind is not param.KEYWORD_ONLY \
             and (not annotation or hinted)
-        tensorish = hinted or given_by_caller or (
-            not annotation and param.default is inspect.Parameter.empty)
+        sized = uses is not None and param.name in uses.sizes and not hinted
+        tensorish = not sized and (hinted or given_by_caller or (
+            not annotation and param.default is inspect.Parameter.empty))
         if not tensorish:
-            if branch and param.name in branch and branch[param.name] != param.default \
+            if sized and param.default is inspect.Parameter.empty:
+                # the tensors' own shape: what a sample shape of theirs broadcasts with
+                chosen[param.name] = shape or (DEFAULT_BATCH, DEFAULT_FEATURES)
+            elif branch and param.name in branch and branch[param.name] != param.default \
                     and _fits(branch[param.name], param.default, annotation):
                 chosen[param.name] = branch[param.name]  # the reproducer passes it too
             elif param.default is inspect.Parameter.empty:
@@ -112,12 +128,23 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
                              f"({next(iter(constants))!r}) and has no default; configure an "
                              "entry")
         annotated = JAXTYPING_DIMS.search(str(annotation)) is not None
+        if uses is not None and param.name in uses.indices and not annotated:
+            specs.append(index_spec(uses.rows.get(param.name), shape))
+            continue
         specs.append(first if first is not None and not specs else
                      default_spec(shape if shape is not None and not annotated
                                   else shape_from_annotation(str(annotation))))
     if not specs and not allow_empty:
         raise EntryError("no tensor parameters to search over; configure an entry")
     return specs, constants, chosen
+
+
+def index_spec(rows: int | None, shape: tuple[int, ...] | None) -> InputSpec:
+    """An integer index into the other inputs, whose first dimension is the batch: every
+    value a valid row. Unpacked into `rows` names (`row, col = edge_index`): that many rows
+    of twice the batch's entries, so some rows repeat."""
+    dims = (rows, 2 * DEFAULT_BATCH) if rows else (shape or (DEFAULT_BATCH,))
+    return InputSpec("int64", dims, 0, DEFAULT_BATCH - 1, "default")
 
 
 def _fits(value: Any, default: Any, annotation: str) -> bool:

@@ -400,10 +400,13 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         body.extend(_object_lines(obj, ".".join(parts[:-1]), names))
         call = "run"
     passed = keywords(plan.get("passed", []), "the passed constants")
-    call_arguments = ", ".join([*names, *passed])
+    # the code writes into its inputs in place: it gets copies, the gradient reaches the leaves
+    copies = flag(plan.get("copies_inputs", False), "copies_inputs")
+    given = [f"{name}.clone()" if copies and name in floats else name for name in names]
+    call_arguments = ", ".join([*given, *passed])
     template = plan.get("template")
     if template is not None:
-        call_arguments = _replayed_arguments(template, plan.get("template_kwargs", []), names,
+        call_arguments = _replayed_arguments(template, plan.get("template_kwargs", []), given,
                                              body, framework, place)
     label = f"{target.op} at {target.path}:{target.line}"
     label = comment_text(label, "the label")

@@ -1,0 +1,147 @@
+"""What a function's body does with its parameters: which are sizes, which are indices.
+
+A synthesised call gives every unannotated parameter a float tensor, and real code then stops
+before the flagged op: pyro's `_unsafe_standard_stable(shape, alpha, beta)` passes `shape` to
+`alpha.new_empty(shape)` ("argument 'size' must be tuple of ints, not Tensor"); PyG's
+`agnn(x, edge_index, beta)` unpacks `row, col = edge_index` and indexes `x[row]` ("too many
+values to unpack", then "tensors used as indices must be long"); jax-md indexes
+`charges[nbr_inds]` ("Indexer must have integer or boolean type"). The body says what each
+parameter is, so it is read, as branches.py reads the conditions: a parameter passed where a
+size goes is a size, one used as a subscript or as the index of a gather/scatter is an
+integer index, and one unpacked into N names has N rows.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+# methods and functions whose first argument is a size (`x.new_empty(shape)`,
+# `torch.zeros(shape)`, `x.expand(shape)`)
+SIZE_TAKERS = frozenset({
+    "new_empty", "new_zeros", "new_ones", "new_full", "expand", "reshape", "view",
+    "broadcast_to", "zeros", "ones", "empty", "full", "rand", "randn", "Size"})
+# methods whose argument at this position is an index tensor (`x.index_select(0, idx)`,
+# `out.scatter_add_(0, idx, src)`), and the torch functions taking the tensor first
+INDEX_ARGUMENT = {"index_select": 1, "gather": 1, "scatter": 1, "scatter_": 1,
+                  "scatter_add": 1, "scatter_add_": 1, "scatter_reduce": 1,
+                  "scatter_reduce_": 1, "index_add": 1, "index_add_": 1, "take": 0,
+                  "segment_sum": 1, "bincount": 0}
+TORCH_FUNCTION_INDEX = {"index_select": 2, "gather": 2, "scatter_add": 2, "scatter": 2}
+
+
+@dataclass
+class ParameterUses:
+    sizes: set[str] = field(default_factory=set)  # passed where a shape goes
+    indices: set[str] = field(default_factory=set)  # used to index, gather or scatter
+    rows: dict[str, int] = field(default_factory=dict)  # unpacked into this many names
+
+
+def parameter_uses(fn: Any) -> ParameterUses:
+    """The uses of `fn`'s parameters in its own body (nested functions and lambdas
+    included: jax-md's `vmap(lambda i: ...)` indexes with the outer parameter too); empty
+    when the source cannot be read."""
+    uses = ParameterUses()
+    try:
+        lines, _ = inspect.getsourcelines(inspect.unwrap(fn))
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError, ValueError, RecursionError):
+        return uses
+    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef | ast.AsyncFunctionDef):
+        return uses
+    function = tree.body[0]
+    params = {a.arg for a in [*function.args.posonlyargs, *function.args.args,
+                              *function.args.kwonlyargs]}
+    aliases = {name: name for name in params}  # a name bound from a parameter: its parameter
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            _unpacked(node.targets[0], node.value, aliases, uses)
+    for node in ast.walk(function):
+        if isinstance(node, ast.Subscript):
+            for index in _index_names(node.slice):
+                if index in aliases:
+                    uses.indices.add(aliases[index])
+        elif isinstance(node, ast.Call):
+            _call(node, aliases, uses)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            for side, other in ((node.left, node.right), (node.right, node.left)):
+                if isinstance(side, ast.Name) and side.id in params \
+                        and isinstance(other, ast.Tuple):  # `shape + (1,)`
+                    uses.sizes.add(side.id)
+    uses.indices -= uses.sizes
+    return uses
+
+
+def _unpacked(target: ast.expr, value: ast.expr, aliases: dict[str, str],
+              uses: ParameterUses) -> None:
+    """`row, col = edge_index`: two rows, and `row`, `col` stand for the parameter when
+    they index; `x = x.unsqueeze(0)`-style rebinds are not followed."""
+    if isinstance(value, ast.Name) and value.id in aliases:
+        param = aliases[value.id]
+        if isinstance(target, ast.Tuple | ast.List) and all(
+                isinstance(e, ast.Name) for e in target.elts):
+            uses.rows[param] = len(target.elts)
+            for element in target.elts:
+                assert isinstance(element, ast.Name)
+                aliases.setdefault(element.id, param)
+
+
+def _index_names(index: ast.expr) -> list[str]:
+    """The plain names a subscript indexes with: `x[row]`, `x[:, idx]`; not slices' bounds
+    (`x[:n]` is a size) nor names inside arithmetic."""
+    if isinstance(index, ast.Name):
+        return [index.id]
+    if isinstance(index, ast.Tuple):
+        return [e.id for e in index.elts if isinstance(e, ast.Name)]
+    return []
+
+
+def _call(node: ast.Call, aliases: dict[str, str], uses: ParameterUses) -> None:
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else \
+        func.id if isinstance(func, ast.Name) else ""
+    args = node.args
+    if name in SIZE_TAKERS and len(args) == 1 and isinstance(args[0], ast.Name) \
+            and args[0].id in aliases and aliases[args[0].id] == args[0].id:
+        uses.sizes.add(args[0].id)
+        return
+    on_module = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+        and func.value.id in ("torch", "jnp", "tf", "np")
+    position = TORCH_FUNCTION_INDEX.get(name) if on_module else INDEX_ARGUMENT.get(name)
+    if position is None:
+        return
+    given = args[position] if position < len(args) else next(
+        (k.value for k in node.keywords if k.arg in ("index", "indices")), None)
+    if isinstance(given, ast.Name) and given.id in aliases:
+        uses.indices.add(aliases[given.id])
+
+
+def allowed_values(fn: Any) -> dict[str, Any]:
+    """{parameter: the first value the body allows it} where the body checks a parameter
+    against constants (`if nu not in [0.5, 1.5, 2.5]: raise ...`, `assert mode in ("a",
+    "b")`, `if kind == "x":`): gpytorch's `MaternKernel(nu)` refuses anything else, so a
+    constructor value made up without reading the check never builds it."""
+    try:
+        lines, _ = inspect.getsourcelines(inspect.unwrap(fn))
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError, ValueError, RecursionError):
+        return {}
+    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef | ast.AsyncFunctionDef):
+        return {}
+    allowed: dict[str, Any] = {}
+    for node in ast.walk(tree.body[0]):
+        if not (isinstance(node, ast.Compare) and len(node.ops) == 1
+                and isinstance(node.left, ast.Name)):
+            continue
+        op, right = node.ops[0], node.comparators[0]
+        if isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.Tuple | ast.List
+                                                             | ast.Set) and right.elts:
+            first = right.elts[0]
+            if isinstance(first, ast.Constant):
+                allowed.setdefault(node.left.id, first.value)
+        elif isinstance(op, ast.Eq) and isinstance(right, ast.Constant):
+            allowed.setdefault(node.left.id, right.value)
+    return allowed

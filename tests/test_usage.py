@@ -1,0 +1,55 @@
+"""usage.py: what a function's body does with its parameters, read without importing torch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analyzers.dynamic.usage import allowed_values, parameter_uses
+
+
+def _sizes(shape: Any, alpha: Any) -> Any:
+    return alpha.new_empty(shape), alpha.new_zeros(shape + (1,))
+
+
+def _indexed(x: Any, edge_index: Any, mask: Any, beta: Any) -> Any:
+    row, col = edge_index
+    out = x.new_zeros(x.shape).scatter_add_(0, row, x[col])
+    return out[mask] * beta
+
+
+def _gathered(x: Any, idx: Any, n: Any) -> Any:
+    return x.index_select(0, idx)[:n]
+
+
+def _checked(nu: Any, mode: Any, scale: Any) -> Any:
+    if nu not in [0.5, 1.5]:
+        raise ValueError(nu)
+    assert mode in ("mean", "sum")
+    if scale == 2:
+        return nu
+    return mode
+
+
+def test_a_parameter_passed_where_a_size_goes_is_a_size() -> None:
+    uses = parameter_uses(_sizes)
+    assert uses.sizes == {"shape"} and uses.indices == set()
+
+
+def test_indices_are_subscripts_and_gather_scatter_arguments_and_unpacking_counts_rows() -> None:
+    uses = parameter_uses(_indexed)
+    assert uses.indices == {"edge_index", "mask"}  # `x[col]`, scatter's `row`, `out[mask]`
+    assert uses.rows == {"edge_index": 2}
+    assert "beta" not in uses.indices and "x" not in uses.indices
+
+
+def test_a_slice_bound_is_not_an_index() -> None:
+    uses = parameter_uses(_gathered)
+    assert uses.indices == {"idx"}
+
+
+def test_allowed_values_are_the_first_constant_each_check_allows() -> None:
+    assert allowed_values(_checked) == {"nu": 0.5, "mode": "mean", "scale": 2}
+
+
+def test_unreadable_source_says_nothing() -> None:
+    assert parameter_uses(len).indices == set() and allowed_values(len) == {}
