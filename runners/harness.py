@@ -122,14 +122,19 @@ def _reproducer_that_loads(repo: Path, entry: Any, inputs: list[Any], target: An
     loads it: the fix stage loads its patched copies the same way). A module the search
     found already imported (the tests' run loaded it) may not import in a fresh process:
     when the script dies before its assertion, it is written again loading the module the
-    other ways the search knows (loading.py), the first that fails on its assertion kept."""
+    other ways the search knows (loading.py), the first that fails on its assertion kept.
+    The same when the search itself loaded it without its packages' `__init__` files: a
+    package the tests left half-imported there (gpytorch's `from .. import libfft` of a
+    compiled module) is half-imported in no fresh process, and extraction is tried next."""
     plan, script = _written(entry, inputs, target, seed)
     fails, stderr = _check_reproducer(repo, script)
-    if fails or getattr(entry, "loading", "import") != "import" or "AssertionError" in stderr:
+    loading = getattr(entry, "loading", "import")
+    if fails or loading == "extracted" or "AssertionError" in stderr:
         return plan, script, fails, stderr, entry
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    why = lines[-1][:200] if lines else "it fails"
-    for how in ("package-stubs", "extracted"):
+    why = entry.loading_why if loading != "import" else lines[-1][:200] if lines else \
+        "it fails"
+    for how in ("package-stubs", "extracted")[1 if loading == "package-stubs" else 0:]:
         loaded = dataclasses.replace(entry, loading=how, loading_why=why)
         again_plan, again = _written(loaded, inputs, target, seed)
         again_fails, again_stderr = _check_reproducer(repo, again)

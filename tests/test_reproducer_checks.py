@@ -268,3 +268,41 @@ def test_a_module_the_tests_had_loaded_gets_a_reproducer_that_loads_it(
         sys.path.remove(str(tmp_path))
         for name in [m for m in sys.modules if m.startswith("oldpkg")]:
             del sys.modules[name]
+
+
+def test_a_stubbed_load_that_dies_in_a_fresh_process_is_extracted_instead(
+        tmp_path: Path) -> None:
+    """The search loaded the module without its package's __init__ (package-stubs) in a
+    process where a sibling it imports was already loaded (gpytorch's compiled `libfft`,
+    which the tests' run had imported); a fresh process cannot import that sibling, so the
+    script is written again extracting the module, skipping the import that fails."""
+    import dataclasses
+    import types
+
+    package = tmp_path / "stubbed"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise ImportError('built at install time')\n")
+    (package / "libnative.py").write_text("raise ImportError('a compiled module')\n")
+    (package / "losses.py").write_text("import torch\nfrom . import libnative\n\n\n"
+                                       "def log_of(x):\n    return torch.log(x)\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from analyzers.dynamic.loading import _stub_parents
+
+        _stub_parents(tmp_path, "stubbed.losses")
+        sys.modules["stubbed.libnative"] = types.ModuleType("stubbed.libnative")
+        entry = build_configured(tmp_path, EntryConfig("stubbed.losses:log_of",
+                                                       ("float32[3] in [0, 1]",)), 0)
+        entry = dataclasses.replace(entry, loading="package-stubs",
+                                    loading_why="ImportError: built at install time")
+        target = Target("stubbed/losses.py", 6, "log", "torch.log(x)", "forward", "output")
+        _, script, fails, stderr, used = _reproducer_that_loads(tmp_path, entry,
+                                                               [torch.zeros(3)], target, 0)
+        assert fails, stderr
+        assert used.loading == "extracted" and used.loading_why == \
+            "ImportError: built at install time"
+        assert "statement by statement" in script
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m.startswith("stubbed")]:
+            del sys.modules[name]

@@ -385,7 +385,8 @@ def _method_entry(owner: type, method: str, target: str, seed: int, device: str,
                          f"{str(exc)[:160]}; configure an entry with `init`") from exc
     first = _first_layer_spec(instance)
     bound = getattr(_place(instance, device), method)
-    specs, constants, chosen = specs_from_signature(bound, first, shape)
+    specs, constants, chosen = specs_from_signature(bound, first, shape,
+                                                    uses=parameter_uses(bound))
     return Entry(target, specs, bound, "synthesised", constants=constants, passed=chosen,
                  init=init, is_method=True,
                  param_names=_param_names(bound), device=device)

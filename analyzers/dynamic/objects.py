@@ -35,6 +35,7 @@ from analyzers.dynamic.signatures import (
     specs_from_signature,
 )
 from analyzers.dynamic.specs import InputSpec, default_spec
+from analyzers.dynamic.usage import parameter_uses
 
 # Shapes tried for each of the constructor's tensors (see the module's docstring): every
 # combination, scalars first, at most MAX_SHAPE_TRIALS of them per set of parameters (a
@@ -92,7 +93,8 @@ def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
         static = isinstance(attribute, staticmethod)
         # a method's signature without `self`
         target = function if static else functools.partial(function, None)
-        specs, constants, chosen = specs_from_signature(target, None, allow_empty=True)
+        specs, constants, chosen = specs_from_signature(target, None, allow_empty=True,
+                                                        uses=parameter_uses(function))
         names = positional_names(function)[0 if static else 1:]
     required, optional, init = _constructor(owner)
     first: Exception | None = None  # the error of the plainest try, the one worth reading
