@@ -296,6 +296,8 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         problem = outcome.error or f"{entry.target} never reached line {finding['line']}"
         if getattr(entry, "loading", "import") != "import":  # say why it was not imported
             problem += f" (the module was {entry.loading}: {entry.loading_why})"
+        if getattr(entry, "stand_ins", ()):
+            problem += f" (with stand-ins for {', '.join(entry.stand_ins)})"
         problems.append(problem)
     if last is None or not last[1].reached:
         return {**base, "status": "error",

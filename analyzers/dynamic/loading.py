@@ -3,12 +3,14 @@
 On code nobody wrote for numcheck, most findings ended `no entry reaches the op` because the
 module would not import in the sandbox: a package `__init__` that imports a file generated at
 build time (`No module named 'torchgeometry.version'`), or `pkg_resources`, or an optional
-dependency the function never touches (`einops`). Three ways in, tried in order:
+dependency the function never touches (`einops`). The ways in, tried in order:
 
 1. `import`: the module as the repository's own code imports it.
 2. `package-stubs`: the parent packages are registered as bare namespace packages, so their
    `__init__.py` never runs, and the module itself is imported for real.
-3. `extracted`: the module's file is read and its top-level statements run one at a time:
+3. `import` again, with stand-ins (standins.py) for the modules the import misses: a
+   dependency that is not installed, a compiled module the build step would have made.
+4. `extracted`: the module's file is read and its top-level statements run one at a time:
    imports (relative ones resolved against the stubbed packages) and definitions that fail
    are skipped, and statements that do work at import time (calls, loops, `if __name__`
    blocks) are not run at all. The function keeps its own source and whatever module-level
@@ -30,11 +32,19 @@ import ast
 import importlib
 import sys
 import types
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from analyzers.dynamic.layout import on_sys_path, source_roots
+from analyzers.dynamic.standins import (
+    MAX_STAND_INS,
+    install,
+    missing_module,
+    source_lines,
+    stood_in,
+)
 
 HOW = ("import", "package-stubs", "extracted")
 WORK_AT_IMPORT = "it does work at import"  # how an extraction's `why` starts when it was chosen
@@ -46,11 +56,14 @@ class Loaded:
     module: Any
     how: str  # one of HOW
     why: str = ""  # why the plain import failed ("" for a plain import)
+    stand_ins: tuple[str, ...] = ()  # modules it was loaded with stand-ins for (standins.py)
 
 
-def _stub_parents(repo_dir: Path, module_name: str) -> None:
-    """Bare packages for every parent of `module_name` that is not imported yet."""
+def _stub_parents(repo_dir: Path, module_name: str) -> list[str]:
+    """Bare packages for every parent of `module_name` that is not imported yet; their
+    names."""
     parts = module_name.split(".")
+    made: list[str] = []
     for i in range(1, len(parts)):
         name = ".".join(parts[:i])
         if name in sys.modules and getattr(sys.modules[name], "__path__", None) is not None:
@@ -59,8 +72,10 @@ def _stub_parents(repo_dir: Path, module_name: str) -> None:
         package.__path__ = [str(repo_dir.joinpath(*parts[:i]))]
         package.__package__ = name
         sys.modules[name] = package
+        made.append(name)
         if i > 1:
             setattr(sys.modules[".".join(parts[:i - 1])], parts[i - 1], package)
+    return made
 
 
 # Top-level statements the extraction runs: what defines names, not what does work.
@@ -181,16 +196,42 @@ def _load(repo_dir: Path, module_name: str) -> Loaded:
     except Exception as exc:  # the PR's module may fail to import for any reason
         first = exc
         why = f"{type(exc).__name__}: {exc}"
-    for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
-        del sys.modules[name]  # a half-imported module must not be found next time
+    _forget(module_name)  # a half-imported module must not be found next time
+    stubbed = _stub_parents(base, module_name)
     try:
-        _stub_parents(base, module_name)
         return Loaded(importlib.import_module(module_name), "package-stubs", why)
     except Exception:  # noqa: BLE001 - next way
-        sys.modules.pop(module_name, None)
+        _forget(module_name)
+        for name in stubbed:  # the plain import is tried again, with stand-ins
+            sys.modules.pop(name, None)
+    module = _with_stand_ins(base, module_name, first)
+    if module is not None:
+        return Loaded(module, "import", why, stood_in())
     if path is None:
         raise first
-    return Loaded(extract(base, module_name, path), "extracted", why)
+    return Loaded(extract(base, module_name, path), "extracted", why, stood_in())
+
+
+def _with_stand_ins(base: Path, module_name: str, exc: BaseException) -> Any:
+    """The module imported again with a stand-in for each module its import misses
+    (standins.py), one at a time as the errors name them; None when an error names none.
+    The stand-ins stay for the other ways in: an extraction's imports use them too."""
+    for _ in range(MAX_STAND_INS):
+        missing = missing_module(exc, base)
+        if missing is None:
+            return None
+        _forget(module_name)
+        install([missing])
+        try:
+            return importlib.import_module(module_name)
+        except Exception as again:  # noqa: BLE001 - the next missing module, or the end
+            exc = again
+    return None
+
+
+def _forget(module_name: str) -> None:
+    for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
+        del sys.modules[name]
 
 
 def module_path(repo_dir: Path, module_name: str) -> Path | None:
@@ -213,15 +254,22 @@ def package_base(repo_dir: Path, module_name: str) -> Path:
     return repo_dir
 
 
-def import_lines(module: str, imported: str, how: str, why: str, root: str = "") -> list[str]:
+def import_lines(module: str, imported: str, how: str, why: str, root: str = "",
+                 stand_ins: Sequence[str] = ()) -> list[str]:
     """The reproducer's lines that bind `imported` from `module`, loaded the way the search
     loaded it (self-contained: only the standard library). `root`: the source folder the
     module's name is relative to (`src`; "" for the repository root, where the reproducer
-    is saved)."""
+    is saved). `stand_ins`: the modules the search stood in for (standins.py), installed
+    first, the same way."""
     path = [] if not root else [
         "import os", "import sys", "",
         "sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "
         f"{root!r}))  # the package's source folder (as an editable install has it)", ""]
+    if stand_ins:
+        path += [f"# `import {module}` fails here ({why}); numcheck stood in for the modules "
+                 f"it cannot import: {', '.join(stand_ins)}. Their classes and functions do "
+                 "nothing and make no numbers: a NaN or Inf below comes from the code itself.",
+                 *source_lines(), "", "", f"install({list(stand_ins)!r})", ""]
     if how == "import":
         return [*path, f"from {module} import {imported}"]
     base = f"{root!r}, " if root else ""

@@ -174,7 +174,7 @@ def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) ->
         "kind": "entry", "module": module, "qualname": qualname,
         "framework": entry.framework, "device": entry.device, "dtype": entry.dtype,
         "autocast": entry.autocast, "seed": seed, "loading": entry.loading,
-        "loading_why": entry.loading_why,
+        "loading_why": entry.loading_why, "stand_ins": list(entry.stand_ins),
         "constructed": bool(entry.is_method or entry.init
                             or (len(parts) == 1 and not _is_function(entry))),
         "rebuild": None if rebuild is None else rebuild.plan(),

@@ -358,6 +358,8 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     seed = integer(plan.get("seed"), "the seed")
     loading = choice(plan.get("loading", "import"), HOW, "the loading")
     loading_why = comment_text(plan.get("loading_why", ""), "why the import failed")
+    stand_ins = [dotted(name, "a stood-in module")
+                 for name in items(plan.get("stand_ins", []), "the stood-in modules")]
     inputs = items(plan.get("inputs"), "the inputs")
     names = [ident(table(i, "an input").get("name"), "an input's name") for i in inputs]
     if len(set(names)) != len(names):
@@ -455,7 +457,8 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         *(["import base64", "import io", ""] if state else []),
         *framework_imports,
         "",
-        *import_lines(module, imported, loading, loading_why, _root(target.path, module)),
+        *import_lines(module, imported, loading, loading_why, _root(target.path, module),
+                      stand_ins),
         "",
         "",
         *helpers,
