@@ -1,0 +1,88 @@
+"""Why a divisor the analysis cannot bound may still be 0: provenance for `unknown-operand`.
+
+A plain `a / b` of two parameters is usually a ratio the caller keeps valid, so the static
+pass says nothing about it. Some values of unknown range are different: how they were built
+makes 0 an ordinary outcome, not an accident.
+
+* a sum or difference of values it cannot follow (`fps + fns + tps` of counts a helper
+  returned, `1.0 - self.rate` with a rate that may be 1);
+* a floor division by a constant (`depth // 2` is 0 for a depth of 1);
+* a counter that starts at 0 and is only added to in a loop (the loop may not run: an empty
+  corpus leaves `reference_length = 0`);
+* a product or a quotient whose factor or dividend is one of these (`ratio = hits / total`
+  is 0 when `hits` stayed 0).
+
+Such a value carries the reason in `Value.zero_reason`, through assignments, so that a
+division by it, here or lines later, is a candidate (rules.py `unknown-operand`): never shown
+unless the dynamic pass proves it. Tensors are not concerned: their divisions are checked
+against their interval anyway.
+"""
+
+from __future__ import annotations
+
+import math
+
+from analyzers.static.values import Interval, Value, constant
+
+SUM_OF_UNKNOWNS = "is a sum or difference of values the analysis cannot follow"
+FLOOR_DIVISION = "is a floor division, 0 whenever the dividend is smaller than the divisor"
+ACCUMULATOR = "starts at 0 and is only added to in a loop, which may not run"
+ZERO = constant(0.0)
+THROUGH = "is 0 where a factor or dividend is 0, and one of them "
+
+
+def can_reach_zero(value: Value) -> bool:
+    """A divisor worth a candidate: not a tensor, 0 in its range, and built in a way that
+    makes 0 an ordinary outcome."""
+    return value.zero_reason is not None and not value.is_tensor \
+        and not value.interval.nonzero()
+
+
+def after_binop(symbol: str | None, left: Value, right: Value, result: Value) -> str | None:
+    """The reason `left <symbol> right` (already evaluated to `result`) may be 0, or None."""
+    if result.is_tensor or result.interval.nonzero():
+        return None
+    if symbol in ("+", "-"):
+        if result.kind == "unknown":
+            return SUM_OF_UNKNOWNS
+        return left.zero_reason or right.zero_reason
+    if symbol == "*":
+        return _through(left.zero_reason or right.zero_reason)
+    if symbol == "/":
+        return _through(left.zero_reason)  # the dividend's 0 is the quotient's
+    if symbol == "//":
+        divisor = right.interval
+        if divisor.lo == divisor.hi and abs(divisor.lo) > 1:
+            return FLOOR_DIVISION
+        return _through(left.zero_reason)
+    return None
+
+
+def _through(reason: str | None) -> str | None:
+    """A product's or quotient's reason: its operand's, said of the operand."""
+    if reason is None or reason.startswith(THROUGH):
+        return reason
+    return f"{THROUGH}{reason.removeprefix('is ')}"
+
+
+def accumulators(before: dict[str, Value], after: dict[str, Value]) -> dict[str, Value]:
+    """The variables a loop turned from a literal 0 into something else, without a reason
+    yet, each marked as an accumulator that may have stayed 0 (the env after the loop is
+    the join of both, so 0 is still in their range)."""
+    marked: dict[str, Value] = {}
+    for name, value in after.items():
+        start = before.get(name)
+        if start is None or start.interval != ZERO or start.is_tensor or value.is_tensor:
+            continue
+        if value.interval == ZERO or value.zero_reason is not None:
+            continue
+        if value.interval.lo <= 0 <= value.interval.hi:
+            marked[name] = value.with_(zero_reason=ACCUMULATOR)
+    return marked
+
+
+def floored(iv: Interval) -> Interval:
+    """The range of a floor division, from the range of the true quotient."""
+    lo = float(math.floor(iv.lo)) if math.isfinite(iv.lo) else iv.lo
+    hi = float(math.floor(iv.hi)) if math.isfinite(iv.hi) else iv.hi
+    return Interval(lo, hi)
