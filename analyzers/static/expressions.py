@@ -228,7 +228,7 @@ class ExpressionsMixin(AnalyzerState):
         if symbol in ("/", "//"):
             if right.is_tensor:
                 self._check_division(node, right, right_node, left)
-            elif zeros.can_reach_zero(right):
+            elif zeros.can_reach_zero(right, right_node):
                 self._check_division(node, right, right_node, left, rule="unknown-operand")
             quotient = div(left.interval, right.interval, dtype)
             return Value(kind, zeros.floored(quotient) if symbol == "//" else quotient,

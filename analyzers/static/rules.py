@@ -133,7 +133,10 @@ RULES: tuple[Rule, ...] = (
         valid=("import torch\ndef f(x):\n    safe = torch.where(x > 0, x, torch.ones_like(x))\n"
                "    return torch.where(x > 0, torch.log(safe), torch.zeros_like(x))\n",),
         invalid=("import torch\ndef f(x):\n"
-                 "    return torch.where(x > 0, torch.sqrt(x), torch.zeros_like(x))\n",),
+                 "    return torch.where(x > 0, torch.sqrt(x), torch.zeros_like(x))\n",
+                 # untyped parameters: the mask compares `h`, so `h` is a tensor
+                 "import jax.numpy as jnp\ndef f(h, t):\n"
+                 "    return jnp.where(h == 0, 0.0, t / h)\n"),
         definite=True,
     ),
     Rule(
@@ -227,7 +230,13 @@ RULES: tuple[Rule, ...] = (
                # a counter that starts at 1, a floor division of a known size
                "def mean(xs):\n    n = 1\n    for x in xs:\n        n += 1\n"
                "    return 3.0 / n\n",
-               "def f(x):\n    return x / (7 // 2)\n"),
+               "def f(x):\n    return x / (7 // 2)\n",
+               # a difference of two unknowns is followed only where it is written, and a
+               # running total of unknowns is not an offset that lands on 0
+               "import time\ndef rate(n, start):\n    elapsed = time.time() - start\n"
+               "    return n / elapsed\n",
+               "class Meter:\n    def update(self, val, n=1):\n        self.sum += val * n\n"
+               "        self.count += n\n        self.avg = self.sum / self.count\n"),
         invalid=("def iou(stats):\n    tps, fps, fns = stats()\n"
                  "    return tps / (fps + fns + tps)\n",
                  "def scale(x, width):\n    return x * 2.0 / (width - 1.0)\n",

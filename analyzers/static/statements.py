@@ -110,7 +110,8 @@ class StatementsMixin(AnalyzerState):
             symbol = {"DivideAssign": "/", "FloorDivideAssign": "//", "PowerAssign": "**",
                       "AddAssign": "+", "SubtractAssign": "-", "MultiplyAssign": "*"}.get(
                 small.operator.__class__.__name__)
-            result = self._binop(small, symbol, left, right, small.target, small.value) \
+            result = zeros.after_increment(
+                self._binop(small, symbol, left, right, small.target, small.value)) \
                 if symbol else UNKNOWN
             self._assign(small.target, result, small.value)
         elif isinstance(small, cst.Expr):

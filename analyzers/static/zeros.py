@@ -4,8 +4,10 @@ A plain `a / b` of two parameters is usually a ratio the caller keeps valid, so 
 pass says nothing about it. Some values of unknown range are different: how they were built
 makes 0 an ordinary outcome, not an accident.
 
-* a sum or difference of values it cannot follow (`fps + fns + tps` of counts a helper
-  returned, `1.0 - self.rate` with a rate that may be 1);
+* a sum or difference of values it cannot follow, written as the divisor (`fps + fns + tps`
+  of counts a helper returned); assigned first, only when one side is a constant
+  (`keep = 1.0 - self.rate` with a rate that may be 1): `elapsed = time() - start` and
+  other differences of two unknowns are not worth following through names;
 * a floor division by a constant (`depth // 2` is 0 for a depth of 1);
 * a counter that starts at 0 and is only added to in a loop (the loop may not run: an empty
   corpus leaves `reference_length = 0`);
@@ -22,20 +24,26 @@ from __future__ import annotations
 
 import math
 
+import libcst as cst
+
 from analyzers.static.values import Interval, Value, constant
 
 SUM_OF_UNKNOWNS = "is a sum or difference of values the analysis cannot follow"
+OFFSET = "is a value the analysis cannot follow, offset by a constant"
 FLOOR_DIVISION = "is a floor division, 0 whenever the dividend is smaller than the divisor"
 ACCUMULATOR = "starts at 0 and is only added to in a loop, which may not run"
 ZERO = constant(0.0)
 THROUGH = "is 0 where a factor or dividend is 0, and one of them "
 
 
-def can_reach_zero(value: Value) -> bool:
+def can_reach_zero(value: Value, node: cst.BaseExpression) -> bool:
     """A divisor worth a candidate: not a tensor, 0 in its range, and built in a way that
-    makes 0 an ordinary outcome."""
-    return value.zero_reason is not None and not value.is_tensor \
-        and not value.interval.nonzero()
+    makes 0 an ordinary outcome (a sum of two unknowns only where it is written)."""
+    if value.zero_reason is None or value.is_tensor or value.interval.nonzero():
+        return False
+    return value.zero_reason != SUM_OF_UNKNOWNS or (
+        isinstance(node, cst.BinaryOperation) and isinstance(node.operator,
+                                                             cst.Add | cst.Subtract))
 
 
 def after_binop(symbol: str | None, left: Value, right: Value, result: Value) -> str | None:
@@ -44,8 +52,9 @@ def after_binop(symbol: str | None, left: Value, right: Value, result: Value) ->
         return None
     if symbol in ("+", "-"):
         if result.kind == "unknown":
-            return SUM_OF_UNKNOWNS
-        return left.zero_reason or right.zero_reason
+            constant_side = any(v.interval.lo == v.interval.hi for v in (left, right))
+            return OFFSET if constant_side else SUM_OF_UNKNOWNS
+        return _through(left.zero_reason or right.zero_reason, prefix=False)
     if symbol == "*":
         return _through(left.zero_reason or right.zero_reason)
     if symbol == "/":
@@ -58,11 +67,22 @@ def after_binop(symbol: str | None, left: Value, right: Value, result: Value) ->
     return None
 
 
-def _through(reason: str | None) -> str | None:
-    """A product's or quotient's reason: its operand's, said of the operand."""
-    if reason is None or reason.startswith(THROUGH):
+def _through(reason: str | None, prefix: bool = True) -> str | None:
+    """A result's reason from its operand's (said of the operand for a product or a
+    quotient); an operand's sum of unknowns is not carried further."""
+    if reason is None or reason == SUM_OF_UNKNOWNS:
+        return None
+    if not prefix or reason.startswith(THROUGH):
         return reason
     return f"{THROUGH}{reason.removeprefix('is ')}"
+
+
+def after_increment(value: Value) -> Value:
+    """`total += n` on a total the analysis cannot follow is a running total (a meter's
+    count), not an offset that lands on 0: it keeps no reason of its own."""
+    if value.zero_reason in (OFFSET, SUM_OF_UNKNOWNS):
+        return value.with_(zero_reason=None)
+    return value
 
 
 def accumulators(before: dict[str, Value], after: dict[str, Value]) -> dict[str, Value]:
