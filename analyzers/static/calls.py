@@ -418,7 +418,8 @@ class CallsMixin(AnalyzerState):
             self._record(leak_node, spec, "where-grad-leak", framework, operand_src,
                          f"`{self.code(node.func)}` hides the forward value of "
                          f"`{self.code(leak_node)}` where the condition is {hidden}, but the "
-                         f"gradient still flows through it there and is NaN/inf, and 0 * NaN = NaN.",
+                         "gradient still flows through it there and is NaN/inf, and "
+                         "0 * NaN = NaN.",
                          None)
         joined = join(true_value, false_value).with_(kind="tensor", name=None)
         if -INF in (true_value.interval.hi, false_value.interval.hi):

@@ -235,6 +235,7 @@ RULES: tuple[Rule, ...] = (
                # running total of unknowns is not an offset that lands on 0
                "import time\ndef rate(n, start):\n    elapsed = time.time() - start\n"
                "    return n / elapsed\n",
+               "def f(x, d):\n    d = d + 1e-10\n    return x / d\n",
                "class Meter:\n    def update(self, val, n=1):\n        self.sum += val * n\n"
                "        self.count += n\n        self.avg = self.sum / self.count\n"),
         invalid=("def iou(stats):\n    tps, fps, fns = stats()\n"

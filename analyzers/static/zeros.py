@@ -5,9 +5,10 @@ pass says nothing about it. Some values of unknown range are different: how they
 makes 0 an ordinary outcome, not an accident.
 
 * a sum or difference of values it cannot follow, written as the divisor (`fps + fns + tps`
-  of counts a helper returned); assigned first, only when one side is a constant
+  of counts a helper returned); assigned first, only when a constant is taken away
   (`keep = 1.0 - self.rate` with a rate that may be 1): `elapsed = time() - start` and
-  other differences of two unknowns are not worth following through names;
+  other differences of two unknowns are not worth following through names, nor `d + 1e-10`,
+  the usual guard;
 * a floor division by a constant (`depth // 2` is 0 for a depth of 1);
 * a counter that starts at 0 and is only added to in a loop (the loop may not run: an empty
   corpus leaves `reference_length = 0`);
@@ -29,7 +30,7 @@ import libcst as cst
 from analyzers.static.values import Interval, Value, constant
 
 SUM_OF_UNKNOWNS = "is a sum or difference of values the analysis cannot follow"
-OFFSET = "is a value the analysis cannot follow, offset by a constant"
+OFFSET = "is a difference between a constant and a value the analysis cannot follow"
 FLOOR_DIVISION = "is a floor division, 0 whenever the dividend is smaller than the divisor"
 ACCUMULATOR = "starts at 0 and is only added to in a loop, which may not run"
 ZERO = constant(0.0)
@@ -52,8 +53,7 @@ def after_binop(symbol: str | None, left: Value, right: Value, result: Value) ->
         return None
     if symbol in ("+", "-"):
         if result.kind == "unknown":
-            constant_side = any(v.interval.lo == v.interval.hi for v in (left, right))
-            return OFFSET if constant_side else SUM_OF_UNKNOWNS
+            return OFFSET if _lowered(symbol, left, right) else SUM_OF_UNKNOWNS
         return _through(left.zero_reason or right.zero_reason, prefix=False)
     if symbol == "*":
         return _through(left.zero_reason or right.zero_reason)
@@ -65,6 +65,17 @@ def after_binop(symbol: str | None, left: Value, right: Value, result: Value) ->
             return FLOOR_DIVISION
         return _through(left.zero_reason)
     return None
+
+
+def _lowered(symbol: str, left: Value, right: Value) -> bool:
+    """`1.0 - rate`, `n - 1`, `n + (-1)`: a constant subtracted or taken away from. `x + eps`
+    is not: adding a positive constant is how code guards a divisor."""
+    def fixed(v: Value) -> bool:
+        return v.interval.lo == v.interval.hi
+
+    if symbol == "-":
+        return fixed(left) or fixed(right)
+    return any(fixed(v) and v.interval.lo < 0 for v in (left, right))
 
 
 def _through(reason: str | None, prefix: bool = True) -> str | None:
