@@ -137,3 +137,18 @@ def test_a_counter_that_may_stay_zero_is_followed_through_the_ratio_it_makes() -
     assert [(f.line, f.rule) for f in scan.findings] == [(8, "unknown-operand"),
                                                          (9, "unknown-operand")]
     assert "starts at 0" in scan.findings[1].why
+
+
+def test_a_where_mask_makes_the_variables_it_compares_tensors() -> None:
+    """Untyped parameters: `h == 0` in a jnp.where mask says `h` is an array, so the hidden
+    `t / h` is probed like a tensor division; stopped gradients still keep it silent."""
+    code = ("import jax\nimport jax.numpy as jnp\n"
+            "def f(h, t):\n"
+            "    return jnp.where(h == 0, 0.0, t * 14.4 / h)\n"
+            "def g(h, t):\n"
+            "    h = jax.lax.stop_gradient(h)\n"
+            "    t = jax.lax.stop_gradient(t)\n"
+            "    return jnp.where(h == 0, 0.0, t * 14.4 / h)\n")
+    scan = scan_source(code, "energy.py")
+    assert [(f.line, f.rule) for f in scan.findings] == [(4, "where-grad-leak")]
+    assert scan.findings[0].why.startswith("`jnp.where` hides")
