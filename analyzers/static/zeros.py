@@ -32,7 +32,7 @@ from analyzers.static.values import Interval, Value, constant
 SUM_OF_UNKNOWNS = "is a sum or difference of values the analysis cannot follow"
 OFFSET = "is a difference between a constant and a value the analysis cannot follow"
 FLOOR_DIVISION = "is a floor division, 0 whenever the dividend is smaller than the divisor"
-ACCUMULATOR = "starts at 0 and is only added to in a loop, which may not run"
+ACCUMULATOR = "starts at 0 and only a loop changes it, which may not run"
 ZERO = constant(0.0)
 THROUGH = "is 0 where a factor or dividend is 0, and one of them "
 
