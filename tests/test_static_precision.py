@@ -111,3 +111,44 @@ def test_where_cannot_leak_a_gradient_that_was_stopped(cut: str, framework: str)
     assert rules_on_return(cut) == []
     assert rules_on_return(cut.split("\n")[0]) == ["where-grad-leak"]  # only h is stopped
     assert rules_on_return("pass") == ["where-grad-leak"]
+
+
+def test_a_counter_that_may_stay_zero_is_followed_through_the_ratio_it_makes() -> None:
+    """BLEU's brevity penalty: both lengths start at 0 and only the loop adds to them, so
+    an empty corpus divides by 0 twice, once by the counter, once by the ratio it made.
+    A counter that starts at 1, and a running total of unknowns, are not candidates."""
+    code = ("import math\n"
+            "def bleu(pairs):\n"
+            "    hyp_len = 0\n"
+            "    ref_len = 0\n"
+            "    for h, r in pairs:\n"
+            "        hyp_len += len(h)\n"
+            "        ref_len += len(r)\n"
+            "    ratio = hyp_len / ref_len\n"
+            "    return math.exp(1 - 1. / ratio) if ratio < 1.0 else 1.0\n"
+            "def mean(xs, total, n):\n"
+            "    k = 1\n"
+            "    for x in xs:\n"
+            "        k += 1\n"
+            "        total += x\n"
+            "        n += x\n"
+            "    return total / k + total / n\n")
+    scan = scan_source(code, "metrics.py")
+    assert [(f.line, f.rule) for f in scan.findings] == [(8, "unknown-operand"),
+                                                         (9, "unknown-operand")]
+    assert "starts at 0" in scan.findings[1].why
+
+
+def test_a_where_mask_makes_the_variables_it_compares_tensors() -> None:
+    """Untyped parameters: `h == 0` in a jnp.where mask says `h` is an array, so the hidden
+    `t / h` is probed like a tensor division; stopped gradients still keep it silent."""
+    code = ("import jax\nimport jax.numpy as jnp\n"
+            "def f(h, t):\n"
+            "    return jnp.where(h == 0, 0.0, t * 14.4 / h)\n"
+            "def g(h, t):\n"
+            "    h = jax.lax.stop_gradient(h)\n"
+            "    t = jax.lax.stop_gradient(t)\n"
+            "    return jnp.where(h == 0, 0.0, t * 14.4 / h)\n")
+    scan = scan_source(code, "energy.py")
+    assert [(f.line, f.rule) for f in scan.findings] == [(4, "where-grad-leak")]
+    assert scan.findings[0].why.startswith("`jnp.where` hides")

@@ -14,7 +14,7 @@ import libcst as cst
 
 from analyzers.catalogue import CATALOGUE, OpSpec
 from analyzers.dtypes import round_to
-from analyzers.static.conditions import facts_from
+from analyzers.static.conditions import compared_names, facts_from
 from analyzers.static.expressions import product
 from analyzers.static.records import AnalyzerState, Probe
 from analyzers.static.values import (
@@ -376,8 +376,13 @@ class CallsMixin(AnalyzerState):
     def _where(self: Analyzer, node: cst.Call, framework: str) -> Value:
         cond, when_true, when_false = (a.value for a in node.args[:3])
         self.ev(cond)
-        before = dict(self.env)
         grad_leak = framework in ("torch", "tensorflow", "jax")
+        if grad_leak:
+            for name in compared_names(cond):
+                known = self.env.get(name, Value("unknown", name=name))
+                if known.kind == "unknown":
+                    self.env[name] = known.with_(kind="tensor")
+        before = dict(self.env)
         leaked: list[tuple[cst.CSTNode, str, str, str]] = []
         grad_free_ops: set[int] = set()
         if grad_leak:  # each branch without the condition: what its op would do there
@@ -411,9 +416,10 @@ class CallsMixin(AnalyzerState):
                 continue
             spec = CATALOGUE.by_op[op]
             self._record(leak_node, spec, "where-grad-leak", framework, operand_src,
-                         f"`torch.where` hides the forward value of `{self.code(leak_node)}` "
-                         f"where the condition is {hidden}, but the gradient still flows "
-                         f"through it there and is NaN/inf, and 0 * NaN = NaN.",
+                         f"`{self.code(node.func)}` hides the forward value of "
+                         f"`{self.code(leak_node)}` where the condition is {hidden}, but the "
+                         "gradient still flows through it there and is NaN/inf, and "
+                         "0 * NaN = NaN.",
                          None)
         joined = join(true_value, false_value).with_(kind="tensor", name=None)
         if -INF in (true_value.interval.hi, false_value.interval.hi):

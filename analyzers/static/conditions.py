@@ -196,3 +196,21 @@ def refine(lo: float, hi: float, lo_open: bool, fact: Fact) -> tuple[float, floa
     if lo > hi and not math.isinf(lo):
         hi = lo
     return lo, hi, lo_open
+
+
+def compared_names(cond: cst.BaseExpression) -> list[str]:
+    """The variables a `where` mask compares (`h == 0`, `(x > 0) & (y < 1)`): the mask is
+    elementwise, so each of them is a tensor, whatever the analysis knew of it before."""
+    names: list[str] = []
+    stack = [cond]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Comparison):
+            sides = [node.left, *(c.comparator for c in node.comparisons)]
+            names += [side.value for side in map(_strip, sides) if isinstance(side, cst.Name)]
+        elif isinstance(node, cst.BinaryOperation | cst.BooleanOperation):
+            stack += [node.left, node.right]
+        elif isinstance(node, cst.UnaryOperation):
+            stack.append(node.expression)
+    return names
+

@@ -56,6 +56,9 @@ def why(operand_src: str, value: Value, consequence: str, dtype: str) -> str:
             head = f"`{shown}` depends on `{value.name}`, which {phrase}"
         else:
             head = f"`{shown}` {phrase}"
+    elif value.zero_reason is not None:
+        head = f"`{shown}` {value.zero_reason}" if value.name in (None, operand_src) else \
+            f"`{shown}` depends on `{value.name}`, which {value.zero_reason}"
     elif not value.interval.unknown:
         head = f"`{shown}` lies in {value.interval.describe()} in {dtype}"
     else:

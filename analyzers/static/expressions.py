@@ -16,6 +16,7 @@ import libcst as cst
 
 from analyzers.catalogue import CATALOGUE
 from analyzers.dtypes import limits, round_to
+from analyzers.static import zeros
 from analyzers.static.conditions import facts_from
 from analyzers.static.records import AnalyzerState
 from analyzers.static.values import (
@@ -210,6 +211,9 @@ class ExpressionsMixin(AnalyzerState):
             left, right = restore_literal(left), restore_literal(right)
         result = self._binop_value(node, symbol, left, right, left_node, right_node,
                                    explicit or self.dtype)
+        reason = zeros.after_binop(symbol, left, right, result)
+        if reason is not None:
+            result = result.with_(zero_reason=reason)
         if grad_free(left, right):
             self.grad_free_op(node)
             result = result.with_(no_grad=True)
@@ -224,9 +228,10 @@ class ExpressionsMixin(AnalyzerState):
         if symbol in ("/", "//"):
             if right.is_tensor:
                 self._check_division(node, right, right_node, left)
-            elif self._sum_of_unknowns(right, right_node):
+            elif zeros.can_reach_zero(right, right_node):
                 self._check_division(node, right, right_node, left, rule="unknown-operand")
-            return Value(kind, div(left.interval, right.interval, dtype),
+            quotient = div(left.interval, right.interval, dtype)
+            return Value(kind, zeros.floored(quotient) if symbol == "//" else quotient,
                          neg_inf_filled=left.neg_inf_filled,
                          producer=scaled_product(left, right))
         if symbol == "**":
@@ -268,16 +273,6 @@ class ExpressionsMixin(AnalyzerState):
         if symbol == "@":
             return product((left_node, right_node))
         return Value(kind)
-
-    @staticmethod
-    def _sum_of_unknowns(value: Value, node: cst.BaseExpression) -> bool:
-        """A divisor of unknown provenance that is a sum or difference (`fps + fns + tps`
-        of counts a helper returned, `width - 1.0`): such a value reaching 0 is the usual
-        bug, where a plain `a / b` of two parameters is usually a ratio the caller keeps
-        valid. A candidate (rules.py): for the dynamic pass to prove, never shown until it
-        does."""
-        return value.kind == "unknown" and not value.interval.nonzero() and isinstance(
-            node, cst.BinaryOperation) and isinstance(node.operator, cst.Add | cst.Subtract)
 
     def _add(self: Analyzer, node: cst.CSTNode, left: Value, right: Value,
              left_node: cst.BaseExpression, right_node: cst.BaseExpression,

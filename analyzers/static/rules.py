@@ -133,7 +133,10 @@ RULES: tuple[Rule, ...] = (
         valid=("import torch\ndef f(x):\n    safe = torch.where(x > 0, x, torch.ones_like(x))\n"
                "    return torch.where(x > 0, torch.log(safe), torch.zeros_like(x))\n",),
         invalid=("import torch\ndef f(x):\n"
-                 "    return torch.where(x > 0, torch.sqrt(x), torch.zeros_like(x))\n",),
+                 "    return torch.where(x > 0, torch.sqrt(x), torch.zeros_like(x))\n",
+                 # untyped parameters: the mask compares `h`, so `h` is a tensor
+                 "import jax.numpy as jnp\ndef f(h, t):\n"
+                 "    return jnp.where(h == 0, 0.0, t / h)\n"),
         definite=True,
     ),
     Rule(
@@ -218,14 +221,34 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "unknown-operand", "divisor of unknown provenance that can reach 0",
         "The divisor is a sum or difference of values the analysis cannot follow (counts a "
-        "helper returned, a parameter minus one); such a divisor reaching 0 is a common bug, "
+        "helper returned, a parameter minus one), a floor division, or a counter that starts "
+        "at 0 and only a loop adds to; such a divisor reaching 0 is a common bug, "
         "so the dynamic pass tries to prove it. Not shown unless confirmed.",
         "Guard the divisor (clamp_min, + eps) or check it before dividing.",
         valid=("def f(a, b):\n    return a / b\n",
-               "def f(a, b):\n    return a / (b * b + 1.0)\n"),
+               "def f(a, b):\n    return a / (b * b + 1.0)\n",
+               # a counter that starts at 1, a floor division of a known size
+               "def mean(xs):\n    n = 1\n    for x in xs:\n        n += 1\n"
+               "    return 3.0 / n\n",
+               "def f(x):\n    return x / (7 // 2)\n",
+               # a difference of two unknowns is followed only where it is written, and a
+               # running total of unknowns is not an offset that lands on 0
+               "import time\ndef rate(n, start):\n    elapsed = time.time() - start\n"
+               "    return n / elapsed\n",
+               "def f(x, d):\n    d = d + 1e-10\n    return x / d\n",
+               "class Meter:\n    def update(self, val, n=1):\n        self.sum += val * n\n"
+               "        self.count += n\n        self.avg = self.sum / self.count\n"),
         invalid=("def iou(stats):\n    tps, fps, fns = stats()\n"
                  "    return tps / (fps + fns + tps)\n",
-                 "def scale(x, width):\n    return x * 2.0 / (width - 1.0)\n"),
+                 "def scale(x, width):\n    return x * 2.0 / (width - 1.0)\n",
+                 # the difference is assigned first: `keep` is 0 for a rate of 1
+                 "def dropout(x, rate):\n    keep = 1.0 - rate\n    return x / keep\n",
+                 # 0 for a depth of 1
+                 "def f(x, depth):\n    return x / (depth // 2)\n",
+                 # an empty corpus leaves both counters at 0
+                 "def ratio(pairs):\n    hyp = 0\n    ref = 0\n"
+                 "    for h, r in pairs:\n        hyp += len(h)\n        ref += len(r)\n"
+                 "    return hyp / ref\n"),
         severity="note", candidate=True,
     ),
     Rule(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from analyzers.dtypes import round_to
+from analyzers.static import zeros
 from analyzers.static.conditions import Fact, facts_from, refine
 from analyzers.static.prefilter import ClassFacts
 from analyzers.static.records import AnalyzerState
@@ -109,7 +110,8 @@ class StatementsMixin(AnalyzerState):
             symbol = {"DivideAssign": "/", "FloorDivideAssign": "//", "PowerAssign": "**",
                       "AddAssign": "+", "SubtractAssign": "-", "MultiplyAssign": "*"}.get(
                 small.operator.__class__.__name__)
-            result = self._binop(small, symbol, left, right, small.target, small.value) \
+            result = zeros.after_increment(
+                self._binop(small, symbol, left, right, small.target, small.value)) \
                 if symbol else UNKNOWN
             self._assign(small.target, result, small.value)
         elif isinstance(small, cst.Expr):
@@ -209,6 +211,7 @@ class StatementsMixin(AnalyzerState):
         self.env = self._join_envs(before, self.env)
         self._block(stmt.body)  # once more with what the first iteration may have changed
         self.env = self._join_envs(before, self.env)
+        self.env.update(zeros.accumulators(before, self.env))
         if stmt.orelse is not None:
             self._block(stmt.orelse.body)
 

@@ -199,6 +199,9 @@ class Value:
     # no gradient flows back through it: `stop_gradient(x)`, `x.detach()`, and what is computed
     # from such values and constants alone (so a `where` cannot leak a NaN gradient from it)
     no_grad: bool = False
+    # why this value of unknown range may be 0 all the same (zeros.py): a division by it is a
+    # candidate for the dynamic pass
+    zero_reason: str | None = None
 
     @property
     def is_tensor(self) -> bool:
@@ -233,6 +236,7 @@ def join(a: Value, b: Value) -> Value:
         norm_of=a.norm_of if a.norm_of == b.norm_of else None,
         dtype=a.dtype if a.dtype == b.dtype else None,
         no_grad=a.no_grad and b.no_grad,
+        zero_reason=a.zero_reason or b.zero_reason,
     )
 
 
