@@ -294,10 +294,12 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         if outcome.reached:
             break
         problem = outcome.error or f"{entry.target} never reached line {finding['line']}"
-        if getattr(entry, "loading", "import") != "import":  # say why it was not imported
-            problem += f" (the module was {entry.loading}: {entry.loading_why})"
-        if getattr(entry, "stand_ins", ()):
-            problem += f" (with stand-ins for {', '.join(entry.stand_ins)})"
+        loading = getattr(entry, "loading", "import")
+        stood = ", ".join(getattr(entry, "stand_ins", ()))
+        if loading != "import" or stood:  # say why it was not simply imported
+            how = ("imported" if loading == "import" else loading) + \
+                (f" with stand-ins for {stood}" if stood else "")
+            problem += f" (the module was {how}: {entry.loading_why})"
         problems.append(problem)
     if last is None or not last[1].reached:
         return {**base, "status": "error",

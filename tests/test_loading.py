@@ -53,7 +53,7 @@ def test_a_missing_dependency_leaves_the_function_extracted(tmp_path: Path,
     })
     loaded = load(repo, "xpkg.layers")
     assert loaded.how == "extracted" and "numcheck_absent_dependency" in loaded.why
-    assert loaded.stand_ins == ("numcheck_absent_dependency",)  # tried, and kept for the rest
+    assert "numcheck_absent_dependency" in loaded.stand_ins  # tried, and kept for the rest
     assert loaded.module.SCALE == 2.0  # a relative import that works is kept
     assert not hasattr(loaded.module, "MODEL")  # work at import time is not run
 
@@ -311,11 +311,13 @@ def test_a_missing_dependency_the_function_never_uses_gets_a_stand_in(
                             "    return Rate().score(hits)\n"),
     })
     loaded = load(repo, "spkg.metrics")
-    assert loaded.how == "import" and loaded.stand_ins == ("numcheck_absent_nlp",)
+    # every stand-in this process has: earlier tests' too, as a job's earlier modules'
+    assert loaded.how == "import" and "numcheck_absent_nlp" in loaded.stand_ins
     assert "No module named 'numcheck_absent_nlp'" in loaded.why
     run = run_findings(repo, "spkg/metrics.py", ["Rate.score"], finding_timeout=120,
                        timeout=300)
     source = confirmed_reproducer(repo, run)
-    assert "numcheck stood in for the modules it cannot import: numcheck_absent_nlp" in source
+    (note,) = [line for line in source.splitlines() if "numcheck stood in for" in line]
+    assert "numcheck_absent_nlp" in note.partition("cannot:")[2]
     (fix,) = [r["fix"] for r in run.result.records if r.get("stage") == "fix"]
     assert fix["status"] == "validated", fix  # the patched copy loads with them too

@@ -24,12 +24,18 @@ def restored_meta_path() -> Iterator[None]:
         del sys.modules[name]
 
 
-def _raised(source: str) -> BaseException:
+def _raised_or_none(source: str) -> BaseException | None:
     try:
         exec(source, {})  # noqa: S102 - a fixed import statement
     except Exception as exc:  # noqa: BLE001 - the exception is what is tested
         return exc
-    raise AssertionError(f"{source!r} did not raise")
+    return None
+
+
+def _raised(source: str) -> BaseException:
+    exc = _raised_or_none(source)
+    assert exc is not None, f"{source!r} did not raise"
+    return exc
 
 
 def test_missing_modules_are_read_off_the_import_errors(tmp_path: Path,
@@ -78,10 +84,35 @@ def test_the_reproducers_copy_runs_alone(tmp_path: Path) -> None:
     script = "\n".join([*import_lines("usespkg", "f", "import", "ModuleNotFoundError: x",
                                       stand_ins=["numcheck_absent_x"]),
                         "assert f() == 1.0", "print('ran')", ""])
-    assert "numcheck stood in for the modules it cannot import: numcheck_absent_x" in script
+    assert "numcheck stood in for the modules the code imports and this environment cannot: " \
+        "numcheck_absent_x." in script
     reproducer = tmp_path / "repro.py"  # saved at the checkout's root, as reproducers are
     reproducer.write_text(script, encoding="utf-8")
     proc = subprocess.run([sys.executable, str(reproducer)], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60, check=False)
     assert proc.returncode == 0 and proc.stdout.strip() == "ran", proc.stderr[-2000:]
     assert len(source_lines()) > 20
+
+
+def test_an_installed_library_that_raises_while_importing_is_stood_in_for(
+        tmp_path: Path, restored_meta_path: None) -> None:
+    """timm imports a torchvision whose compiled ops do not load: the library raises
+    while importing itself, wherever it is installed (here a dependency folder)."""
+    libs, repo = tmp_path / "deps" / "site", tmp_path / "repo"
+    (libs / "numcheck_absent_vision").mkdir(parents=True)
+    (libs / "numcheck_absent_vision" / "__init__.py").write_text(
+        "raise RuntimeError('operator numcheck_absent_vision::nms does not exist')\n")
+    (repo / "models").mkdir(parents=True)
+    (repo / "models" / "layers.py").write_text("import numcheck_absent_vision\n")
+    sys.path[:0] = [str(libs), str(repo)]
+    try:
+        error = _raised("import models.layers")
+        assert missing_module(error, repo) == "numcheck_absent_vision"
+        install(["numcheck_absent_vision"])
+        assert _raised_or_none("import models.layers") is None
+    finally:
+        sys.path.remove(str(libs))
+        sys.path.remove(str(repo))
+        for name in [n for n in sys.modules if n.startswith("models")]:
+            del sys.modules[name]
+

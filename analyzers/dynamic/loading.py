@@ -190,16 +190,16 @@ def _load(repo_dir: Path, module_name: str) -> Loaded:
         if path is not None else None
     if work is not None and path is not None:  # never run a program by importing it
         return Loaded(extract(base, module_name, path), "extracted",
-                      f"{WORK_AT_IMPORT} ({work}), so numcheck does not import it")
-    try:
-        return Loaded(importlib.import_module(module_name), "import")
+                      f"{WORK_AT_IMPORT} ({work}), so numcheck does not import it", stood_in())
+    try:  # with the stand-ins an earlier module of this job needed, as its reproducer has
+        return Loaded(importlib.import_module(module_name), "import", "", stood_in())
     except Exception as exc:  # the PR's module may fail to import for any reason
         first = exc
         why = f"{type(exc).__name__}: {exc}"
     _forget(module_name)  # a half-imported module must not be found next time
     stubbed = _stub_parents(base, module_name)
     try:
-        return Loaded(importlib.import_module(module_name), "package-stubs", why)
+        return Loaded(importlib.import_module(module_name), "package-stubs", why, stood_in())
     except Exception:  # noqa: BLE001 - next way
         _forget(module_name)
         for name in stubbed:  # the plain import is tried again, with stand-ins
@@ -218,8 +218,8 @@ def _with_stand_ins(base: Path, module_name: str, exc: BaseException) -> Any:
     The stand-ins stay for the other ways in: an extraction's imports use them too."""
     for _ in range(MAX_STAND_INS):
         missing = missing_module(exc, base)
-        if missing is None:
-            return None
+        if missing is None or module_name == missing or module_name.startswith(missing + "."):
+            return None  # never a stand-in for the module itself or its packages
         _forget(module_name)
         install([missing])
         try:
@@ -266,8 +266,9 @@ def import_lines(module: str, imported: str, how: str, why: str, root: str = "",
         "sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "
         f"{root!r}))  # the package's source folder (as an editable install has it)", ""]
     if stand_ins:
-        path += [f"# `import {module}` fails here ({why}); numcheck stood in for the modules "
-                 f"it cannot import: {', '.join(stand_ins)}. Their classes and functions do "
+        fails = f"`import {module}` fails here ({why}); " if why else ""
+        path += [f"# {fails}numcheck stood in for the modules the code imports and this "
+                 f"environment cannot: {', '.join(stand_ins)}. Their classes and functions do "
                  "nothing and make no numbers: a NaN or Inf below comes from the code itself.",
                  *source_lines(), "", "", f"install({list(stand_ins)!r})", ""]
     if how == "import":

@@ -33,11 +33,14 @@ import importlib.machinery
 import inspect
 import re
 import sys
+import sysconfig
 import types
 from pathlib import Path
 from typing import Any
 
 MAX_STAND_INS = 8  # stand-ins one module may need before numcheck gives up on importing it
+# what numcheck's own search runs on: never stood in for when it raises
+FRAMEWORKS = frozenset({"torch", "numpy", "jax", "jaxlib", "tensorflow", "keras", "tf_keras"})
 
 
 class _StandInType(type):
@@ -189,15 +192,19 @@ def _in_checkout(name: str, repo_dir: Path) -> bool:
 
 def _raising_library(exc: BaseException, repo_dir: Path) -> str | None:
     """The top-level package of the first installed library whose import raised `exc`
-    (timm's `import torchvision`: its compiled ops fail to register)."""
+    (timm's `import torchvision`: its compiled ops fail to register), wherever it is
+    installed (the interpreter's site-packages, the repository's dependency folder); never
+    the standard library, the checkout, or a framework numcheck itself runs on."""
     root = str(repo_dir.resolve())
+    stdlib = sysconfig.get_paths()["stdlib"]
     traceback = exc.__traceback__
     while traceback is not None:
         frame = traceback.tb_frame
         filename = frame.f_code.co_filename
-        module = frame.f_globals.get("__name__", "")
-        if frame.f_code.co_name == "<module>" and "site-packages" in filename \
-                and not filename.startswith(root) and module:
-            return str(module).split(".")[0]
+        top = str(frame.f_globals.get("__name__", "")).split(".")[0]
+        if frame.f_code.co_name == "<module>" and top and not filename.startswith(
+                (root, stdlib, "<")) and top not in sys.stdlib_module_names \
+                and top not in FRAMEWORKS:
+            return top
         traceback = traceback.tb_next
     return None
