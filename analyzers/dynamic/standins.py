@@ -93,7 +93,6 @@ class _StandInModule(types.ModuleType):
         setattr(self, name, value)
         return value
 
-
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # a function the library dropped
         if len(args) == 1 and not kwargs and callable(args[0]):
             return args[0]
