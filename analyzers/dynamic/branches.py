@@ -13,9 +13,9 @@ own source: `if flag:`, `if not flag:`, `if mode == "binary":`, `if mode in ("a"
 from __future__ import annotations
 
 import ast
-import inspect
-import textwrap
 from typing import Any
+
+from analyzers.dynamic.usage import parsed_function
 
 
 def branch_values(fn: Any, line: int) -> dict[str, Any]:
@@ -23,14 +23,10 @@ def branch_values(fn: Any, line: int) -> dict[str, Any]:
     around `line` (a line of the function's file) test: a truth value for a flag, the constant
     a mode is compared with; {} when the source cannot be read or the line is outside the
     function."""
-    try:
-        lines, start = inspect.getsourcelines(inspect.unwrap(fn))
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-    except (OSError, TypeError, SyntaxError, ValueError, RecursionError):
+    parsed = parsed_function(fn)
+    if parsed is None:
         return {}
-    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef | ast.AsyncFunctionDef):
-        return {}
-    function = tree.body[0]
+    function, start = parsed
     wanted = line - start + 1  # the line in the parsed text
     needs: dict[str, Any] = {}
     _visit(function.body, wanted, needs)

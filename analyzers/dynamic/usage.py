@@ -33,6 +33,19 @@ INDEX_ARGUMENT = {"index_select": 1, "gather": 1, "scatter": 1, "scatter_": 1,
 TORCH_FUNCTION_INDEX = {"index_select": 2, "gather": 2, "scatter_add": 2, "scatter": 2}
 
 
+def parsed_function(fn: Any) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int] | None:
+    """`fn`'s own definition, parsed from its source, and the line of its file where that
+    source starts; None when there is no source to read (a builtin, a compiled function)."""
+    try:
+        lines, start = inspect.getsourcelines(inspect.unwrap(fn))
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError, ValueError, RecursionError):
+        return None
+    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    return tree.body[0], start
+
+
 @dataclass
 class ParameterUses:
     sizes: set[str] = field(default_factory=set)  # passed where a shape goes
@@ -45,14 +58,10 @@ def parameter_uses(fn: Any) -> ParameterUses:
     included: jax-md's `vmap(lambda i: ...)` indexes with the outer parameter too); empty
     when the source cannot be read."""
     uses = ParameterUses()
-    try:
-        lines, _ = inspect.getsourcelines(inspect.unwrap(fn))
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-    except (OSError, TypeError, SyntaxError, ValueError, RecursionError):
+    parsed = parsed_function(fn)
+    if parsed is None:
         return uses
-    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef | ast.AsyncFunctionDef):
-        return uses
-    function = tree.body[0]
+    function, _ = parsed
     params = {a.arg for a in [*function.args.posonlyargs, *function.args.args,
                               *function.args.kwonlyargs]}
     aliases = {name: name for name in params}  # a name bound from a parameter: its parameter
@@ -124,15 +133,11 @@ def allowed_values(fn: Any) -> dict[str, Any]:
     against constants (`if nu not in [0.5, 1.5, 2.5]: raise ...`, `assert mode in ("a",
     "b")`, `if kind == "x":`): gpytorch's `MaternKernel(nu)` refuses anything else, so a
     constructor value made up without reading the check never builds it."""
-    try:
-        lines, _ = inspect.getsourcelines(inspect.unwrap(fn))
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-    except (OSError, TypeError, SyntaxError, ValueError, RecursionError):
-        return {}
-    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef | ast.AsyncFunctionDef):
+    parsed = parsed_function(fn)
+    if parsed is None:
         return {}
     allowed: dict[str, Any] = {}
-    for node in ast.walk(tree.body[0]):
+    for node in ast.walk(parsed[0]):
         if not (isinstance(node, ast.Compare) and len(node.ops) == 1
                 and isinstance(node.left, ast.Name)):
             continue
