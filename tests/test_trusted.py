@@ -132,7 +132,23 @@ FORGED_PLANS = {
         "points": [[[5], 1.0]]}}]),
     "an unknown loading": _plan(loading="exec"),
     "an unknown kind": _plan(kind="text"),
+    # a stand-in torch would make the reproducer's check of the output check nothing
+    "a stand-in for the framework": _plan(stand_ins=["torch"]),
+    "a stand-in for the standard library": _plan(stand_ins=["os.path"]),
+    "code in a stand-in's name": _plan(stand_ins=["x; __import__('os').system('id')"]),
 }
+
+
+def test_a_plans_stand_ins_are_installed_first_and_named() -> None:
+    from runners.trusted import trusted_reproducer
+
+    plan = _plan(stand_ins=["spacy", "jax.experimental.host_callback"],
+                 loading_why="ModuleNotFoundError: No module named 'spacy'")
+    text, refused = trusted_reproducer(_record(plan), _finding())  # type: ignore[arg-type]
+    assert refused is None and text is not None
+    assert "install(['spacy', 'jax.experimental.host_callback'])" in text
+    assert text.index("install([") < text.index("from pkg.rates import rate")
+    assert "environment cannot: spacy, jax.experimental.host_callback." in text
 
 
 def test_a_forged_plan_is_refused_and_the_finding_is_not_proven() -> None:

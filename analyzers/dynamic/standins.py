@@ -156,8 +156,15 @@ def stood_in() -> tuple[str, ...]:
     return tuple(sorted(finder.names)) if finder is not None else ()
 
 
-def is_module_name(name: str) -> bool:
-    return _DOTTED.match(name) is not None
+def may_stand_in(name: str) -> bool:
+    """A dotted module name numcheck may stand in for: never the standard library (it is
+    always there) nor a framework's top-level package (a reproducer without the real torch
+    would check nothing); a framework's dropped submodule (`jax.experimental.host_callback`)
+    is fine. The host holds a plan's stand-ins to this too (writer.py)."""
+    if _DOTTED.match(name) is None:
+        return False
+    top = name.split(".")[0]
+    return top not in sys.stdlib_module_names and name not in FRAMEWORKS
 
 
 def missing_module(exc: BaseException, repo_dir: Path) -> str | None:
@@ -172,7 +179,7 @@ def missing_module(exc: BaseException, repo_dir: Path) -> str | None:
         name = f"{found[2]}.{found[1]}"
     else:
         name = _raising_library(exc, repo_dir)
-    if name is None or not is_module_name(name) or name in stood_in() \
+    if name is None or not may_stand_in(name) or name in stood_in() \
             or _in_checkout(name, repo_dir):
         return None
     return name

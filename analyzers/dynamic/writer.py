@@ -30,6 +30,7 @@ from typing import Any
 
 from analyzers.dynamic.layout import root_of
 from analyzers.dynamic.loading import HOW, import_lines
+from analyzers.dynamic.standins import may_stand_in
 
 FRAMEWORKS = ("torch", "tensorflow", "jax")
 WHERE = ("forward", "backward")
@@ -358,8 +359,8 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     seed = integer(plan.get("seed"), "the seed")
     loading = choice(plan.get("loading", "import"), HOW, "the loading")
     loading_why = comment_text(plan.get("loading_why", ""), "why the import failed")
-    stand_ins = [dotted(name, "a stood-in module")
-                 for name in items(plan.get("stand_ins", []), "the stood-in modules")]
+    stand_ins = [_stand_in(name) for name in items(plan.get("stand_ins", []),
+                                                   "the stood-in modules")]
     inputs = items(plan.get("inputs"), "the inputs")
     names = [ident(table(i, "an input").get("name"), "an input's name") for i in inputs]
     if len(set(names)) != len(names):
@@ -468,6 +469,15 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         *runnable_test(test_name, [f"    {line}" for line in body]),
     ]
     return "\n".join(lines)
+
+
+def _stand_in(name: Any) -> str:
+    """A plan's stood-in module: a dotted name, never the standard library's or a
+    framework's own (a reproducer with a stand-in torch would prove nothing)."""
+    name = dotted(name, "a stood-in module")
+    if not may_stand_in(name):
+        raise PlanError(f"the plan stands in for {name}, which numcheck never stands in for")
+    return name
 
 
 def _root(path: str, module: str) -> str:
