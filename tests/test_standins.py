@@ -42,8 +42,8 @@ def test_missing_modules_are_read_off_the_import_errors(tmp_path: Path,
                                                          restored_meta_path: None) -> None:
     assert missing_module(_raised("import numcheck_absent_pkg.sub"), tmp_path) == \
         "numcheck_absent_pkg"
-    assert missing_module(_raised("from json import no_such_helper"), tmp_path) == \
-        "json.no_such_helper"
+    assert missing_module(_raised("from packaging import no_such_helper"), tmp_path) == \
+        "packaging.no_such_helper"
     assert missing_module(ValueError("not an import"), tmp_path) is None
 
 
@@ -116,3 +116,9 @@ def test_an_installed_library_that_raises_while_importing_is_stood_in_for(
         for name in [n for n in sys.modules if n.startswith("models")]:
             del sys.modules[name]
 
+
+
+def test_never_the_standard_library_nor_a_frameworks_own_package(tmp_path: Path) -> None:
+    assert missing_module(_raised("from json import no_such_helper"), tmp_path) is None
+    error = RuntimeError("raised while importing")
+    assert missing_module(error, tmp_path) is None  # no library frame: nothing to name
