@@ -299,7 +299,8 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         if loading != "import" or stood:  # say why it was not simply imported
             how = ("imported" if loading == "import" else loading) + \
                 (f" with stand-ins for {stood}" if stood else "")
-            problem += f" (the module was {how}: {entry.loading_why})"
+            why = f": {entry.loading_why}" if entry.loading_why else ""
+            problem += f" (the module was {how}{why})"
         problems.append(problem)
     if last is None or not last[1].reached:
         return {**base, "status": "error",
