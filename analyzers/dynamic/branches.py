@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from analyzers.dynamic.usage import parsed_function
+from analyzers.dynamic.usage import constant_comparison, parsed_function
 
 
 def branch_values(fn: Any, line: int) -> dict[str, Any]:
@@ -64,14 +64,10 @@ def _condition(test: ast.expr, value: bool, needs: dict[str, Any]) -> None:
     """What `test` being `value` says about plain names."""
     if isinstance(test, ast.Name):
         needs.setdefault(test.id, value)
-    elif isinstance(test, ast.Compare) and value and len(test.ops) == 1 \
-            and isinstance(test.left, ast.Name):
-        op, right = test.ops[0], test.comparators[0]
-        if isinstance(op, ast.Eq) and isinstance(right, ast.Constant):
-            needs.setdefault(test.left.id, right.value)
-        elif isinstance(op, ast.In) and isinstance(right, ast.Tuple | ast.List | ast.Set) \
-                and right.elts and isinstance(right.elts[0], ast.Constant):
-            needs.setdefault(test.left.id, right.elts[0].value)
+    elif isinstance(test, ast.Compare) and value:
+        found = constant_comparison(test)
+        if found is not None and isinstance(found[1], ast.Eq | ast.In):
+            needs.setdefault(found[0], found[2])
     elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         _condition(test.operand, not value, needs)
     elif isinstance(test, ast.BoolOp) and (isinstance(test.op, ast.And) == value):

@@ -138,15 +138,23 @@ def allowed_values(fn: Any) -> dict[str, Any]:
         return {}
     allowed: dict[str, Any] = {}
     for node in ast.walk(parsed[0]):
-        if not (isinstance(node, ast.Compare) and len(node.ops) == 1
-                and isinstance(node.left, ast.Name)):
-            continue
-        op, right = node.ops[0], node.comparators[0]
-        if isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.Tuple | ast.List
-                                                             | ast.Set) and right.elts:
-            first = right.elts[0]
-            if isinstance(first, ast.Constant):
-                allowed.setdefault(node.left.id, first.value)
-        elif isinstance(op, ast.Eq) and isinstance(right, ast.Constant):
-            allowed.setdefault(node.left.id, right.value)
+        found = constant_comparison(node)
+        if found is not None:
+            allowed.setdefault(found[0], found[2])
     return allowed
+
+
+def constant_comparison(node: ast.AST) -> tuple[str, ast.cmpop, Any] | None:
+    """(name, operator, constant) for `name == const`, and for `name in (const, ...)` or
+    `name not in [...]` with the first constant listed; None for any other expression."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1
+            and isinstance(node.left, ast.Name)):
+        return None
+    op, right = node.ops[0], node.comparators[0]
+    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.Tuple | ast.List
+                                                         | ast.Set) and right.elts \
+            and isinstance(right.elts[0], ast.Constant):
+        return node.left.id, op, right.elts[0].value
+    if isinstance(op, ast.Eq) and isinstance(right, ast.Constant):
+        return node.left.id, op, right.value
+    return None
