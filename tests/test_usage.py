@@ -17,8 +17,8 @@ def _indexed(x: Any, edge_index: Any, mask: Any, beta: Any) -> Any:
     return out[mask] * beta
 
 
-def _gathered(x: Any, idx: Any, n: Any) -> Any:
-    return x.index_select(0, idx)[:n]
+def _gathered(x: Any, idx: Any, n: Any, weights: Any) -> Any:
+    return x.index_select(0, idx)[:n], idx.bincount(weights)  # bincount's argument: floats
 
 
 def _checked(nu: Any, mode: Any, scale: Any) -> Any:

@@ -29,7 +29,7 @@ SIZE_TAKERS = frozenset({
 INDEX_ARGUMENT = {"index_select": 1, "gather": 1, "scatter": 1, "scatter_": 1,
                   "scatter_add": 1, "scatter_add_": 1, "scatter_reduce": 1,
                   "scatter_reduce_": 1, "index_add": 1, "index_add_": 1, "take": 0,
-                  "segment_sum": 1, "bincount": 0}
+                  "segment_sum": 1}
 TORCH_FUNCTION_INDEX = {"index_select": 2, "gather": 2, "scatter_add": 2, "scatter": 2}
 
 
