@@ -152,3 +152,26 @@ def test_a_where_mask_makes_the_variables_it_compares_tensors() -> None:
     scan = scan_source(code, "energy.py")
     assert [(f.line, f.rule) for f in scan.findings] == [(4, "where-grad-leak")]
     assert scan.findings[0].why.startswith("`jnp.where` hides")
+
+
+def test_a_sum_of_unknowns_is_followed_through_its_name_and_a_negative_power_divides() -> None:
+    """Adafactor's second moment `v = decay * v0 + (1 - decay) * g * g` is 0 wherever the
+    gradient and the old moment are, and `v ** -0.5` divides by it, like a running count
+    `total + batch` divided later. A difference of two unknowns (elapsed time), a sum with
+    a positive constant (the usual guard) and a positive power are not candidates."""
+    code = ("import time\n"
+            "def update(g, v0, decay):\n"
+            "    v = decay * v0 + (1.0 - decay) * g * g\n"
+            "    return g * v ** -0.5\n"
+            "def mean(total, batch, s):\n"
+            "    n = total + batch\n"
+            "    return s / n\n"
+            "def rate(work, start):\n"
+            "    elapsed = time.time() - start\n"
+            "    return work / elapsed\n"
+            "def guarded(s, d):\n"
+            "    n = d + 1e-10\n"
+            "    return s / n + n ** 0.5\n")
+    scan = scan_source(code, "opt.py")
+    assert [(f.line, f.op, f.rule) for f in scan.findings] == [
+        (4, "pow", "unknown-operand"), (7, "div", "unknown-operand")]

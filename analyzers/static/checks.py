@@ -350,14 +350,17 @@ class ChecksMixin(AnalyzerState):
         self._check_domain(node, spec, divisor_node, divisor, framework, rule=rule)
 
     def _check_pow(self: Analyzer, node: cst.CSTNode, base: Value, base_node: cst.BaseExpression,
-                   exponent: float | None, framework: str | None = None) -> None:
+                   exponent: float | None, framework: str | None = None,
+                   rule: str = "unguarded-domain") -> None:
+        """A negative power divides by the base, so a base of unknown range is a candidate
+        on the same terms as a divisor (`rule="unknown-operand"`, zeros.py)."""
         spec = CATALOGUE.by_op["pow"]
         framework = framework or self._framework(None)
         if exponent is not None and exponent >= 0 and exponent == int(exponent):
             return
         requirement = "nonzero" if exponent is not None and exponent == int(exponent) \
             else "positive"
-        self._check_domain(node, spec, base_node, base, framework, requirement)
+        self._check_domain(node, spec, base_node, base, framework, requirement, rule=rule)
 
     def _discarded_guard(self: Analyzer, expr: cst.BaseExpression) -> None:
         """`torch.clamp(x, min=eps)` as a statement: the guard's result is thrown away."""

@@ -238,6 +238,8 @@ class ExpressionsMixin(AnalyzerState):
             exponent = right.interval.lo if right.interval.lo == right.interval.hi else None
             if left.is_tensor:
                 self._check_pow(node, left, left_node, exponent)
+            elif exponent is not None and exponent < 0 and zeros.can_reach_zero(left, left_node):
+                self._check_pow(node, left, left_node, exponent, rule="unknown-operand")
             if exponent == 2:
                 return Value(kind, square(left.interval), producer="square", norm_of=left.name)
             if exponent is not None and exponent > 0 and left.interval.nonnegative():

@@ -5,10 +5,12 @@ pass says nothing about it. Some values of unknown range are different: how they
 makes 0 an ordinary outcome, not an accident.
 
 * a sum or difference of values it cannot follow, written as the divisor (`fps + fns + tps`
-  of counts a helper returned); assigned first, only when a constant is taken away
-  (`keep = 1.0 - self.rate` with a rate that may be 1): `elapsed = time() - start` and
-  other differences of two unknowns are not worth following through names, nor `d + 1e-10`,
-  the usual guard;
+  of counts a helper returned); assigned first, when it adds values it cannot follow
+  (`updated = total + batch_count`, a moving average `decay * v + (1 - decay) * g * g`:
+  0 wherever every term is, as on an empty batch or a zero gradient) or when a constant is
+  taken away (`keep = 1.0 - self.rate` with a rate that may be 1); `elapsed = time() -
+  start` and other differences of two unknowns are not worth following through names, nor
+  `d + 1e-10`, the usual guard;
 * a floor division by a constant (`depth // 2` is 0 for a depth of 1);
 * a counter that starts at 0 and is only added to in a loop (the loop may not run: an empty
   corpus leaves `reference_length = 0`);
@@ -31,6 +33,7 @@ from analyzers.static.values import Interval, Value, constant
 
 SUM_OF_UNKNOWNS = "is a sum or difference of values the analysis cannot follow"
 OFFSET = "is a difference between a constant and a value the analysis cannot follow"
+TOTAL = "is a sum of values the analysis cannot follow, 0 wherever they all are"
 FLOOR_DIVISION = "is a floor division, 0 whenever the dividend is smaller than the divisor"
 ACCUMULATOR = "starts at 0 and only a loop changes it, which may not run"
 ZERO = constant(0.0)
@@ -53,7 +56,10 @@ def after_binop(symbol: str | None, left: Value, right: Value, result: Value) ->
         return None
     if symbol in ("+", "-"):
         if result.kind == "unknown":
-            return OFFSET if _lowered(symbol, left, right) else SUM_OF_UNKNOWNS
+            if _lowered(symbol, left, right):
+                return OFFSET
+            return TOTAL if symbol == "+" and not _fixed(left) and not _fixed(right) \
+                else SUM_OF_UNKNOWNS
         return _through(left.zero_reason or right.zero_reason, prefix=False)
     if symbol == "*":
         return _through(left.zero_reason or right.zero_reason)
@@ -67,21 +73,22 @@ def after_binop(symbol: str | None, left: Value, right: Value, result: Value) ->
     return None
 
 
+def _fixed(value: Value) -> bool:
+    return value.interval.lo == value.interval.hi
+
+
 def _lowered(symbol: str, left: Value, right: Value) -> bool:
     """`1.0 - rate`, `n - 1`, `n + (-1)`: a constant subtracted or taken away from. `x + eps`
     is not: adding a positive constant is how code guards a divisor."""
-    def fixed(v: Value) -> bool:
-        return v.interval.lo == v.interval.hi
-
     if symbol == "-":
-        return fixed(left) or fixed(right)
-    return any(fixed(v) and v.interval.lo < 0 for v in (left, right))
+        return _fixed(left) or _fixed(right)
+    return any(_fixed(v) and v.interval.lo < 0 for v in (left, right))
 
 
 def _through(reason: str | None, prefix: bool = True) -> str | None:
     """A result's reason from its operand's (said of the operand for a product or a
     quotient); an operand's sum of unknowns is not carried further."""
-    if reason is None or reason == SUM_OF_UNKNOWNS:
+    if reason is None or reason in (SUM_OF_UNKNOWNS, TOTAL):
         return None
     if not prefix or reason.startswith(THROUGH):
         return reason
@@ -91,7 +98,7 @@ def _through(reason: str | None, prefix: bool = True) -> str | None:
 def after_increment(value: Value) -> Value:
     """`total += n` on a total the analysis cannot follow is a running total (a meter's
     count), not an offset that lands on 0: it keeps no reason of its own."""
-    if value.zero_reason in (OFFSET, SUM_OF_UNKNOWNS):
+    if value.zero_reason in (OFFSET, SUM_OF_UNKNOWNS, TOTAL):
         return value.with_(zero_reason=None)
     return value
 
