@@ -175,3 +175,22 @@ def test_a_sum_of_unknowns_is_followed_through_its_name_and_a_negative_power_div
     scan = scan_source(code, "opt.py")
     assert [(f.line, f.op, f.rule) for f in scan.findings] == [
         (4, "pow", "unknown-operand"), (7, "div", "unknown-operand")]
+
+
+def test_the_square_root_of_a_computed_statistic_may_be_zero_a_scale_may_not() -> None:
+    """Pearson's r divides by the roots of two variances it read off its metrics: constant
+    data makes them 0. The root of a parameter, of an attribute or its alias is a scale
+    (`math.sqrt(float(self.key_dim))`, a fan-in); and any root is >= 0, so the exponent below can
+    not overflow."""
+    code = ("import math\n"
+            "def pearson(cov, metric):\n"
+            "    var = metric.get()\n"
+            "    return cov / (math.sqrt(var) * math.sqrt(var))\n"
+            "def scaled(q, m, d_k):\n"
+            "    fan_in = m.in_features\n"
+            "    return q / math.sqrt(float(m.key_dim)) + q / math.sqrt(d_k) \\\n"
+            "        + q / math.sqrt(fan_in)\n"
+            "def matern(distance: float, nu):\n"
+            "    return math.exp(-math.sqrt(nu * 2) * abs(distance))\n")
+    scan = scan_source(code, "metrics.py")
+    assert [(f.line, f.op, f.rule) for f in scan.findings] == [(4, "div", "unknown-operand")]

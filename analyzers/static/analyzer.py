@@ -38,6 +38,7 @@ class FunctionAnalyzer(StatementsMixin, ExpressionsMixin, CallsMixin, ChecksMixi
         self.function = "<module>"
         self.probe: Probe | None = None
         self._seen: set[tuple[int, str, str]] = set()
+        self.call_results: set[str] = set()
         self._code_cache: dict[int, str] = {}
 
     def run_module(self) -> list[RawFinding]:

@@ -17,7 +17,7 @@ import libcst as cst
 
 from analyzers.catalogue import CATALOGUE, OpSpec
 from analyzers.dtypes import limits, round_to, smallest_positive
-from analyzers.static import explain
+from analyzers.static import explain, zeros
 from analyzers.static.records import AnalyzerState, Probe, RawFinding
 from analyzers.static.values import (
     INF,
@@ -83,6 +83,9 @@ class ChecksMixin(AnalyzerState):
                 self._check_tf_norm(node, qual, operand_node, operand)
             return self._produce(spec, operand, values, receiver)
         if framework == "math" and not (operand.is_tensor or not operand.interval.unknown):
+            if spec.op == "sqrt":  # math.sqrt raises below 0: what it returns is >= 0
+                computed = zeros.computed_here(operand_node, self.call_results)
+                return Value("scalar", NONNEG, zero_reason=zeros.ROOT if computed else None)
             return Value("scalar")
         if spec.op == "softmax":
             if operand.neg_inf_filled and operand_node is not None:

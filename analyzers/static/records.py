@@ -58,6 +58,8 @@ class AnalyzerState:
     findings: list[RawFinding]
     stmt: cst.CSTNode
     function: str
+    # the current function's locals last assigned a call's result (zeros.computed_here)
+    call_results: set[str]
     probe: Probe | None
     _seen: set[tuple[int, str, str]]
     _code_cache: dict[int, str]

@@ -158,6 +158,10 @@ class StatementsMixin(AnalyzerState):
         if isinstance(target, cst.Name):
             name = target.value
             self.env[name] = value.with_(name=name) if value.name is None else value
+            if isinstance(source, cst.Call):
+                self.call_results.add(name)
+            else:
+                self.call_results.discard(name)
         elif isinstance(target, cst.Attribute) and (dotted := self.dotted(target)) is not None:
             self.env[dotted] = value.with_(name=dotted)
         elif isinstance(target, cst.Tuple | cst.List):
@@ -276,6 +280,7 @@ class StatementsMixin(AnalyzerState):
                 cst.parse_expression(text), Value("unknown", name=f"self.{attr}"))
         params = func.params
         all_params = [*params.posonly_params, *params.params, *params.kwonly_params]
+        self.call_results = set()
         for param in all_params:
             name = param.name.value
             if name in ("self", "cls"):

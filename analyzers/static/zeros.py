@@ -11,6 +11,10 @@ makes 0 an ordinary outcome, not an accident.
   taken away (`keep = 1.0 - self.rate` with a rate that may be 1); `elapsed = time() -
   start` and other differences of two unknowns are not worth following through names, nor
   `d + 1e-10`, the usual guard;
+* a square root of a number the function computed by a call (`math.sqrt(variance)` of a
+  variance it read off a metric: 0 for constant data); not of a parameter, an attribute,
+  an alias of one or a cast (`math.sqrt(float(self.key_dim))`, `fan_in =
+  module.in_features`), which are scales set once, not statistics;
 * a floor division by a constant (`depth // 2` is 0 for a depth of 1);
 * a counter that starts at 0 and is only added to in a loop (the loop may not run: an empty
   corpus leaves `reference_length = 0`);
@@ -33,6 +37,7 @@ from analyzers.static.values import Interval, Value, constant
 
 SUM_OF_UNKNOWNS = "is a sum or difference of values the analysis cannot follow"
 OFFSET = "is a difference between a constant and a value the analysis cannot follow"
+ROOT = "is a square root, 0 wherever the value under it is (the variance of constant data)"
 TOTAL = "is a sum of values the analysis cannot follow, 0 wherever they all are"
 FLOOR_DIVISION = "is a floor division, 0 whenever the dividend is smaller than the divisor"
 ACCUMULATOR = "starts at 0 and only a loop changes it, which may not run"
@@ -48,6 +53,13 @@ def can_reach_zero(value: Value, node: cst.BaseExpression) -> bool:
     return value.zero_reason != SUM_OF_UNKNOWNS or (
         isinstance(node, cst.BinaryOperation) and isinstance(node.operator,
                                                              cst.Add | cst.Subtract))
+
+
+def computed_here(node: cst.BaseExpression | None, call_results: set[str]) -> bool:
+    """A local variable the function last assigned a call's result: a statistic it
+    computed (`var = metric.get_metric()`), not a parameter or an alias of an attribute
+    (`fan_in = module.in_features`)."""
+    return isinstance(node, cst.Name) and node.value in call_results
 
 
 def after_binop(symbol: str | None, left: Value, right: Value, result: Value) -> str | None:
