@@ -22,8 +22,6 @@ KNOWN_CYCLES = {
     frozenset({"analyzers.dynamic.entries", "analyzers.dynamic.harvest",
                "analyzers.dynamic.harvest_keras", "analyzers.dynamic.reproducer",
                "analyzers.dynamic.weights"}),
-    # script mode's TensorFlow twin shares private helpers with the PyTorch one
-    frozenset({"analyzers.dynamic.script", "analyzers.dynamic.script_tf"}),
     # the feature routers and the Celery tasks that run them
     frozenset({"bot.features", "bot.features.checks", "bot.features.commands",
                "bot.features.installations", "bot.features.ping", "bot.features.pulls",

@@ -5,7 +5,7 @@ TensorFlow has no dispatch mode, so `TFExternalValues` patches for the time of o
 * `tf.random`'s float draws (`normal`, `uniform`, `truncated_normal`, ...), kept when the
   caller is the repository's own code (Keras's initialisers and dropout follow the seed);
 * the batches a `tf.data` iterator yields, keyed at the nearest repository frame, tensor by
-  tensor inside tuples and dicts (`script.CallSites`): `OwnedIterator.__next__` (a `for x, y
+  tensor inside tuples and dicts (`callsites.CallSites`): `OwnedIterator.__next__` (a `for x, y
   in dataset` loop), `get_next` (Keras's `fit`, `evaluate` and `predict`: their train step
   asks the iterator itself, and runs eagerly here, so a `model.fit(...)` line is the batches'
   call site) and `get_next_as_optional` (Keras with `steps_per_execution` > 1); numpy's
@@ -31,7 +31,7 @@ import importlib
 import sys
 from typing import Any
 
-from analyzers.dynamic.script import CallSites, StopScript
+from analyzers.dynamic.callsites import CallSites, StopScript
 
 # tf.random's functions that return float draws (integer draws, shuffles and categorical
 # indices are not values a NaN is searched in)

@@ -877,17 +877,18 @@ def _tf_checks(label: str, gradient: bool) -> list[str]:
     return check
 
 
-# The script runtime a reproducer carries: constants and definitions of script.py (and, for
-# TensorFlow, script_tf.py), read from numcheck's own source files, so the host writes the
-# same runtime the worker ran without importing torch.
-RUNTIME_CONSTANTS = {"NUMPY_DRAWS": ("script.py", "NUMPY_DRAWS"),
-                     "NUMPY_LOADS": ("script.py", "NUMPY_LOADS"),
-                     "DISPATCH_FILES": ("script.py", "DISPATCH_FILES"),
-                     "MAX_FRAMES": ("script.py", "MAX_FRAMES"),
-                     # script.WATCH_FRAMES is the probe's own limit
+# The script runtime a reproducer carries: constants and definitions of callsites.py and
+# script.py (and, for TensorFlow, script_tf.py), read from numcheck's own source files, so
+# the host writes the same runtime the worker ran without importing torch.
+RUNTIME_CONSTANTS = {"NUMPY_DRAWS": ("callsites.py", "NUMPY_DRAWS"),
+                     "NUMPY_LOADS": ("callsites.py", "NUMPY_LOADS"),
+                     "DISPATCH_FILES": ("callsites.py", "DISPATCH_FILES"),
+                     "MAX_FRAMES": ("callsites.py", "MAX_FRAMES"),
+                     # callsites.WATCH_FRAMES is the probe's own limit
                      "WATCH_FRAMES": ("probe.py", "MAX_FRAMES")}
-RUNTIME_DEFINITIONS = ("StopScript", "CallSites", "{mode}", "_Built", "_numpy_draw",
-                       "run_script")
+RUNTIME_DEFINITIONS = (("callsites.py", "StopScript"), ("callsites.py", "CallSites"),
+                       ("{mode}", "{mode}"), ("script.py", "_Built"),
+                       ("callsites.py", "_numpy_draw"), ("script.py", "run_script"))
 
 
 def torch_runtime() -> list[str]:
@@ -905,8 +906,8 @@ def runtime_lines(constants: list[str], mode: tuple[str, str]) -> list[str]:
     this folder and a class in it)."""
     lines = [*constants, *(f"{name} = {_constant(*where)!r}"
                            for name, where in RUNTIME_CONSTANTS.items()), "", ""]
-    for name in RUNTIME_DEFINITIONS:
-        where, name = mode if name == "{mode}" else ("script.py", name)
+    for where, name in RUNTIME_DEFINITIONS:
+        where, name = mode if name == "{mode}" else (where, name)
         lines += _definition(where, name) + ["", ""]
     return lines
 
