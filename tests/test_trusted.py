@@ -136,7 +136,22 @@ FORGED_PLANS = {
     "a stand-in for the framework": _plan(stand_ins=["torch"]),
     "a stand-in for the standard library": _plan(stand_ins=["os.path"]),
     "code in a stand-in's name": _plan(stand_ins=["x; __import__('os').system('id')"]),
+    # a folder for sys.path stays inside the repository and is a plain path
+    "a script folder outside the repository": _plan(script_dirs=["../elsewhere"]),
+    "an absolute script folder": _plan(script_dirs=["/usr/lib"]),
+    "code in a script folder": _plan(script_dirs=["a'); __import__('os').system('id'); ('"]),
 }
+
+
+def test_a_plans_script_folders_are_appended_to_sys_path_before_the_import() -> None:
+    from runners.trusted import trusted_reproducer
+
+    plan = _plan(script_dirs=["pkg/losses"])
+    text, refused = trusted_reproducer(_record(plan), _finding())  # type: ignore[arg-type]
+    assert refused is None and text is not None
+    line = "sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), " \
+        "'pkg/losses'))"
+    assert line in text and text.index(line) < text.index("from pkg.rates import rate")
 
 
 def test_a_plans_stand_ins_are_installed_first_and_named() -> None:

@@ -30,6 +30,7 @@ from typing import Any
 
 from analyzers.dynamic.layout import root_of
 from analyzers.dynamic.loading import HOW, import_lines
+from analyzers.dynamic.siblings import checked_dir
 from analyzers.dynamic.standins import may_stand_in
 
 FRAMEWORKS = ("torch", "tensorflow", "jax")
@@ -361,6 +362,8 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     loading_why = comment_text(plan.get("loading_why", ""), "why the import failed")
     stand_ins = [_stand_in(name) for name in items(plan.get("stand_ins", []),
                                                    "the stood-in modules")]
+    script_dirs = [_script_dir(folder) for folder in items(plan.get("script_dirs", []),
+                                                           "the script folders")]
     inputs = items(plan.get("inputs"), "the inputs")
     names = [ident(table(i, "an input").get("name"), "an input's name") for i in inputs]
     if len(set(names)) != len(names):
@@ -459,7 +462,7 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         *framework_imports,
         "",
         *import_lines(module, imported, loading, loading_why, _root(target.path, module),
-                      stand_ins),
+                      stand_ins, script_dirs),
         "",
         "",
         *helpers,
@@ -478,6 +481,15 @@ def _stand_in(name: Any) -> str:
     if not may_stand_in(name):
         raise PlanError(f"the plan stands in for {name}, which numcheck never stands in for")
     return name
+
+
+def _script_dir(value: Any) -> str:
+    """A plan's folder for sys.path (siblings.py): a clean path relative to the repository,
+    where the reproducer is saved; never absolute, never outside it."""
+    folder = checked_dir(value)
+    if folder is None:
+        raise PlanError("a script folder of the plan is not a clean relative path")
+    return folder
 
 
 def _root(path: str, module: str) -> str:
