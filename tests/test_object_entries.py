@@ -132,3 +132,47 @@ def test_only_a_leading_none_default_can_be_passed_by_position() -> None:
     assert len(specs) == 1 and constants == {"logits": None}
     with pytest.raises(EntryError, match="no tensor parameters"):  # `logits` follows `ps`
         specs_from_signature(either, None, operand_names=operand_names("logits.exp()"))
+
+
+OPTIMIZERS = """\
+import torch
+
+
+class WeightNorm:
+    \"\"\"flax's WeightNorm: built around another optimizer numcheck cannot make up.\"\"\"
+
+    def __init__(self, wrapped_optimizer, eps=1e-8):
+        self.hyper_params = (wrapped_optimizer.hyper_params, eps)
+
+    def split_param(self, param):
+        scale = torch.sqrt(torch.square(param).sum(0, keepdim=True))
+        return param / scale, scale
+"""
+
+
+def test_a_method_that_never_reads_self_is_called_without_the_constructor(
+        tmp_path: Path) -> None:
+    """`split_param` never reads `self`: the object is made without its constructor (which
+    needs another optimizer), in the search and in the reproducer, which fails on its own."""
+    repo = write_repo(tmp_path / "repo", {"optim.py": OPTIMIZERS})
+    import sys
+
+    sys.path.insert(0, str(repo))
+    try:
+        import optim  # type: ignore[import-not-found]
+
+        found = object_inputs(optim.WeightNorm, "split_param", "torch")
+        assert found.call.bare and found.call.init_names == ()
+        assert found.param_names == ["param"]
+    finally:
+        sys.path.remove(str(repo))
+        sys.modules.pop("optim", None)
+    run = run_findings(repo, "optim.py", ["WeightNorm.split_param"] * 2, finding_timeout=120,
+                       timeout=300)
+    records = [r for r in run.result.records if r.get("stage") is None]
+    confirmed = [r for r in records if r["status"] == "confirmed"]
+    assert confirmed, records
+    for record in confirmed:
+        assert "obj = WeightNorm.__new__(WeightNorm)" in record["reproducer"]
+        check = run_script(repo, record["reproducer"])
+        assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]

@@ -143,6 +143,23 @@ FORGED_PLANS = {
 }
 
 
+def test_a_bare_object_plan_runs_no_constructor() -> None:
+    """A member that never reads `self` (objects.py): the object is made with `__new__`."""
+    from runners.trusted import trusted_reproducer
+
+    plan = _plan(qualname="Norm.split", object={"init_names": [], "init": [],
+                                                "member": "split", "property": False,
+                                                "bare": True})
+    text, refused = trusted_reproducer(_record(plan), _finding())  # type: ignore[arg-type]
+    assert refused is None and text is not None
+    assert "obj = Norm.__new__(Norm)" in text and "Norm()" not in text
+    forged = _plan(qualname="Norm.split", object={"init_names": [], "init": [],
+                                                  "member": "split", "property": False,
+                                                  "bare": "__import__('os')"})
+    text, refused = trusted_reproducer(_record(forged), _finding())  # type: ignore[arg-type]
+    assert text is None and refused is not None
+
+
 def test_a_plans_script_folders_are_appended_to_sys_path_before_the_import() -> None:
     from runners.trusted import trusted_reproducer
 

@@ -12,7 +12,10 @@ tensor parameters first, then each optional one that defaults to None (`Categori
 logits=None)` needs one of them); for each, scalars first (they broadcast against anything),
 then vectors, then the (batch, features) default, in every combination. A trial uses normal
 values (0.5 to 1.5), so the object's own argument validation stays on, as the code's users
-have it.
+have it. A method whose body never reads `self` (a helper that could have been a
+staticmethod) is called on an object made without its constructor: nothing the object was
+built with can change its result, and its constructor may need what numcheck cannot make up
+(flax's `WeightNorm(wrapped_optimizer)`).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from analyzers.dynamic.signatures import (
     specs_from_signature,
 )
 from analyzers.dynamic.specs import InputSpec, default_spec
-from analyzers.dynamic.usage import parameter_uses
+from analyzers.dynamic.usage import parameter_uses, reads_self
 
 # Shapes tried for each of the constructor's tensors (see the module's docstring): every
 # combination, scalars first, at most MAX_SHAPE_TRIALS of them per set of parameters (a
@@ -55,11 +58,13 @@ class ObjectCall:
     init_names: tuple[str, ...]  # the first len(init_names) inputs, passed by keyword
     init: dict[str, Any] = field(default_factory=dict)  # constructor constants
     is_property: bool = False
+    bare: bool = False  # the member never reads `self`: no constructor runs (usage.reads_self)
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         count = len(self.init_names)
-        instance = self.owner(**dict(zip(self.init_names, inputs[:count], strict=True)),
-                              **self.init)
+        owner: Any = self.owner  # as the reproducer makes it: `Owner.__new__(Owner)`
+        instance = owner.__new__(owner) if self.bare else \
+            self.owner(**dict(zip(self.init_names, inputs[:count], strict=True)), **self.init)
         member = getattr(instance, self.member)
         return member if self.is_property else member(*inputs[count:], **kwargs)
 
@@ -96,6 +101,9 @@ def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
         specs, constants, chosen = specs_from_signature(target, None, allow_empty=True,
                                                         uses=parameter_uses(function))
         names = positional_names(function)[0 if static else 1:]
+        if not static and specs and not reads_self(function):
+            return ObjectInputs(ObjectCall(owner, member, (), bare=True), specs, constants,
+                                chosen, names[:len(specs)])
     required, optional, init = _constructor(owner)
     first: Exception | None = None  # the error of the plainest try, the one worth reading
     for extra in [None, *optional[:MAX_OPTIONAL]]:

@@ -128,6 +128,24 @@ def _call(node: ast.Call, aliases: dict[str, str], uses: ParameterUses) -> None:
         uses.indices.add(aliases[given.id])
 
 
+def reads_self(fn: Any) -> bool:
+    """Whether a method's body uses its first parameter (`self`), or zero-argument `super()`
+    (which reads it too); True when the source cannot be read. flax's
+    `WeightNorm._split_param(self, param)` never does: whatever the object was built with
+    cannot change what it computes, so it is called on an object no constructor ran for
+    (objects.py), where the constructor needs another optimizer numcheck cannot make up."""
+    parsed = parsed_function(fn)
+    if parsed is None:
+        return True
+    function = parsed[0]
+    positional = [*function.args.posonlyargs, *function.args.args]
+    if not positional:
+        return True
+    name = positional[0].arg
+    return any(isinstance(node, ast.Name) and node.id in (name, "super")
+               for node in ast.walk(function))
+
+
 def allowed_values(fn: Any) -> dict[str, Any]:
     """{parameter: the first value the body allows it} where the body checks a parameter
     against constants (`if nu not in [0.5, 1.5, 2.5]: raise ...`, `assert mode in ("a",

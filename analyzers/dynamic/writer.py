@@ -535,6 +535,11 @@ def _object_lines(obj: dict[str, Any], owner: str, names: list[str]) -> list[str
     used = f"obj.{member}" if flag(obj.get("property", False), "property") else \
         f"obj.{member}({passed})"
     params = ", ".join([*names, "**kwargs"])
+    if flag(obj.get("bare", False), "bare"):  # usage.reads_self: no constructor runs
+        return [f"def run({params}):",
+                f"    # {member} never reads self: what the object is built with cannot matter",
+                f"    obj = {owner}.__new__({owner})",
+                f"    return {used}"]
     return [f"def run({params}):",
             f"    obj = {owner}({call_arguments})",
             f"    return {used}"]
