@@ -176,3 +176,68 @@ def test_a_method_that_never_reads_self_is_called_without_the_constructor(
         assert "obj = WeightNorm.__new__(WeightNorm)" in record["reproducer"]
         check = run_script(repo, record["reproducer"])
         assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+
+
+WRAPPED = """\
+import torch
+
+
+def validate_sample(log_prob_fn):
+    def wrapper(self, *args, **kwargs):  # no functools.wraps, as numpyro's
+        return log_prob_fn(self, *args, **kwargs)
+
+    return wrapper
+
+
+class Normal:
+    def __init__(self, loc=0., scale=1., validate_args=None):
+        self.loc, self.scale = torch.as_tensor(loc), torch.as_tensor(scale)
+
+    def cdf(self, value):
+        return 0.5 * (1 + torch.erf((value - self.loc) / (self.scale * 2 ** 0.5)))
+
+
+class Truncated:
+    supported_types = (Normal,)
+
+    def __init__(self, base_dist, low=0., high=1.):
+        assert isinstance(base_dist, self.supported_types)
+        self.base_dist, self.low, self.high = base_dist, low, high
+
+    @validate_sample
+    def log_prob(self, value):
+        mass = self.base_dist.cdf(torch.as_tensor(self.high)) \\
+            - self.base_dist.cdf(torch.as_tensor(self.low))
+        return -torch.log(mass) + 0 * value
+"""
+
+
+def test_an_argument_checked_with_isinstance_is_built_from_searched_numbers(
+        tmp_path: Path) -> None:
+    """numpyro's TwoSidedTruncatedDistribution: `assert isinstance(base_dist,
+    self.supported_types)`, then `@validate_sample` hides `log_prob(value)` behind
+    `wrapper(self, *args, **kwargs)`. The base distribution is built from one of the listed
+    classes with its float defaults searched, `value` is read off the wrapped function, and
+    the reproducer builds the same and fails on its own."""
+    repo = write_repo(tmp_path / "repo", {"trunc.py": WRAPPED})
+    import sys
+
+    sys.path.insert(0, str(repo))
+    try:
+        import trunc  # type: ignore[import-not-found]
+
+        found = object_inputs(trunc.Truncated, "log_prob", "torch")
+        (part,) = found.call.parts
+        assert part.owner is trunc.Normal and part.init_names == ("loc", "scale")
+        assert found.param_names == ["base_dist_loc", "base_dist_scale", "value"]
+    finally:
+        sys.path.remove(str(repo))
+        sys.modules.pop("trunc", None)
+    run = run_findings(repo, "trunc.py", ["Truncated.log_prob"],
+                       finding_timeout=120, timeout=300)
+    record = run.record("Truncated.log_prob")
+    assert record["status"] == "confirmed", record
+    source = record["reproducer"]
+    assert "base_dist = Normal(loc=base_dist_loc, scale=base_dist_scale)" in source
+    check = run_script(repo, source)
+    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]

@@ -160,6 +160,31 @@ def test_a_bare_object_plan_runs_no_constructor() -> None:
     assert text is None and refused is not None
 
 
+def test_an_objects_parts_come_from_the_findings_own_package() -> None:
+    """A constructor argument built as an object (parts.py): its class is imported from the
+    finding's own package only; a plan naming another would build what the PR never had."""
+    from runners.trusted import trusted_reproducer
+
+    def plan_with(module: str) -> dict[str, object]:
+        return _plan(qualname="Truncated.log_prob", object={
+            "init_names": [], "init": [], "member": "log_prob", "property": False,
+            "parts": [{"name": "base", "module": module, "qualname": "Normal",
+                       "init_names": ["loc"]}]},
+            inputs=[{"name": n, "tensor": {"dtype": "float32", "shape": [1], "float": True,
+                                           "base": 0.0, "inline": True, "values": [1.0]}}
+                    for n in ("base_loc", "x")])
+
+    text, refused = trusted_reproducer(_record(plan_with("pkg.dists")),
+                                       _finding())  # type: ignore[arg-type]
+    assert refused is None and text is not None
+    assert "from pkg.dists import Normal\n        base = Normal(loc=base_loc)" in text
+    assert "obj = Truncated(base=base)" in text and "def run(base_loc, x, **kwargs):" in text
+    for other in ("subprocess", "os.path", "torch.distributions"):
+        text, refused = trusted_reproducer(_record(plan_with(other)),
+                                           _finding())  # type: ignore[arg-type]
+        assert text is None and refused is not None, other
+
+
 def test_a_plans_script_folders_are_appended_to_sys_path_before_the_import() -> None:
     from runners.trusted import trusted_reproducer
 

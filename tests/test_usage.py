@@ -75,3 +75,21 @@ def test_a_method_that_never_reads_self_is_told_apart() -> None:
     assert reads_self(_Optimizer.inherited)  # zero-argument super() reads it too
     assert reads_self(_Optimizer.renamed)
     assert reads_self(len)  # no source: assume it does
+
+
+def _wrapped(base_dist, kernel, count):
+    assert isinstance(base_dist, (_Optimizer, int))
+    if not isinstance(kernel, _Optimizer):
+        raise TypeError("a kernel")
+    if isinstance(count, int):  # a branch, not a refusal
+        return count
+    return base_dist
+
+
+def test_isinstance_refusals_name_the_class_a_parameter_must_be() -> None:
+    import ast
+
+    from analyzers.dynamic.usage import isinstance_checks
+
+    checks = {name: ast.unparse(e) for name, e in isinstance_checks(_wrapped).items()}
+    assert checks == {"base_dist": "(_Optimizer, int)", "kernel": "_Optimizer"}

@@ -189,7 +189,11 @@ def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) ->
     if isinstance(entry.fn, ObjectCall):  # built from the first inputs, then its member
         out["object"] = {"init_names": list(entry.fn.init_names),
                          "init": encode_keywords(entry.fn.init), "member": entry.fn.member,
-                         "property": entry.fn.is_property, "bare": entry.fn.bare}
+                         "property": entry.fn.is_property, "bare": entry.fn.bare,
+                         "parts": [{"name": part.name, "module": part.owner.__module__,
+                                    "qualname": part.owner.__qualname__,
+                                    "init_names": list(part.init_names)}
+                                   for part in entry.fn.parts]}
     if entry.template is not None:
         out["template"] = [_slot(slot) for slot in entry.template]
         out["template_kwargs"] = encode_keywords(entry.template_kwargs)
