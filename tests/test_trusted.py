@@ -140,6 +140,8 @@ FORGED_PLANS = {
     "a script folder outside the repository": _plan(script_dirs=["../elsewhere"]),
     "an absolute script folder": _plan(script_dirs=["/usr/lib"]),
     "code in a script folder": _plan(script_dirs=["a'); __import__('os').system('id'); ('"]),
+    # only the moves numcheck knows (moved.py)
+    "an unknown move": _plan(moved=["os.system"]),
 }
 
 
@@ -183,6 +185,16 @@ def test_an_objects_parts_come_from_the_findings_own_package() -> None:
         text, refused = trusted_reproducer(_record(plan_with(other)),
                                            _finding())  # type: ignore[arg-type]
         assert text is None and refused is not None, other
+
+
+def test_a_plans_moved_names_are_bound_before_the_import() -> None:
+    from runners.trusted import trusted_reproducer
+
+    text, refused = trusted_reproducer(_record(_plan(moved=["jax.tree_map"])),
+                                       _finding())  # type: ignore[arg-type]
+    assert refused is None and text is not None
+    line = "jax.tree_map = jax.tree_util.tree_map"
+    assert line in text and text.index(line) < text.index("from pkg.rates import rate")
 
 
 def test_a_plans_script_folders_are_appended_to_sys_path_before_the_import() -> None:

@@ -176,6 +176,7 @@ def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) ->
         "autocast": entry.autocast, "seed": seed, "loading": entry.loading,
         "loading_why": entry.loading_why, "stand_ins": list(entry.stand_ins),
         "script_dirs": list(getattr(entry, "script_dirs", ())),
+        "moved": list(getattr(entry, "moved", ())),
         "constructed": bool(entry.is_method or entry.init
                             or (len(parts) == 1 and not _is_function(entry))),
         "rebuild": None if rebuild is None else rebuild.plan(),

@@ -30,6 +30,7 @@ from typing import Any
 
 from analyzers.dynamic.layout import root_of
 from analyzers.dynamic.loading import HOW, import_lines
+from analyzers.dynamic.moved import MOVED
 from analyzers.dynamic.siblings import checked_dir
 from analyzers.dynamic.standins import may_stand_in
 
@@ -364,6 +365,8 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
                                                    "the stood-in modules")]
     script_dirs = [_script_dir(folder) for folder in items(plan.get("script_dirs", []),
                                                            "the script folders")]
+    moves = [choice(name, tuple(MOVED), "a moved name")
+             for name in items(plan.get("moved", []), "the moved names")]
     inputs = items(plan.get("inputs"), "the inputs")
     names = [ident(table(i, "an input").get("name"), "an input's name") for i in inputs]
     if len(set(names)) != len(names):
@@ -462,7 +465,7 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         *framework_imports,
         "",
         *import_lines(module, imported, loading, loading_why, _root(target.path, module),
-                      stand_ins, script_dirs),
+                      stand_ins, script_dirs, moves),
         "",
         "",
         *helpers,
