@@ -125,9 +125,25 @@ def _reproducer_that_loads(repo: Path, entry: Any, inputs: list[Any], target: An
     other ways the search knows (loading.py), the first that fails on its assertion kept.
     The same when the search itself loaded it without its packages' `__init__` files: a
     package the tests left half-imported there (gpytorch's `from .. import libfft` of a
-    compiled module) is half-imported in no fresh process, and extraction is tried next."""
+    compiled module) is half-imported in no fresh process, and extraction is tried next.
+    First, though, a script that dies importing a module numcheck may stand in for (one the
+    half-imported package never asked for again) is written again with a stand-in for it,
+    as the search's own loading would have stood in for it (standins.missing_in_traceback)."""
+    from analyzers.dynamic.loading import package_base
+    from analyzers.dynamic.standins import MAX_STAND_INS, missing_in_traceback
+
     plan, script = _written(entry, inputs, target, seed)
     fails, stderr = _check_reproducer(repo, script)
+    # what the fresh process misses, stood in for as the search's loading would have
+    for _ in range(MAX_STAND_INS if hasattr(entry, "stand_ins") else 0):
+        missing = None if fails or "AssertionError" in stderr else \
+            missing_in_traceback(stderr, package_base(repo, entry.target.split(":")[0]))
+        if missing is None or missing in getattr(entry, "stand_ins", ()):
+            break
+        entry = dataclasses.replace(entry, stand_ins=tuple(sorted({*entry.stand_ins,
+                                                                   missing})))
+        plan, script = _written(entry, inputs, target, seed)
+        fails, stderr = _check_reproducer(repo, script)
     loading = getattr(entry, "loading", "import")
     if fails or loading == "extracted" or "AssertionError" in stderr:
         return plan, script, fails, stderr, entry

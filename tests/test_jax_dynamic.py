@@ -74,3 +74,40 @@ def test_a_division_by_a_sum_is_confirmed(tmp_path: Path, clean_modules: object)
     run = run_findings(repo, "jnorm/weights.py", ["normalise"], finding_timeout=120,
                        timeout=300, search_seconds=SEARCH_SECONDS)
     confirmed_reproducer(repo, run)
+
+
+MOVED_TREE = '''import jax.numpy as jnp
+from jax import tree_map  # gone from jax since 0.4.26: jax.tree_util.tree_map
+
+
+def normalise_all(weights):
+    """Magnitudes rescaled to sum to one along the last axis."""
+    weights = tree_map(jnp.abs, weights)
+    total = jnp.sum(weights, axis=-1, keepdims=True)
+    return weights / total
+'''
+
+
+def test_a_moved_framework_function_is_bound_to_its_new_place(tmp_path: Path,
+                                                               clean_modules: object) -> None:
+    """numpyro's `from jax import lax, ops, tree_map`: a stand-in would return a stand-in
+    from `tree_map(f, x)`; the old name is bound to jax.tree_util.tree_map instead, in the
+    search and in the reproducer, so the division is the framework's real arithmetic."""
+    import jax
+
+    from analyzers.dynamic import moved
+    from analyzers.dynamic.loading import load
+
+    repo = write_repo(tmp_path, {"jmoved/__init__.py": "", "jmoved/norm.py": MOVED_TREE})
+    try:
+        loaded = load(repo, "jmoved.norm")
+        assert "jax.tree_map" in loaded.moved and "jax.tree_map" not in loaded.stand_ins
+        assert loaded.module.tree_map is jax.tree_util.tree_map
+        run = run_findings(repo, "jmoved/norm.py", ["normalise_all"], finding_timeout=120,
+                           timeout=300, search_seconds=SEARCH_SECONDS)
+        source = confirmed_reproducer(repo, run)
+        assert "jax.tree_map = jax.tree_util.tree_map" in source
+    finally:
+        if "tree_map" in vars(jax):
+            delattr(jax, "tree_map")
+        moved._MADE.clear()

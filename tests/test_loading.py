@@ -321,3 +321,39 @@ def test_a_missing_dependency_the_function_never_uses_gets_a_stand_in(
     assert "numcheck_absent_nlp" in note.partition("cannot:")[2]
     (fix,) = [r["fix"] for r in run.result.records if r.get("stage") == "fix"]
     assert fix["status"] == "validated", fix  # the patched copy loads with them too
+
+
+def test_a_file_imported_by_its_bare_name_from_beside_it_is_found_there(
+        tmp_path: Path, clean_modules: object) -> None:
+    """optax's segmentation loss (as its PR had it) says `from classification import ...`
+    with `classification.py` in the same folder: that folder goes last on sys.path, not a
+    stand-in (which would only fail at the call), and the reproducer appends it too."""
+    import sys
+
+    from analyzers.dynamic import siblings
+
+    repo = write_repo(tmp_path, {
+        "bpkg/__init__.py": "",
+        "bpkg/losses/__init__.py": "",
+        "bpkg/losses/numcheck_sibling_ce.py": ("import torch\n\n\n"
+                                                "def ce(x):\n    return x * 2.0\n"),
+        "bpkg/losses/focal.py": ("import torch\nfrom numcheck_sibling_ce import ce\n\n\n"
+                                 "def focal(x: torch.Tensor) -> torch.Tensor:\n"
+                                 "    return torch.log(ce(x))\n"),
+    })
+    folder = str((repo / "bpkg" / "losses").resolve())
+    try:
+        loaded = load(repo, "bpkg.losses.focal")
+        assert loaded.how == "import" and loaded.script_dirs == ("bpkg/losses",)
+        assert "numcheck_sibling_ce" not in loaded.stand_ins
+        assert sys.path[-1] == folder  # last: it shadows nothing installed
+        run = run_findings(repo, "bpkg/losses/focal.py", ["focal"], finding_timeout=120,
+                           timeout=300)
+        source = confirmed_reproducer(repo, run)
+        assert "sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), " \
+               "'bpkg/losses'))" in source
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+        siblings._ADDED.clear()
+        sys.modules.pop("numcheck_sibling_ce", None)

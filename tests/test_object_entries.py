@@ -132,3 +132,112 @@ def test_only_a_leading_none_default_can_be_passed_by_position() -> None:
     assert len(specs) == 1 and constants == {"logits": None}
     with pytest.raises(EntryError, match="no tensor parameters"):  # `logits` follows `ps`
         specs_from_signature(either, None, operand_names=operand_names("logits.exp()"))
+
+
+OPTIMIZERS = """\
+import torch
+
+
+class WeightNorm:
+    \"\"\"flax's WeightNorm: built around another optimizer numcheck cannot make up.\"\"\"
+
+    def __init__(self, wrapped_optimizer, eps=1e-8):
+        self.hyper_params = (wrapped_optimizer.hyper_params, eps)
+
+    def split_param(self, param):
+        scale = torch.sqrt(torch.square(param).sum(0, keepdim=True))
+        return param / scale, scale
+"""
+
+
+def test_a_method_that_never_reads_self_is_called_without_the_constructor(
+        tmp_path: Path) -> None:
+    """`split_param` never reads `self`: the object is made without its constructor (which
+    needs another optimizer), in the search and in the reproducer, which fails on its own."""
+    repo = write_repo(tmp_path / "repo", {"optim.py": OPTIMIZERS})
+    import sys
+
+    sys.path.insert(0, str(repo))
+    try:
+        import optim  # type: ignore[import-not-found]
+
+        found = object_inputs(optim.WeightNorm, "split_param", "torch")
+        assert found.call.bare and found.call.init_names == ()
+        assert found.param_names == ["param"]
+    finally:
+        sys.path.remove(str(repo))
+        sys.modules.pop("optim", None)
+    run = run_findings(repo, "optim.py", ["WeightNorm.split_param"] * 2, finding_timeout=120,
+                       timeout=300)
+    records = [r for r in run.result.records if r.get("stage") is None]
+    confirmed = [r for r in records if r["status"] == "confirmed"]
+    assert confirmed, records
+    for record in confirmed:
+        assert "obj = WeightNorm.__new__(WeightNorm)" in record["reproducer"]
+        check = run_script(repo, record["reproducer"])
+        assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+
+
+WRAPPED = """\
+import torch
+
+
+def validate_sample(log_prob_fn):
+    def wrapper(self, *args, **kwargs):  # no functools.wraps, as numpyro's
+        return log_prob_fn(self, *args, **kwargs)
+
+    return wrapper
+
+
+class Normal:
+    def __init__(self, loc=0., scale=1., validate_args=None):
+        self.loc, self.scale = torch.as_tensor(loc), torch.as_tensor(scale)
+
+    def cdf(self, value):
+        return 0.5 * (1 + torch.erf((value - self.loc) / (self.scale * 2 ** 0.5)))
+
+
+class Truncated:
+    supported_types = (Normal,)
+
+    def __init__(self, base_dist, low=0., high=1.):
+        assert isinstance(base_dist, self.supported_types)
+        self.base_dist, self.low, self.high = base_dist, low, high
+
+    @validate_sample
+    def log_prob(self, value):
+        mass = self.base_dist.cdf(torch.as_tensor(self.high)) \\
+            - self.base_dist.cdf(torch.as_tensor(self.low))
+        return -torch.log(mass) + 0 * value
+"""
+
+
+def test_an_argument_checked_with_isinstance_is_built_from_searched_numbers(
+        tmp_path: Path) -> None:
+    """numpyro's TwoSidedTruncatedDistribution: `assert isinstance(base_dist,
+    self.supported_types)`, then `@validate_sample` hides `log_prob(value)` behind
+    `wrapper(self, *args, **kwargs)`. The base distribution is built from one of the listed
+    classes with its float defaults searched, `value` is read off the wrapped function, and
+    the reproducer builds the same and fails on its own."""
+    repo = write_repo(tmp_path / "repo", {"trunc.py": WRAPPED})
+    import sys
+
+    sys.path.insert(0, str(repo))
+    try:
+        import trunc  # type: ignore[import-not-found]
+
+        found = object_inputs(trunc.Truncated, "log_prob", "torch")
+        (part,) = found.call.parts
+        assert part.owner is trunc.Normal and part.init_names == ("loc", "scale")
+        assert found.param_names == ["base_dist_loc", "base_dist_scale", "value"]
+    finally:
+        sys.path.remove(str(repo))
+        sys.modules.pop("trunc", None)
+    run = run_findings(repo, "trunc.py", ["Truncated.log_prob"],
+                       finding_timeout=120, timeout=300)
+    record = run.record("Truncated.log_prob")
+    assert record["status"] == "confirmed", record
+    source = record["reproducer"]
+    assert "base_dist = Normal(loc=base_dist_loc, scale=base_dist_scale)" in source
+    check = run_script(repo, source)
+    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]

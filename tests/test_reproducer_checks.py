@@ -306,3 +306,38 @@ def test_a_stubbed_load_that_dies_in_a_fresh_process_is_extracted_instead(
         sys.path.remove(str(tmp_path))
         for name in [m for m in sys.modules if m.startswith("stubbed")]:
             del sys.modules[name]
+
+
+def test_a_compiled_module_the_fresh_process_misses_is_stood_in_for(tmp_path: Path) -> None:
+    """gpytorch: the tests' run left the package imported, so the search never stood in for
+    its compiled `libfft`; a fresh process dies at `from .. import libfft` in the package's
+    own __init__ chain, and neither the package stubs nor extraction get past it (the
+    function's module imports the package's other modules). The script is written again
+    with a stand-in for the module its traceback names, and then fails on its assertion."""
+    package = tmp_path / "builtpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from . import fft\nfrom . import losses\n")
+    (package / "fft.py").write_text("from . import libfft\n\n\ndef helper(x):\n"
+                                    "    return x\n")
+    (package / "losses.py").write_text("import torch\nfrom .fft import helper\n\n\n"
+                                       "def log_of(x):\n    return torch.log(helper(x))\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import types
+
+        sys.modules["builtpkg.libfft"] = types.ModuleType("builtpkg.libfft")  # the tests'
+        entry = build_configured(tmp_path, EntryConfig("builtpkg.losses:log_of",
+                                                       ("float32[3] in [0, 1]",)), 0)
+        assert entry.loading == "import" and entry.stand_ins == ()
+        target = Target("builtpkg/losses.py", 6, "log", "torch.log(helper(x))", "forward",
+                        "output")
+        plan, script, fails, stderr, used = _reproducer_that_loads(
+            tmp_path, entry, [torch.zeros(3)], target, 0)
+        assert fails, stderr
+        assert used.stand_ins == ("builtpkg.libfft",) and used.loading == "import"
+        assert plan["stand_ins"] == ["builtpkg.libfft"]
+        assert "install(['builtpkg.libfft'])" in script
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m.startswith("builtpkg")]:
+            del sys.modules[name]

@@ -122,3 +122,25 @@ def test_never_the_standard_library_nor_a_frameworks_own_package(tmp_path: Path)
     assert missing_module(_raised("from json import no_such_helper"), tmp_path) is None
     error = RuntimeError("raised while importing")
     assert missing_module(error, tmp_path) is None  # no library frame: nothing to name
+
+
+def test_a_missing_module_is_read_off_another_processs_traceback(tmp_path: Path) -> None:
+    """A reproducer's fresh process may miss what the search's did not: its traceback's last
+    import error names the module, held to the same rules as an exception's."""
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "losses.py").write_text("x = 1\n")
+    from analyzers.dynamic.standins import missing_in_traceback
+
+    built = ("Traceback (most recent call last):\n  File \"r.py\", line 9, in <module>\n"
+             "ImportError: cannot import name 'libfft' from partially initialized module "
+             "'mypkg' (most likely due to a circular import) (/x/mypkg/__init__.py)\n")
+    assert missing_in_traceback(built, tmp_path) == "mypkg.libfft"
+    assert missing_in_traceback("ModuleNotFoundError: No module named 'spacy.lang'\n",
+                                tmp_path) == "spacy.lang"
+    own = "ImportError: cannot import name 'losses' from 'mypkg' (unknown location)\n"
+    assert missing_in_traceback(own, tmp_path) is None  # the checkout's own file
+    assert missing_in_traceback("ModuleNotFoundError: No module named 'torch'\n",
+                                tmp_path) is None  # a framework never
+    assert missing_in_traceback("ModuleNotFoundError: No module named 'json.x'\n",
+                                tmp_path) is None  # nor the standard library
+    assert missing_in_traceback("AssertionError: the op is NaN\n", tmp_path) is None

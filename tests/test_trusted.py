@@ -136,7 +136,76 @@ FORGED_PLANS = {
     "a stand-in for the framework": _plan(stand_ins=["torch"]),
     "a stand-in for the standard library": _plan(stand_ins=["os.path"]),
     "code in a stand-in's name": _plan(stand_ins=["x; __import__('os').system('id')"]),
+    # a folder for sys.path stays inside the repository and is a plain path
+    "a script folder outside the repository": _plan(script_dirs=["../elsewhere"]),
+    "an absolute script folder": _plan(script_dirs=["/usr/lib"]),
+    "code in a script folder": _plan(script_dirs=["a'); __import__('os').system('id'); ('"]),
+    # only the moves numcheck knows (moved.py)
+    "an unknown move": _plan(moved=["os.system"]),
 }
+
+
+def test_a_bare_object_plan_runs_no_constructor() -> None:
+    """A member that never reads `self` (objects.py): the object is made with `__new__`."""
+    from runners.trusted import trusted_reproducer
+
+    plan = _plan(qualname="Norm.split", object={"init_names": [], "init": [],
+                                                "member": "split", "property": False,
+                                                "bare": True})
+    text, refused = trusted_reproducer(_record(plan), _finding())  # type: ignore[arg-type]
+    assert refused is None and text is not None
+    assert "obj = Norm.__new__(Norm)" in text and "Norm()" not in text
+    forged = _plan(qualname="Norm.split", object={"init_names": [], "init": [],
+                                                  "member": "split", "property": False,
+                                                  "bare": "__import__('os')"})
+    text, refused = trusted_reproducer(_record(forged), _finding())  # type: ignore[arg-type]
+    assert text is None and refused is not None
+
+
+def test_an_objects_parts_come_from_the_findings_own_package() -> None:
+    """A constructor argument built as an object (parts.py): its class is imported from the
+    finding's own package only; a plan naming another would build what the PR never had."""
+    from runners.trusted import trusted_reproducer
+
+    def plan_with(module: str) -> dict[str, object]:
+        return _plan(qualname="Truncated.log_prob", object={
+            "init_names": [], "init": [], "member": "log_prob", "property": False,
+            "parts": [{"name": "base", "module": module, "qualname": "Normal",
+                       "init_names": ["loc"]}]},
+            inputs=[{"name": n, "tensor": {"dtype": "float32", "shape": [1], "float": True,
+                                           "base": 0.0, "inline": True, "values": [1.0]}}
+                    for n in ("base_loc", "x")])
+
+    text, refused = trusted_reproducer(_record(plan_with("pkg.dists")),
+                                       _finding())  # type: ignore[arg-type]
+    assert refused is None and text is not None
+    assert "from pkg.dists import Normal\n        base = Normal(loc=base_loc)" in text
+    assert "obj = Truncated(base=base)" in text and "def run(base_loc, x, **kwargs):" in text
+    for other in ("subprocess", "os.path", "torch.distributions"):
+        text, refused = trusted_reproducer(_record(plan_with(other)),
+                                           _finding())  # type: ignore[arg-type]
+        assert text is None and refused is not None, other
+
+
+def test_a_plans_moved_names_are_bound_before_the_import() -> None:
+    from runners.trusted import trusted_reproducer
+
+    text, refused = trusted_reproducer(_record(_plan(moved=["jax.tree_map"])),
+                                       _finding())  # type: ignore[arg-type]
+    assert refused is None and text is not None
+    line = "jax.tree_map = jax.tree_util.tree_map"
+    assert line in text and text.index(line) < text.index("from pkg.rates import rate")
+
+
+def test_a_plans_script_folders_are_appended_to_sys_path_before_the_import() -> None:
+    from runners.trusted import trusted_reproducer
+
+    plan = _plan(script_dirs=["pkg/losses"])
+    text, refused = trusted_reproducer(_record(plan), _finding())  # type: ignore[arg-type]
+    assert refused is None and text is not None
+    line = "sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), " \
+        "'pkg/losses'))"
+    assert line in text and text.index(line) < text.index("from pkg.rates import rate")
 
 
 def test_a_plans_stand_ins_are_installed_first_and_named() -> None:

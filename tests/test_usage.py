@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzers.dynamic.usage import allowed_values, parameter_uses
+from analyzers.dynamic.usage import allowed_values, parameter_uses, reads_self
 
 
 def _sizes(shape: Any, alpha: Any) -> Any:
@@ -53,3 +53,43 @@ def test_allowed_values_are_the_first_constant_each_check_allows() -> None:
 
 def test_unreadable_source_says_nothing() -> None:
     assert parameter_uses(len).indices == set() and allowed_values(len) == {}
+
+
+class _Optimizer:
+    def split(self, param):
+        return param / (param * param).sum()
+
+    def scaled(self, param):
+        return param * self.scale
+
+    def inherited(self, param):
+        return super().split(param)
+
+    def renamed(this, param):  # noqa: N805 - the first parameter, whatever its name
+        return this.scale * param
+
+
+def test_a_method_that_never_reads_self_is_told_apart() -> None:
+    assert not reads_self(_Optimizer.split)
+    assert reads_self(_Optimizer.scaled)
+    assert reads_self(_Optimizer.inherited)  # zero-argument super() reads it too
+    assert reads_self(_Optimizer.renamed)
+    assert reads_self(len)  # no source: assume it does
+
+
+def _wrapped(base_dist, kernel, count):
+    assert isinstance(base_dist, (_Optimizer, int))
+    if not isinstance(kernel, _Optimizer):
+        raise TypeError("a kernel")
+    if isinstance(count, int):  # a branch, not a refusal
+        return count
+    return base_dist
+
+
+def test_isinstance_refusals_name_the_class_a_parameter_must_be() -> None:
+    import ast
+
+    from analyzers.dynamic.usage import isinstance_checks
+
+    checks = {name: ast.unparse(e) for name, e in isinstance_checks(_wrapped).items()}
+    assert checks == {"base_dist": "(_Optimizer, int)", "kernel": "_Optimizer"}

@@ -82,6 +82,8 @@ class Entry:
     loading: str = "import"
     loading_why: str = ""
     stand_ins: tuple[str, ...] = ()  # modules it was loaded with stand-ins for (standins.py)
+    script_dirs: tuple[str, ...] = ()  # checkout folders appended to sys.path (siblings.py)
+    moved: tuple[str, ...] = ()  # framework names bound to where they moved (moved.py)
     # the code writes into its inputs in place (PyG's `adj[:, idx, idx] = 1`), which autograd
     # refuses on a leaf that requires grad: each call gets copies (as the reproducer passes
     # `adj.clone()`), so the gradient still reaches the searched leaves
@@ -317,7 +319,8 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
         if inspect.isclass(owner):
             entry = _method_entry(owner, parts[-1], target, seed, device, shape)
             return replace(entry, loading=loaded.how, loading_why=loaded.why,
-                           stand_ins=loaded.stand_ins)
+                           stand_ins=loaded.stand_ins, script_dirs=loaded.script_dirs,
+                           moved=loaded.moved)
     branch = branch_values(obj, line) if line is not None else None
     uses = parameter_uses(obj)
     leading = _leading_sizes(obj, uses, shape or (DEFAULT_BATCH, DEFAULT_FEATURES))
@@ -332,7 +335,8 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
                  template=template, template_kwargs=constants if leading else {},
                  framework=framework, param_names=_param_names(obj)[len(leading):],
                  device="cpu" if framework in ("tensorflow", "jax") else device,
-                 loading=loaded.how, loading_why=loaded.why, stand_ins=loaded.stand_ins)
+                 loading=loaded.how, loading_why=loaded.why, stand_ins=loaded.stand_ins,
+                 script_dirs=loaded.script_dirs, moved=loaded.moved)
 
 
 def _leading_sizes(fn: Any, uses: ParameterUses,

@@ -9,7 +9,12 @@ dependency the function never touches (`einops`). The ways in, tried in order:
 2. `package-stubs`: the parent packages are registered as bare namespace packages, so their
    `__init__.py` never runs, and the module itself is imported for real.
 3. `import` again, with stand-ins (standins.py) for the modules the import misses: a
-   dependency that is not installed, a compiled module the build step would have made.
+   dependency that is not installed, a compiled module the build step would have made; but
+   a missing top-level module that is a file beside one the import ran through (`from
+   classification import ...` next to `classification.py`) gets that folder on `sys.path`
+   instead (siblings.py), as running the code from its folder would have; and a framework
+   function that only moved (`from jax import tree_map`) is bound to its new place
+   (moved.py), so the code runs the real function, not a stand-in.
 4. `extracted`: the module's file is read and its top-level statements run one at a time:
    imports (relative ones resolved against the stubbed packages) and definitions that fail
    are skipped, and statements that do work at import time (calls, loops, `if __name__`
@@ -37,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyzers.dynamic import moved, siblings
 from analyzers.dynamic.layout import on_sys_path, source_roots
 from analyzers.dynamic.standins import (
     MAX_STAND_INS,
@@ -57,6 +63,8 @@ class Loaded:
     how: str  # one of HOW
     why: str = ""  # why the plain import failed ("" for a plain import)
     stand_ins: tuple[str, ...] = ()  # modules it was loaded with stand-ins for (standins.py)
+    script_dirs: tuple[str, ...] = ()  # checkout folders appended to sys.path (siblings.py)
+    moved: tuple[str, ...] = ()  # framework names bound to where they moved (moved.py)
 
 
 def _stub_parents(repo_dir: Path, module_name: str) -> list[str]:
@@ -190,38 +198,50 @@ def _load(repo_dir: Path, module_name: str) -> Loaded:
         if path is not None else None
     if work is not None and path is not None:  # never run a program by importing it
         return Loaded(extract(base, module_name, path), "extracted",
-                      f"{WORK_AT_IMPORT} ({work}), so numcheck does not import it", stood_in())
+                      f"{WORK_AT_IMPORT} ({work}), so numcheck does not import it", stood_in(),
+                      siblings.added(), moved.made())
     try:  # with the stand-ins an earlier module of this job needed, as its reproducer has
-        return Loaded(importlib.import_module(module_name), "import", "", stood_in())
+        return Loaded(importlib.import_module(module_name), "import", "", stood_in(),
+                      siblings.added(), moved.made())
     except Exception as exc:  # the PR's module may fail to import for any reason
         first = exc
         why = f"{type(exc).__name__}: {exc}"
     _forget(module_name)  # a half-imported module must not be found next time
     stubbed = _stub_parents(base, module_name)
     try:
-        return Loaded(importlib.import_module(module_name), "package-stubs", why, stood_in())
+        return Loaded(importlib.import_module(module_name), "package-stubs", why, stood_in(),
+                      siblings.added(), moved.made())
     except Exception:  # noqa: BLE001 - next way
         _forget(module_name)
         for name in stubbed:  # the plain import is tried again, with stand-ins
             sys.modules.pop(name, None)
-    module = _with_stand_ins(base, module_name, first)
+    module = _with_stand_ins(repo_dir, base, module_name, first)
     if module is not None:
-        return Loaded(module, "import", why, stood_in())
+        return Loaded(module, "import", why, stood_in(), siblings.added(), moved.made())
     if path is None:
         raise first
-    return Loaded(extract(base, module_name, path), "extracted", why, stood_in())
+    return Loaded(extract(base, module_name, path), "extracted", why, stood_in(),
+                  siblings.added(), moved.made())
 
 
-def _with_stand_ins(base: Path, module_name: str, exc: BaseException) -> Any:
+def _with_stand_ins(repo_dir: Path, base: Path, module_name: str, exc: BaseException) -> Any:
     """The module imported again with a stand-in for each module its import misses
-    (standins.py), one at a time as the errors name them; None when an error names none.
-    The stand-ins stay for the other ways in: an extraction's imports use them too."""
+    (standins.py), one at a time as the errors name them, or that module's folder on
+    sys.path where it is a sibling of a file the import ran through (siblings.py); None
+    when an error names none. The stand-ins stay for the other ways in: an extraction's
+    imports use them too."""
     for _ in range(MAX_STAND_INS):
         missing = missing_module(exc, base)
         if missing is None or module_name == missing or module_name.startswith(missing + "."):
             return None  # never a stand-in for the module itself or its packages
         _forget(module_name)
-        install([missing])
+        folder = siblings.sibling_folder(missing, exc, repo_dir)
+        if moved.restore(missing):  # `from jax import tree_map`: the same function, moved
+            pass
+        elif folder is not None:
+            siblings.append(repo_dir, folder)
+        else:
+            install([missing])
         try:
             return importlib.import_module(module_name)
         except Exception as again:  # noqa: BLE001 - the next missing module, or the end
@@ -255,16 +275,26 @@ def package_base(repo_dir: Path, module_name: str) -> Path:
 
 
 def import_lines(module: str, imported: str, how: str, why: str, root: str = "",
-                 stand_ins: Sequence[str] = ()) -> list[str]:
+                 stand_ins: Sequence[str] = (), script_dirs: Sequence[str] = (),
+                 moves: Sequence[str] = ()) -> list[str]:
     """The reproducer's lines that bind `imported` from `module`, loaded the way the search
     loaded it (self-contained: only the standard library). `root`: the source folder the
     module's name is relative to (`src`; "" for the repository root, where the reproducer
     is saved). `stand_ins`: the modules the search stood in for (standins.py), installed
-    first, the same way."""
-    path = [] if not root else [
-        "import os", "import sys", "",
-        "sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "
-        f"{root!r}))  # the package's source folder (as an editable install has it)", ""]
+    first, the same way. `script_dirs`: the checkout's folders whose files the code imports
+    by their bare names (siblings.py), appended to sys.path. `moves`: the framework names
+    bound to where they moved (moved.py), first of all."""
+    here = "os.path.dirname(os.path.abspath(__file__))"
+    path = [] if not root and not script_dirs else ["import os", "import sys", ""]
+    path = [*moved.lines(moves), *path]
+    if root:
+        path += [f"sys.path.insert(0, os.path.join({here}, {root!r}))  # the package's "
+                 "source folder (as an editable install has it)", ""]
+    if script_dirs:
+        path += ["# the code imports files beside it by their bare names (`from helpers "
+                 "import ...`), as run from their folder: those folders go last on sys.path",
+                 *[f"sys.path.append(os.path.join({here}, {folder!r}))"
+                   for folder in script_dirs], ""]
     if stand_ins:
         fails = f"`import {module}` fails here ({why}); " if why else ""
         path += [f"# {fails}numcheck stood in for the modules the code imports and this "

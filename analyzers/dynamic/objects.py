@@ -12,7 +12,10 @@ tensor parameters first, then each optional one that defaults to None (`Categori
 logits=None)` needs one of them); for each, scalars first (they broadcast against anything),
 then vectors, then the (batch, features) default, in every combination. A trial uses normal
 values (0.5 to 1.5), so the object's own argument validation stays on, as the code's users
-have it.
+have it. A method whose body never reads `self` (a helper that could have been a
+staticmethod) is called on an object made without its constructor: nothing the object was
+built with can change its result, and its constructor may need what numcheck cannot make up
+(flax's `WeightNorm(wrapped_optimizer)`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 
 import torch
 
+from analyzers.dynamic.parts import ObjectPart, part_candidates
 from analyzers.dynamic.signatures import (
     TENSOR_HINT,
     EntryError,
@@ -33,9 +37,10 @@ from analyzers.dynamic.signatures import (
     constructor_args,
     positional_names,
     specs_from_signature,
+    undecorated,
 )
 from analyzers.dynamic.specs import InputSpec, default_spec
-from analyzers.dynamic.usage import parameter_uses
+from analyzers.dynamic.usage import parameter_uses, reads_self
 
 # Shapes tried for each of the constructor's tensors (see the module's docstring): every
 # combination, scalars first, at most MAX_SHAPE_TRIALS of them per set of parameters (a
@@ -43,6 +48,7 @@ from analyzers.dynamic.usage import parameter_uses
 CONSTRUCTOR_SHAPES: tuple[tuple[int, ...], ...] = ((), (8,), (4,), (4, 8))
 MAX_SHAPE_TRIALS = 64
 MAX_OPTIONAL = 4  # optional (None-default) constructor parameters tried, one at a time
+MAX_PART_TRIALS = 4  # combinations of the classes constructor arguments may be (parts.py)
 
 
 @dataclass
@@ -55,11 +61,20 @@ class ObjectCall:
     init_names: tuple[str, ...]  # the first len(init_names) inputs, passed by keyword
     init: dict[str, Any] = field(default_factory=dict)  # constructor constants
     is_property: bool = False
+    bare: bool = False  # the member never reads `self`: no constructor runs (usage.reads_self)
+    parts: tuple[ObjectPart, ...] = ()  # objects it is built with, from the first inputs
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        built: dict[str, Any] = {}
+        for part in self.parts:
+            taken = len(part.init_names)
+            built[part.name] = part.build(list(inputs[:taken]))
+            inputs = inputs[taken:]
         count = len(self.init_names)
-        instance = self.owner(**dict(zip(self.init_names, inputs[:count], strict=True)),
-                              **self.init)
+        owner: Any = self.owner  # as the reproducer makes it: `Owner.__new__(Owner)`
+        instance = owner.__new__(owner) if self.bare else \
+            self.owner(**dict(zip(self.init_names, inputs[:count], strict=True)), **built,
+                       **self.init)
         member = getattr(instance, self.member)
         return member if self.is_property else member(*inputs[count:], **kwargs)
 
@@ -90,21 +105,31 @@ def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
     names: list[str] = []
     if not is_property:
         function = getattr(owner, member)
+        source = undecorated(function, member)  # its signature, not its wrapper's
         static = isinstance(attribute, staticmethod)
         # a method's signature without `self`
-        target = function if static else functools.partial(function, None)
+        target = source if static else functools.partial(source, None)
         specs, constants, chosen = specs_from_signature(target, None, allow_empty=True,
-                                                        uses=parameter_uses(function))
-        names = positional_names(function)[0 if static else 1:]
+                                                        uses=parameter_uses(source))
+        names = positional_names(source)[0 if static else 1:]
+        if not static and specs and not reads_self(function) and not reads_self(source):
+            return ObjectInputs(ObjectCall(owner, member, (), bare=True), specs, constants,
+                                chosen, names[:len(specs)])
     required, optional, init = _constructor(owner)
+    candidates = part_candidates(owner, required)  # objects the constructor checks for
+    required = [name for name in required if name not in candidates]
     first: Exception | None = None  # the error of the plainest try, the one worth reading
-    for extra in [None, *optional[:MAX_OPTIONAL]]:
+    for parts, extra in itertools.product(
+            itertools.islice(itertools.product(*candidates.values()), MAX_PART_TRIALS),
+            [None, *optional[:MAX_OPTIONAL]]):
         init_names = (*required, *([extra] if extra else []))
-        if not init_names and not specs:
+        part_names = [n for part in parts for n in part.input_names()]
+        if not init_names and not specs and not part_names:
             continue
-        call = ObjectCall(owner, member, tuple(init_names), init, is_property)
-        shapes = itertools.islice(itertools.product(CONSTRUCTOR_SHAPES,
-                                                    repeat=len(init_names)), MAX_SHAPE_TRIALS)
+        call = ObjectCall(owner, member, tuple(init_names), init, is_property,
+                          parts=tuple(parts))
+        shapes = itertools.islice(itertools.product(
+            CONSTRUCTOR_SHAPES, repeat=len(part_names) + len(init_names)), MAX_SHAPE_TRIALS)
         for combination in shapes:
             init_specs = [default_spec(shape) for shape in combination]
             try:
@@ -114,7 +139,7 @@ def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
                 continue
             init_specs = _signs_accepted(call, init_specs, specs, constants, framework)
             return ObjectInputs(call, [*init_specs, *specs], constants, chosen,
-                                [*init_names, *names[:len(specs)]])
+                                [*part_names, *init_names, *names[:len(specs)]])
     if first is None:
         raise EntryError(f"{owner.__name__}.{member} takes no tensor and its constructor "
                          "none either; configure an entry")

@@ -175,6 +175,8 @@ def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) ->
         "framework": entry.framework, "device": entry.device, "dtype": entry.dtype,
         "autocast": entry.autocast, "seed": seed, "loading": entry.loading,
         "loading_why": entry.loading_why, "stand_ins": list(entry.stand_ins),
+        "script_dirs": list(getattr(entry, "script_dirs", ())),
+        "moved": list(getattr(entry, "moved", ())),
         "constructed": bool(entry.is_method or entry.init
                             or (len(parts) == 1 and not _is_function(entry))),
         "rebuild": None if rebuild is None else rebuild.plan(),
@@ -188,7 +190,11 @@ def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) ->
     if isinstance(entry.fn, ObjectCall):  # built from the first inputs, then its member
         out["object"] = {"init_names": list(entry.fn.init_names),
                          "init": encode_keywords(entry.fn.init), "member": entry.fn.member,
-                         "property": entry.fn.is_property}
+                         "property": entry.fn.is_property, "bare": entry.fn.bare,
+                         "parts": [{"name": part.name, "module": part.owner.__module__,
+                                    "qualname": part.owner.__qualname__,
+                                    "init_names": list(part.init_names)}
+                                   for part in entry.fn.parts]}
     if entry.template is not None:
         out["template"] = [_slot(slot) for slot in entry.template]
         out["template_kwargs"] = encode_keywords(entry.template_kwargs)

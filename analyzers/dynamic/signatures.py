@@ -162,6 +162,30 @@ def _fits(value: Any, default: Any, annotation: str) -> bool:
     return False
 
 
+def undecorated(fn: Any, name: str) -> Any:
+    """The function a decorator wrapped, where its wrapper hides its signature: numpyro's
+    `@validate_sample` returns `wrapper(self, *args, **kwargs)` without `functools.wraps`,
+    so `log_prob(value)` read as taking nothing. The wrapped function is the one in the
+    wrapper's closure that has the member's own `name`; `fn` itself (unwrapped) when there
+    is none. Only the signature is read from it: the call still goes through the wrapper."""
+    fn = inspect.unwrap(fn)
+    for _ in range(4):  # decorators stacked
+        inner = next((v for cell in getattr(fn, "__closure__", None) or ()
+                      if inspect.isfunction(v := _contents(cell)) and v.__name__ == name
+                      and v is not fn), None)
+        if inner is None:
+            break
+        fn = inspect.unwrap(inner)
+    return fn
+
+
+def _contents(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
+
+
 def operand_names(operand: str) -> frozenset[str]:
     """The plain names an operand's text uses (`ps` and `torch` in `torch.log(ps)`)."""
     return frozenset(re.findall(r"(?<![\w.])[A-Za-z_]\w*", operand))

@@ -172,6 +172,13 @@ def missing_module(exc: BaseException, repo_dir: Path) -> str | None:
     a module not installed, a missing name of a package (as its submodule), or the top-level
     package of an installed library that raised while importing itself. Never one of the
     checkout's own modules that exists there."""
+    name = _named(exc, repo_dir)
+    return None if name is None or name in stood_in() else name
+
+
+def _named(exc: BaseException, repo_dir: Path) -> str | None:
+    """The module `exc` says is missing, where numcheck may stand in for it, whether or not
+    this process already does."""
     name: str | None = None
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         name = exc.name
@@ -179,10 +186,32 @@ def missing_module(exc: BaseException, repo_dir: Path) -> str | None:
         name = f"{found[2]}.{found[1]}"
     else:
         name = _raising_library(exc, repo_dir)
-    if name is None or not may_stand_in(name) or name in stood_in() \
-            or _in_checkout(name, repo_dir):
+    if name is None or not may_stand_in(name) or _in_checkout(name, repo_dir):
         return None
     return name
+
+
+_LAST_IMPORT_ERROR = re.compile(r"^(ModuleNotFoundError|ImportError): (.*)$", re.MULTILINE)
+_NOT_FOUND = re.compile(r"^No module named '([\w.]+)'")
+
+
+def missing_in_traceback(stderr: str, repo_dir: Path) -> str | None:
+    """`missing_module` for an import that failed in another process, read off the traceback
+    it printed (its last line naming an import error): what a reproducer's fresh process
+    misses where the search's did not (a package the tests had left half-imported there,
+    gpytorch's `from .. import libfft` of a compiled module). The same names qualify, so
+    never the checkout's own modules, the standard library or a framework; one this process
+    stands in for too (the other process is not this one)."""
+    found = _LAST_IMPORT_ERROR.findall(stderr)
+    if not found:
+        return None
+    kind, message = found[-1]
+    exc: ImportError
+    if kind == "ModuleNotFoundError" and (name := _NOT_FOUND.match(message)) is not None:
+        exc = ModuleNotFoundError(message, name=name[1])
+    else:
+        exc = ImportError(message)
+    return _named(exc, repo_dir)
 
 
 def _in_checkout(name: str, repo_dir: Path) -> bool:

@@ -128,6 +128,47 @@ def _call(node: ast.Call, aliases: dict[str, str], uses: ParameterUses) -> None:
         uses.indices.add(aliases[given.id])
 
 
+def reads_self(fn: Any) -> bool:
+    """Whether a method's body uses its first parameter (`self`), or zero-argument `super()`
+    (which reads it too); True when the source cannot be read. flax's
+    `WeightNorm._split_param(self, param)` never does: whatever the object was built with
+    cannot change what it computes, so it is called on an object no constructor ran for
+    (objects.py), where the constructor needs another optimizer numcheck cannot make up."""
+    parsed = parsed_function(fn)
+    if parsed is None:
+        return True
+    function = parsed[0]
+    positional = [*function.args.posonlyargs, *function.args.args]
+    if not positional:
+        return True
+    name = positional[0].arg
+    return any(isinstance(node, ast.Name) and node.id in (name, "super")
+               for node in ast.walk(function))
+
+
+def isinstance_checks(fn: Any) -> dict[str, ast.expr]:
+    """{parameter: the class expression} where the body refuses anything but instances of
+    a class (`assert isinstance(base_dist, self.supported_types)`, `if not
+    isinstance(kernel, Kernel): raise ...`): numpyro's `TwoSidedTruncatedDistribution
+    (base_dist, ...)` takes a distribution, never a tensor. The expression is the
+    caller's to resolve (objects.py: `self.x` on the class, a name in the function's
+    globals)."""
+    parsed = parsed_function(fn)
+    if parsed is None:
+        return {}
+    checks: dict[str, ast.expr] = {}
+    for node in ast.walk(parsed[0]):
+        test = node.test if isinstance(node, ast.Assert) else \
+            node.test.operand if isinstance(node, ast.If) and isinstance(
+                node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not) and any(
+                isinstance(s, ast.Raise) for s in node.body) else None
+        if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) \
+                and test.func.id == "isinstance" and len(test.args) == 2 \
+                and isinstance(test.args[0], ast.Name):
+            checks.setdefault(test.args[0].id, test.args[1])
+    return checks
+
+
 def allowed_values(fn: Any) -> dict[str, Any]:
     """{parameter: the first value the body allows it} where the body checks a parameter
     against constants (`if nu not in [0.5, 1.5, 2.5]: raise ...`, `assert mode in ("a",

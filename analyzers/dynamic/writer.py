@@ -30,6 +30,8 @@ from typing import Any
 
 from analyzers.dynamic.layout import root_of
 from analyzers.dynamic.loading import HOW, import_lines
+from analyzers.dynamic.moved import MOVED
+from analyzers.dynamic.siblings import checked_dir
 from analyzers.dynamic.standins import may_stand_in
 
 FRAMEWORKS = ("torch", "tensorflow", "jax")
@@ -361,6 +363,10 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     loading_why = comment_text(plan.get("loading_why", ""), "why the import failed")
     stand_ins = [_stand_in(name) for name in items(plan.get("stand_ins", []),
                                                    "the stood-in modules")]
+    script_dirs = [_script_dir(folder) for folder in items(plan.get("script_dirs", []),
+                                                           "the script folders")]
+    moves = [choice(name, tuple(MOVED), "a moved name")
+             for name in items(plan.get("moved", []), "the moved names")]
     inputs = items(plan.get("inputs"), "the inputs")
     names = [ident(table(i, "an input").get("name"), "an input's name") for i in inputs]
     if len(set(names)) != len(names):
@@ -400,7 +406,7 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
             floats.append(name)
     obj = optional(plan.get("object"), table, "the object call")
     if obj is not None:  # built from the first inputs, then its member
-        body.extend(_object_lines(obj, ".".join(parts[:-1]), names))
+        body.extend(_object_lines(obj, ".".join(parts[:-1]), names, module))
         call = "run"
     passed = keywords(plan.get("passed", []), "the passed constants")
     # the code writes into its inputs in place: it gets copies, the gradient reaches the leaves
@@ -459,7 +465,7 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         *framework_imports,
         "",
         *import_lines(module, imported, loading, loading_why, _root(target.path, module),
-                      stand_ins),
+                      stand_ins, script_dirs, moves),
         "",
         "",
         *helpers,
@@ -478,6 +484,15 @@ def _stand_in(name: Any) -> str:
     if not may_stand_in(name):
         raise PlanError(f"the plan stands in for {name}, which numcheck never stands in for")
     return name
+
+
+def _script_dir(value: Any) -> str:
+    """A plan's folder for sys.path (siblings.py): a clean path relative to the repository,
+    where the reproducer is saved; never absolute, never outside it."""
+    folder = checked_dir(value)
+    if folder is None:
+        raise PlanError("a script folder of the plan is not a clean relative path")
+    return folder
 
 
 def _root(path: str, module: str) -> str:
@@ -509,23 +524,59 @@ def _slug(text: str) -> str:
     return re.sub(r"\W+", "_", text).strip("_").lower() or "entry"
 
 
-def _object_lines(obj: dict[str, Any], owner: str, names: list[str]) -> list[str]:
+def _object_lines(obj: dict[str, Any], owner: str, names: list[str],
+                  module: str) -> list[str]:
     """`run(...)`: the object built from the constructor's inputs (and the constants
-    numcheck chose for it), then its member, as `ObjectCall` does during the search."""
+    numcheck chose for it), then its member, as `ObjectCall` does during the search; the
+    objects it is built with (parts.py) first, from the first inputs."""
     dotted(owner, "the object's class")
+    built, names = _part_lines(obj.get("parts", []), names, module)
     init_names = [ident(n, "a constructor input") for n in items(obj.get("init_names"),
                                                                   "constructor inputs")]
     count = len(init_names)
     call_arguments = ", ".join([*(f"{k}={n}" for k, n in zip(init_names, names, strict=False)),
+                                *(f"{name}={name}" for name in built),
                                 *keywords(obj.get("init", []), "the object's constants")])
     passed = ", ".join([*names[count:], "**kwargs"])
     member = ident(obj.get("member"), "the member")
     used = f"obj.{member}" if flag(obj.get("property", False), "property") else \
         f"obj.{member}({passed})"
-    params = ", ".join([*names, "**kwargs"])
-    return [f"def run({params}):",
+    params = ", ".join([*[n for lines in built.values() for n in lines[0]], *names,
+                        "**kwargs"])
+    made = [line for _, lines in built.values() for line in lines]
+    if flag(obj.get("bare", False), "bare"):  # usage.reads_self: no constructor runs
+        return [f"def run({params}):",
+                f"    # {member} never reads self: what the object is built with cannot matter",
+                f"    obj = {owner}.__new__({owner})",
+                f"    return {used}"]
+    return [f"def run({params}):", *made,
             f"    obj = {owner}({call_arguments})",
             f"    return {used}"]
+
+
+def _part_lines(parts: Any, names: list[str], module: str) -> \
+        tuple[dict[str, tuple[list[str], list[str]]], list[str]]:
+    """({argument: (its input names, the lines that build it)}, the inputs left) for the
+    plan's parts: each a class of the finding's own top-level package (a plan naming any
+    other would make the reproducer build what the PR does not bring), from its inputs."""
+    built: dict[str, tuple[list[str], list[str]]] = {}
+    for part in items(parts, "the object's parts"):
+        part = table(part, "a part")
+        name = ident(part.get("name"), "a part's argument")
+        part_module = dotted(part.get("module"), "a part's module")
+        qualname = dotted(part.get("qualname"), "a part's class")
+        if part_module.split(".")[0] != module.split(".")[0]:
+            raise PlanError("a part's class is not of the finding's own package")
+        init_names = [ident(n, "a part's input") for n in items(part.get("init_names"),
+                                                                "a part's inputs")]
+        if name in built or len(init_names) > len(names):
+            raise PlanError("the plan's parts do not match its inputs")
+        taken, names = names[:len(init_names)], names[len(init_names):]
+        top = qualname.split(".")[0]
+        arguments = ", ".join(f"{k}={n}" for k, n in zip(init_names, taken, strict=True))
+        built[name] = (taken, [f"    from {part_module} import {top}",
+                               f"    {name} = {qualname}({arguments})"])
+    return built, names
 
 
 def _shows_lines(target: Target, qualname: str) -> list[str]:
