@@ -197,31 +197,33 @@ def _load(repo_dir: Path, module_name: str) -> Loaded:
     work = top_level_work(path.read_text(encoding="utf-8", errors="replace")) \
         if path is not None else None
     if work is not None and path is not None:  # never run a program by importing it
-        return Loaded(extract(base, module_name, path), "extracted",
-                      f"{WORK_AT_IMPORT} ({work}), so numcheck does not import it", stood_in(),
-                      siblings.added(), moved.made())
+        return _loaded(extract(base, module_name, path), "extracted",
+                       f"{WORK_AT_IMPORT} ({work}), so numcheck does not import it")
     try:  # with the stand-ins an earlier module of this job needed, as its reproducer has
-        return Loaded(importlib.import_module(module_name), "import", "", stood_in(),
-                      siblings.added(), moved.made())
+        return _loaded(importlib.import_module(module_name), "import", "")
     except Exception as exc:  # the PR's module may fail to import for any reason
         first = exc
         why = f"{type(exc).__name__}: {exc}"
     _forget(module_name)  # a half-imported module must not be found next time
     stubbed = _stub_parents(base, module_name)
     try:
-        return Loaded(importlib.import_module(module_name), "package-stubs", why, stood_in(),
-                      siblings.added(), moved.made())
+        return _loaded(importlib.import_module(module_name), "package-stubs", why)
     except Exception:  # noqa: BLE001 - next way
         _forget(module_name)
         for name in stubbed:  # the plain import is tried again, with stand-ins
             sys.modules.pop(name, None)
     module = _with_stand_ins(repo_dir, base, module_name, first)
     if module is not None:
-        return Loaded(module, "import", why, stood_in(), siblings.added(), moved.made())
+        return _loaded(module, "import", why)
     if path is None:
         raise first
-    return Loaded(extract(base, module_name, path), "extracted", why, stood_in(),
-                  siblings.added(), moved.made())
+    return _loaded(extract(base, module_name, path), "extracted", why)
+
+
+def _loaded(module: Any, how: str, why: str) -> Loaded:
+    """`module` as loaded, with what this process did so far to load modules (stand-ins,
+    sibling folders, moved names: process-wide, so the reproducer repeats all of them)."""
+    return Loaded(module, how, why, stood_in(), siblings.added(), moved.made())
 
 
 def _with_stand_ins(repo_dir: Path, base: Path, module_name: str, exc: BaseException) -> Any:
@@ -235,13 +237,12 @@ def _with_stand_ins(repo_dir: Path, base: Path, module_name: str, exc: BaseExcep
         if missing is None or module_name == missing or module_name.startswith(missing + "."):
             return None  # never a stand-in for the module itself or its packages
         _forget(module_name)
-        folder = siblings.sibling_folder(missing, exc, repo_dir)
-        if moved.restore(missing):  # `from jax import tree_map`: the same function, moved
-            pass
-        elif folder is not None:
-            siblings.append(repo_dir, folder)
-        else:
-            install([missing])
+        if not moved.restore(missing):  # `from jax import tree_map`: the same function
+            folder = siblings.sibling_folder(missing, exc, repo_dir)
+            if folder is not None:
+                siblings.append(repo_dir, folder)
+            else:
+                install([missing])
         try:
             return importlib.import_module(module_name)
         except Exception as again:  # noqa: BLE001 - the next missing module, or the end
