@@ -15,7 +15,20 @@ import re
 import libcst as cst
 
 SMALL = 1e-3
-EPS_NAME = re.compile(r"eps|epsilon", re.IGNORECASE)
+# `eps` or `epsilon` as a whole part of a name: `eps`, `adam_eps`, `eps2`, `EPSILON`,
+# `layerNormEps`; not the letters inside another word (`steps`, `num_reps`), whose sum
+# `total + num_steps` is no guard.
+EPS_NAME = re.compile(r"(^|_)(eps|epsilon|EPS|EPSILON|Eps|Epsilon)(\d*)(_|$)"
+                      r"|(?<=[a-z0-9])(Eps|Epsilon)(\d*)([A-Z_]|$)")
+# What a guard parameter that has no default is given when numcheck calls the function itself
+# (analyzers/dynamic/signatures.py): positive, as every caller passes it, and large enough to
+# be one in float16 too (1e-8 is 0.0 there).
+GUARD_VALUE = 1e-6
+
+
+def is_epsilon_name(name: str) -> bool:
+    """Does the last part of a dotted name say epsilon (`self.variance_epsilon`)?"""
+    return EPS_NAME.search(name.rsplit(".", 1)[-1]) is not None
 
 
 def is_small_literal(node: cst.BaseExpression) -> bool:
@@ -27,8 +40,7 @@ def is_epsilon(node: cst.BaseExpression, text: str) -> bool:
     whose last part says eps (`eps`, `self.eps`, `layer_norm_epsilon`)."""
     if is_small_literal(node):
         return True
-    return isinstance(node, cst.Name | cst.Attribute) and \
-        EPS_NAME.search(text.rsplit(".", 1)[-1]) is not None
+    return isinstance(node, cst.Name | cst.Attribute) and is_epsilon_name(text)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -134,6 +134,29 @@ def test_only_a_leading_none_default_can_be_passed_by_position() -> None:
         specs_from_signature(either, None, operand_names=operand_names("logits.exp()"))
 
 
+def test_an_epsilon_parameter_is_a_positive_guard_not_a_searched_tensor() -> None:
+    """flax's `_merge_param(self, direction, scale, eps)` divides by `eps + norm`: searched as
+    data, eps was set to 0 and "proved" a division every caller guards."""
+    from analyzers.dynamic.signatures import constructor_args, specs_from_signature
+    from analyzers.epsilon import GUARD_VALUE
+
+    def merge_param(direction, scale, eps):  # type: ignore[no-untyped-def]
+        return scale / (eps + direction)
+
+    def total(values, num_steps):  # type: ignore[no-untyped-def]
+        return values / num_steps  # `steps` holds the letters e-p-s: still data
+
+    specs, constants, chosen = specs_from_signature(merge_param, None)
+    assert len(specs) == 2 and chosen == {"eps": GUARD_VALUE} == constants
+    assert len(specs_from_signature(total, None)[0]) == 2
+
+    class Norm:
+        def __init__(self, dim, layer_eps):  # type: ignore[no-untyped-def]
+            self.dim, self.eps = dim, layer_eps
+
+    assert constructor_args(Norm) == {"dim": 8, "layer_eps": GUARD_VALUE}
+
+
 OPTIMIZERS = """\
 import torch
 

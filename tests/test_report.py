@@ -459,7 +459,8 @@ def test_a_proof_that_cancels_an_epsilon_guard_is_held_back() -> None:
     ("(tf.reduce_mean(load) + 1e-10)", "tf.reduce_mean(load)"),
     ("1e-8 + p.sum(-1)", "p.sum(-1)"),
     ("var + self.variance_epsilon", "var"),
-    ("a * b + EPS", "a * b"),
+    ("a * b + EPS", "a * b"), ("eps + norm", "norm"), ("norm + self.wn_eps", "norm"),
+    ("total + num_steps", None), ("count + reps", None),
     ("trace + 1.0", None), ("x + 1e-2", None), ("x - 1e-8", None), ("x", None),
     ("x +", None), ("eps * x", None),
 ])

@@ -15,6 +15,7 @@ from typing import Any
 
 from analyzers.dynamic.specs import InputSpec, default_spec
 from analyzers.dynamic.usage import ParameterUses, allowed_values
+from analyzers.epsilon import GUARD_VALUE, is_epsilon_name
 
 TENSOR_HINT = re.compile(r"Tensor|ndarray|Array|Float\[|Int\[|Shaped\[")
 JAXTYPING_DIMS = re.compile(r"""\[\s*[\w.]+\s*,\s*["']([^"']*)["']\s*\]""")
@@ -33,7 +34,8 @@ def constructor_args(owner: type, *, guess_unannotated: bool = False) -> dict[st
     """Values for an nn.Module's constructor parameters that have no default: an `int` or a
     parameter named like a size (`in_channels`, `dim`, `hidden_size`) is 8, two for heads;
     a value the constructor checks the parameter against (`if nu not in [0.5, 1.5, 2.5]`,
-    usage.allowed_values) is the first it allows; otherwise what `constant_for` gives from
+    usage.allowed_values) is the first it allows; an unannotated epsilon (`eps`) is
+    `GUARD_VALUE`; otherwise what `constant_for` gives from
     the annotation; with `guess_unannotated` (an nn.Module's, whose tensors come from its
     weights, not from its constructor), None for an unannotated parameter: PyG's
     `GAE(encoder)`, whose `recon_loss` never uses the encoder. Those it cannot fill are left
@@ -56,6 +58,8 @@ def constructor_args(owner: type, *, guess_unannotated: bool = False) -> dict[st
             args[param.name] = 8
         elif param.name in allowed:
             args[param.name] = allowed[param.name]
+        elif not text and is_epsilon_name(param.name):
+            args[param.name] = GUARD_VALUE
         else:
             found, value = constant_for(text)
             if found or (guess_unannotated and not text):
@@ -79,7 +83,9 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
     caller passes it. `branch`: values a flag or mode parameter takes instead of its default,
     where the flagged line needs them (branches.py), when the value fits the parameter.
     `uses`: what the body does with the parameters (usage.py): an unannotated one used as
-    an index is an integer tensor, one used as a size gets a shape."""
+    an index is an integer tensor, one used as a size gets a shape. An unannotated parameter
+    named as an epsilon (`eps`, `wn_eps`) with no default is a guard, not data: it gets
+    `GUARD_VALUE`, never a searched tensor."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
@@ -97,10 +103,16 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
             and not constants and not skipped and param.kind is not param.KEYWORD_ONLY \
             and (not annotation or hinted)
         sized = uses is not None and param.name in uses.sizes and not hinted
-        tensorish = not sized and (hinted or given_by_caller or (
+        # `def _merge_param(self, direction, scale, eps)`: every caller passes a small positive
+        # epsilon; searched, it was set to 0 and "proved" `scale / (eps + norm)`
+        guard = not annotation and param.default is inspect.Parameter.empty \
+            and is_epsilon_name(param.name)
+        tensorish = not sized and not guard and (hinted or given_by_caller or (
             not annotation and param.default is inspect.Parameter.empty))
         if not tensorish:
-            if sized and param.default is inspect.Parameter.empty:
+            if guard:
+                chosen[param.name] = GUARD_VALUE  # the reproducer passes it too
+            elif sized and param.default is inspect.Parameter.empty:
                 # the tensors' own shape: what a sample shape of theirs broadcasts with
                 chosen[param.name] = shape or (DEFAULT_BATCH, DEFAULT_FEATURES)
             elif branch and param.name in branch and branch[param.name] != param.default \
