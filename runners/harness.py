@@ -37,7 +37,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-SUPPORTED_FRAMEWORKS = ("torch", "tensorflow", "keras", "jax")  # Keras 3 runs on TensorFlow here
+# Keras 3 runs on TensorFlow here
+SUPPORTED_FRAMEWORKS = ("torch", "tensorflow", "keras", "jax", "numpy")
 # What `confirm` runs on, imported before the checkout is on sys.path (they import torch).
 OWN_IMPORTS = ("analyzers", "analyzers.dynamic.layout", "analyzers.dynamic.entries",
                "analyzers.dynamic.localise", "analyzers.dynamic.reproducer",
@@ -304,6 +305,11 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         except Exception as exc:  # constructing the PR's objects can fail in any way
             problems.append(f"building the entry failed: {type(exc).__name__}: {exc}")
             continue
+        if finding["framework"] == "numpy" and entry.framework == "torch" \
+                and entry.source != "script":
+            # diffusers' scheduler imports torch, but `np.log(sigma)` takes an array: the
+            # inputs cross into NumPy (numpy_backend.py)
+            entry.framework, entry.device = "numpy", "cpu"
         entry, outcome, searcher = staged_search(entry, path, lines, finding["op"], seed,
                                                  budget, shows_in_entry(entry))
         last = (entry, outcome, searcher)

@@ -114,8 +114,9 @@ class Entry:
                 return self._call(inputs)
         return self._call(inputs)
 
-    def call_jax(self, arrays: Sequence[Any]) -> Any:
-        """A JAX entry's call with the inputs already jnp arrays (jax_backend.py)."""
+    def call_arrays(self, arrays: Sequence[Any]) -> Any:
+        """A JAX or NumPy entry's call with the inputs already arrays of that framework
+        (jax_backend.py, numpy_backend.py)."""
         if self.template is not None:
             it = iter(arrays)
             args = [next(it) if slot is None else slot for slot in self.template]
@@ -126,7 +127,11 @@ class Entry:
         if self.framework == "jax":  # torch tensors cross into JAX at the call
             from analyzers.dynamic.jax_backend import to_jax
 
-            return self.call_jax([to_jax(x) for x in inputs])
+            return self.call_arrays([to_jax(x) for x in inputs])
+        if self.framework == "numpy":
+            from analyzers.dynamic.numpy_backend import to_numpy
+
+            return self.call_arrays([to_numpy(x) for x in inputs])
         if self.weights:
             return call_with_weights(self.fn, self.weights, inputs, self.constants)
         if self.template is not None:
@@ -334,7 +339,7 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
     return Entry(target, specs, obj, "synthesised", constants=constants, passed=chosen,
                  template=template, template_kwargs=constants if leading else {},
                  framework=framework, param_names=_param_names(obj)[len(leading):],
-                 device="cpu" if framework in ("tensorflow", "jax") else device,
+                 device="cpu" if framework in ("tensorflow", "jax", "numpy") else device,
                  loading=loaded.how, loading_why=loaded.why, stand_ins=loaded.stand_ins,
                  script_dirs=loaded.script_dirs, moved=loaded.moved)
 
@@ -410,7 +415,7 @@ def _object_entry(owner: type, member: str, target: str, seed: int, device: str)
     found = object_inputs(owner, member, framework)
     return Entry(target, found.specs, found.call, "synthesised", constants=found.constants,
                  passed=found.chosen, framework=framework, param_names=found.param_names,
-                 device="cpu" if framework in ("tensorflow", "jax") else device)
+                 device="cpu" if framework in ("tensorflow", "jax", "numpy") else device)
 
 
 def _keras_entry(owner: type, method: str, target: str, seed: int) -> Entry:
@@ -458,7 +463,7 @@ def _copied(x: torch.Tensor) -> torch.Tensor:
 
 def framework_of(obj: Any) -> str:
     """"tensorflow" when the code's module works with TensorFlow/Keras and not PyTorch,
-    "jax" when it works with JAX and neither of them."""
+    "jax" when it works with JAX and neither of them, "numpy" when it works with NumPy alone."""
     module = inspect.getmodule(obj if not isinstance(obj, torch.nn.Module) else type(obj))
     roots = {getattr(v, "__name__", "").split(".", 1)[0] for v in vars(module).values()
              if inspect.ismodule(v)} if module else set()
@@ -466,6 +471,8 @@ def framework_of(obj: Any) -> str:
         return "tensorflow"
     if not roots & {"torch", "tensorflow", "keras", "tf_keras"} and "jax" in roots:
         return "jax"
+    if not roots & {"torch", "tensorflow", "keras", "tf_keras", "jax"} and "numpy" in roots:
+        return "numpy"
     return "torch"
 
 

@@ -34,7 +34,7 @@ class Entry(Protocol):
     """What this module needs of entries.Entry (not imported: entries imports this module
     lazily for its JAX calls)."""
 
-    def call_jax(self, arrays: list[Any]) -> Any: ...
+    def call_arrays(self, arrays: list[Any]) -> Any: ...
 
 
 
@@ -157,7 +157,7 @@ def _gradient_fails(entry: Entry, arrays: list[Any]) -> bool:
         args = list(arrays)
         for i, value in zip(floats, chosen, strict=True):
             args[i] = value
-        out = entry.call_jax(args)
+        out = entry.call_arrays(args)
         return sum(jnp.sum(leaf) for leaf in jax.tree_util.tree_leaves(out) if _floating(leaf))
 
     try:
@@ -177,7 +177,7 @@ def evaluate_jax(probe: JaxProbe, entry: Entry, op: str, dtype: str,
     arrays = [to_jax(x) for x in inputs]
     try:
         with jax.disable_jit(), probe:
-            output = entry.call_jax(arrays)
+            output = entry.call_arrays(arrays)
     except Exception as exc:  # the PR's code may raise on any input
         return Evaluation(error=f"{type(exc).__name__}: {exc}")
     kept = bool(inputs) and inputs[0].dim() >= 1 and keeps_rows(to_torch(output),

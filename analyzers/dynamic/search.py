@@ -147,6 +147,10 @@ class Searcher:
             from analyzers.dynamic.jax_backend import JaxProbe
 
             self.jax_probe = JaxProbe(path, lines, op)
+        if entry.framework == "numpy":
+            from analyzers.dynamic.numpy_backend import NumpyProbe
+
+            self.numpy_probe = NumpyProbe(path, lines, op)
         self.budget = budget or Budget()
         self.stages = stages
         # the harness asks for triggers its reproducer can show (`accepts`); the fix stage's
@@ -179,6 +183,11 @@ class Searcher:
 
             return evaluate_jax(self.jax_probe, self.entry, self.op, self.dtype, list(inputs),
                                 chunks)
+        if self.entry.framework == "numpy":  # gradient-free, as JAX
+            from analyzers.dynamic.numpy_backend import evaluate_numpy
+
+            return evaluate_numpy(self.numpy_probe, self.entry, self.op, self.dtype,
+                                  list(inputs), chunks)
         leaves = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
         self.probe.reset()
         try:

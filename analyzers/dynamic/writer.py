@@ -34,9 +34,9 @@ from analyzers.dynamic.moved import MOVED
 from analyzers.dynamic.siblings import checked_dir
 from analyzers.dynamic.standins import may_stand_in
 
-FRAMEWORKS = ("torch", "tensorflow", "jax")
+FRAMEWORKS = ("torch", "tensorflow", "jax", "numpy")
 WHERE = ("forward", "backward")
-SHOWS = ("", "output", "gradient", "parameters")
+SHOWS = ("", "output", "gradient", "parameters", "raised")
 STATE_WIDTH = 76  # characters of base64 per line of an embedded module state
 MAX_DEPTH = 16  # nesting of a spelled value or a nested list of numbers
 MAX_TEXT = 300  # characters of a free text kept in a comment
@@ -63,7 +63,8 @@ class Target:
     # code hides the op's NaN/Inf from its output but not from the gradient reaching the
     # inputs (a masked or squashed forward value, 0 * inf in the backward pass); "" = as
     # `where` says (the output for forward, the inputs' gradients for backward); "parameters"
-    # when only the gradient reaching the module's parameters is
+    # when only the gradient reaching the module's parameters is; "raised" (NumPy) when the
+    # output is finite but the op raised the run's first floating-point flag
     shows: str = ""
 
     @property
@@ -270,6 +271,12 @@ def tensor_code(name: str, layout: dict[str, Any], framework: str = "torch",
         return [f"{name} = np.full({dims!r}, {python_literal(base)})",
                 *points(name, layout.get("points"), dims),
                 f"{name} = jnp.array({name}, dtype=jnp.{dtype})"]
+    if framework == "numpy":
+        if inline:
+            return [f"{name} = np.array({nested_literal(layout.get('values'))}, "
+                    f"dtype=np.{dtype})"]
+        return [f"{name} = np.full({dims!r}, {python_literal(base)}, dtype=np.{dtype})",
+                *points(name, layout.get("points"), dims)]
     at = "" if place == "cpu" else f", device={place!r}"
     grad = ", requires_grad=True" if is_float else ""
     if inline:
@@ -355,6 +362,7 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     parts = qualname.split(".")
     framework = choice(plan.get("framework"), FRAMEWORKS, "the framework")
     tf_mode, jax_mode = framework == "tensorflow", framework == "jax"
+    numpy_mode = framework == "numpy"
     place = device(plan.get("device", "cpu"))
     dtype = ident(plan.get("dtype", "float32"), "the dtype")
     autocast = optional(plan.get("autocast"), ident, "the autocast dtype")
@@ -376,7 +384,7 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     # Keras initialisers follow keras' own seed, not tf.random's
     seeding = ("tf.keras.utils.set_random_seed" if constructed and rebuild is None
                else "tf.random.set_seed") if tf_mode else "torch.manual_seed"
-    body: list[str] = [] if jax_mode else [f"{seeding}({seed})"]
+    body: list[str] = [] if jax_mode or numpy_mode else [f"{seeding}({seed})"]
     if rebuild is not None:
         imported = parts[0]
         body.extend(_keras_lines(rebuild) if tf_mode else _rebuild_lines(rebuild, seed))
@@ -426,6 +434,8 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     elif jax_mode:
         body.extend(_jax_check(call, names, call_arguments, floats, label,
                                target.checks_gradient))
+    elif numpy_mode:
+        body.extend(_numpy_check(call, call_arguments, label, target))
     else:
         contexts = []  # as Entry.call runs it: on the device, under autocast
         if place != "cpu":
@@ -455,9 +465,11 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
                             "NaN/Inf\"")
     test_name = f"test_{_slug(qualname)}_{_slug(target.op)}_is_finite"
     state = rebuild.get("state", "") if rebuild is not None else ""
-    helpers = TF_HELPERS if tf_mode else JAX_HELPERS if jax_mode else TORCH_HELPERS
+    helpers = TF_HELPERS if tf_mode else JAX_HELPERS if jax_mode else \
+        NUMPY_HELPERS if numpy_mode else TORCH_HELPERS
     framework_imports = ["import numpy as np", "import tensorflow as tf"] if tf_mode else \
         ["import jax", "import jax.numpy as jnp", "import numpy as np"] if jax_mode else \
+        ["import os", "import traceback", "", "import numpy as np"] if numpy_mode else \
         ["import torch"]
     lines = [
         *_header(target, label, qualname),
@@ -738,6 +750,37 @@ def _jax_check(call: str, names: list[str], call_arguments: str, floats: list[st
     return lines
 
 
+def _numpy_check(call: str, call_arguments: str, label: str, target: Target) -> list[str]:
+    """Run the call with NumPy's floating-point flags raised (as the search recorded them):
+    the first one raised at the flagged line fails the test, one raised anywhere else is an
+    error of its own; then the output must be finite."""
+    return ["with np.errstate(divide=\"raise\", over=\"raise\", invalid=\"raise\"):",
+            "    try:",
+            f"        out = {call}({call_arguments})",
+            "    except FloatingPointError as exc:",
+            f"        if _raised_at(exc, {target.path!r}, {target.line}):",
+            f"            raise AssertionError(\"{label} makes NaN/Inf: \" + str(exc)) from exc",
+            "        raise",
+            f"assert _finite(out), \"{label} makes the output NaN/Inf\""]
+
+
+NUMPY_HELPERS = [
+    "def _finite(value):",
+    "    if isinstance(value, (tuple, list)):",
+    "        return all(_finite(v) for v in value)",
+    "    if isinstance(value, dict):",
+    "        return all(_finite(v) for v in value.values())",
+    "    array = np.asarray(value) if isinstance(value, (float, np.ndarray, np.generic)) "
+    "else None",
+    "    return array is None or array.dtype.kind != \"f\" or bool(np.isfinite(array).all())",
+    "",
+    "",
+    "def _raised_at(exc, path, line):",
+    "    \"\"\"Was the flag raised by the code at path:line (its last frame in that file)?\"\"\"",
+    "    mine = [f for f in traceback.extract_tb(exc.__traceback__)",
+    "            if f.filename.replace(os.sep, \"/\").endswith(\"/\" + path)]",
+    "    return bool(mine) and mine[-1].lineno == line",
+]
 JAX_HELPERS = [
     "def _finite(value):",
     "    return all(bool(jnp.isfinite(t).all()) for t in jax.tree_util.tree_leaves(value)",
