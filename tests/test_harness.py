@@ -100,7 +100,7 @@ def standard_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
             "confirmed": ("hpkg/models.py", "log_of_softmax"),
             "env": ("hpkg/models.py", "env_probe"),
             "broken": ("hpkg/broken.py", "log_of_softmax"),
-            "numpy": ("hpkg/np_model.py", "log_of"),
+            "scipy": ("hpkg/sp_model.py", "logit_of"),
             "chatty": ("hpkg/models.py", "chatty"),
         }, timeout=300)
 
@@ -147,9 +147,9 @@ def test_module_that_fails_to_import_is_an_error_with_the_reason(standard_run: R
 
 
 def test_unsupported_framework_stays_potential_and_says_why(standard_run: Run) -> None:
-    record = standard_run.record("numpy")
+    record = standard_run.record("scipy")
     assert record["status"] == "potential"
-    assert "numpy" in record["error"] and "not supported" in record["error"]
+    assert "scipy" in record["error"] and "not supported" in record["error"]
 
 
 def test_code_printing_without_a_newline_does_not_lose_its_record(standard_run: Run) -> None:
@@ -188,11 +188,11 @@ def test_deadline_survives_code_that_swallows_exceptions(tmp_path: Path) -> None
     repo = copy_repo(tmp_path / "repo")
     run = run_findings(repo, {
         "stubborn": ("hpkg/models.py", "stubborn"),
-        "numpy": ("hpkg/np_model.py", "log_of"),
+        "scipy": ("hpkg/sp_model.py", "logit_of"),
     }, timeout=10, finding_timeout=2.0, search_seconds=1.0)
     assert run.result.outcome == "ok", run.result.reason
     assert "timeout" in run.record("stubborn")["error"].lower()
-    assert run.record("numpy")["status"] == "potential"
+    assert run.record("scipy")["status"] == "potential"
 
 
 @pytest.mark.parametrize("ending", ["exit()", "quit()", "import sys\nsys.exit(0)",
