@@ -85,6 +85,8 @@ class Declared:
     # requirements for a module the checkout imports that environments once provided
     # (PROVIDED_ONCE): requirement -> that module
     provides: dict[str, str] = field(default_factory=dict)
+    # the top-level modules the checkout's files import (`_imports`), declared or not
+    modules: set[str] = field(default_factory=set)
 
     def add(self, text: str, source: str) -> None:
         line = text.split(" #", 1)[0].strip()
@@ -105,6 +107,12 @@ class Declared:
             self.rejected.append((line, source, f"more than {MAX_REQUIREMENTS} requirements"))
             return
         self.requirements.append((str(requirement), source))
+
+    def imported_names(self) -> set[str]:
+        """Canonical distribution names of what the code imports: a requirement among them
+        is one the code needs, not a tool of its authors (`sphinx`, `twine`)."""
+        return {canonicalize_name(name) for module in self.modules
+                for name in (module, IMPORTED_AS.get(module) or module)}
 
     def names(self) -> list[str]:
         return sorted({canonicalize_name(Requirement(text).name)
@@ -130,6 +138,7 @@ def declared_requirements(root: Path) -> Declared:
     declared.requirements = [(text, source) for text, source in declared.requirements
                              if canonicalize_name(Requirement(text).name) not in own]
     imports = _imports(root)
+    declared.modules = set(imports)
     if not declared.requirements and not declared.rejected:
         _imported(imports, declared)
     for module, requirement in PROVIDED_ONCE.items():

@@ -21,7 +21,8 @@ at the end of its `sys.path`. This is a prepare step on the worker, never inside
   used go past `keep`.
 - **Bounded**: a wall-clock limit for all pip calls and a size limit for the folder.
 - A requirement that cannot be installed that way (no wheel for this platform, a conflict
-  with numcheck's environment) is kept with pip's reason, so a finding whose import fails on
+  with numcheck's environment) is set aside, with pip's reason, and the rest resolved
+  together again (`culprits`): an old repository's pins lose only what pip names, so a finding whose import fails on
   it can name it (`runners.pipeline`), and function extraction is tried next as before.
 
 Operator settings (environment): `NUMCHECK_DEPENDENCIES` (`install`, the default, or `off`),
@@ -37,12 +38,13 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,7 @@ MANIFEST = "manifest.json"
 FORMAT = 3  # bump when the folder layout or the manifest changes
 RETRY_FAILED_AFTER = 3600.0  # seconds: an environment with failures is rebuilt after this
 ALONE_LIMIT = 40  # requirements resolved one by one when they cannot be resolved together
+SET_ASIDE_LIMIT = 16  # requirements set aside one pip error at a time before that
 # A package the interpreter already has, whose vendored folder another package of the same
 # wheel reads from its own path: pkg_resources (declared.PROVIDED_ONCE) puts
 # `setuptools/_vendor` on sys.path itself. The folder stays; the package around it goes, so
@@ -176,7 +179,7 @@ def prepare(checkout: Path, python: str | None = None,
         # a module's provider is resolved apart from the interpreter's own release of it
         free = {canonicalize_name(Requirement(t).name) for t in wanted if t in declared.provides}
         pins, failed = _resolve(python, wanted, {k: v for k, v in base.items() if k not in free},
-                                settings, building, deadline)
+                                settings, building, deadline, declared.imported_names())
         own = {canonicalize_name(name) for name in declared.project_names}
         pins = [pin for pin in pins if pin.split("==")[0] not in own]  # a test extra's
         installed: list[str] = []                                      # copy of the project
@@ -251,21 +254,33 @@ def _check_cache_owner(cache: Path) -> None:
 
 
 def _resolve(python: str, wanted: list[str], base: dict[str, str],
-             settings: DependencySettings, work: Path,
-             deadline: float) -> tuple[list[str], list[tuple[str, str]]]:
+             settings: DependencySettings, work: Path, deadline: float,
+             imported: Collection[str] = ()) -> tuple[list[str], list[tuple[str, str]]]:
     """Pins (name==version) of what pip would install for `wanted` next to the interpreter's
-    own packages; one by one when they cannot be resolved together."""
+    own packages. When they cannot be resolved together, the requirement pip's error names
+    is set aside and the rest tried together again (an old repository's one pin without a
+    wheel no longer costs every other package: allennlp's `jsonnet==0.10.0` left its
+    `overrides` out); when pip names none, one by one, those the code imports (`imported`,
+    canonical names) first, since the step's time may not cover them all."""
     constraints = work / "constraints.txt"
     constraints.write_text("".join(f"{name}=={version}\n" for name, version in base.items()
                                    if not version.endswith(".dev0")), encoding="utf-8")
-    pins, why = _dry_run(python, wanted, constraints, settings, work, deadline)
-    if pins is not None:
-        return pins, []
-    if len(wanted) == 1:
-        return [], [(wanted[0], why)]
-    chosen: dict[str, str] = {}
+    remaining = list(wanted)
     failed: list[tuple[str, str]] = []
-    for index, text in enumerate(wanted):
+    for _ in range(SET_ASIDE_LIMIT):
+        pins, why = _dry_run(python, remaining, constraints, settings, work, deadline)
+        if pins is not None:
+            return pins, failed
+        if len(remaining) == 1:
+            return [], failed + [(remaining[0], why)]
+        named = culprits(why, remaining)
+        if not named or time.monotonic() > deadline:
+            break
+        failed += [(text, why) for text in named]
+        remaining = [text for text in remaining if text not in named]
+    remaining.sort(key=lambda text: canonicalize_name(Requirement(text).name) not in imported)
+    chosen: dict[str, str] = {}
+    for index, text in enumerate(remaining):
         if index >= ALONE_LIMIT or time.monotonic() > deadline:
             failed.append((text, "not tried: the dependency step ran out of time or turns"))
             continue
@@ -276,6 +291,28 @@ def _resolve(python: str, wanted: list[str], base: dict[str, str],
         for pin in alone:
             chosen.setdefault(pin.split("==")[0], pin)
     return sorted(chosen.values()), failed
+
+
+# What pip's shortened reason (`_pip_reason`) says is at fault: the requirement it found no
+# version of (or the one that pulled that in: `jsondiff==1.1.1 (from moto)`), or the package
+# whose dependencies conflict (`awscli 1.15.85 depends on PyYAML<=3.13`).
+_NO_VERSION = re.compile(r"satisfies the requirement (?P<name>[A-Za-z0-9._-]+)[^(]*"
+                         r"(?:\(from (?!versions:)(?P<parent>[A-Za-z0-9._-]+))?")
+_NO_DISTRIBUTION = re.compile(r"No matching distribution found for (?P<name>[A-Za-z0-9._-]+)")
+_CONFLICT = re.compile(r"(?:^|; |: )(?P<name>[A-Za-z0-9._-]+) \S+ depends on"
+                       r"|The user requested (?P<requested>[A-Za-z0-9._-]+)")
+
+
+def culprits(why: str, wanted: list[str]) -> list[str]:
+    """The requirements of `wanted` that pip's reason `why` names as the failure."""
+    names: list[str] = []
+    for match in _NO_VERSION.finditer(why):  # a parent that is not wanted ("the
+        names += [match["name"], match["parent"] or ""]  # requirements") matches nothing
+    names += [match["name"] for match in _NO_DISTRIBUTION.finditer(why)]
+    if why.startswith("conflicts with numcheck's environment"):
+        names += [match["name"] or match["requested"] for match in _CONFLICT.finditer(why)]
+    canonical = {canonicalize_name(name) for name in names}
+    return [text for text in wanted if canonicalize_name(Requirement(text).name) in canonical]
 
 
 def _dry_run(python: str, wanted: list[str], constraints: Path, settings: DependencySettings,

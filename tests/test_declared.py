@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from runners.declared import NOT_FROM_THE_INDEX, declared_requirements
 
 # ---------------------------------------------------------------- what is declared
@@ -125,3 +127,23 @@ def test_a_module_environments_once_provided_is_asked_for_whatever_is_declared(
     assert declared.requirements == [("setuptools<81", "import pkg_resources in src/tm/imports.py")]
     (tmp_path / "src" / "tm" / "imports.py").write_text("import importlib.metadata\n")
     assert declared_requirements(tmp_path).provides == {}
+
+
+@pytest.mark.parametrize(("why", "named"), [
+    # allennlp's requirements.txt, resolved against today's index
+    ('Could not find a version that satisfies the requirement jsonnet==0.10.0; '
+     'sys_platform != "win32" (from the requirements (line 3)) (from versions: 0.21.0)',
+     ['jsonnet==0.10.0; sys_platform != "win32"']),
+    ("Could not find a version that satisfies the requirement jsondiff==1.1.1 (from moto) "
+     "(from versions: 2.0.0, 2.1.1)", ["moto==1.3.4"]),
+    ("conflicts with numcheck's environment: awscli 1.15.85 depends on PyYAML<=3.13 and "
+     ">=3.10; numcheck's environment has PyYAML==6.0.2", ["awscli<=1.15.85,>=1.11.91"]),
+    ("No matching distribution found for overrides", ["overrides"]),
+    ("pip did not finish within the dependency step's time limit", []),
+])
+def test_the_requirement_pip_fails_on_is_set_aside(why: str, named: list[str]) -> None:
+    from runners.dependencies import culprits
+
+    wanted = ['jsonnet==0.10.0; sys_platform != "win32"', "moto==1.3.4",
+              "awscli<=1.15.85,>=1.11.91", "overrides", "pyyaml"]
+    assert culprits(why, wanted) == named
