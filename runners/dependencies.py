@@ -22,8 +22,9 @@ at the end of its `sys.path`. This is a prepare step on the worker, never inside
 - **Bounded**: a wall-clock limit for all pip calls and a size limit for the folder.
 - A requirement that cannot be installed that way (no wheel for this platform, a conflict
   with numcheck's environment) is set aside, with pip's reason, and the rest resolved
-  together again (`culprits`): an old repository's pins lose only what pip names, so a finding whose import fails on
-  it can name it (`runners.pipeline`), and function extraction is tried next as before.
+  together again (`culprits`): an old repository's pins lose only what pip names. A finding
+  whose import fails on one can name it (`runners.pipeline`), and function extraction is
+  tried next as before.
 
 Operator settings (environment): `NUMCHECK_DEPENDENCIES` (`install`, the default, or `off`),
 `NUMCHECK_DEPENDENCY_CACHE` (default `~/.cache/numcheck/dependencies`),
