@@ -79,3 +79,19 @@ def keeps_rows(output: Any, rows: int) -> bool:
         return bool(parts) and all(parts)
     shape = getattr(output, "shape", None)
     return shape is not None and len(shape) >= 1 and shape[0] == rows
+
+
+def guidance(op: str, dtype: str, hits: list[Hit], chunks: int) -> tuple[float, list[float]]:
+    """The suspect loss of a run whose hits were recorded outside torch (JAX, NumPy), each
+    crossed into torch, and the per-restart losses of a batched run: the gradient-free
+    search's only guidance."""
+    losses: list[float] = []
+    per_chunk = [math.inf] * chunks if chunks > 1 else []
+    for hit in hits:
+        value = suspect_loss_or_none(op, hit.operand, dtype, hit.call)
+        if value is not None:
+            losses.append(float(value.detach().reshape(-1).min()))
+        if per_chunk:
+            for i, v in enumerate(chunk_losses(op, hit, dtype, chunks)):
+                per_chunk[i] = min(per_chunk[i], v)
+    return min(losses, default=math.inf), per_chunk

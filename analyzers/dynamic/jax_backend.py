@@ -11,7 +11,6 @@ for JAX entries (no `grads`): the suspect loss is computed from the recorded ope
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -19,12 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from analyzers.dynamic.evaluation import (
-    Evaluation,
-    chunk_losses,
-    keeps_rows,
-    suspect_loss_or_none,
-)
+from analyzers.dynamic.evaluation import Evaluation, guidance, keeps_rows
 from analyzers.dynamic.owners import patch_op, restore
 from analyzers.dynamic.probe import Hit, LineWatch
 from analyzers.dynamic.suspect import CallSite, call_site
@@ -185,8 +179,7 @@ def evaluate_jax(probe: JaxProbe, entry: Entry, op: str, dtype: str,
     if not probe.hits:
         return Evaluation(batch_kept=kept)
     result = Evaluation(reached=True, batch_kept=kept)
-    losses: list[float] = []
-    per_chunk = [math.inf] * chunks if chunks > 1 else []
+    guiding: list[Hit] = []
     for hit in probe.hits:
         others = [o for o in hit.call.others if _is_array(o)]
         operand_ok = finite(hit.operand) and finite(others)
@@ -195,16 +188,8 @@ def evaluate_jax(probe: JaxProbe, entry: Entry, op: str, dtype: str,
         elif operand_ok and hit.derivative_fails:
             result.backward = True
         if operand_ok and _floating(hit.operand):
-            torch_hit = _torch_hit(hit)
-            value = suspect_loss_or_none(op, torch_hit.operand, dtype, torch_hit.call)
-            if value is not None:
-                losses.append(float(value.detach().reshape(-1).min()))
-            if per_chunk:
-                for i, v in enumerate(chunk_losses(op, torch_hit, dtype, chunks)):
-                    per_chunk[i] = min(per_chunk[i], v)
-    result.chunk_losses = per_chunk
-    if losses:
-        result.loss = min(losses)
+            guiding.append(_torch_hit(hit))
+    result.loss, result.chunk_losses = guidance(op, dtype, guiding, chunks)
     if result.forward or result.backward:
         if not finite(output):
             result.visible = "output"

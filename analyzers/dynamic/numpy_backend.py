@@ -32,12 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from analyzers.dynamic.evaluation import (
-    Evaluation,
-    chunk_losses,
-    keeps_rows,
-    suspect_loss_or_none,
-)
+from analyzers.dynamic.evaluation import Evaluation, guidance, keeps_rows
 from analyzers.dynamic.owners import patch_op, restore
 from analyzers.dynamic.probe import Hit, LineWatch
 from analyzers.dynamic.suspect import CallSite, call_site
@@ -190,24 +185,15 @@ def evaluate_numpy(probe: NumpyProbe, entry: Entry, op: str, dtype: str,
     if not probe.hits:
         return Evaluation(batch_kept=kept)
     result = Evaluation(reached=True, batch_kept=kept)
-    losses: list[float] = []
-    per_chunk = [math.inf] * chunks if chunks > 1 else []
+    guiding: list[Hit] = []
     for hit in probe.hits:
         others = [o for o in hit.call.others if isinstance(o, np.ndarray)]
         operand_ok = finite(hit.operand) and finite(others)
         if operand_ok and not finite(hit.output):
             result.forward = True
         if operand_ok and _floating(hit.operand):
-            torch_hit = _torch_hit(hit)
-            value = suspect_loss_or_none(op, torch_hit.operand.float(), dtype, torch_hit.call)
-            if value is not None:
-                losses.append(float(value.detach().reshape(-1).min()))
-            if per_chunk:
-                for i, v in enumerate(chunk_losses(op, torch_hit, dtype, chunks)):
-                    per_chunk[i] = min(per_chunk[i], v)
-    result.chunk_losses = per_chunk
-    if losses:
-        result.loss = min(losses)
+            guiding.append(_torch_hit(hit))
+    result.loss, result.chunk_losses = guidance(op, dtype, guiding, chunks)
     if result.forward and first.on_line:  # the reproducer's first raised flag is the op's
         result.visible = "output" if not raised and not finite(output) else "raised"
     result.reaches_output = result.visible is not None
