@@ -79,3 +79,26 @@ def test_a_mode_compared_with_a_constant_takes_that_constant() -> None:
     assert branch_values(reduce, _line(reduce, "return 1 / confmat")) == {
         "average": "micro", "ignore": 3}
     assert branch_values(reduce, _line(reduce, "return confmat\n")) == {}
+
+
+def focal(inp, target, alpha=0.25, gamma=2.0, order=2):  # type: ignore[no-untyped-def]
+    """kornia's binary focal loss, as the bug's commit had it (torch spelled as a method)."""
+    probs = inp
+    loss = -alpha * (1.0 - probs).pow(gamma) * target \
+        - (1 - alpha) * probs ** gamma * (1.0 - target)  # a power spread over two lines
+    return loss + abs(inp) ** order + pow(inp, alpha)
+
+
+def test_a_float_exponent_on_the_line_is_made_fractional() -> None:
+    """`x ** gamma` has an infinite derivative at 0 only for 0 < gamma < 1, which the
+    default 2.0 never reaches; an exponent elsewhere in the function is left alone."""
+    from analyzers.dynamic.branches import FRACTIONAL_EXPONENT, exponent_values
+
+    assert exponent_values(focal, _line(focal, "(1.0 - probs).pow(gamma)")) == {
+        "gamma": FRACTIONAL_EXPONENT}
+    assert exponent_values(focal, _line(focal, "probs ** gamma")) == {"gamma": 0.5}
+    # `order` is the exponent too, and `alpha` the builtin pow's: the caller keeps an int
+    # default (signatures._fits); both are on another line than the ones above
+    assert exponent_values(focal, _line(focal, "abs(inp) ** order")) == {
+        "order": 0.5, "alpha": 0.5}
+    assert exponent_values(focal, _line(focal, "probs = inp")) == {}

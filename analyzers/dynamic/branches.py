@@ -8,6 +8,13 @@ torchmetrics' `_jaccard_index_reduce(confmat, average)` divides at the bug's lin
 `if average == "binary":`. The conditions that enclose the line are read from the function's
 own source: `if flag:`, `if not flag:`, `if mode == "binary":`, `if mode in ("a", "b"):` and
 `and`/`or` chains of those, each giving a value the line needs.
+
+An exponent is read the same way (`exponent_values`): a float parameter that is the exponent
+of a power on the line (`torch.pow(1 - p, gamma)`, `(1 - p_t) ** gamma`) is given
+`FRACTIONAL_EXPONENT` instead of its default. `x ** p` fails only for some exponents: with
+0 < p < 1 its derivative is infinite at x = 0, which a default of 2.0 never shows (kornia's and
+optax's focal losses, fixed for `gamma < 1`). The value is passed by keyword in the
+reproducer, so the reader sees it and judges whether callers pass such an exponent.
 """
 
 from __future__ import annotations
@@ -16,6 +23,9 @@ import ast
 from typing import Any
 
 from analyzers.dynamic.usage import constant_comparison, parsed_function
+
+FRACTIONAL_EXPONENT = 0.5  # inside (0, 1): where x ** p has an infinite derivative at 0
+POWER_FUNCTIONS = frozenset({"pow", "power", "float_power"})
 
 
 def branch_values(fn: Any, line: int) -> dict[str, Any]:
@@ -73,3 +83,40 @@ def _condition(test: ast.expr, value: bool, needs: dict[str, Any]) -> None:
     elif isinstance(test, ast.BoolOp) and (isinstance(test.op, ast.And) == value):
         for operand in test.values:  # all true for `and`, all false for a false `or`
             _condition(operand, value, needs)
+
+
+def exponent_values(fn: Any, line: int) -> dict[str, Any]:
+    """{parameter: FRACTIONAL_EXPONENT} for the parameters that are the exponent of a power
+    on `line` (`a ** p`, `torch.pow(a, p)`, `np.power(a, p)`, `a.pow(p)`); {} when the
+    source cannot be read. Whether the parameter's default is a float is the caller's check
+    (signatures._fits), so an `int` exponent keeps its default."""
+    parsed = parsed_function(fn)
+    if parsed is None:
+        return {}
+    function, start = parsed
+    wanted = line - start + 1
+    params = {a.arg for a in [*function.args.posonlyargs, *function.args.args,
+                              *function.args.kwonlyargs]}
+    found: dict[str, Any] = {}
+    for node in ast.walk(function):
+        exponent = _exponent(node)
+        if isinstance(exponent, ast.Name) and exponent.id in params \
+                and exponent.lineno <= wanted <= (exponent.end_lineno or exponent.lineno):
+            found[exponent.id] = FRACTIONAL_EXPONENT
+    return found
+
+
+def _exponent(node: ast.AST) -> ast.expr | None:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        return node.right
+    if not isinstance(node, ast.Call):
+        return None
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+        node.func.id if isinstance(node.func, ast.Name) else ""
+    if name not in POWER_FUNCTIONS:
+        return None
+    keyword = next((k.value for k in node.keywords if k.arg in ("exponent", "x2")), None)
+    if keyword is not None:
+        return keyword
+    method = isinstance(node.func, ast.Attribute) and len(node.args) == 1  # a.pow(p)
+    return node.args[0] if method else node.args[1] if len(node.args) >= 2 else None

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import torch
 
-from analyzers.dynamic.branches import branch_values
+from analyzers.dynamic.branches import branch_values, exponent_values
 from analyzers.dynamic.layout import module_of, on_sys_path, source_roots
 from analyzers.dynamic.loading import load
 from analyzers.dynamic.objects import object_inputs
@@ -297,7 +297,8 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
     the parameters whose annotation gives none (default: batch x features); `operand`, the
     flagged op's operand text, whose parameters are searched even where they default to
     None; `line`, the flagged line, whose enclosing `if flag:` and `if mode == "x":` tests
-    set those parameters (branches.py)."""
+    set those parameters, and whose float exponent parameters are made fractional
+    (branches.py)."""
     module_name = module_name_for(repo_dir, path)
     try:
         loaded = load(repo_dir, module_name)
@@ -326,7 +327,9 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
             return replace(entry, loading=loaded.how, loading_why=loaded.why,
                            stand_ins=loaded.stand_ins, script_dirs=loaded.script_dirs,
                            moved=loaded.moved)
-    branch = branch_values(obj, line) if line is not None else None
+    # the enclosing tests' values win over a fractional exponent
+    branch = {**exponent_values(obj, line), **branch_values(obj, line)} \
+        if line is not None else None
     uses = parameter_uses(obj)
     leading = _leading_sizes(obj, uses, shape or (DEFAULT_BATCH, DEFAULT_FEATURES))
     specs, constants, chosen = specs_from_signature(
