@@ -328,7 +328,12 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         return {**base, "status": "error",
                 "error": "no entry reaches the op: " + "; ".join(dict.fromkeys(problems))}
     entry, outcome, searcher = last
-    box = {"source": entry.source, "target": entry.target, "inputs": entry.describe_box()}
+    box: dict[str, Any] = {"source": entry.source, "target": entry.target,
+                           "inputs": entry.describe_box()}
+    chosen = {name: value for name, value in getattr(entry, "passed", {}).items()
+              if isinstance(value, bool | int | float)}
+    if chosen:  # values numcheck gave parameters (a fractional exponent, an epsilon): stated
+        box["chosen"] = chosen
     if not outcome.triggered:
         return {**base, "status": "not-triggered", "box": box,
                 "trigger": {"seconds": round(outcome.seconds, 4),

@@ -502,3 +502,21 @@ def test_render_dispatch() -> None:
         assert render(result, fmt).strip()
     with pytest.raises(ValueError, match="unknown format"):
         render(result, "html")
+
+
+def test_the_proof_states_the_values_numcheck_gave_parameters() -> None:
+    """A fractional exponent (branches.exponent_values) is part of the trigger: the reader
+    sees `gamma=0.5`; a name or value the sandbox could have forged into text is left out."""
+    from analyzers.report.summary import proof_sentence
+
+    box = {"source": "synthesised", "target": "losses.focal:focal_loss",
+           "inputs": [{"dtype": "float32", "shape": [4, 8], "lo": -100.0, "hi": 100.0}],
+           "chosen": {"gamma": 0.5, "eps": 1e-06, "x) **bold**": 1.0, "mode": "<b>"}}
+    finding = Finding(path="losses/focal.py", line=3, column=0, end_line=3, end_column=0,
+                      function="focal_loss", op="pow", framework="torch", call="", operand="",
+                      why="", rule="pow", status="confirmed",
+                      trigger={"where": "backward", "evaluations": 1, "seconds": 0.5,
+                               "stage": "restarts", "box": box})
+    sentence = proof_sentence(finding)
+    assert "in [-100, 100], called with gamma=0.5, eps=1e-06 (numcheck's values)" in sentence
+    assert "bold" not in sentence and "<b>" not in sentence

@@ -191,6 +191,18 @@ def replacement_lines(finding: Finding) -> list[str] | None:
     return None
 
 
+def _chosen_values(chosen: Any) -> str:
+    """`, called with gamma=0.5 (numcheck's values)`: the parameters numcheck set itself,
+    which the reader must judge as much as the box. Names that are not identifiers and values
+    that are not numbers are left out (the record comes from the sandbox)."""
+    if not isinstance(chosen, dict):
+        return ""
+    shown = [f"{name}={value!r}" for name, value in chosen.items()
+             if isinstance(name, str) and name.isidentifier()
+             and isinstance(value, bool | int | float)][:6]
+    return f", called with {', '.join(shown)} (numcheck's values)" if shown else ""
+
+
 def proof_sentence(finding: Finding) -> str:
     """What the dynamic pass did: the trigger it found, or the budget it spent."""
     trigger = finding.trigger or {}
@@ -204,6 +216,7 @@ def proof_sentence(finding: Finding) -> str:
                           if spec.get("source") == "widened" else "")
                        for spec in box.get("inputs", []))
     entry = f"{box.get('target', '?')} ({box.get('source', '?')} entry)" if box else ""
+    inputs += _chosen_values(box.get("chosen"))
     if finding.status == "confirmed":
         first = trigger.get("first_nonfinite") or {}
         origin = ""
