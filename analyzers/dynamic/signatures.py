@@ -161,7 +161,8 @@ def index_spec(rows: int | None, shape: tuple[int, ...] | None) -> InputSpec:
 
 def _fits(value: Any, default: Any, annotation: str) -> bool:
     """A branch's value for a parameter of this default and annotation: of the default's
-    type (or a float where the annotation says float), or named by the annotation (`bool`, `str`, a `Literal` listing it)."""
+    type (or a float where the annotation says float), or named by the annotation (`bool`,
+    `str`, a `Literal` listing it)."""
     if default is not inspect.Parameter.empty and default is not None:
         # `gamma: float = 2`: the annotation says a float is wanted, whatever the default
         return type(value) is type(default) or (type(value) is float and "float" in annotation)
