@@ -216,7 +216,7 @@ def proof_sentence(finding: Finding) -> str:
                           if spec.get("source") == "widened" else "")
                        for spec in box.get("inputs", []))
     entry = f"{box.get('target', '?')} ({box.get('source', '?')} entry)" if box else ""
-    inputs += _chosen_values(box.get("chosen"))
+    inputs = (inputs or "the box") + _chosen_values(box.get("chosen"))
     if finding.status == "confirmed":
         first = trigger.get("first_nonfinite") or {}
         origin = ""
@@ -231,12 +231,12 @@ def proof_sentence(finding: Finding) -> str:
             reach += f", at training step {steps}"
         return (f"NaN/Inf in the {trigger.get('where')} pass after "
                 f"{trigger.get('evaluations')} runs ({trigger.get('seconds', 0):.2f} s, stage "
-                f"{trigger.get('stage')}) of {entry}, inputs in {inputs or 'the box'}"
+                f"{trigger.get('stage')}) of {entry}, inputs in {inputs}"
                 f"{reach}{origin}")
     if finding.status == "not-triggered":
         return (f"no trigger in {trigger.get('evaluations')} runs "
                 f"({trigger.get('seconds', 0):.2f} s) of {entry}, inputs in "
-                f"{inputs or 'the box'}" + (f"; {finding.error}" if finding.error else ""))
+                f"{inputs}" + (f"; {finding.error}" if finding.error else ""))
     if finding.status == "potential" and finding.error:
         return finding.error
     return ""
