@@ -22,11 +22,8 @@ stops the reproducer first.
 from __future__ import annotations
 
 import math
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any, Protocol
 
 import numpy as np
@@ -36,8 +33,6 @@ from analyzers.dynamic.evaluation import Evaluation, guidance, keeps_rows
 from analyzers.dynamic.owners import patch_op, restore
 from analyzers.dynamic.probe import Hit, LineWatch
 from analyzers.dynamic.suspect import CallSite, call_site
-
-MAX_FRAMES = 12  # how far up from a floating-point flag the flagged file's frame may be
 
 
 class Entry(Protocol):
@@ -100,25 +95,16 @@ def to_torch(value: Any) -> Any:
 
 class FirstFlag:
     """Where the run raised its first floating-point flag: on a watched line, elsewhere, or
-    nowhere (None), the way the reproducer's `np.errstate(... "raise")` would see it."""
+    nowhere (None), the way the reproducer's `np.errstate(... "raise")` would see it. Called
+    by NumPy (`np.errstate(call=...)`): the frames above are the code that raised it."""
 
     def __init__(self, path: str, lines: frozenset[int]) -> None:
-        self.path = os.path.realpath(path)
-        self.lines = lines
+        self._watch = LineWatch(path, lines)
         self.on_line: bool | None = None
 
     def __call__(self, kind: str, flag: int) -> None:
-        if self.on_line is not None:
-            return
-        frame: FrameType | None = sys._getframe(1)
-        for _ in range(MAX_FRAMES):
-            if frame is None:
-                break
-            if os.path.realpath(frame.f_code.co_filename) == self.path:
-                self.on_line = frame.f_lineno in self.lines
-                return
-            frame = frame.f_back
-        self.on_line = False
+        if self.on_line is None:
+            self.on_line = self._watch.caller_on_line()
 
 
 @dataclass
