@@ -16,7 +16,7 @@ kombu's own channel loses messages that the web already acknowledged with 202:
 Here a message is written under a name no consumer matches and renamed into place (atomic on
 one filesystem); a binding table is opened without truncation and rewritten under its lock;
 a binding this process declared is always written to the file it routes by. Celery picks this
-transport through `broker_transport` (bot/tasks.py) for `filesystem://` URLs.
+transport through `broker_transport` (bot/worker.py) for `filesystem://` URLs.
 """
 
 from __future__ import annotations

@@ -17,6 +17,15 @@ from analyzers.config import ConfigError
 from analyzers.diffscope import DiffError
 from analyzers.policy import app_config
 from analyzers.report import result_from_json
+from bot.analyses import (
+    cancel_check_run,
+    load_analysis,
+    open_check_run,
+    save_findings,
+    set_comment_ids,
+    still_wanted,
+    update_analysis,
+)
 from bot.github import GitHubClient
 from bot.locks import installation_lock
 from bot.models import Analysis
@@ -30,16 +39,7 @@ from bot.publish import (
 )
 from bot.report.excerpts import collect as collect_excerpts
 from bot.settings import Settings
-from bot.tasks import (
-    cancel_check_run,
-    celery_app,
-    load_analysis,
-    open_check_run,
-    save_findings,
-    set_comment_ids,
-    still_wanted,
-    update_analysis,
-)
+from bot.worker import celery_app
 from bot.workspace import WorkspaceError, pull_workspace
 from runners.docker import runner_from_env
 from runners.pipeline import analyze

@@ -98,10 +98,10 @@ class Analysis(Base):
     error: Mapped[str] = mapped_column(Text, default="")
     # Deliveries of the analysis task that started on this row and have not ended: a worker
     # process that dies mid-analysis (a native crash) leaves it counted, and the redelivered
-    # task gives up past bot.tasks.MAX_DELIVERIES. Zeroed when a delivery ends in Python.
+    # task gives up past bot.analyses.MAX_DELIVERIES. Zeroed when a delivery ends in Python.
     deliveries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # Times the outbox reaper (bot/outbox.py) enqueued this analysis again because it made no
-    # progress (a lost message, a dead broker); past bot.tasks.MAX_DELIVERIES it fails instead.
+    # progress (a lost message, a dead broker); past bot.analyses.MAX_DELIVERIES it fails instead.
     requeues: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow,

@@ -7,7 +7,7 @@ broker restarted without persistence, a worker killed between receiving and ackn
 where the transport does not redeliver, the embedded broker's start-up). So `numcheck serve`
 and every worker run a reaper: an analysis that made no progress for
 `settings.reap_deadline` seconds in `queued`, `running` or `analysed` is enqueued again under
-its deterministic task id (`bot.tasks.reap`; this module holds what needs no Celery).
+its deterministic task id (`bot.scheduling.reap`; this module holds what needs no Celery).
 Several reapers may run at once; a conditional update lets only one of them take a given row
 each time. Each re-enqueue counts in `analyses.requeues`; past `MAX_DELIVERIES` the analysis
 fails visibly (a neutral check run saying why) instead of looping. A duplicate message does
@@ -76,7 +76,7 @@ def prune(settings: Settings, now: datetime | None = None) -> tuple[int, int]:
 
 
 class Reaper:
-    """A daemon thread that runs `round` every `settings.reap_interval` seconds (bot.tasks
+    """A daemon thread that runs `round` every `settings.reap_interval` seconds (bot.scheduling
     passes the re-enqueueing and pruning, which need the Celery app)."""
 
     def __init__(self, settings: Settings, round: Callable[[], object]) -> None:

@@ -45,8 +45,9 @@ def serve(host: str, port: int, data_dir: Path | None = None) -> int:
         return 2
     from werkzeug.serving import make_server
 
-    from bot.tasks import declare_queues, start_reaper
+    from bot.scheduling import start_reaper
     from bot.web import create_app
+    from bot.worker import declare_queues
 
     app = create_app(settings)  # migrates the database before the worker starts
     try:

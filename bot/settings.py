@@ -63,7 +63,7 @@ class Settings:
     reap_after: float = 0.0
     reap_interval: float = 60.0
     retention_days: float = 90.0
-    # Fairness between installations (bot/tasks.py `defer_for_fairness`): an analysis whose
+    # Fairness between installations (bot/scheduling.py `defer_for_fairness`): an analysis whose
     # installation already has this many running waits while other installations' analyses
     # are queued; 0 turns it off
     installation_concurrency: int = 1

@@ -32,14 +32,13 @@ from bot.webhooks import (
     json_too_deep,
     verify_signature,
 )
+from bot.worker import bind_settings, celery_app
 
 log = logging.getLogger("numcheck.web")
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
 
 
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Flask:
-    from bot.tasks import bind_settings, celery_app
-
     settings = settings or from_env()
     bind_settings(settings)
     if migrate:

@@ -670,7 +670,7 @@ def test_a_worker_that_keeps_crashing_gets_three_deliveries_then_a_failed_check_
     import signal
     import time
 
-    from bot.tasks import MAX_DELIVERIES
+    from bot.analyses import MAX_DELIVERIES
 
     repo, name = stack.repo("octo/crashing", 29)
     head = repo.sha("feature")

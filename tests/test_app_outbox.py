@@ -237,7 +237,8 @@ def test_the_reaper_takes_a_row_once_per_deadline_and_gives_up_visibly(
         bound: tuple[Any, FakeGitHub, str], git_repo: GitRepoFactory) -> None:
     import redis
 
-    from bot.tasks import MAX_DELIVERIES, reap
+    from bot.analyses import MAX_DELIVERIES
+    from bot.scheduling import reap
 
     settings, fake, prefix = bound
     repo = _repo(git_repo, fake, "octo/given-up", range(3, 4))
@@ -405,8 +406,9 @@ def test_a_delivery_while_the_broker_is_down_is_acknowledged_and_enqueued_later(
     import redis
     from app_support import WebServer
 
-    from bot.tasks import bind_settings, reap
+    from bot.scheduling import reap
     from bot.web import create_app
+    from bot.worker import bind_settings
 
     key_path, public = make_key(tmp_path)
     prefix = f"numcheck-outbox-{secrets.token_hex(4)}:"
@@ -441,12 +443,12 @@ def test_a_delivery_while_the_broker_is_down_is_acknowledged_and_enqueued_later(
 
 def test_an_installation_at_its_share_waits_while_another_is_queued(
         bound: tuple[Any, FakeGitHub, str]) -> None:
-    """Fairness between installations (bot/tasks.py defer_for_fairness): a noisy
+    """Fairness between installations (bot/scheduling.py defer_for_fairness): a noisy
     installation with one analysis running waits when a quiet one has work queued, and uses
     every worker when it is alone."""
     from dataclasses import replace
 
-    from bot.tasks import defer_for_fairness
+    from bot.scheduling import defer_for_fairness
 
     settings, _, _ = bound
     engine = create_engine(settings.database_url)
@@ -481,7 +483,8 @@ def test_a_stopped_analysis_is_never_brought_back_by_its_worker(
     """A close or a newer push marks the row cancelled or superseded while a worker still runs
     it; that worker's later `running`, `analysed` or `published` must not overwrite it (seen
     under load: a re-run cancelled by a close was published anyway)."""
-    from bot.tasks import cancel_pull, still_wanted, update_analysis
+    from bot.analyses import still_wanted, update_analysis
+    from bot.scheduling import cancel_pull
 
     settings, _, _ = bound
     analysis_id = _insert_lost(settings.database_url, "octo/race", 5, "a" * 40, "b" * 40)

@@ -497,17 +497,18 @@ def test_the_check_run_fails_only_on_confirmed_findings_and_only_when_asked() ->
 @pytest.fixture
 def bound(tmp_path: Path, key: tuple[Path, str], fake: FakeGitHub,
           monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """bot.tasks bound to a fresh SQLite database and the test server; the database URL."""
-    from bot import tasks
+    """The worker's settings bound to a fresh SQLite database and the test server; the
+    database URL."""
+    from bot import worker
 
     url = f"sqlite:///{tmp_path / 'tasks.db'}"
     db.upgrade(url)
     settings = from_env(app_env(key_path=key[0], api_url=fake.api_url, database_url=url,
                                 broker_url="redis://127.0.0.1:1/0"))
-    monkeypatch.setattr(tasks, "_bound", settings)
-    tasks._tokens.cache_clear()
+    monkeypatch.setattr(worker, "_bound", settings)
+    worker._tokens.cache_clear()
     yield url
-    tasks._tokens.cache_clear()
+    worker._tokens.cache_clear()
     db.engine_for(url).dispose()
 
 
@@ -528,19 +529,20 @@ def test_an_analysis_whose_worker_died_three_times_fails_visibly_and_stops(
     """The cap on the attempt counter, driven through the real task (in process): three
     deliveries that started and never ended are what a worker process dying mid-analysis
     leaves behind (tests/test_app_e2e.py kills real pool processes for the same)."""
-    from bot import tasks
+    from bot import analyses, tasks
 
     repo = _repo_with_pull(git_repo, fake)
     head = repo.sha("feature")
     analysis_id = _analysis_row(bound, head)
-    assert [tasks.begin_delivery(analysis_id) for _ in range(tasks.MAX_DELIVERIES)] == [1, 2, 3]
+    deliveries = [analyses.begin_delivery(analysis_id) for _ in range(analyses.MAX_DELIVERIES)]
+    assert deliveries == [1, 2, 3]
     assert tasks.analyze_task.apply(args=[analysis_id, "static"]).get() == "gave up"
     runs = fake.state.check_runs
     assert len(runs) == 1 and runs[0]["head_sha"] == head
     assert runs[0]["status"] == "completed" and runs[0]["conclusion"] == "neutral"
     summary = runs[0]["output"]["summary"]
     assert "died 3 times" in summary and "stopped trying" in summary, summary
-    row = tasks.load_analysis(analysis_id)
+    row = analyses.load_analysis(analysis_id)
     assert row is not None and row.status == "failed" and "died 3 times" in row.error
     assert row.check_run_id == runs[0]["id"]
     # a further delivery of the same message does nothing: no new run, no new GitHub call
@@ -551,13 +553,13 @@ def test_an_analysis_whose_worker_died_three_times_fails_visibly_and_stops(
 
 def test_a_delivery_that_ends_in_python_is_not_counted(bound: str, fake: FakeGitHub,
                                                        git_repo: GitRepoFactory) -> None:
-    from bot import tasks
+    from bot import analyses, tasks
 
     _repo_with_pull(git_repo, fake)
     analysis_id = _analysis_row(bound, "0" * 40)  # not the PR's head: superseded at once
-    tasks.begin_delivery(analysis_id)  # one crash earlier
+    analyses.begin_delivery(analysis_id)  # one crash earlier
     assert tasks.analyze_task.apply(args=[analysis_id, "static"]).get() == "superseded"
-    row = tasks.load_analysis(analysis_id)
+    row = analyses.load_analysis(analysis_id)
     assert row is not None and row.deliveries == 0 and row.status == "superseded"
 
 

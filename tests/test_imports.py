@@ -22,10 +22,6 @@ KNOWN_CYCLES = {
     frozenset({"analyzers.dynamic.entries", "analyzers.dynamic.harvest",
                "analyzers.dynamic.harvest_keras", "analyzers.dynamic.reproducer",
                "analyzers.dynamic.weights"}),
-    # the feature routers and the Celery tasks that run them
-    frozenset({"bot.features", "bot.features.checks", "bot.features.commands",
-               "bot.features.installations", "bot.features.ping", "bot.features.pulls",
-               "bot.jobs", "bot.tasks"}),
 }
 
 

@@ -7,10 +7,11 @@ from typing import Any
 from sqlalchemy import select
 
 from bot.db import session_scope
-from bot.features import Context
+from bot.features.context import Context
 from bot.models import Analysis
-from bot.tasks import celery_app, schedule_analysis
+from bot.scheduling import schedule_analysis
 from bot.webhooks import Event, Router
+from bot.worker import celery_app
 
 router = Router("checks")
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.features import Context
+from bot.features.context import Context
 from bot.github import GitHubClient
+from bot.scheduling import schedule_analysis
 from bot.settings import Settings
 from bot.throttle import claim_reply
 from bot.webhooks import Event, Router
+from bot.worker import celery_app
 
 router = Router("commands")
 
@@ -56,8 +58,6 @@ def command(event: Event, context: Context) -> str:
         return "ignored: not a numcheck command"
     if event.installation_id is None or not event.repo_full_name:
         return "ignored: no installation or repository"
-    from bot.tasks import celery_app
-
     job = {"installation": {"id": event.installation_id},
            "repository": event.repo_full_name, "number": int(issue["number"]),
            "comment": {"id": int(comment["id"]), "body": str(comment.get("body") or ""),
@@ -75,8 +75,6 @@ def may_rerun(client: GitHubClient, repo: str, login: str, association: str) -> 
 
 
 def run_command(settings: Settings, job: dict[str, Any], client: GitHubClient) -> str:
-    from bot.tasks import schedule_analysis
-
     repo, number, comment = str(job["repository"]), int(job["number"]), job["comment"]
     name = parse(comment["body"])
     login = str(comment["user"])

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import delete
 
 from bot.db import session_scope
-from bot.features import Context
+from bot.features.context import Context
 from bot.models import Installation, InstallationRepository
 from bot.webhooks import Event, Router
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.features import Context
+from bot.features.context import Context
 from bot.webhooks import Event, Router
 
 router = Router("ping")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.features import Context
-from bot.tasks import cancel_pull, schedule_analysis
+from bot.features.context import Context
+from bot.scheduling import cancel_pull, schedule_analysis
 from bot.webhooks import Event, Router
 
 router = Router("pulls")
