@@ -37,15 +37,10 @@ from typing import Any
 
 import torch
 
-from analyzers.dynamic.entries import (
-    TORCH_DTYPES,
-    EntryConfig,
-    EntryError,
-    build_configured,
-    sample,
-)
+from analyzers.dynamic.entries import EntryConfig, EntryError, build_configured
 from analyzers.dynamic.search import Budget, Searcher
 from analyzers.dynamic.specs import InputSpec
+from analyzers.dynamic.tensors import TORCH_DTYPES, sample
 from bench.case_layout import CASES_DIR, bug_line, case_dirs, case_parser
 
 HANDFUL = 5  # random draws: above this, a case is one random sampling has to work for

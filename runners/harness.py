@@ -184,7 +184,7 @@ def _script_entry(repo: Path, table: dict[str, Any], finding: dict[str, Any],
 def _minimise(entry: Any, inputs: list[Any], still_fails: Any) -> list[Any]:
     """Script entries shrink toward what the seeded script draws and loads, configured
     weights toward the module's initialised values; others toward plain values."""
-    from analyzers.dynamic.reproducer import minimise
+    from analyzers.dynamic.minimise import minimise
     from analyzers.dynamic.script import ScriptEntry, minimise_script
     from analyzers.dynamic.weights import minimise_weights
 
@@ -404,7 +404,7 @@ def normal_inputs(entry: Any, seed: int, count: int = NORMAL_SAMPLES) -> list[An
     (the comparison looks only where it is)."""
     import torch
 
-    from analyzers.dynamic.entries import TORCH_DTYPES, sample
+    from analyzers.dynamic.tensors import TORCH_DTYPES, sample
     from analyzers.dynamic.weights import natural_values
     from analyzers.fix.validate import in_domain, run_entry, sample_inputs
 

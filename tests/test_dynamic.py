@@ -23,17 +23,12 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from analyzers.catalogue import CATALOGUE
-from analyzers.dynamic.entries import (
-    Entry,
-    EntryConfig,
-    EntryError,
-    build_configured,
-    sample,
-    synthesise,
-)
+from analyzers.dynamic.entries import EntryConfig, EntryError, build_configured, synthesise
+from analyzers.dynamic.entry import Entry
+from analyzers.dynamic.minimise import base_value, minimise
 from analyzers.dynamic.objects import ObjectCall
 from analyzers.dynamic.probe import OpProbe
-from analyzers.dynamic.reproducer import Target, base_value, minimise, render
+from analyzers.dynamic.reproducer import Target, render
 from analyzers.dynamic.search import Budget, Outcome, Searcher
 from analyzers.dynamic.specs import (
     DEFAULT_HI,
@@ -44,6 +39,7 @@ from analyzers.dynamic.specs import (
     parse_spec,
 )
 from analyzers.dynamic.suspect import has_loss, op_names, operand_of, suspect_loss
+from analyzers.dynamic.tensors import sample
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dynamic"
 SEARCH = "dynfix/search_cases.py"

@@ -20,7 +20,8 @@ import jsonschema
 import pytest
 import torch
 
-from analyzers.dynamic.entries import Entry, EntryConfig, build_configured
+from analyzers.dynamic.entries import EntryConfig, build_configured
+from analyzers.dynamic.entry import Entry
 from analyzers.dynamic.search import Budget, Outcome, Searcher
 from analyzers.fix.candidates import Candidate, candidates
 from analyzers.fix.site import FixRequest

@@ -19,6 +19,7 @@ import torch
 from harness_support import Run, run_findings, run_script, write_repo
 from torch import nn
 
+from analyzers.dynamic.encoding import spell
 from analyzers.dynamic.harvest import (
     STATE_LIMIT,
     Construction,
@@ -27,7 +28,7 @@ from analyzers.dynamic.harvest import (
     Recorded,
     entry_from_call,
 )
-from analyzers.dynamic.reproducer import Target, render, spell
+from analyzers.dynamic.reproducer import Target, render
 
 NET = '''\
 import torch

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from analyzers.dynamic.entries import Entry, EntryConfig, build_configured
+from analyzers.dynamic.entries import EntryConfig, build_configured
+from analyzers.dynamic.entry import Entry
 from analyzers.dynamic.reproducer import Target, render
 from analyzers.dynamic.search import Budget, Searcher
 from analyzers.dynamic.writer import _tf_check

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import torch
 
-from analyzers.dynamic.entries import Entry, EntryConfig, build_configured
+from analyzers.dynamic.entries import EntryConfig, build_configured
+from analyzers.dynamic.entry import Entry
 from analyzers.dynamic.probe import OpProbe
 from analyzers.dynamic.search import STAGES, Budget, Outcome, Searcher, _concat
 from analyzers.dynamic.suspect import CallSite, call_site, has_loss, suspect_loss
@@ -274,7 +275,7 @@ def test_a_trigger_made_by_mixing_restarts_is_never_reported(source: Path) -> No
     outcome, _, searcher = _run(source, "batch_stat", "@batch-stat", batch=8, evaluations=400)
     assert searcher._batch_size() == 8
     generator = torch.Generator().manual_seed(0)
-    from analyzers.dynamic.entries import sample
+    from analyzers.dynamic.tensors import sample
 
     draws = [[sample(spec, generator) for spec in searcher.entry.specs] for _ in range(8)]
     assert searcher.evaluate(_concat(draws), chunks=8).forward  # mixing does fail...

@@ -12,14 +12,14 @@ import functools
 import importlib
 import inspect
 import re
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
 from analyzers.dynamic.branches import branch_values, exponent_values
+from analyzers.dynamic.entry import Entry, device_type
 from analyzers.dynamic.layout import module_of, on_sys_path, source_roots
 from analyzers.dynamic.loading import load
 from analyzers.dynamic.objects import object_inputs
@@ -32,14 +32,10 @@ from analyzers.dynamic.signatures import (
     positional_names,
     specs_from_signature,
 )
-from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec, widened
+from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec
+from analyzers.dynamic.tensors import TORCH_DTYPES
 from analyzers.dynamic.usage import ParameterUses, parameter_uses
-from analyzers.dynamic.weights import call_with_weights, with_weights
-
-EntrySource = Literal["config", "harvested", "synthesised", "script"]
-TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
-                "float64": torch.float64, "int64": torch.int64, "int32": torch.int32,
-                "bool": torch.bool}
+from analyzers.dynamic.weights import with_weights
 
 
 @dataclass(frozen=True)
@@ -52,134 +48,6 @@ class EntryConfig:
     dtype: str | None = None
     autocast: str | None = None  # "float16" | "bfloat16": run under torch.autocast
     weights: str | dict[str, str] | None = None  # weight ranges: "in [lo, hi]" or by name
-
-
-@dataclass
-class Entry:
-    target: str
-    specs: list[InputSpec]
-    fn: Callable[..., Any]
-    source: EntrySource
-    constants: dict[str, Any] = field(default_factory=dict)  # keyword args not searched
-    # of those, the ones numcheck chose (a parameter without a default): the reproducer
-    # passes them by keyword
-    passed: dict[str, Any] = field(default_factory=dict)
-    init: dict[str, Any] = field(default_factory=dict)
-    is_method: bool = False
-    framework: str = "torch"
-    param_names: list[str] = field(default_factory=list)
-    dtype: str = "float32"  # the float dtype the entry runs in (float16: the fp16 bugs)
-    start: list[torch.Tensor] | None = None  # a known-good input to start the search from
-    # harvested calls: positional arguments with None where a searched input goes
-    template: list[Any] | None = None
-    template_kwargs: dict[str, Any] = field(default_factory=dict)
-    autocast: str | None = None
-    device: str = "cpu"  # where the code runs; the search samples on CPU and moves inputs
-    # configured weight ranges: the module's parameters that the last inputs replace
-    weights: tuple[str, ...] = ()
-    # how the module was loaded (loading.py): import | package-stubs | extracted, and why
-    # the plain import failed; the reproducer loads it the same way
-    loading: str = "import"
-    loading_why: str = ""
-    stand_ins: tuple[str, ...] = ()  # modules it was loaded with stand-ins for (standins.py)
-    script_dirs: tuple[str, ...] = ()  # checkout folders appended to sys.path (siblings.py)
-    moved: tuple[str, ...] = ()  # framework names bound to where they moved (moved.py)
-    # the code writes into its inputs in place (PyG's `adj[:, idx, idx] = 1`), which autograd
-    # refuses on a leaf that requires grad: each call gets copies (as the reproducer passes
-    # `adj.clone()`), so the gradient still reaches the searched leaves
-    copies_inputs: bool = False
-
-    def call(self, inputs: Sequence[torch.Tensor]) -> Any:
-        if self.device == "cpu":
-            return self._autocast(inputs)
-        # differentiable moves: gradients reach the CPU leaves; and the code's own
-        # `torch.arange(n)` / `torch.tensor(...)` land on the device, as on a GPU run
-        with torch.device(self.device):
-            return self._autocast([x.to(self.device) for x in inputs])
-
-    def _autocast(self, inputs: Sequence[torch.Tensor]) -> Any:
-        if self.copies_inputs:
-            return self._in_context([_copied(x) for x in inputs])
-        try:
-            return self._in_context(inputs)
-        except RuntimeError as exc:
-            if not writes_into_leaf(exc) or self.framework != "torch":
-                raise
-        self.copies_inputs = True  # from now on, and in the reproducer
-        return self._in_context([_copied(x) for x in inputs])
-
-    def _in_context(self, inputs: Sequence[torch.Tensor]) -> Any:
-        if self.autocast is not None:
-            with torch.autocast(device_type(self.device), dtype=TORCH_DTYPES[self.autocast]):
-                return self._call(inputs)
-        return self._call(inputs)
-
-    def call_arrays(self, arrays: Sequence[Any]) -> Any:
-        """A JAX or NumPy entry's call with the inputs already arrays of that framework
-        (jax_backend.py, numpy_backend.py)."""
-        if self.template is not None:
-            it = iter(arrays)
-            args = [next(it) if slot is None else slot for slot in self.template]
-            return self.fn(*args, **self.template_kwargs)
-        return self.fn(*arrays, **self.constants)
-
-    def _call(self, inputs: Sequence[torch.Tensor]) -> Any:
-        if self.framework == "jax":  # torch tensors cross into JAX at the call
-            from analyzers.dynamic.jax_backend import to_jax
-
-            return self.call_arrays([to_jax(x) for x in inputs])
-        if self.framework == "numpy":
-            from analyzers.dynamic.numpy_backend import to_numpy
-
-            return self.call_arrays([to_numpy(x) for x in inputs])
-        if self.weights:
-            return call_with_weights(self.fn, self.weights, inputs, self.constants)
-        if self.template is not None:
-            it = iter(inputs)
-            args = [next(it) if slot is None else self._replayed(slot) for slot in self.template]
-            return self.fn(*args, **self.template_kwargs)
-        return self.fn(*inputs, **self.constants)
-
-    def _replayed(self, value: Any) -> Any:
-        """A recorded argument as the code got it: a recorded tf tensor is kept as a torch
-        tensor (as every input is) and crosses back to TensorFlow here."""
-        if self.framework == "tensorflow" and isinstance(value, torch.Tensor):
-            from analyzers.dynamic.harvest_keras import to_tf  # it imports this module
-
-            return to_tf(value)
-        return value
-
-    def parameters(self) -> list[torch.Tensor]:
-        """The trainable float parameters of the module the entry calls (an nn.Module, a
-        method of one, or a recorded module's replay: the copy its last call ran on): a NaN
-        that reaches only their gradient still breaks training."""
-        owner = self.fn if isinstance(self.fn, torch.nn.Module) else \
-            getattr(self.fn, "__self__", None) or getattr(self.fn, "last_module", None)
-        if not isinstance(owner, torch.nn.Module):
-            return []
-        return [p for p in owner.parameters() if p.requires_grad and p.is_floating_point()]
-
-    def widened(self) -> Entry | None:
-        """The same entry with every observed float input's box opened to the default box:
-        the search's second stage, when the ranges the code was seen with hold no trigger
-        (logits drawn in [0, 1] never reach the 104-wide gap that makes log(softmax) -inf).
-        None when no input's box can widen."""
-        specs = [widened(spec) or spec for spec in self.specs]
-        if specs == list(self.specs):
-            return None
-        return replace(self, specs=specs)
-
-    def describe_box(self) -> list[dict[str, Any]]:
-        boxes = [spec.to_json() for spec in self.specs]
-        for box, name in zip(boxes[len(boxes) - len(self.weights):], self.weights,
-                             strict=True):
-            box["weight"] = name  # a configured weight range (weights.py)
-        return boxes
-
-
-def device_type(device: str) -> str:
-    """`cuda:1` -> `cuda`: what torch.autocast wants."""
-    return device.split(":", 1)[0]
 
 
 def resolve_device(requested: str) -> str:
@@ -455,15 +323,6 @@ def _keras_input_spec(layer: Any) -> InputSpec | None:
     return None
 
 
-def writes_into_leaf(exc: BaseException) -> bool:
-    """autograd's refusal of an in-place write into an input that requires grad."""
-    return "leaf Variable that requires grad is being used in an in-place" in str(exc)
-
-
-def _copied(x: torch.Tensor) -> torch.Tensor:
-    return x.clone() if x.requires_grad else x
-
-
 def framework_of(obj: Any) -> str:
     """"tensorflow" when the code's module works with TensorFlow/Keras and not PyTorch,
     "jax" when it works with JAX and neither of them, "numpy" when it works with NumPy alone."""
@@ -517,13 +376,3 @@ def _first_layer_spec(module: torch.nn.Module) -> InputSpec | None:
     return None
 
 
-def sample(spec: InputSpec, generator: torch.Generator) -> torch.Tensor:
-    """A uniform draw from the box; integers inclusive of both ends."""
-    dtype = TORCH_DTYPES[spec.dtype]
-    if spec.dtype == "bool":
-        return torch.randint(0, 2, spec.shape, generator=generator).to(torch.bool)
-    if not spec.is_float:
-        return torch.randint(int(spec.lo), int(spec.hi) + 1, spec.shape, generator=generator,
-                             dtype=dtype)
-    values = torch.rand(spec.shape, generator=generator, dtype=torch.float64)
-    return (spec.lo + (spec.hi - spec.lo) * values).to(dtype)

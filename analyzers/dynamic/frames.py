@@ -10,7 +10,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from analyzers.dynamic.entries import Entry
+    from analyzers.dynamic.entry import Entry
 
 MAX_FRAMES = 40
 MAX_NAMED = 20  # at most this many input / parameter names in a result

@@ -25,14 +25,15 @@ import inspect
 import io
 import signal
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from analyzers.dynamic.entries import Entry, module_name_for
+from analyzers.dynamic.encoding import encode_keywords, encode_value, tensor_data
+from analyzers.dynamic.entries import module_name_for
+from analyzers.dynamic.entry import Entry
 from analyzers.dynamic.harvest_keras import (
     KerasOwner,
     KerasReplay,
@@ -46,8 +47,8 @@ from analyzers.dynamic.harvest_keras import (
 from analyzers.dynamic.layout import on_sys_path
 from analyzers.dynamic.loading import is_program
 from analyzers.dynamic.probe import tensors_in
-from analyzers.dynamic.reproducer import encode_keywords, encode_value, tensor_data
 from analyzers.dynamic.specs import InputSpec
+from analyzers.dynamic.tensors import same_answers
 from analyzers.dynamic.writer import arguments, state_literal
 
 CALLS_KEPT = 3
@@ -301,7 +302,7 @@ class ModuleScript:
     """How a standalone script rebuilds the recorded module, or (`reason`) why it cannot."""
 
     class_path: str = ""  # "Net" or "Outer.Inner", imported from the entry's module
-    # the constructor's arguments, encoded (reproducer.encode_value)
+    # the constructor's arguments, encoded (encoding.encode_value)
     args: list[Any] = field(default_factory=list)
     kwargs: list[list[Any]] = field(default_factory=list)
     base_seed: int = 0  # torch.manual_seed before the constructor runs
@@ -579,17 +580,3 @@ def _same_answer(replay: ModuleReplay, rebuilt: torch.nn.Module, call: Recorded)
     return same_answers(answer, replay.module, rebuilt, _same_tensor)
 
 
-def same_answers(answer: Callable[[Any], list[Any]], recorded: Any, rebuilt: Any,
-                 same: Callable[[Any, Any], bool]) -> bool:
-    """`answer(recorded)` and `answer(rebuilt)` give the same outputs, by `same`. A recorded
-    call that raises here has nothing to compare (yes); a rebuild that raises does (no)."""
-    try:
-        expected = answer(recorded)
-    except Exception:  # the PR's code may raise in any way
-        return True
-    try:
-        got = answer(rebuilt)
-    except Exception:
-        return False
-    return len(got) == len(expected) and all(
-        same(a, b) for a, b in zip(expected, got, strict=True))

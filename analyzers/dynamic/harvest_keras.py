@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from analyzers.dynamic.reproducer import encode_keywords, encode_value
+from analyzers.dynamic.encoding import encode_keywords, encode_value
+from analyzers.dynamic.tensors import same_answers, to_tf
 from analyzers.dynamic.writer import arguments, spell_value, weights_literal
 
 WEIGHTS_LIMIT = 48 * 1024  # bytes of np.savez output a reproducer may embed (base64: 4/3 more)
@@ -60,18 +61,6 @@ def to_torch(value: Any) -> torch.Tensor:
         return torch.from_numpy(np.array(tf.cast(value, tf.float32).numpy())).to(
             torch.bfloat16)
     return torch.from_numpy(np.array(value.numpy()))
-
-
-def to_tf(value: Any) -> Any:
-    """The way back: torch tensors become tf constants of the same dtype (a recorded
-    integer mask, say); anything else is passed as recorded."""
-    if not isinstance(value, torch.Tensor):
-        return value
-    import tensorflow as tf
-
-    if value.dtype == torch.bfloat16:
-        return tf.cast(tf.constant(value.float().numpy()), tf.bfloat16)
-    return tf.constant(value.detach().cpu().numpy())
 
 
 def layer_classes() -> tuple[type, ...]:
@@ -152,7 +141,7 @@ class KerasScript:
     seed and before the call)."""
 
     class_path: str = ""
-    args: list[Any] = field(default_factory=list)  # encoded (reproducer.encode_value)
+    args: list[Any] = field(default_factory=list)  # encoded (encoding.encode_value)
     kwargs: list[list[Any]] = field(default_factory=list)
     build_config: Any = None  # the layer's get_build_config(), encoded
     weights: list[dict[str, Any]] | None = None  # every variable's values, when small
@@ -253,8 +242,6 @@ def _same_answer(recorded: KerasReplay, rebuilt: KerasReplay, args: tuple[Any, .
 
         out = replay(*[to_tf(a) for a in args], **{k: to_tf(v) for k, v in kwargs.items()})
         return [np.array(t) for t in tf.nest.flatten(out) if hasattr(t, "numpy")]
-
-    from analyzers.dynamic.harvest import same_answers  # harvest imports this module
 
     return same_answers(answer, recorded, rebuilt, lambda a, b: a.shape == b.shape and
                         np.array_equal(a, b, equal_nan=True))

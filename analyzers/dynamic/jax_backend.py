@@ -25,7 +25,7 @@ from analyzers.dynamic.suspect import CallSite, call_site
 
 
 class Entry(Protocol):
-    """What this module needs of entries.Entry (not imported: entries imports this module
+    """What this module needs of entry.Entry (not imported: entry.py imports this module
     lazily for its JAX calls)."""
 
     def call_arrays(self, arrays: list[Any]) -> Any: ...

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from analyzers.dynamic.entries import Entry
+from analyzers.dynamic.entry import Entry
 from analyzers.dynamic.frames import MAX_NAMED, UserFrames, input_names
 from analyzers.dynamic.probe import tensors_in
 

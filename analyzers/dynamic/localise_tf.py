@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from analyzers.dynamic.entries import Entry
+from analyzers.dynamic.entry import Entry
 from analyzers.dynamic.frames import MAX_NAMED, UserFrames, input_names
 
 MAX_FRAMES = 120  # Keras layers and TensorFlow's dispatch wrappers nest deep

@@ -8,139 +8,16 @@ text, here to check it fails and on the host again for the review (runners/trust
 
 from __future__ import annotations
 
-import base64
-import math
-import time
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
-from analyzers.dynamic.entries import Entry
+from analyzers.dynamic.encoding import encode_keywords, encode_value, layout
+from analyzers.dynamic.entry import Entry
 from analyzers.dynamic.objects import ObjectCall
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.weights import split_for_script
-from analyzers.dynamic.writer import Target, spell_value, unravel, written
-
-INLINE_LIMIT = 12  # tensors with at most this many elements are written out in full
-MAX_POINTS = 24  # beyond this many non-base values the tensor is written out in full
-
-
-def base_value(spec: InputSpec) -> float:
-    return 0.0 if spec.lo <= 0 <= spec.hi else spec.lo
-
-
-def minimise(inputs: list[torch.Tensor], specs: list[InputSpec],
-             still_fails: Callable[[list[torch.Tensor]], bool], budget: int = 300) -> \
-        list[torch.Tensor]:
-    """ddmin over elements: reset chunks to the base value while the trigger persists."""
-    bases = [torch.full_like(x, base_value(spec)) for x, spec in zip(inputs, specs, strict=True)]
-    return minimise_toward(inputs, bases, still_fails, budget)
-
-
-def minimise_toward(inputs: list[torch.Tensor], bases: Sequence[torch.Tensor | None],
-                    still_fails: Callable[[list[torch.Tensor]], bool], budget: int,
-                    seconds: float = math.inf) -> list[torch.Tensor]:
-    """ddmin over elements: chunks of each input go back to its base (same shape; None: the
-    input is left as it is) while the trigger persists, within `budget` trials and `seconds`."""
-    current = [x.detach().clone() for x in inputs]
-    spent, started = 0, time.perf_counter()
-
-    def exhausted() -> bool:
-        return spent >= budget or time.perf_counter() - started > seconds
-
-    for which, base in enumerate(bases):
-        if base is None:
-            continue
-        natural = base.detach().reshape(-1).to(current[which].dtype)
-        differing = [int(i) for i in
-                     torch.nonzero(current[which].reshape(-1) != natural).reshape(-1)]
-        chunks = 2
-        while differing and not exhausted():
-            size = max(1, len(differing) // chunks)
-            removed = False
-            for start in range(0, len(differing), size):
-                if exhausted():
-                    break
-                chunk = differing[start:start + size]
-                trial = [x.clone() for x in current]
-                flat = trial[which].reshape(-1)
-                flat[chunk] = natural[chunk]
-                trial[which] = flat.reshape(current[which].shape)
-                spent += 1
-                if still_fails(trial):
-                    current = trial
-                    gone = set(chunk)
-                    differing = [i for i in differing if i not in gone]
-                    removed = True
-                    break
-            if not removed:
-                if size == 1:
-                    break
-                chunks = min(len(differing), chunks * 2)
-    return current
-
-
-def encode_value(value: object) -> Any:
-    """A constructor or keyword argument as plan data (`writer.spell_value` writes it), or
-    ValueError naming what it is: a value a script cannot spell."""
-    kind = type(value)
-    if value is None or kind in (bool, int, str, float):
-        return value
-    if kind.__module__ == "numpy" and getattr(value, "shape", None) == ():
-        plain = value.item()  # type: ignore[attr-defined]  # a numpy scalar: its plain value
-        if type(plain) in (bool, int, float):
-            return plain
-    if kind is bytes:
-        return {"bytes": base64.b64encode(value).decode("ascii")}  # type: ignore[arg-type]
-    if isinstance(value, torch.dtype):
-        return {"dtype": str(value).replace("torch.", "")}
-    if kind is torch.device:
-        return {"device": str(value)}
-    if kind is list:
-        return {"list": [encode_value(v) for v in value]}  # type: ignore[attr-defined]
-    if kind is tuple:
-        return {"tuple": [encode_value(v) for v in value]}  # type: ignore[attr-defined]
-    if kind is dict:
-        return {"dict": [[encode_value(k), encode_value(v)]
-                         for k, v in value.items()]}  # type: ignore[attr-defined]
-    raise ValueError(f"a {kind.__module__}.{kind.__qualname__}"
-                     if kind.__module__ != "builtins" else f"a {kind.__qualname__}")
-
-
-def spell(value: object) -> str:
-    """A constructor argument as Python source a script can run, or ValueError naming what
-    it is (exact types, and numpy's scalars as their plain values: an IntEnum or a
-    namedtuple would not print as source)."""
-    return spell_value(encode_value(value))
-
-
-def encode_keywords(values: dict[str, Any]) -> list[list[Any]]:
-    return [[name, encode_value(value)] for name, value in values.items()]
-
-
-def layout(x: torch.Tensor, spec: InputSpec) -> dict[str, Any]:
-    """A tensor as the plan holds it (`writer.tensor_code` writes it): in full when small
-    (or when too many elements differ), else a base value plus the points that differ."""
-    values = x.detach().to("cpu")
-    values = values if spec.dtype == "bool" else values.to(
-        torch.float64 if spec.is_float else torch.int64)
-    base = base_value(spec)
-    flat = values.reshape(-1)
-    indices = [int(i) for i in torch.nonzero(flat != base).reshape(-1)]
-    out: dict[str, Any] = {"dtype": spec.dtype, "shape": list(x.shape),
-                           "float": spec.is_float, "base": base,
-                           "inline": x.numel() <= INLINE_LIMIT or len(indices) > MAX_POINTS}
-    if out["inline"]:
-        out["values"] = values.tolist()
-    else:
-        out["points"] = [[unravel(i, tuple(x.shape)), flat[i].item()] for i in indices]
-    return out
-
-
-def tensor_data(value: torch.Tensor) -> dict[str, Any]:
-    """A whole tensor as plan data: its dtype and every value (a small recorded state)."""
-    return {"dtype": str(value.dtype).replace("torch.", ""), "values": value.tolist()}
+from analyzers.dynamic.writer import Target, written
 
 
 def _names(entry: Entry, count: int) -> list[str]:

@@ -50,14 +50,15 @@ from torch.overrides import TorchFunctionMode
 
 from analyzers.config import SCRIPT_RUN_SECONDS, script_argv
 from analyzers.dynamic.callsites import CallSites, StopScript
-from analyzers.dynamic.entries import Entry, EntryError
+from analyzers.dynamic.entries import EntryError
+from analyzers.dynamic.entry import Entry
 from analyzers.dynamic.harvest import observed_box
 from analyzers.dynamic.layout import search_path
+from analyzers.dynamic.minimise import minimise_toward
 from analyzers.dynamic.probe import tensors_in
-from analyzers.dynamic.reproducer import minimise_toward, unravel
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.suspect import op_names, operand_of
-from analyzers.dynamic.writer import written
+from analyzers.dynamic.writer import unravel, written
 
 DEFAULT_RUN_SECONDS = SCRIPT_RUN_SECONDS
 DEFAULT_MAX_VALUES = 8

@@ -39,7 +39,7 @@ import torch
 
 from analyzers.catalogue import CATALOGUE
 from analyzers.dtypes import limits
-from analyzers.dynamic.entries import Entry, sample
+from analyzers.dynamic.entry import Entry
 from analyzers.dynamic.evaluation import (
     Evaluation,
     chunk_losses,
@@ -49,6 +49,7 @@ from analyzers.dynamic.evaluation import (
 from analyzers.dynamic.probe import Hit, OpProbe, tensors_in
 from analyzers.dynamic.searchtrace import SearchTrace
 from analyzers.dynamic.specs import InputSpec
+from analyzers.dynamic.tensors import sample
 
 STAGES = ("restarts", "snap", "solve", "gradient", "snap", "evolution")
 # without the open-ended fallback: a box tried before a wider one ends when its directed

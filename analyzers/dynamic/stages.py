@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from analyzers.dynamic.entries import Entry
+from analyzers.dynamic.entry import Entry
 from analyzers.dynamic.script import TRAINING_STEPS, ScriptEntry
 from analyzers.dynamic.search import DIRECTED_STAGES, STAGES, Budget, Outcome, Searcher
 

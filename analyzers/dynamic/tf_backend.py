@@ -28,7 +28,7 @@ from analyzers.dynamic.probe import Hit, LineWatch
 from analyzers.dynamic.suspect import CallSite, call_site
 
 if TYPE_CHECKING:
-    from analyzers.dynamic.entries import Entry
+    from analyzers.dynamic.entry import Entry
 
 
 

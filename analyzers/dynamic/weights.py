@@ -27,7 +27,7 @@ from analyzers.dynamic.specs import InputSpec
 if TYPE_CHECKING:
     import torch
 
-    from analyzers.dynamic.entries import Entry
+    from analyzers.dynamic.entry import Entry
 
 ALL = "*"  # in the table form: every float parameter not named otherwise
 FORM = ('weights = "in [-1, 1]" (every float parameter) or weights = { temperature = '
@@ -79,7 +79,8 @@ def with_weights(entry: Entry, selection: object, seed: int = 0) -> Entry:
         return entry
     import torch
 
-    from analyzers.dynamic.entries import EntryError, sample
+    from analyzers.dynamic.signatures import EntryError
+    from analyzers.dynamic.tensors import sample
 
     try:
         boxes = parse_weights(selection)
@@ -124,7 +125,7 @@ def _select(module: torch.nn.Module, boxes: Boxes, target: str) -> \
 
 
 def _entry_error(message: str) -> Exception:
-    from analyzers.dynamic.entries import EntryError
+    from analyzers.dynamic.signatures import EntryError
 
     return EntryError(message)
 
@@ -139,17 +140,6 @@ def _kind(obj: object) -> str:
 
 def _dtype_name(x: torch.Tensor) -> str:
     return str(x.dtype).replace("torch.", "")
-
-
-def call_with_weights(module: Any, names: Sequence[str], inputs: Sequence[Any],
-                      kwargs: Mapping[str, Any]) -> Any:
-    """Run the module on the call's inputs with the trailing inputs as its named parameters,
-    functionally: the module keeps its own values, gradients reach the inputs."""
-    from torch.func import functional_call
-
-    split = len(inputs) - len(names)
-    values = dict(zip(names, inputs[split:], strict=True))
-    return functional_call(module, values, tuple(inputs[:split]), dict(kwargs) or None)
 
 
 def natural_values(entry: Entry) -> list[Any]:
@@ -168,7 +158,7 @@ def minimise_weights(entry: Entry, inputs: list[torch.Tensor],
     than one on unusual weights, and the reproducer sets only the few weights that matter."""
     import torch
 
-    from analyzers.dynamic.reproducer import base_value, minimise_toward
+    from analyzers.dynamic.minimise import base_value, minimise_toward
 
     natural = natural_values(entry)
     plain = [torch.full_like(x, base_value(spec)) if value is None else None
@@ -190,7 +180,8 @@ def weight_plans(entry: Entry, values: Sequence[torch.Tensor]) -> list[dict[str,
     """Each weight that differs from the module's own value (`writer._weight_lines` writes
     them under `torch.no_grad()`): a small one (or one with many changed elements) copied in
     whole, a large one element by element."""
-    from analyzers.dynamic.reproducer import INLINE_LIMIT, MAX_POINTS, layout, unravel
+    from analyzers.dynamic.encoding import INLINE_LIMIT, MAX_POINTS, layout
+    from analyzers.dynamic.writer import unravel
 
     calls = len(entry.specs) - len(entry.weights)
     module: Any = entry.fn  # an nn.Module: `with_weights` checked it

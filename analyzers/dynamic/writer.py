@@ -198,7 +198,7 @@ def unravel(index: int, dims: tuple[int, ...]) -> list[int]:
 
 def spell_value(value: Any, depth: int = 0) -> str:
     """A constructor or keyword argument as source, from its encoded form
-    (`reproducer.encode_value`): None, a bool, int, float or str as itself; a list, tuple,
+    (`encoding.encode_value`): None, a bool, int, float or str as itself; a list, tuple,
     dict, bytes, torch dtype or device as a one-key object naming which."""
     if depth > MAX_DEPTH:
         raise PlanError("a value is nested too deep")
@@ -249,7 +249,7 @@ def arguments(rebuilt: dict[str, Any], what: str) -> str:
 
 def tensor_code(name: str, layout: dict[str, Any], framework: str = "torch",
                 place: str = "cpu") -> list[str]:
-    """A tensor from its layout (`reproducer.layout`): written out in full, or a base value
+    """A tensor from its layout (`encoding.layout`): written out in full, or a base value
     plus the elements that differ."""
     layout = table(layout, "a tensor")
     dtype = ident(layout.get("dtype"), "a tensor's dtype")

@@ -46,7 +46,7 @@ from analyzers.dtypes import limits
 
 if TYPE_CHECKING:
     from analyzers.config import Config
-    from analyzers.dynamic.entries import Entry
+    from analyzers.dynamic.entry import Entry
     from analyzers.dynamic.search import Budget
     from analyzers.fix.candidates import Candidate
 
@@ -622,7 +622,7 @@ def sample_inputs(entry: Entry, count: int, seed: int = 0,
     the entry's). The harness passes harvested values where it has them."""
     import torch
 
-    from analyzers.dynamic.entries import sample
+    from analyzers.dynamic.tensors import sample
 
     generator = torch.Generator().manual_seed(seed)
     specs = list(entry.specs)

@@ -22,10 +22,11 @@ from typing import Any
 
 import torch
 
-from analyzers.dynamic.entries import EntryError, sample
+from analyzers.dynamic.entries import EntryError
 from analyzers.dynamic.script import ScriptConfig, build_script_entry
 from analyzers.dynamic.search import Budget, Searcher
 from analyzers.dynamic.stages import search_stages, stage_part, staged_search
+from analyzers.dynamic.tensors import sample
 
 MARKER = "numcheck-baseline: "
 

@@ -1,0 +1,157 @@
+"""The entry: how the search calls the PR's code (a function, a module, a method, a recorded
+call), with which inputs' boxes, in which framework, dtype and device.
+
+`entries.py` builds entries (configured, synthesised); the search, the localisers, the
+reproducer and harvest use them; this module imports none of those. Runs inside the sandboxed
+harness: an entry holds the PR's callable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import torch
+
+from analyzers.dynamic.specs import InputSpec, widened
+from analyzers.dynamic.tensors import TORCH_DTYPES, copied, to_tf, writes_into_leaf
+
+EntrySource = Literal["config", "harvested", "synthesised", "script"]
+
+
+@dataclass
+class Entry:
+    target: str
+    specs: list[InputSpec]
+    fn: Callable[..., Any]
+    source: EntrySource
+    constants: dict[str, Any] = field(default_factory=dict)  # keyword args not searched
+    # of those, the ones numcheck chose (a parameter without a default): the reproducer
+    # passes them by keyword
+    passed: dict[str, Any] = field(default_factory=dict)
+    init: dict[str, Any] = field(default_factory=dict)
+    is_method: bool = False
+    framework: str = "torch"
+    param_names: list[str] = field(default_factory=list)
+    dtype: str = "float32"  # the float dtype the entry runs in (float16: the fp16 bugs)
+    start: list[torch.Tensor] | None = None  # a known-good input to start the search from
+    # harvested calls: positional arguments with None where a searched input goes
+    template: list[Any] | None = None
+    template_kwargs: dict[str, Any] = field(default_factory=dict)
+    autocast: str | None = None
+    device: str = "cpu"  # where the code runs; the search samples on CPU and moves inputs
+    # configured weight ranges: the module's parameters that the last inputs replace
+    weights: tuple[str, ...] = ()
+    # how the module was loaded (loading.py): import | package-stubs | extracted, and why
+    # the plain import failed; the reproducer loads it the same way
+    loading: str = "import"
+    loading_why: str = ""
+    stand_ins: tuple[str, ...] = ()  # modules it was loaded with stand-ins for (standins.py)
+    script_dirs: tuple[str, ...] = ()  # checkout folders appended to sys.path (siblings.py)
+    moved: tuple[str, ...] = ()  # framework names bound to where they moved (moved.py)
+    # the code writes into its inputs in place (PyG's `adj[:, idx, idx] = 1`), which autograd
+    # refuses on a leaf that requires grad: each call gets copies (as the reproducer passes
+    # `adj.clone()`), so the gradient still reaches the searched leaves
+    copies_inputs: bool = False
+
+    def call(self, inputs: Sequence[torch.Tensor]) -> Any:
+        if self.device == "cpu":
+            return self._autocast(inputs)
+        # differentiable moves: gradients reach the CPU leaves; and the code's own
+        # `torch.arange(n)` / `torch.tensor(...)` land on the device, as on a GPU run
+        with torch.device(self.device):
+            return self._autocast([x.to(self.device) for x in inputs])
+
+    def _autocast(self, inputs: Sequence[torch.Tensor]) -> Any:
+        if self.copies_inputs:
+            return self._in_context([copied(x) for x in inputs])
+        try:
+            return self._in_context(inputs)
+        except RuntimeError as exc:
+            if not writes_into_leaf(exc) or self.framework != "torch":
+                raise
+        self.copies_inputs = True  # from now on, and in the reproducer
+        return self._in_context([copied(x) for x in inputs])
+
+    def _in_context(self, inputs: Sequence[torch.Tensor]) -> Any:
+        if self.autocast is not None:
+            with torch.autocast(device_type(self.device), dtype=TORCH_DTYPES[self.autocast]):
+                return self._call(inputs)
+        return self._call(inputs)
+
+    def call_arrays(self, arrays: Sequence[Any]) -> Any:
+        """A JAX or NumPy entry's call with the inputs already arrays of that framework
+        (jax_backend.py, numpy_backend.py)."""
+        if self.template is not None:
+            it = iter(arrays)
+            args = [next(it) if slot is None else slot for slot in self.template]
+            return self.fn(*args, **self.template_kwargs)
+        return self.fn(*arrays, **self.constants)
+
+    def _call(self, inputs: Sequence[torch.Tensor]) -> Any:
+        if self.framework == "jax":  # torch tensors cross into JAX at the call
+            from analyzers.dynamic.jax_backend import to_jax
+
+            return self.call_arrays([to_jax(x) for x in inputs])
+        if self.framework == "numpy":
+            from analyzers.dynamic.numpy_backend import to_numpy
+
+            return self.call_arrays([to_numpy(x) for x in inputs])
+        if self.weights:
+            return call_with_weights(self.fn, self.weights, inputs, self.constants)
+        if self.template is not None:
+            it = iter(inputs)
+            args = [next(it) if slot is None else self._replayed(slot) for slot in self.template]
+            return self.fn(*args, **self.template_kwargs)
+        return self.fn(*inputs, **self.constants)
+
+    def _replayed(self, value: Any) -> Any:
+        """A recorded argument as the code got it: a recorded tf tensor is kept as a torch
+        tensor (as every input is) and crosses back to TensorFlow here."""
+        if self.framework == "tensorflow" and isinstance(value, torch.Tensor):
+            return to_tf(value)
+        return value
+
+    def parameters(self) -> list[torch.Tensor]:
+        """The trainable float parameters of the module the entry calls (an nn.Module, a
+        method of one, or a recorded module's replay: the copy its last call ran on): a NaN
+        that reaches only their gradient still breaks training."""
+        owner = self.fn if isinstance(self.fn, torch.nn.Module) else \
+            getattr(self.fn, "__self__", None) or getattr(self.fn, "last_module", None)
+        if not isinstance(owner, torch.nn.Module):
+            return []
+        return [p for p in owner.parameters() if p.requires_grad and p.is_floating_point()]
+
+    def widened(self) -> Entry | None:
+        """The same entry with every observed float input's box opened to the default box:
+        the search's second stage, when the ranges the code was seen with hold no trigger
+        (logits drawn in [0, 1] never reach the 104-wide gap that makes log(softmax) -inf).
+        None when no input's box can widen."""
+        specs = [widened(spec) or spec for spec in self.specs]
+        if specs == list(self.specs):
+            return None
+        return replace(self, specs=specs)
+
+    def describe_box(self) -> list[dict[str, Any]]:
+        boxes = [spec.to_json() for spec in self.specs]
+        for box, name in zip(boxes[len(boxes) - len(self.weights):], self.weights,
+                             strict=True):
+            box["weight"] = name  # a configured weight range (weights.py)
+        return boxes
+
+
+def device_type(device: str) -> str:
+    """`cuda:1` -> `cuda`: what torch.autocast wants."""
+    return device.split(":", 1)[0]
+
+
+def call_with_weights(module: Any, names: Sequence[str], inputs: Sequence[Any],
+                      kwargs: Mapping[str, Any]) -> Any:
+    """Run the module on the call's inputs with the trailing inputs as its named parameters,
+    functionally: the module keeps its own values, gradients reach the inputs."""
+    from torch.func import functional_call
+
+    split = len(inputs) - len(names)
+    values = dict(zip(names, inputs[split:], strict=True))
+    return functional_call(module, values, tuple(inputs[:split]), dict(kwargs) or None)
