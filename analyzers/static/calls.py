@@ -1,14 +1,10 @@
-# mypy: disable-error-code="misc"
-# (each method is typed with `self: Analyzer`, the class that mixes these in; mypy asks
-# for a supertype there, but the concrete class is what the bodies need to be checked against)
 """Calls: framework functions, tensor methods, loss objects, `where`, and in-place guards.
 
-A mixin of FunctionAnalyzer (analyzer.py), which holds the state these methods share.
+A mixin of FunctionAnalyzer (analyzer.py), which holds the state these methods share; what
+it calls in the other mixins is declared in interface.py.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -16,7 +12,8 @@ from analyzers.catalogue import CATALOGUE, OpSpec
 from analyzers.dtypes import round_to
 from analyzers.static.conditions import compared_names, facts_from
 from analyzers.static.expressions import product
-from analyzers.static.records import AnalyzerState, Probe
+from analyzers.static.interface import AnalyzerInterface
+from analyzers.static.records import Probe
 from analyzers.static.values import (
     COUNT,
     INF,
@@ -48,12 +45,9 @@ from analyzers.static.vocabulary import (
     UPCASTS,
 )
 
-if TYPE_CHECKING:
-    from analyzers.static.analyzer import FunctionAnalyzer as Analyzer
 
-
-class CallsMixin(AnalyzerState):
-    def _call(self: Analyzer, node: cst.Call) -> Value:
+class CallsMixin(AnalyzerInterface):
+    def _call(self, node: cst.Call) -> Value:
         func = node.func
         qual = self.resolve(func)
         if qual is not None:
@@ -72,7 +66,7 @@ class CallsMixin(AnalyzerState):
             return self._call_op_object(node, callee.callable_op, args)
         return Value("unknown")
 
-    def _eval_args(self: Analyzer, node: cst.Call) -> list[tuple[str | None, Value]]:
+    def _eval_args(self, node: cst.Call) -> list[tuple[str | None, Value]]:
         return [(a.keyword.value if a.keyword else None, self.ev(a.value)) for a in node.args]
 
     @staticmethod
@@ -84,7 +78,7 @@ class CallsMixin(AnalyzerState):
                 return a.value
         return positional[index].value if index < len(positional) else None
 
-    def _plain_call(self: Analyzer, node: cst.Call, name: str) -> Value:
+    def _plain_call(self, node: cst.Call, name: str) -> Value:
         args = self._eval_args(node)
         if name in self.env and self.env[name].callable_op:
             return self._call_op_object(node, self.env[name].callable_op or "", args)
@@ -117,7 +111,7 @@ class CallsMixin(AnalyzerState):
                          Interval(min(iv.lo for iv in ivs), min(iv.hi for iv in ivs)))
         return Value("unknown")
 
-    def _call_op_object(self: Analyzer, node: cst.Call, op: str,
+    def _call_op_object(self, node: cst.Call, op: str,
                         args: list[tuple[str | None, Value]]) -> Value:
         spec = CATALOGUE.by_op[op]
         if op == "binary_cross_entropy":
@@ -129,14 +123,14 @@ class CallsMixin(AnalyzerState):
                                        self.ctx.primary_framework)
         return Value("tensor")
 
-    def ev_cached(self: Analyzer, operand: cst.BaseExpression, args: list[tuple[str | None, Value]],
+    def ev_cached(self, operand: cst.BaseExpression, args: list[tuple[str | None, Value]],
                   node: cst.Call) -> Value:
         for arg, (_, value) in zip(node.args, args, strict=False):
             if arg.value is operand:
                 return value
         return UNKNOWN
 
-    def _framework_call(self: Analyzer, node: cst.Call, qual: str) -> Value:
+    def _framework_call(self, node: cst.Call, qual: str) -> Value:
         leaf = qual.rsplit(".", 1)[-1]
         framework = self._framework(qual)
         found = CATALOGUE.lookup(qual)
@@ -166,13 +160,13 @@ class CallsMixin(AnalyzerState):
             return Interval()
         return Interval(positional[0].lo if len(positional) > 1 else 0.0, INF)
 
-    def _from_logits(self: Analyzer, node: cst.Call) -> bool:
+    def _from_logits(self, node: cst.Call) -> bool:
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value == "from_logits":
                 return self.code(arg.value) != "False"
         return False
 
-    def _helper_call(self: Analyzer, node: cst.Call, qual: str, leaf: str,
+    def _helper_call(self, node: cst.Call, qual: str, leaf: str,
                      args: list[tuple[str | None, Value]], framework: str) -> Value:
         values = [v for _, v in args]
         root = qual.split(".", 1)[0]
@@ -226,7 +220,7 @@ class CallsMixin(AnalyzerState):
             return Value("tensor")
         return Value("unknown")
 
-    def _sum(self: Analyzer, value: Value) -> Value:
+    def _sum(self, value: Value) -> Value:
         producer = {"exp": "sum_exp", "square": "sumsq"}.get(value.producer or "")
         if producer == "sum_exp" and value.interval.hi != INF:
             producer = None  # the max was subtracted first: this is logsumexp done right
@@ -236,13 +230,13 @@ class CallsMixin(AnalyzerState):
                          producer=producer, norm_of=value.norm_of)
         return Value("tensor", producer=producer)
 
-    def _masked_fill(self: Analyzer, base: Value, fill: Value) -> Value:
+    def _masked_fill(self, base: Value, fill: Value) -> Value:
         merged = join(base, fill).with_(kind="tensor", producer=None, name=None)
         if fill.interval.hi == -INF:
             merged = merged.with_(neg_inf_filled=True)
         return merged
 
-    def _method_call(self: Analyzer, node: cst.Call, func: cst.Attribute, receiver: Value) -> Value:
+    def _method_call(self, node: cst.Call, func: cst.Attribute, receiver: Value) -> Value:
         method = func.attr.value
         args = self._eval_args(node)
         values = [v for _, v in args]
@@ -311,7 +305,7 @@ class CallsMixin(AnalyzerState):
             return Value("scalar", COUNT)
         return Value("scalar")
 
-    def _cast_dtype(self: Analyzer, method: str, node: cst.Call, receiver: Value) -> str | None:
+    def _cast_dtype(self, method: str, node: cst.Call, receiver: Value) -> str | None:
         """The dtype after `x.float()`, `x.half()`, `x.to(torch.float32)`, `x.type(...)`;
         `x.to(y.dtype)` goes back to a runtime dtype (taken as the unit's); `x.to(device)`
         keeps it."""
@@ -336,7 +330,7 @@ class CallsMixin(AnalyzerState):
         return not positional and all(a.keyword is None or a.keyword.value in ("out",)
                                       for a in node.args)
 
-    def _in_place(self: Analyzer, node: cst.Call, func: cst.Attribute, method: str, receiver: Value,
+    def _in_place(self, node: cst.Call, func: cst.Attribute, method: str, receiver: Value,
                   args: list[tuple[str | None, Value]]) -> Value:
         base = method.rstrip("_")
         if base == "masked_fill" and len(args) >= 2:
@@ -351,7 +345,7 @@ class CallsMixin(AnalyzerState):
             self.env[func.value.value] = updated.with_(name=func.value.value)
         return updated
 
-    def _clamped(self: Analyzer, iv: Interval, base: str, node: cst.Call,
+    def _clamped(self, iv: Interval, base: str, node: cst.Call,
                  args: list[tuple[str | None, Value]]) -> Interval:
         """Bounds from clamp/clip arguments: `clamp(min=a, max=b)`, `clamp_min(a)`, ..."""
         positional = [v for k, v in args if k is None]
@@ -373,7 +367,7 @@ class CallsMixin(AnalyzerState):
             iv = iv.meet_hi(hi_val.interval.hi)
         return iv
 
-    def _where(self: Analyzer, node: cst.Call, framework: str) -> Value:
+    def _where(self, node: cst.Call, framework: str) -> Value:
         cond, when_true, when_false = (a.value for a in node.args[:3])
         self.ev(cond)
         grad_leak = framework in ("torch", "tensorflow", "jax")
@@ -426,7 +420,7 @@ class CallsMixin(AnalyzerState):
             joined = joined.with_(neg_inf_filled=True)  # where(mask, x, -inf): masked_fill
         return joined if joined.producer else joined.with_(producer="where")
 
-    def _replay(self: Analyzer, branch: cst.BaseExpression, before: dict[str, Value],
+    def _replay(self, branch: cst.BaseExpression, before: dict[str, Value],
                 cond: cst.BaseExpression, holds: bool = True) -> Value:
         """Evaluate the guarded branch for real, so nodes inside it are reported normally."""
         self._apply(facts_from(cond, holds, self.const))

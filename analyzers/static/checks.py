@@ -1,24 +1,22 @@
-# mypy: disable-error-code="misc"
-# (each method is typed with `self: Analyzer`, the class that mixes these in; mypy asks
-# for a supertype there, but the concrete class is what the bodies need to be checked against)
 """The checks: an op's operand against its domain, the unstable-API patterns, and the
 recording of findings (once per node and rule; silently while probing a `where` branch).
 
-A mixin of FunctionAnalyzer (analyzer.py), which holds the state these methods share.
+A mixin of FunctionAnalyzer (analyzer.py), which holds the state these methods share; what
+it calls in the other mixins is declared in interface.py.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from analyzers.catalogue import CATALOGUE, OpSpec
 from analyzers.dtypes import limits, round_to, smallest_positive
 from analyzers.static import explain, zeros
-from analyzers.static.records import AnalyzerState, Probe, RawFinding
+from analyzers.static.interface import AnalyzerInterface
+from analyzers.static.records import Probe, RawFinding
 from analyzers.static.values import (
     INF,
     NONNEG,
@@ -39,18 +37,14 @@ from analyzers.static.vocabulary import (
     TF_EUCLIDEAN_NORMS,
 )
 
-if TYPE_CHECKING:
-    from analyzers.static.analyzer import FunctionAnalyzer as Analyzer
-
-
 FLOAT16_MENTION = re.compile(r"(?<![bB])float16|\.half\(|torch\.half\b")
 ZERO_PRODUCERS = frozenset({"relu", "abs", "square", "sumsq"})
 # group lasso and friends: their optimum has whole groups at exactly zero (Yuan & Lin, 2006)
 SPARSITY_PENALTY = re.compile(r"sparsit|lasso|group_?norm_?penalt|l21|l2_1", re.IGNORECASE)
 
 
-class ChecksMixin(AnalyzerState):
-    def _apply_spec(self: Analyzer, node: cst.Call, spec: OpSpec, qual: str | None, framework: str,
+class ChecksMixin(AnalyzerInterface):
+    def _apply_spec(self, node: cst.Call, spec: OpSpec, qual: str | None, framework: str,
                     args: list[tuple[str | None, Value]], values: list[Value],
                     receiver: tuple[cst.BaseExpression, Value] | None) -> Value:
         """The op's checks and its result, computed in its tensor operands' promoted dtype
@@ -65,13 +59,13 @@ class ChecksMixin(AnalyzerState):
             return result.with_(dtype=explicit)
         return result
 
-    def grad_free_op(self: Analyzer, node: cst.CSTNode) -> None:
+    def grad_free_op(self, node: cst.CSTNode) -> None:
         """While a `where` branch is probed: this op's inputs carry no gradient, so the NaN
         gradient `where-grad-leak` warns about cannot reach anything through it."""
         if self.probe is not None:
             self.probe.grad_free.add(id(node))
 
-    def _apply_spec_value(self: Analyzer, node: cst.Call, spec: OpSpec, qual: str | None,
+    def _apply_spec_value(self, node: cst.Call, spec: OpSpec, qual: str | None,
                           framework: str, args: list[tuple[str | None, Value]],
                           values: list[Value],
                           receiver: tuple[cst.BaseExpression, Value] | None) -> Value:
@@ -136,7 +130,7 @@ class ChecksMixin(AnalyzerState):
         result = self._result_of(spec, operand, framework)
         return result.with_(kind="scalar") if framework == "math" else result
 
-    def _float16_unit(self: Analyzer) -> bool:
+    def _float16_unit(self) -> bool:
         """Does this unit compute in float16? The configured dtype, else the unit's own dtype
         mentions (bfloat16 alone has float32's range: no overflow), else the file's hints."""
         if self.dtype in ("float16", "bfloat16"):
@@ -146,7 +140,7 @@ class ChecksMixin(AnalyzerState):
             return True
         return "bfloat16" not in text and self.ctx.half_precision
 
-    def _check_tf_norm(self: Analyzer, node: cst.Call, qual: str,
+    def _check_tf_norm(self, node: cst.Call, qual: str,
                        operand_node: cst.BaseExpression, operand: Value) -> None:
         """TensorFlow's Euclidean norm is sqrt(reduce_sum(x * x)) with no special case at 0
         (PyTorch's norm defines the gradient there as 0): an all-zero vector, a dead ReLU
@@ -174,7 +168,7 @@ class ChecksMixin(AnalyzerState):
                      "take the root of the sum of squares plus an epsilon: "
                      "`tf.sqrt(tf.reduce_sum(tf.square(x), axis) + 1e-12)`")
 
-    def _logit_eps(self: Analyzer, node: cst.Call, operand: Value, method: bool) -> Value:
+    def _logit_eps(self, node: cst.Call, operand: Value, method: bool) -> Value:
         """`torch.logit(x, eps=e)` clamps x to [e, 1 - e] first (both ends as the dtype
         holds them: 1 - 1e-5 is 1.0 in float16, which guards nothing)."""
         eps_node = self._arg(node, 0 if method else 1, ("eps",))
@@ -186,7 +180,7 @@ class ChecksMixin(AnalyzerState):
             return operand
         return operand.with_(interval=Interval(lo, hi), producer="clamp")
 
-    def _operand(self: Analyzer, node: cst.Call, spec: OpSpec, qual: str | None,
+    def _operand(self, node: cst.Call, spec: OpSpec, qual: str | None,
                  args: list[tuple[str | None, Value]],
                  receiver: tuple[cst.BaseExpression, Value] | None) -> \
             tuple[cst.BaseExpression | None, Value]:
@@ -201,7 +195,7 @@ class ChecksMixin(AnalyzerState):
             return None, UNKNOWN
         return arg, self.ev_cached(arg, args, node)
 
-    def _produce(self: Analyzer, spec: OpSpec, operand: Value, values: list[Value],
+    def _produce(self, spec: OpSpec, operand: Value, values: list[Value],
                  receiver: tuple[cst.BaseExpression, Value] | None) -> Value:
         op = spec.op
         if op == "abs":
@@ -223,7 +217,7 @@ class ChecksMixin(AnalyzerState):
             return Value("tensor", Interval(lo, hi, spec.output_open_low), producer=op)
         return Value("tensor")
 
-    def _result_of(self: Analyzer, spec: OpSpec, operand: Value, framework: str) -> Value:
+    def _result_of(self, spec: OpSpec, operand: Value, framework: str) -> Value:
         """The op's output range, pushed through where the op is monotonic; exp's low end is
         0 where it falls below the smallest value the framework keeps (TensorFlow flushes
         subnormals: dtypes.smallest_positive)."""
@@ -253,7 +247,7 @@ class ChecksMixin(AnalyzerState):
             return Value("tensor", Interval(lo, hi, spec.output_open_low))
         return Value("tensor")
 
-    def _guard_value(self: Analyzer, node: cst.Call, spec: OpSpec, qual: str | None,
+    def _guard_value(self, node: cst.Call, spec: OpSpec, qual: str | None,
                      args: list[tuple[str | None, Value]], values: list[Value],
                      receiver: tuple[cst.BaseExpression, Value] | None) -> Value:
         base = receiver[1] if receiver is not None else (values[0] if values else UNKNOWN)
@@ -274,7 +268,7 @@ class ChecksMixin(AnalyzerState):
             return Value("tensor", iv)
         return Value("tensor")
 
-    def _requirement_holds(self: Analyzer, requirement: str, iv: Interval, spec: OpSpec,
+    def _requirement_holds(self, requirement: str, iv: Interval, spec: OpSpec,
                            dtype: str) -> bool:
         if requirement == "positive":
             if spec.op == "digamma":  # digamma(x) ~ -1/x: "positive by convention" (softplus,
@@ -295,7 +289,7 @@ class ChecksMixin(AnalyzerState):
             return iv.hi <= spec.thresholds.get(dtype, limits(dtype).exp_max)
         return True
 
-    def _check_domain(self: Analyzer, node: cst.CSTNode, spec: OpSpec,
+    def _check_domain(self, node: cst.CSTNode, spec: OpSpec,
                       operand_node: cst.BaseExpression, operand: Value, framework: str,
                       requirement: str | None = None, rule: str = "unguarded-domain") -> None:
         requirement = requirement or spec.requires
@@ -336,7 +330,7 @@ class ChecksMixin(AnalyzerState):
                      explain.why(operand_src, operand, consequence, dtype), iv,
                      explain.domain_hint(spec, operand_src, framework, requirement, iv, dtype))
 
-    def _check_division(self: Analyzer, node: cst.CSTNode, divisor: Value,
+    def _check_division(self, node: cst.CSTNode, divisor: Value,
                         divisor_node: cst.BaseExpression, numerator: Value,
                         framework: str | None = None, rule: str = "unguarded-domain") -> None:
         """`x / x.norm()` is the normalisation pattern; a scalar over a norm is a plain
@@ -352,7 +346,7 @@ class ChecksMixin(AnalyzerState):
             return
         self._check_domain(node, spec, divisor_node, divisor, framework, rule=rule)
 
-    def _check_pow(self: Analyzer, node: cst.CSTNode, base: Value, base_node: cst.BaseExpression,
+    def _check_pow(self, node: cst.CSTNode, base: Value, base_node: cst.BaseExpression,
                    exponent: float | None, framework: str | None = None,
                    rule: str = "unguarded-domain") -> None:
         """A negative power divides by the base, so a base of unknown range is a candidate
@@ -365,7 +359,7 @@ class ChecksMixin(AnalyzerState):
             else "positive"
         self._check_domain(node, spec, base_node, base, framework, requirement, rule=rule)
 
-    def _discarded_guard(self: Analyzer, expr: cst.BaseExpression) -> None:
+    def _discarded_guard(self, expr: cst.BaseExpression) -> None:
         """`torch.clamp(x, min=eps)` as a statement: the guard's result is thrown away."""
         if not isinstance(expr, cst.Call):
             return
@@ -393,7 +387,7 @@ class ChecksMixin(AnalyzerState):
                      f"is not guarded afterwards (clamp and clip return a new tensor).", None,
                      explain.pattern_hint("discarded-guard", framework))
 
-    def ev_quiet(self: Analyzer, node: cst.BaseExpression) -> Value:
+    def ev_quiet(self, node: cst.BaseExpression) -> Value:
         saved_probe, saved_findings = self.probe, self.findings
         self.probe, self.findings = Probe(), []
         try:
@@ -401,7 +395,7 @@ class ChecksMixin(AnalyzerState):
         finally:
             self.probe, self.findings = saved_probe, saved_findings
 
-    def _emit_pattern(self: Analyzer, node: cst.CSTNode, spec: OpSpec, rule: str,
+    def _emit_pattern(self, node: cst.CSTNode, spec: OpSpec, rule: str,
                       operand_node: cst.BaseExpression, operand: Value, framework: str,
                       absorb: tuple[str, ...] = ()) -> None:
         operand_src = self.code(operand_node)
@@ -437,7 +431,7 @@ class ChecksMixin(AnalyzerState):
                      operand.interval if not operand.interval.unknown else None,
                      explain.pattern_hint(rule, framework))
 
-    def _absorb(self: Analyzer, subtree: cst.CSTNode, ops: tuple[str, ...]) -> None:
+    def _absorb(self, subtree: cst.CSTNode, ops: tuple[str, ...]) -> None:
         inside: set[int] = set()
         stack = [subtree]
         while stack:
@@ -447,7 +441,7 @@ class ChecksMixin(AnalyzerState):
         self.findings = [f for f in self.findings
                          if not (id(f.node) in inside and f.op in ops)]
 
-    def _record(self: Analyzer, node: cst.CSTNode, spec: OpSpec, rule: str, framework: str,
+    def _record(self, node: cst.CSTNode, spec: OpSpec, rule: str, framework: str,
                 operand_src: str, why: str, interval: Interval | None,
                 suggestion: str = "") -> None:
         if self.ctx.enabled is not None and spec.op not in self.ctx.enabled:

@@ -1,16 +1,13 @@
-# mypy: disable-error-code="misc"
-# (each method is typed with `self: Analyzer`, the class that mixes these in; mypy asks
-# for a supertype there, but the concrete class is what the bodies need to be checked against)
 """Expressions to abstract values: names, constants, attributes and operators.
 
-A mixin of FunctionAnalyzer (analyzer.py), which holds the state these methods share.
+A mixin of FunctionAnalyzer (analyzer.py), which holds the state these methods share; what
+it calls in the other mixins is declared in interface.py.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -18,7 +15,7 @@ from analyzers.catalogue import CATALOGUE
 from analyzers.dtypes import limits, round_to
 from analyzers.static import zeros
 from analyzers.static.conditions import facts_from
-from analyzers.static.records import AnalyzerState
+from analyzers.static.interface import AnalyzerInterface
 from analyzers.static.values import (
     COUNT,
     INF,
@@ -45,12 +42,9 @@ from analyzers.static.vocabulary import (
     UPCASTS,
 )
 
-if TYPE_CHECKING:
-    from analyzers.static.analyzer import FunctionAnalyzer as Analyzer
 
-
-class ExpressionsMixin(AnalyzerState):
-    def ev(self: Analyzer, node: cst.BaseExpression) -> Value:
+class ExpressionsMixin(AnalyzerInterface):
+    def ev(self, node: cst.BaseExpression) -> Value:
         if isinstance(node, cst.Name):
             return self._name(node)
         if isinstance(node, cst.Integer | cst.Float):
@@ -124,7 +118,7 @@ class ExpressionsMixin(AnalyzerState):
         self._children(node)
         return Value("unknown")
 
-    def _comprehension(self: Analyzer, node: cst.BaseExpression) -> None:
+    def _comprehension(self, node: cst.BaseExpression) -> None:
         comp: cst.CompFor | None = getattr(node, "for_in", None)
         while comp is not None:
             iterable = self.ev(comp.iter)
@@ -139,7 +133,7 @@ class ExpressionsMixin(AnalyzerState):
             if isinstance(child, cst.BaseExpression):
                 self.ev(child)
 
-    def _name(self: Analyzer, node: cst.Name) -> Value:
+    def _name(self, node: cst.Name) -> Value:
         name = node.value
         if name in self.env:
             return self.env[name]
@@ -151,7 +145,7 @@ class ExpressionsMixin(AnalyzerState):
             return Value("module")
         return Value("unknown", name=name)
 
-    def _attribute(self: Analyzer, node: cst.Attribute) -> Value:
+    def _attribute(self, node: cst.Attribute) -> Value:
         dotted = self.dotted(node)
         if dotted is not None and dotted in self.env:
             return self.env[dotted]
@@ -184,7 +178,7 @@ class ExpressionsMixin(AnalyzerState):
             return self._constructed(self.cls.attr_calls[attr])
         return Value("unknown")
 
-    def _finfo_attr(self: Analyzer, base: Value, attr: str) -> Value:
+    def _finfo_attr(self, base: Value, attr: str) -> Value:
         lim = limits(base.origin or self.dtype)
         table = {"eps": lim.eps, "tiny": lim.tiny, "smallest_normal": lim.tiny,
                  "max": lim.max, "min": -lim.max}
@@ -192,7 +186,7 @@ class ExpressionsMixin(AnalyzerState):
             return Value("scalar", constant(table[attr]))
         return Value("scalar")
 
-    def _constructed(self: Analyzer, qual: str) -> Value:
+    def _constructed(self, qual: str) -> Value:
         """`nn.BCELoss()` and friends: a value that behaves like the op when called."""
         found = CATALOGUE.lookup(qual)
         leaf = qual.rsplit(".", 1)[-1]
@@ -202,7 +196,7 @@ class ExpressionsMixin(AnalyzerState):
             return Value("tensor")  # `nn.Parameter(...)`, `torch.zeros(...)`: data, not a layer
         return Value("callable")
 
-    def _binop(self: Analyzer, node: cst.CSTNode, symbol: str | None, left: Value, right: Value,
+    def _binop(self, node: cst.CSTNode, symbol: str | None, left: Value, right: Value,
                left_node: cst.BaseExpression, right_node: cst.BaseExpression) -> Value:
         """The value of `left <symbol> right`, in the dtype their promotion gives (an
         explicitly upcast operand computes the op in float32, whatever the unit's dtype)."""
@@ -221,7 +215,7 @@ class ExpressionsMixin(AnalyzerState):
             result = result.with_(fp16_zero_eps=None, fp16_interval=None)
         return result.with_(dtype=explicit) if result.kind == "tensor" else result
 
-    def _binop_value(self: Analyzer, node: cst.CSTNode, symbol: str | None, left: Value,
+    def _binop_value(self, node: cst.CSTNode, symbol: str | None, left: Value,
                      right: Value, left_node: cst.BaseExpression,
                      right_node: cst.BaseExpression, dtype: str) -> Value:
         kind = tensor_kind(left, right)
@@ -276,7 +270,7 @@ class ExpressionsMixin(AnalyzerState):
             return product((left_node, right_node))
         return Value(kind)
 
-    def _add(self: Analyzer, node: cst.CSTNode, left: Value, right: Value,
+    def _add(self, node: cst.CSTNode, left: Value, right: Value,
              left_node: cst.BaseExpression, right_node: cst.BaseExpression,
              kind: str, dtype: str) -> Value:
         a, b = left.interval, right.interval

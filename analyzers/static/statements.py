@@ -1,24 +1,21 @@
-# mypy: disable-error-code="misc"
-# (each method is typed with `self: Analyzer`, the class that mixes these in; mypy asks
-# for a supertype there, but the concrete class is what the bodies need to be checked against)
 """Statements in order: assignments, branches joined, loops run twice, guards applied.
 
-A mixin of FunctionAnalyzer (analyzer.py), which holds the state these methods share.
+A mixin of FunctionAnalyzer (analyzer.py), which holds the state these methods share; what
+it calls in the other mixins is declared in interface.py.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from analyzers.dtypes import round_to
 from analyzers.static import zeros
 from analyzers.static.conditions import Fact, facts_from, refine
+from analyzers.static.interface import AnalyzerInterface
 from analyzers.static.prefilter import ClassFacts
-from analyzers.static.records import AnalyzerState
 from analyzers.static.values import (
     FULL,
     INF,
@@ -39,12 +36,9 @@ from analyzers.static.vocabulary import (
     TENSOR_ANNOTATION,
 )
 
-if TYPE_CHECKING:
-    from analyzers.static.analyzer import FunctionAnalyzer as Analyzer
 
-
-class StatementsMixin(AnalyzerState):
-    def _block(self: Analyzer, body: cst.BaseSuite | cst.Module | Sequence[cst.CSTNode]) -> bool:
+class StatementsMixin(AnalyzerInterface):
+    def _block(self, body: cst.BaseSuite | cst.Module | Sequence[cst.CSTNode]) -> bool:
         """Run statements in order; True when the block always leaves (return/raise)."""
         stmts: Sequence[cst.CSTNode]
         if isinstance(body, cst.IndentedBlock | cst.Module | cst.SimpleStatementSuite):
@@ -53,7 +47,7 @@ class StatementsMixin(AnalyzerState):
             stmts = body  # type: ignore[assignment]
         return any(self._stmt(stmt) for stmt in stmts)
 
-    def _stmt(self: Analyzer, stmt: cst.CSTNode) -> bool:
+    def _stmt(self, stmt: cst.CSTNode) -> bool:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 self.stmt = stmt
@@ -96,7 +90,7 @@ class StatementsMixin(AnalyzerState):
         self._children(stmt)
         return False
 
-    def _small(self: Analyzer, small: cst.BaseSmallStatement) -> bool:
+    def _small(self, small: cst.BaseSmallStatement) -> bool:
         if isinstance(small, cst.Assign):
             value = self.ev(small.value)
             for target in small.targets:
@@ -138,7 +132,7 @@ class StatementsMixin(AnalyzerState):
             self._children(small)
         return False
 
-    def _checked_condition(self: Analyzer, expr: cst.BaseExpression) -> list[Fact]:
+    def _checked_condition(self, expr: cst.BaseExpression) -> list[Fact]:
         """`torch._check(x > 0, ...)` and `tf.debugging.assert_positive(x)` act as asserts."""
         if not isinstance(expr, cst.Call) or not expr.args:
             return []
@@ -153,7 +147,7 @@ class StatementsMixin(AnalyzerState):
         lo, lo_open = bound
         return [Fact(name, lo=lo, lo_open=lo_open)]
 
-    def _assign(self: Analyzer, target: cst.BaseExpression, value: Value,
+    def _assign(self, target: cst.BaseExpression, value: Value,
                 source: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
             name = target.value
@@ -177,7 +171,7 @@ class StatementsMixin(AnalyzerState):
                 merged = merged.with_(neg_inf_filled=True)
             self.env[name] = merged
 
-    def _if(self: Analyzer, stmt: cst.If) -> bool:
+    def _if(self, stmt: cst.If) -> bool:
         self.ev(stmt.test)
         before = dict(self.env)
         self._apply(facts_from(stmt.test, True, self.const))
@@ -202,7 +196,7 @@ class StatementsMixin(AnalyzerState):
             self.env = self._join_envs(after_body, after_else)
         return False
 
-    def _loop(self: Analyzer, stmt: cst.For | cst.While) -> None:
+    def _loop(self, stmt: cst.For | cst.While) -> None:
         if isinstance(stmt, cst.For):
             iterable = self.ev(stmt.iter)
             self._assign(stmt.target, Value("tensor" if iterable.is_tensor else "unknown"),
@@ -219,7 +213,7 @@ class StatementsMixin(AnalyzerState):
         if stmt.orelse is not None:
             self._block(stmt.orelse.body)
 
-    def _loop_index(self: Analyzer, target: cst.BaseExpression, iterable: cst.BaseExpression
+    def _loop_index(self, target: cst.BaseExpression, iterable: cst.BaseExpression
                     ) -> None:
         """`for i in range(a, b)`: i >= a (>= 0 without a start); with a negative step,
         i > b. `for i, x in enumerate(xs, k)`: i >= k. So `(i + 1)` and `(5 + i) / 6` are
@@ -260,7 +254,7 @@ class StatementsMixin(AnalyzerState):
                 out[name] = (a.get(name) or b[name]).with_(interval=FULL, producer=None)
         return out
 
-    def _apply(self: Analyzer, facts: list[Fact]) -> None:
+    def _apply(self, facts: list[Fact]) -> None:
         for fact in facts:
             value = self.env.get(fact.name) or Value("unknown", name=fact.name)
             iv = value.interval
@@ -268,7 +262,7 @@ class StatementsMixin(AnalyzerState):
             refined = Interval(lo, hi, lo_open, iv.not_zero or fact.nonzero)
             self.env[fact.name] = value.with_(interval=refined, fp16_interval=None)
 
-    def _function(self: Analyzer, func: cst.FunctionDef, qualname: str,
+    def _function(self, func: cst.FunctionDef, qualname: str,
                   cls: ClassFacts | None) -> None:
         self.function = qualname
         model_method = cls is not None and cls.is_model and func.name.value in MODEL_METHODS
@@ -303,7 +297,7 @@ class StatementsMixin(AnalyzerState):
                 self.env[star.name.value] = Value("unknown", name=star.name.value)
         self._block(func.body)
 
-    def _from_default(self: Analyzer, default_node: cst.BaseExpression, value: Value) -> Value:
+    def _from_default(self, default_node: cst.BaseExpression, value: Value) -> Value:
         """A caller may pass another value, but rarely one of the other sign: `eps=1e-6`
         stays positive, while `gamma=2.0` is not taken to be exactly 2."""
         default = self.ev(default_node)
@@ -323,7 +317,7 @@ class StatementsMixin(AnalyzerState):
             return value.with_(kind="scalar", interval=NONNEG)
         return value.with_(kind="scalar")
 
-    def _children(self: Analyzer, node: cst.CSTNode) -> None:
+    def _children(self, node: cst.CSTNode) -> None:
         for child in node.children:
             if isinstance(child, cst.BaseExpression):
                 self.ev(child)
