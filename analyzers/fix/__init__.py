@@ -4,7 +4,7 @@
     for candidate in candidates(source, FixRequest.from_finding(finding)):
         candidate.patch.diff, candidate.patch.suggestion()
 
-`candidates`, `transforms`, `patch` and `bounds` are pure (libcst, no framework imported);
+`candidates`, `kinds` (the transforms), `patch` and `bounds` are pure (libcst, no framework imported);
 `validate` runs inside the harness, with the PR's code, and imports torch when it needs it.
 """
 

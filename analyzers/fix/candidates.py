@@ -18,9 +18,9 @@ import libcst as cst
 
 from analyzers.catalogue import FixKind
 from analyzers.config import Config
+from analyzers.fix.kinds import edits_for
 from analyzers.fix.patch import Patch, make_patch
 from analyzers.fix.site import Edit, FixRequest, Site, parse_site
-from analyzers.fix.transforms import edits_for
 from analyzers.static import scan_source
 
 KIND_ORDER: tuple[FixKind, ...] = ("stable-api", "epsilon", "clamp", "where", "masked-fill",
