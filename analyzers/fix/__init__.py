@@ -4,8 +4,9 @@
     for candidate in candidates(source, FixRequest.from_finding(finding)):
         candidate.patch.diff, candidate.patch.suggestion()
 
-`candidates`, `kinds` (the transforms), `patch` and `bounds` are pure (libcst, no framework imported);
-`validate` runs inside the harness, with the PR's code, and imports torch when it needs it.
+`candidates`, `kinds` (the transforms), `patch` and `bounds` are pure (libcst, no framework
+imported); `validate` runs inside the harness, with the PR's code, and imports torch when it
+needs it.
 """
 
 from analyzers.fix.candidates import Candidate, candidates, first_of_kind
