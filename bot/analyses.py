@@ -1,8 +1,8 @@
 """The analysis rows a task works on, and their check runs: load and update a row (a stopped
 row stays stopped), count deliveries, fail one visibly, save its findings.
 
-Tasks send nothing from here; the scheduling (bot/scheduling.py) and the tasks (bot/tasks.py)
-both use it."""
+No task is sent from here: the scheduling (bot/scheduling.py) and the tasks (bot/tasks.py)
+both use it, and neither imports the other through it."""
 
 from __future__ import annotations
 
