@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from analyzers.catalogue import CATALOGUE
 from analyzers.epsilon import is_small_literal
 from analyzers.fix import bounds
 from analyzers.fix.kinds.common import (
@@ -35,9 +36,9 @@ TF_NORM_PARAMETERS = {  # positional order after the tensor
 }
 
 
-POSITIVE_OPS = ("log", "log2", "log10", "sqrt", "rsqrt", "lgamma", "digamma", "pow")
-
-NONZERO_OPS = ("div", "reciprocal")
+# an epsilon moves the operand away from 0: it serves the ops whose domain excludes 0 (the
+# catalogue's `requires`), where the catalogue lists the kind
+EPSILON_DOMAINS = ("positive", "nonzero")
 
 
 def _terms(node: cst.BaseExpression, sign: int = 1) -> list[tuple[int, cst.BaseExpression]]:
@@ -107,7 +108,8 @@ def t_root_divisor_eps(site: Site) -> Iterator[Edit]:
 @transform
 def t_epsilon(site: Site) -> Iterator[Edit]:
     request = site.request
-    if request.op not in POSITIVE_OPS + NONZERO_OPS or "epsilon" not in \
+    spec = CATALOGUE.by_op.get(request.op)
+    if spec is None or spec.requires not in EPSILON_DOMAINS or "epsilon" not in \
             catalogue_kinds(request.op):
         return
     operand = operand_node(site)
