@@ -10,12 +10,7 @@ import libcst as cst
 
 from analyzers.catalogue import CATALOGUE
 from analyzers.fix import bounds
-from analyzers.fix.kinds.common import (
-    catalogue_kinds,
-    pow_exponent,
-    syntactically_nonneg,
-    tf_call,
-)
+from analyzers.fix.kinds.common import catalogue_kinds, pow_exponent, syntactically_nonneg, tf_call
 from analyzers.fix.kinds.registry import transform
 from analyzers.fix.site import (
     Edit,

@@ -9,11 +9,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from analyzers.catalogue import CATALOGUE
-from analyzers.fix.site import (
-    CallView,
-    Site,
-    view,
-)
+from analyzers.fix.site import CallView, Site, view
 
 
 def unwrap_call(site: Site, node: cst.BaseExpression, op: str) -> CallView | None:

@@ -11,11 +11,7 @@ import libcst as cst
 from analyzers.catalogue import CATALOGUE
 from analyzers.epsilon import is_small_literal
 from analyzers.fix import bounds
-from analyzers.fix.kinds.common import (
-    catalogue_kinds,
-    syntactically_nonneg,
-    tf_call,
-)
+from analyzers.fix.kinds.common import catalogue_kinds, syntactically_nonneg, tf_call
 from analyzers.fix.kinds.registry import transform
 from analyzers.fix.site import (
     Edit,

@@ -8,9 +8,7 @@ from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
-from analyzers.fix.kinds.common import (
-    statement_of,
-)
+from analyzers.fix.kinds.common import statement_of
 from analyzers.fix.kinds.registry import transform
 from analyzers.fix.site import (
     CallView,

@@ -8,22 +8,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from analyzers.fix.kinds.common import (
-    statement_of,
-    strip_parens,
-    unwrap_call,
-)
+from analyzers.fix.kinds.common import statement_of, strip_parens, unwrap_call
 from analyzers.fix.kinds.registry import transform
-from analyzers.fix.site import (
-    Edit,
-    Site,
-    expr,
-    flat,
-    is_one,
-    is_simple,
-    sibling,
-    view,
-)
+from analyzers.fix.site import Edit, Site, expr, flat, is_one, is_simple, sibling, view
 
 
 def _normaliser_dim(site: Site, name: str, statement: cst.CSTNode) -> cst.BaseExpression | None:

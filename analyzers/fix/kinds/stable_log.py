@@ -10,11 +10,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from analyzers.fix import bounds
-from analyzers.fix.kinds.common import (
-    assignment,
-    strip_parens,
-    unwrap_call,
-)
+from analyzers.fix.kinds.common import assignment, strip_parens, unwrap_call
 from analyzers.fix.kinds.registry import transform
 from analyzers.fix.site import (
     ATOMS,

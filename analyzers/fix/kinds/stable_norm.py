@@ -8,20 +8,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from analyzers.fix.kinds.common import (
-    catalogue_kinds,
-    pow_exponent,
-)
+from analyzers.fix.kinds.common import catalogue_kinds, pow_exponent
 from analyzers.fix.kinds.registry import transform
-from analyzers.fix.site import (
-    Edit,
-    Site,
-    atomic_text,
-    expr,
-    flat,
-    substitute_operand,
-    view,
-)
+from analyzers.fix.site import Edit, Site, atomic_text, expr, flat, substitute_operand, view
 
 
 @transform

@@ -8,10 +8,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from analyzers.epsilon import is_epsilon
-from analyzers.fix.kinds.common import (
-    catalogue_kinds,
-    tf_call,
-)
+from analyzers.fix.kinds.common import catalogue_kinds, tf_call
 from analyzers.fix.kinds.registry import transform
 from analyzers.fix.site import (
     Edit,

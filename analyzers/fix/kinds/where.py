@@ -10,19 +10,9 @@ import libcst as cst
 
 from analyzers.catalogue import CATALOGUE
 from analyzers.fix import bounds
-from analyzers.fix.kinds.common import (
-    catalogue_kinds,
-)
+from analyzers.fix.kinds.common import catalogue_kinds
 from analyzers.fix.kinds.registry import transform
-from analyzers.fix.site import (
-    Edit,
-    Site,
-    expr,
-    is_simple,
-    operand_node,
-    substitute_operand,
-    view,
-)
+from analyzers.fix.site import Edit, Site, expr, is_simple, operand_node, substitute_operand, view
 
 SAFE_VALUE = {"positive": 1.0, "nonzero": 1.0, "gt_minus_one": 0.0, "open_unit": 0.0,
               "open_probability": 0.5, "below_exp_max": 0.0, "ge_one": 2.0}
