@@ -221,8 +221,6 @@ _ENTRIES: tuple[OpSpec, ...] = (
         forward_invalid="divisor = 0 (or below the smallest normal)",
         gradient_invalid="divisor = 0", suspect_loss="abs(x)",
         fixes=(FixCandidate("epsilon", "{x} + {eps}", "only where the divisor is >= 0"),
-               FixCandidate("epsilon", "y / sqrt({v} + {eps})",
-                            "a divisor that is a root: the epsilon goes under it"),
                FixCandidate("clamp", "{x}.clamp_min({tiny})", "only where the divisor is >= 0"),
                FixCandidate("stable-api", "tf.math.divide_no_nan(...)", "TensorFlow"),
                UPCAST_EPS),
@@ -492,7 +490,8 @@ _ENTRIES: tuple[OpSpec, ...] = (
         operand=1, operand_keywords=("target",),
         forward_invalid="target = 0 where computed as target * log(target)",
         gradient_invalid="same", suspect_loss="x",
-        fixes=(FixCandidate("stable-api", "kl_div(..., log_target=True)"),), patterns=(15,),
+        patterns=(15,), stable_replacement="kl_div(log_q, log_p, log_target=True): targets "
+        "as log-probabilities (no fix kind rewrites the producer of the targets)",
     ),
     # --- norms, statistics, distances --------------------------------------------------------
     OpSpec(
@@ -502,9 +501,9 @@ _ENTRIES: tuple[OpSpec, ...] = (
                    "numpy": _np("linalg.norm"), "jax": _jnp("linalg.norm"),
                    "keras": ("keras.ops.norm",)},
         methods=("norm",), gradient_invalid="x = 0 (TensorFlow's tf.norm)",
-        fixes=(FixCandidate("stable-api", "torch.nn.functional.normalize({x}, dim=-1)"),
-               FixCandidate("epsilon", "tf.sqrt(tf.reduce_sum(tf.square({x}), axis) + eps)",
-                            "TensorFlow's norm has no special case at 0")),
+        # its fixes belong to the findings it feeds: normalize for a div (t_normalize), the
+        # root of a sum of squares plus eps for TensorFlow's norm (t_tf_norm_eps, on sqrt)
+        stable_replacement="torch.nn.functional.normalize(x, dim) for x / x.norm(dim)",
         patterns=(2,), output=(0.0, INF),
     ),
     OpSpec(
@@ -517,7 +516,8 @@ _ENTRIES: tuple[OpSpec, ...] = (
         methods=("std", "var"),
         forward_invalid="one element with the unbiased estimator (N - 1 = 0)",
         gradient_invalid="constant input (std = 0)", suspect_loss="x",
-        fixes=(FixCandidate("stable-api", "{x}.std(unbiased=False)"),), patterns=(3,),
+        patterns=(3,), stable_replacement="x.std(correction=0) where one element is "
+        "possible (it changes the value, so no fix kind proposes it)",
         output=(0.0, INF),
     ),
     OpSpec(

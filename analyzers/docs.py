@@ -32,6 +32,7 @@ from analyzers.config import (
     KeySpec,
 )
 from analyzers.dtypes import DTYPES, DtypeLimits
+from analyzers.fix.kinds import fix_order
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS_DIR = ROOT / "docs"
@@ -177,12 +178,31 @@ def _op_section(spec: OpSpec) -> list[str]:
     names = _names_table(spec)
     if names:
         lines += ["", *names]
-    if spec.fixes:
-        lines += ["", "Candidate fixes, in the order the fix stage tries them:", ""]
-        for index, fix in enumerate(spec.fixes, 1):
-            note = f" — {fix.note}" if fix.note else ""
-            lines.append(f"{index}. {fix.kind}: {_code(fix.template)}{note}")
+    fixes = fix_lines(spec)
+    if fixes:
+        lines += ["", "Candidate fixes, in the order the fix stage ranks them (each is proposed "
+                  "only where its transform matches the code, and suggested only once "
+                  "validated):", ""]
+        lines += [f"{index}. {text}" for index, text in enumerate(fixes, 1)]
     return lines
+
+
+def fix_lines(spec: OpSpec) -> list[str]:
+    """The op's candidate fixes, read from the transform registry the fix stage runs
+    (`analyzers.fix.kinds.fix_order`): a transform of its own says what it rewrites; a
+    generic domain fix (epsilon, clamp, where, upcast) is shown by the catalogue's template
+    of its kind for this op."""
+    out: list[str] = []
+    for entry in fix_order(spec):
+        if entry.shows:
+            out.append(f"{entry.kind} ({entry.function.__name__}): {_code(entry.shows)}")
+            continue
+        for fix in spec.fixes:
+            if fix.kind == entry.kind:
+                note = f" — {fix.note}" if fix.note else ""
+                out.append(f"{entry.kind} ({entry.function.__name__}): "
+                           f"{_code(fix.template)}{note}")
+    return out
 
 
 def _dtype_table() -> list[str]:

@@ -28,6 +28,7 @@ from analyzers.config import (
     config_from_mapping,
 )
 from analyzers.dtypes import DTYPES, round_to
+from analyzers.fix.kinds import fix_order, rank
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -77,10 +78,32 @@ def test_ops_page_covers_every_op_name_and_fix() -> None:
             assert framework in section
         for method in spec.methods:
             assert f"`.{method}()`" in section
-        for fix in spec.fixes:
-            assert f"{fix.kind}: `{fix.template}`" in section, (spec.op, fix)
+        for fix in spec.fixes:  # every fix the catalogue lists is one a transform makes
+            makers = [e for e in fix_order(spec) if e.kind == fix.kind]
+            assert makers, f"{spec.op}: no transform makes the catalogue's {fix.kind} fix"
+            generic = [e for e in makers if not e.shows]
+            if generic:  # shown by the catalogue's template
+                assert f"({generic[0].function.__name__}): `{fix.template}`" in section
         if spec.forward_invalid:
             assert spec.forward_invalid in section
+
+
+def test_ops_page_lists_fixes_in_the_order_the_fix_stage_ranks_them() -> None:
+    """The list is read from the registry the fix stage runs, ranked by the same function
+    (`kinds.rank`, what candidates() sorts by): a catalogue order the code does not follow
+    cannot reach the page. For log the stable APIs come before the epsilon."""
+    text = docs.ops_markdown()
+    for spec in CATALOGUE.entries:
+        entries = fix_order(spec)
+        names = re.findall(r"^\d+\. [a-z-]+ \((t_[a-z0-9_]+)\)", _op_section(text, spec.op),
+                           re.M)
+        assert list(dict.fromkeys(names)) == [e.function.__name__ for e in entries], spec.op
+        ranks = [min(rank(e.kind, n) for n in e.names) for e in entries]
+        assert ranks == sorted(ranks), spec.op
+    log = [e.function.__name__ for e in fix_order(CATALOGUE.by_op["log"])]
+    assert log.index("t_log_softmax") < log.index("t_epsilon") < log.index("t_clamp")
+    assert "t_float32_eps" not in [e.function.__name__
+                                   for e in fix_order(CATALOGUE.by_op["softmax"])]
 
 
 def test_ops_page_states_the_invalid_domain_per_dtype() -> None:

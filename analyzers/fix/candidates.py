@@ -18,16 +18,13 @@ import libcst as cst
 
 from analyzers.catalogue import FixKind
 from analyzers.config import Config
-from analyzers.fix.kinds import edits_for
+from analyzers.fix.kinds import edits_for, rank
 from analyzers.fix.patch import Patch, make_patch
 from analyzers.fix.site import Edit, FixRequest, Site, parse_site
 from analyzers.static import scan_source
 
-KIND_ORDER: tuple[FixKind, ...] = ("stable-api", "epsilon", "clamp", "where", "masked-fill",
-                                   "upcast")
 # Fixes are suggested only once validated, and the sandbox runs PyTorch and TensorFlow code.
 FRAMEWORKS = ("torch", "tensorflow")
-PATTERN_FIXES = ("double-where", "finfo-min", "assign-guard", "float32-scores")
 
 
 @dataclass(frozen=True)
@@ -136,12 +133,9 @@ def candidates(source: str, request: FixRequest, strict: bool = False) -> list[C
     except (LookupError, cst.ParserSyntaxError, SyntaxError):
         return []
     edits = edits_for(site, strict)
-    rank = {kind: i for i, kind in enumerate(KIND_ORDER)}
     # stable APIs first; pattern fixes (double where, masked fill) next; then eps/clamp/where
-    ordered = sorted(enumerate(edits), key=lambda item: (
-        0 if item[1].kind == "stable-api" else
-        1 if item[1].name in PATTERN_FIXES else 2,
-        rank[item[1].kind], item[0]))
+    ordered = sorted(enumerate(edits), key=lambda item: (rank(item[1].kind, item[1].name),
+                                                         item[0]))
     out: list[Candidate] = []
     seen: set[str] = set()
     for _, edit in ordered:

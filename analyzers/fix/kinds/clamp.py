@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
-from analyzers.catalogue import CATALOGUE
+from analyzers.catalogue import CATALOGUE, OpSpec
 from analyzers.fix import bounds
 from analyzers.fix.kinds.common import catalogue_kinds, pow_exponent, syntactically_nonneg, tf_call
-from analyzers.fix.kinds.registry import transform
+from analyzers.fix.kinds.registry import listed, transform
 from analyzers.fix.site import (
     Edit,
     Site,
@@ -32,7 +32,13 @@ def _literal_value(node: cst.BaseExpression | None) -> float | None:
     return None
 
 
-@transform
+def is_guard(spec: OpSpec) -> bool:
+    """A clamp or clip whose result the code drops (the discarded-guard rule)."""
+    return spec.kind == "guard"
+
+
+@transform("clamp", "assign-guard", is_guard,
+           "a bare clamp(p, lo, hi) -> p = clamp(p, lo, hi)")
 def t_discarded_guard(site: Site) -> Iterator[Edit]:
     """`tf.clip_by_value(p, lo, hi)` as a bare statement -> `p = tf.clip_by_value(p, lo, hi)`."""
     if site.request.rule != "discarded-guard" or not isinstance(site.node, cst.Call):
@@ -50,7 +56,7 @@ def t_discarded_guard(site: Site) -> Iterator[Edit]:
                statement, new, (), ())
 
 
-@transform
+@transform("clamp", "clamp", listed("clamp"))
 def t_clamp(site: Site) -> Iterator[Edit]:
     request = site.request
     spec = CATALOGUE.by_op.get(request.op)

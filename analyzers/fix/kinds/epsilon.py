@@ -8,11 +8,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from analyzers.catalogue import CATALOGUE
+from analyzers.catalogue import CATALOGUE, OpSpec
 from analyzers.epsilon import is_small_literal
 from analyzers.fix import bounds
 from analyzers.fix.kinds.common import catalogue_kinds, syntactically_nonneg, tf_call
-from analyzers.fix.kinds.registry import transform
+from analyzers.fix.kinds.registry import listed, only, transform
 from analyzers.fix.site import (
     Edit,
     Site,
@@ -37,6 +37,11 @@ TF_NORM_PARAMETERS = {  # positional order after the tensor
 EPSILON_DOMAINS = ("positive", "nonzero")
 
 
+def takes_epsilon(spec: OpSpec) -> bool:
+    """An op whose catalogue entry lists an epsilon, for a domain an epsilon reaches."""
+    return spec.requires in EPSILON_DOMAINS and listed("epsilon")(spec)
+
+
 def _terms(node: cst.BaseExpression, sign: int = 1) -> list[tuple[int, cst.BaseExpression]]:
     if isinstance(node, cst.BinaryOperation) and not node.lpar and \
             isinstance(node.operator, cst.Add | cst.Subtract):
@@ -45,7 +50,8 @@ def _terms(node: cst.BaseExpression, sign: int = 1) -> list[tuple[int, cst.BaseE
     return [(sign, node)]
 
 
-@transform
+@transform("epsilon", "epsilon", only("sqrt"),
+           "tf.norm(x, axis=a) -> tf.sqrt(tf.reduce_sum(tf.square(x), axis=a) + {eps})")
 def t_tf_norm_eps(site: Site) -> Iterator[Edit]:
     """`tf.norm(x, axis=a)` -> `tf.sqrt(tf.reduce_sum(tf.square(x), axis=a) + eps)`:
     TensorFlow's norm has no special case at 0 (PyTorch's does), so the only way to a finite
@@ -76,7 +82,8 @@ def t_tf_norm_eps(site: Site) -> Iterator[Edit]:
                site.node, expr(text), site.take_imports(), ())
 
 
-@transform
+@transform("epsilon", "epsilon-under-root", only("div"),
+           "y / sqrt(v) -> y / sqrt(v + {eps})")
 def t_root_divisor_eps(site: Site) -> Iterator[Edit]:
     """`x / sqrt(v)` -> `x / sqrt(v + eps)`: an epsilon after the root (`sqrt(v) + eps`)
     keeps the quotient finite but not the root's own gradient at 0 (1 / (2 sqrt(0))); under
@@ -101,7 +108,7 @@ def t_root_divisor_eps(site: Site) -> Iterator[Edit]:
                              "root's gradient stay finite where the sum reaches 0")
 
 
-@transform
+@transform("epsilon", "epsilon", takes_epsilon)
 def t_epsilon(site: Site) -> Iterator[Edit]:
     request = site.request
     spec = CATALOGUE.by_op.get(request.op)

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 import libcst as cst
 
 from analyzers.fix.kinds.common import statement_of
-from analyzers.fix.kinds.registry import transform
+from analyzers.fix.kinds.registry import only, transform
 from analyzers.fix.site import (
     CallView,
     Edit,
@@ -133,7 +133,8 @@ def _fill_statement(site: Site, statement: cst.CSTNode,
     return []
 
 
-@transform
+@transform("masked-fill", "finfo-min", only("softmax"),
+           "s.masked_fill(m, -inf) -> s.masked_fill(m, torch.finfo(s.dtype).min)")
 def t_masked_fill(site: Site) -> Iterator[Edit]:
     if site.request.op != "softmax":
         return

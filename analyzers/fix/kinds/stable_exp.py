@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from analyzers.fix.kinds.common import statement_of, strip_parens, unwrap_call
-from analyzers.fix.kinds.registry import transform
+from analyzers.fix.kinds.registry import only, transform
 from analyzers.fix.site import Edit, Site, expr, flat, is_one, is_simple, sibling, view
 
 
@@ -60,7 +60,8 @@ def _negated(text: str) -> str:
     return text[1:] if text.startswith("-") else "-" + text
 
 
-@transform
+@transform("stable-api", ("softmax", "softmax-float32"), only("exp"),
+           "w = exp(s); w / w.sum(d) -> w = softmax(s, d)")
 def t_exp_normalised(site: Site) -> Iterator[Edit]:
     """`w = exp(s)` normalised by `w / w.sum(dim, keepdim=True)` on the next line is a
     softmax written out: `w = softmax(s, dim)` is the fused API (shifted by the max, so exp
@@ -97,7 +98,7 @@ def t_exp_normalised(site: Site) -> Iterator[Edit]:
                site.take_imports())
 
 
-@transform
+@transform("stable-api", "expm1", only("exp"), "exp(x) - 1 -> expm1(x)")
 def t_expm1(site: Site) -> Iterator[Edit]:
     node: cst.BaseExpression = site.node
     parent = site.parent(node)
@@ -126,7 +127,8 @@ def t_expm1(site: Site) -> Iterator[Edit]:
                site.take_imports(), ("expm1",))
 
 
-@transform
+@transform("stable-api", "tanh", only("exp"),
+           "(exp(x) - exp(-x)) / (exp(x) + exp(-x)) -> tanh(x)")
 def t_tanh(site: Site) -> Iterator[Edit]:
     """(exp(x) - exp(-x)) / (exp(x) + exp(-x)) -> tanh(x): inf / inf is NaN for |x| above
     log(max), tanh is finite everywhere."""

@@ -11,7 +11,7 @@ import libcst as cst
 
 from analyzers.fix import bounds
 from analyzers.fix.kinds.common import assignment, strip_parens, unwrap_call
-from analyzers.fix.kinds.registry import transform
+from analyzers.fix.kinds.registry import only, transform
 from analyzers.fix.site import (
     ATOMS,
     CallView,
@@ -152,7 +152,8 @@ def _with_parens(new: cst.BaseExpression, old: cst.BaseExpression) -> cst.BaseEx
     return new.with_changes(lpar=old.lpar, rpar=old.rpar)
 
 
-@transform
+@transform("stable-api", "log-softmax", only("log"),
+           "log(softmax(z)) -> log_softmax(z)")
 def t_log_softmax(site: Site) -> Iterator[Edit]:
     found = _log_call(site)
     if found is None:
@@ -175,7 +176,8 @@ def t_log_softmax(site: Site) -> Iterator[Edit]:
                "any logits", site.node, new, site.take_imports())
 
 
-@transform
+@transform("stable-api", "log-softmax", only("log"),
+           "log(softmax(z).gather(d, t)) -> log_softmax(z).gather(d, t)")
 def t_log_softmax_picked(site: Site) -> Iterator[Edit]:
     """`log(p.gather(1, t))` with `p = softmax(z, dim)` (the target class's probability) ->
     `log_softmax(z, dim).gather(1, t)`: the log commutes with picking elements, and a picked
@@ -205,7 +207,8 @@ def t_log_softmax_picked(site: Site) -> Iterator[Edit]:
                "picked log_softmax: finite for any logits", site.node, new, site.take_imports())
 
 
-@transform
+@transform("stable-api", "log-softmax-ratio", only("log"),
+           "log(softmax(a) / softmax(b)) -> log_softmax(a) - log_softmax(b)")
 def t_log_softmax_ratio(site: Site) -> Iterator[Edit]:
     """`log(p / q)` for two softmaxes (a KL divergence, distillation) -> `log_softmax(a) -
     log_softmax(b)`: the ratio is inf or 0/0 once a probability underflows, the difference of
@@ -235,7 +238,7 @@ def t_log_softmax_ratio(site: Site) -> Iterator[Edit]:
                site.take_imports())
 
 
-@transform
+@transform("stable-api", "log-of-exp", only("log"), "log(exp(y)) -> y")
 def t_log_of_exp(site: Site) -> Iterator[Edit]:
     """`log(p)` where `p = y.exp()` (probabilities recovered from log-probabilities) -> `y`:
     exactly the same where p did not underflow, and finite where it did."""
@@ -252,7 +255,9 @@ def t_log_of_exp(site: Site) -> Iterator[Edit]:
                y.with_changes(lpar=site.node.lpar, rpar=site.node.rpar), site.take_imports())
 
 
-@transform
+@transform("stable-api", "bce-with-logits", only("log"),
+           "-(y * log(sigmoid(z)) + (1 - y) * log(1 - sigmoid(z))) -> "
+           "binary_cross_entropy_with_logits(z, y)")
 def t_bce_hand_written(site: Site) -> Iterator[Edit]:
     """-(y * log(sigmoid(z)) + (1 - y) * log(1 - sigmoid(z))): the whole loss, with logits."""
     if _log_call(site) is None:
@@ -313,7 +318,8 @@ def t_bce_hand_written(site: Site) -> Iterator[Edit]:
                f"sigmoid(z) -> {what} on the logits", target, new, site.take_imports(), ())
 
 
-@transform
+@transform("stable-api", "log-sigmoid", only("log"),
+           "log(sigmoid(z)) -> logsigmoid(z), log(1 - sigmoid(z)) -> logsigmoid(-z)")
 def t_log_sigmoid(site: Site) -> Iterator[Edit]:
     found = _log_call(site)
     if found is None:
@@ -352,7 +358,8 @@ def t_log_sigmoid(site: Site) -> Iterator[Edit]:
                site.node, new, site.take_imports())
 
 
-@transform
+@transform("stable-api", "bce-with-logits", only("binary_cross_entropy"),
+           "binary_cross_entropy(sigmoid(z), y) -> binary_cross_entropy_with_logits(z, y)")
 def t_bce_logits(site: Site) -> Iterator[Edit]:
     node = site.node
     if not isinstance(node, cst.Call):
@@ -407,7 +414,8 @@ def t_bce_logits(site: Site) -> Iterator[Edit]:
                site.take_imports())
 
 
-@transform
+@transform("stable-api", "logsumexp", only("log"),
+           "log(sum(exp(x), d)) -> logsumexp(x, d)")
 def t_logsumexp(site: Site) -> Iterator[Edit]:
     found = _log_call(site)
     if found is None:
@@ -462,7 +470,8 @@ def t_logsumexp(site: Site) -> Iterator[Edit]:
                site.take_imports())
 
 
-@transform
+@transform("stable-api", "logsumexp-mean", only("log", "exp"),
+           "log(exp(x).mean(d)) -> logsumexp(x, d) - log(n)")
 def t_log_mean_exp(site: Site) -> Iterator[Edit]:
     """`log(exp(x).mean(dim))` -> `logsumexp(x, dim) - log(n)`, n the size along dim, read
     from x when it is a name, else from the one local tensor name in it (`self.r * flat`:
@@ -494,7 +503,7 @@ def t_log_mean_exp(site: Site) -> Iterator[Edit]:
                site.take_imports())
 
 
-@transform
+@transform("stable-api", "log1p", only("log"), "log(1 + x) -> log1p(x)")
 def t_log1p(site: Site) -> Iterator[Edit]:
     found = _log_call(site)
     if found is None:
@@ -527,7 +536,7 @@ def t_log1p(site: Site) -> Iterator[Edit]:
                site.node, new, site.take_imports(), ("log1p",))
 
 
-@transform
+@transform("stable-api", "xlogy", only("log"), "x * log(y) -> xlogy(x, y)")
 def t_xlogy(site: Site) -> Iterator[Edit]:
     found = _log_call(site)
     if found is None:
@@ -547,7 +556,7 @@ def t_xlogy(site: Site) -> Iterator[Edit]:
                new, site.take_imports(), ())
 
 
-@transform
+@transform("stable-api", "logit-eps", only("logit"), "logit(p) -> logit(p, eps={eps})")
 def t_logit_eps(site: Site) -> Iterator[Edit]:
     v = view(site, site.node)
     if v is None or v.spec is None or v.spec.op != "logit" or v.receiver is not None and \

@@ -9,11 +9,12 @@ from collections.abc import Iterator
 import libcst as cst
 
 from analyzers.fix.kinds.common import catalogue_kinds, pow_exponent
-from analyzers.fix.kinds.registry import transform
+from analyzers.fix.kinds.registry import only, transform
 from analyzers.fix.site import Edit, Site, atomic_text, expr, flat, substitute_operand, view
 
 
-@transform
+@transform("stable-api", "normalize", only("div"),
+           "x / x.norm(dim=d, keepdim=True) -> normalize(x, dim=d)")
 def t_normalize(site: Site) -> Iterator[Edit]:
     node = site.node
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
@@ -61,7 +62,8 @@ def t_normalize(site: Site) -> Iterator[Edit]:
                " divides by max(norm, eps)", node, new, site.take_imports(), ())
 
 
-@transform
+@transform("stable-api", "divide-no-nan", only("div"),
+           "x / y -> tf.math.divide_no_nan(x, y) (TensorFlow)")
 def t_divide_no_nan(site: Site) -> Iterator[Edit]:
     node = site.node
     if not site.is_tf or site.request.op != "div" or site.request.nonnegative:
@@ -80,7 +82,8 @@ def t_divide_no_nan(site: Site) -> Iterator[Edit]:
                "y is 0", node, new, site.take_imports(), ())
 
 
-@transform
+@transform("stable-api", "pow-abs", only("pow"),
+           "x ** y -> x.abs() ** y, for a fractional y whose sign is meaningless")
 def t_pow_abs(site: Site) -> Iterator[Edit]:
     """Catalogue: `x.abs() ** y` for a fractional power of a value whose sign is meaningless."""
     if site.request.op != "pow" or site.is_tf or "stable-api" not in catalogue_kinds("pow"):

@@ -7,9 +7,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from analyzers.catalogue import OpSpec
 from analyzers.epsilon import is_epsilon
 from analyzers.fix.kinds.common import catalogue_kinds, tf_call
-from analyzers.fix.kinds.registry import transform
+from analyzers.fix.kinds.registry import listed, only, transform
 from analyzers.fix.site import (
     Edit,
     Site,
@@ -99,7 +100,9 @@ def _vanishing_sum(site: Site, node: cst.BaseExpression) -> \
     return found[0] if found else None
 
 
-@transform
+@transform("upcast", "float32-scores", only("softmax"),
+           "softmax(q @ k.T * s) -> softmax(q.float() @ k.float().T * s).to(q.dtype) "
+           "(float16 scores)")
 def t_float32_scores(site: Site) -> Iterator[Edit]:
     """`softmax(q @ k.T * s)` -> `softmax(q.float() @ k.T.float() * s).to(q.dtype)`: the
     product is what overflows float16 (docs/numerics.md #12), so a softmax in float32 alone is
@@ -133,7 +136,13 @@ def t_float32_scores(site: Site) -> Iterator[Edit]:
                call, new, site.take_imports(), ())
 
 
-@transform
+def takes_upcast_eps(spec: OpSpec) -> bool:
+    """An op whose catalogue lists an upcast and that an epsilon guards (not the softmax,
+    whose upcast is the scores')."""
+    return listed("upcast")(spec) and spec.requires != "none"
+
+
+@transform("upcast", "float32-eps", takes_upcast_eps)
 def t_float32_eps(site: Site) -> Iterator[Edit]:
     """`x / torch.sqrt(var + self.eps)` in float16, with eps 1e-8 (0.0 there) ->
     `(x / torch.sqrt(var.float() + self.eps)).to(var.dtype)`: the sum the epsilon vanishes

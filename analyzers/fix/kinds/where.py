@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from analyzers.catalogue import CATALOGUE
+from analyzers.catalogue import CATALOGUE, OpSpec
 from analyzers.fix import bounds
 from analyzers.fix.kinds.common import catalogue_kinds
-from analyzers.fix.kinds.registry import transform
+from analyzers.fix.kinds.registry import listed, only, transform
 from analyzers.fix.site import Edit, Site, expr, is_simple, operand_node, substitute_operand, view
 
 SAFE_VALUE = {"positive": 1.0, "nonzero": 1.0, "gt_minus_one": 0.0, "open_unit": 0.0,
@@ -59,7 +59,13 @@ def _repeatable(node: cst.BaseExpression) -> bool:
     return False
 
 
-@transform
+def has_safe_value(spec: OpSpec) -> bool:
+    """An op with an input where it is finite, for the inner where of a double where."""
+    return spec.requires in SAFE_VALUE
+
+
+@transform("where", "double-where", has_safe_value,
+           "where(c, op(x), v) -> where(c, op(where(c, x, safe)), v)")
 def t_double_where(site: Site) -> Iterator[Edit]:
     spec = CATALOGUE.by_op.get(site.request.op)
     if spec is None or spec.requires not in SAFE_VALUE or \
@@ -87,7 +93,7 @@ def t_double_where(site: Site) -> Iterator[Edit]:
                              "its gradient is not NaN (pytorch#68425)")
 
 
-@transform
+@transform("where", "double-where", only("atan2"))
 def t_atan2(site: Site) -> Iterator[Edit]:
     """atan2(y, x) -> atan2(y, where(x * x + y * y < tiny, 1, x)): where the gradient's
     denominator is 0 or subnormal, a safe point instead (the double-where pattern,
@@ -114,7 +120,7 @@ def t_atan2(site: Site) -> Iterator[Edit]:
                x_arg.value, expr(safe), site.take_imports(), ("atan2",))
 
 
-@transform
+@transform("where", "where", listed("where"))
 def t_where(site: Site) -> Iterator[Edit]:
     """Catalogue's `where(x > 0, x, 1)` for log/sqrt: NaN/-inf becomes op(1)."""
     if "where" not in catalogue_kinds(site.request.op) or _enclosing_where(site) is not None:
