@@ -70,6 +70,11 @@ class OpSpec:
             for name in names:
                 yield framework, name
 
+    def leaf_names(self) -> Iterable[str]:
+        """The names a call of this op ends in: functions unqualified, and methods."""
+        yield from (qual.rsplit(".", 1)[-1] for _, qual in self.qualnames())
+        yield from self.methods
+
     def operand_index(self, qualname: str) -> int:
         return self.operand_overrides.get(qualname, self.operand)
 
@@ -655,11 +660,7 @@ class Catalogue:
             for symbol in spec.operators:
                 self._by_operator[symbol] = spec
         self.risky_leaf_names: frozenset[str] = frozenset(
-            name
-            for spec in entries
-            if spec.kind != "producer"
-            for name in (*(q.rsplit(".", 1)[-1] for _, q in spec.qualnames()), *spec.methods)
-        )
+            name for spec in entries if spec.kind != "producer" for name in spec.leaf_names())
 
     def lookup(self, qualname: str) -> tuple[OpSpec, str] | None:
         """The entry for a fully qualified name, with its framework."""

@@ -24,6 +24,8 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
+from analyzers.dtypes import DTYPE_ALIASES
+
 __all__ = [
     "APP_KEY_SOURCE",
     "CONFIG_KEYS",
@@ -62,9 +64,6 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
     ".venv/**", "venv/**", "**/site-packages/**", "build/**", "dist/**", ".git/**",
     ".tox/**", ".nox/**", ".eggs/**", "**/node_modules/**", "**/__pycache__/**",
 )
-_DTYPE_HINTS = {"fp16": "float16", "half": "float16", "f16": "float16", "bf16": "bfloat16",
-                "fp32": "float32", "float": "float32", "f32": "float32", "single": "float32",
-                "fp64": "float64", "double": "float64", "f64": "float64"}
 _EXTRA_KEYS = ("extend_exclude",)
 SCRIPT_RUN_SECONDS = 10.0  # `[tool.numcheck.script] run_seconds` when it is not set
 
@@ -338,7 +337,7 @@ class Config:
         set_("exclude", _patterns("exclude", self.exclude, where))
         if not self.include:
             raise ConfigError(f"'include' in {where} is empty, so no file would be analysed")
-        _choice("dtype", self.dtype, _choices("dtype"), where, _DTYPE_HINTS)
+        _choice("dtype", self.dtype, _choices("dtype"), where, DTYPE_ALIASES)
         _choice("scope", self.scope, _choices("scope"), where)
         _choice("fail_on", self.fail_on, _choices("fail_on"), where)
         _choice("check_failure", self.check_failure, _choices("check_failure"), where)

@@ -15,9 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from analyzers.catalogue import CATALOGUE, normalise_qualname
-from analyzers.static.vocabulary import TF_EUCLIDEAN_NORMS
+from analyzers.static.vocabulary import FRAMEWORK_ROOTS, TF_EUCLIDEAN_NORMS
 
-FRAMEWORK_ROOTS = ("torch", "tensorflow", "keras", "numpy", "jax", "math", "scipy", "tf_keras")
 MODULE_BASE_HINTS = ("Module", "Layer", "Model", "Sequential", "LightningModule")
 HALF_PRECISION_HINTS = (".half(", "float16", "torch.half", "autocast", "cuda.amp",
                         "mixed_precision", "bfloat16", "fp16")

@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import re
 
+from analyzers.catalogue import CATALOGUE
+
 TENSOR_ANNOTATION = re.compile(
     r"\b(Tensor|ndarray|Array|ArrayLike|Variable|Float\[|Int\[|Shaped\[|TensorType)")
 SCALAR_ANNOTATION = re.compile(r"^(int|float|bool|str|complex)$")
 MODEL_METHODS = ("forward", "call", "__call__", "training_step", "validation_step")
-FRAMEWORK_ROOTS = ("torch", "tensorflow", "keras", "numpy", "jax", "scipy", "tf_keras")
+# The top-level modules a catalogued call starts with, and `tf_keras`, which the catalogue
+# reads as tensorflow.keras (normalise_qualname).
+FRAMEWORK_ROOTS: tuple[str, ...] = (*sorted({
+    qual.split(".", 1)[0] for spec in CATALOGUE.entries for _, qual in spec.qualnames()}),
+    "tf_keras")
 
 # Tensor methods that hand back the same values (or a view of them).
 SAME_VALUE_METHODS = frozenset({
@@ -56,8 +62,7 @@ ASSERT_BOUNDS: dict[str, tuple[float, bool]] = {
 
 # TensorFlow's Euclidean norms are sqrt(reduce_sum(x * x)) with no special case at 0: their
 # gradient is NaN for an all-zero vector (a producer in the catalogue, checked by the pass)
-TF_EUCLIDEAN_NORMS = frozenset({"tensorflow.norm", "tensorflow.linalg.norm",
-                                "tensorflow.math.reduce_euclidean_norm"})
+TF_EUCLIDEAN_NORMS = frozenset(CATALOGUE.by_op["norm"].functions["tensorflow"])
 
 # Products whose float16 result overflows past 65504 before any scale applied afterwards
 # (attention scores q @ k^T: docs/numerics.md #12); an upcast before the softmax is the fix

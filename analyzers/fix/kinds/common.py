@@ -108,9 +108,12 @@ def catalogue_kinds(op: str) -> frozenset[str]:
     return frozenset(f.kind for f in spec.fixes) if spec is not None else frozenset()
 
 
-NONNEG_LEAVES = frozenset({"abs", "absolute", "square", "relu", "relu6", "norm", "vector_norm",
-                           "exp", "softmax", "sigmoid", "softplus", "std", "var",
-                           "reduce_euclidean_norm", "reduce_std", "reduce_variance"})
+# Calls whose result is >= 0 by their catalogue entry's output range (abs, square, relu, a
+# norm, exp, softmax, a standard deviation, ...), less those that return a tuple.
+TUPLE_RESULTS = frozenset({"std_mean", "var_mean", "moments"})
+NONNEG_LEAVES = frozenset(
+    name for spec in CATALOGUE.entries if spec.output is not None and spec.output[0] >= 0
+    for name in spec.leaf_names()) - TUPLE_RESULTS
 
 
 def syntactically_nonneg(site: Site, node: cst.BaseExpression) -> bool:
