@@ -23,6 +23,7 @@ from analyzers.catalogue import CATALOGUE, FixKind, OpSpec
 from analyzers.fix import bounds
 from analyzers.static.conditions import dotted_name
 from analyzers.static.prefilter import ImportMap
+from analyzers.static.rules import RuleId
 
 TF_FRAMEWORKS = ("tensorflow", "keras")
 COMPAT = ("tensorflow.compat.v1", "tensorflow.compat.v2")
@@ -67,7 +68,7 @@ class FixRequest:
             return None if value is None else float(value)  # "inf" and "-inf" too
 
         dtype = bounds.dtype_name(interval.get("dtype") or data.get("dtype"))
-        if data.get("rule") == "eps-underflow-fp16":
+        if data.get("rule") == RuleId.EPS_UNDERFLOW_FP16:
             dtype = "float16"  # the finding is about what the code does in half precision
         return cls(path=data["path"], line=int(data["line"]),
                    end_line=int(data.get("end_line") or data["line"]), op=data["op"],

@@ -14,6 +14,7 @@ from analyzers.static.conditions import compared_names, facts_from
 from analyzers.static.expressions import product
 from analyzers.static.interface import AnalyzerInterface
 from analyzers.static.records import Probe
+from analyzers.static.rules import RuleId
 from analyzers.static.values import (
     COUNT,
     INF,
@@ -119,7 +120,7 @@ class CallsMixin(AnalyzerInterface):
             if operand is not None:
                 value = self.ev_cached(operand, args, node)
                 if value.producer == "sigmoid":
-                    self._emit_pattern(node, spec, "bce-sigmoid", operand, value,
+                    self._emit_pattern(node, spec, RuleId.BCE_SIGMOID, operand, value,
                                        self.ctx.primary_framework)
         return Value("tensor")
 
@@ -409,7 +410,7 @@ class CallsMixin(AnalyzerInterface):
             if id(leak_node) in flagged_anyway or id(leak_node) in grad_free_ops:
                 continue
             spec = CATALOGUE.by_op[op]
-            self._record(leak_node, spec, "where-grad-leak", framework, operand_src,
+            self._record(leak_node, spec, RuleId.WHERE_GRAD_LEAK, framework, operand_src,
                          f"`{self.code(node.func)}` hides the forward value of "
                          f"`{self.code(leak_node)}` where the condition is {hidden}, but the "
                          "gradient still flows through it there and is NaN/inf, and "

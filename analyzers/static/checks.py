@@ -17,6 +17,7 @@ from analyzers.dtypes import limits, round_to, smallest_positive
 from analyzers.static import explain, zeros
 from analyzers.static.interface import AnalyzerInterface
 from analyzers.static.records import Probe, RawFinding
+from analyzers.static.rules import RuleId
 from analyzers.static.values import (
     INF,
     NONNEG,
@@ -83,24 +84,24 @@ class ChecksMixin(AnalyzerInterface):
             return Value("scalar")
         if spec.op == "softmax":
             if operand.neg_inf_filled and operand_node is not None:
-                self._emit_pattern(node, spec, "masked-softmax-inf", operand_node, operand,
+                self._emit_pattern(node, spec, RuleId.MASKED_SOFTMAX_INF, operand_node, operand,
                                    framework)
             elif operand.producer == "matmul" and operand_node is not None \
                     and self._float16_unit():
-                self._emit_pattern(node, spec, "fp16-scores-overflow", operand_node, operand,
+                self._emit_pattern(node, spec, RuleId.FP16_SCORES_OVERFLOW, operand_node, operand,
                                    framework)
             return Value("tensor", UNIT, producer="softmax")
         if spec.op == "binary_cross_entropy":
             if operand_node is not None and operand.producer == "sigmoid" \
                     and not self._from_logits(node):
-                self._emit_pattern(node, spec, "bce-sigmoid", operand_node, operand, framework)
+                self._emit_pattern(node, spec, RuleId.BCE_SIGMOID, operand_node, operand, framework)
             return Value("tensor")
         if operand_node is None:
             return Value("tensor")
         if spec.op == "log" and not operand.absorbed_eps and operand.producer in LOG_PATTERNS:
             rule = LOG_PATTERNS[operand.producer or ""]
             self._emit_pattern(node, spec, rule, operand_node, operand, framework,
-                               absorb=("exp",) if rule == "log-sum-exp" else ())
+                               absorb=("exp",) if rule == RuleId.LOG_SUM_EXP else ())
             return Value("tensor")
         if spec.op == "pow":
             exponent_node = self._arg(node, 0 if receiver else 1, ("exponent", "y"))
@@ -115,7 +116,8 @@ class ChecksMixin(AnalyzerInterface):
             other = self.ev_cached(other_node, args, node) if other_node is not None else UNKNOWN
             guarded = "where" in (operand.producer, other.producer)
             if not guarded and not operand.interval.nonzero() and not other.interval.nonzero():
-                self._record(node, spec, "unguarded-domain", framework, self.code(operand_node),
+                self._record(node, spec, RuleId.UNGUARDED_DOMAIN, framework,
+                             self.code(operand_node),
                              "both arguments of atan2 can be 0 at once, where its gradient is "
                              "NaN (pytorch#98276).", None)
             return Value("tensor", Interval(-math.pi, math.pi))
@@ -160,7 +162,7 @@ class ChecksMixin(AnalyzerInterface):
                       f"`{shown}` to exactly zero")
         else:  # an arbitrary vector (an embedding, a residual) is all-zero by accident only
             return
-        self._record(node, CATALOGUE.by_op["sqrt"], "unguarded-domain", "tensorflow",
+        self._record(node, CATALOGUE.by_op["sqrt"], RuleId.UNGUARDED_DOMAIN, "tensorflow",
                      self.code(operand_node),
                      f"{reason}; `{self.code(node.func)}` is sqrt(reduce_sum(x * x)) without "
                      f"PyTorch's special case at 0, so its gradient there is 0/0 = NaN "
@@ -291,7 +293,7 @@ class ChecksMixin(AnalyzerInterface):
 
     def _check_domain(self, node: cst.CSTNode, spec: OpSpec,
                       operand_node: cst.BaseExpression, operand: Value, framework: str,
-                      requirement: str | None = None, rule: str = "unguarded-domain") -> None:
+                      requirement: str | None = None, rule: str = RuleId.UNGUARDED_DOMAIN) -> None:
         requirement = requirement or spec.requires
         if requirement == "none":
             return
@@ -303,27 +305,27 @@ class ChecksMixin(AnalyzerInterface):
                     and not self._requirement_holds(requirement, operand.fp16_interval, spec,
                                                     "float16"):
                 eps = operand.fp16_zero_eps
-                self._record(node, spec, "eps-underflow-fp16", framework,
+                self._record(node, spec, RuleId.EPS_UNDERFLOW_FP16, framework,
                              self.code(operand_node),
                              f"the epsilon {eps:g} in `{self.code(operand_node)}` is 0.0 in "
                              f"float16 (the smallest float16 is 6e-08), so under half "
                              f"precision the guard does nothing and "
                              f"{explain.consequence(spec, operand.fp16_interval, 'float16', requirement)}.",  # noqa: E501
                              operand.fp16_interval,
-                             explain.pattern_hint("eps-underflow-fp16", framework))
+                             explain.pattern_hint(RuleId.EPS_UNDERFLOW_FP16, framework))
             return
         operand_src = self.code(operand_node)
         consequence = explain.consequence(spec, iv, dtype, requirement, framework)
         if operand.absorbed_eps:
-            self._record(node, spec, "eps-absorbed", framework, operand_src,
+            self._record(node, spec, RuleId.EPS_ABSORBED, framework, operand_src,
                          f"the epsilon in `{operand_src}` is absorbed ({operand.absorbed_eps}), "
                          f"so it guards nothing and {consequence}.", iv,
-                         explain.pattern_hint("eps-absorbed", framework))
+                         explain.pattern_hint(RuleId.EPS_ABSORBED, framework))
             return
         if operand.fp16_zero_eps is not None and dtype == "float16":
-            self._record(node, spec, "eps-underflow-fp16", framework, operand_src,
+            self._record(node, spec, RuleId.EPS_UNDERFLOW_FP16, framework, operand_src,
                          f"the epsilon {operand.fp16_zero_eps:g} is 0.0 in float16, so "
-                         f"{consequence}.", iv, explain.pattern_hint("eps-underflow-fp16",
+                         f"{consequence}.", iv, explain.pattern_hint(RuleId.EPS_UNDERFLOW_FP16,
                                                                      framework))
             return
         self._record(node, spec, rule, framework, operand_src,
@@ -332,7 +334,7 @@ class ChecksMixin(AnalyzerInterface):
 
     def _check_division(self, node: cst.CSTNode, divisor: Value,
                         divisor_node: cst.BaseExpression, numerator: Value,
-                        framework: str | None = None, rule: str = "unguarded-domain") -> None:
+                        framework: str | None = None, rule: str = RuleId.UNGUARDED_DOMAIN) -> None:
         """`x / x.norm()` is the normalisation pattern; a scalar over a norm is a plain
         division (clip coefficients, ratios)."""
         spec = CATALOGUE.by_op["div"]
@@ -341,16 +343,16 @@ class ChecksMixin(AnalyzerInterface):
             divisor.norm_of is None or numerator.name is None
             or numerator.name == divisor.norm_of)
         if divisor.producer == "norm" and same_vector and not divisor.interval.nonzero():
-            self._emit_pattern(node, spec, "manual-normalize", divisor_node, divisor, framework,
-                               absorb=("sqrt",))
+            self._emit_pattern(node, spec, RuleId.MANUAL_NORMALIZE, divisor_node, divisor,
+                               framework, absorb=("sqrt",))
             return
         self._check_domain(node, spec, divisor_node, divisor, framework, rule=rule)
 
     def _check_pow(self, node: cst.CSTNode, base: Value, base_node: cst.BaseExpression,
                    exponent: float | None, framework: str | None = None,
-                   rule: str = "unguarded-domain") -> None:
+                   rule: str = RuleId.UNGUARDED_DOMAIN) -> None:
         """A negative power divides by the base, so a base of unknown range is a candidate
-        on the same terms as a divisor (`rule="unknown-operand"`, zeros.py)."""
+        on the same terms as a divisor (`rule=RuleId.UNKNOWN_OPERAND`, zeros.py)."""
         spec = CATALOGUE.by_op["pow"]
         framework = framework or self._framework(None)
         if exponent is not None and exponent >= 0 and exponent == int(exponent):
@@ -382,10 +384,10 @@ class ChecksMixin(AnalyzerInterface):
         if spec is None or spec.kind != "guard" or spec.op == "where" or target is None:
             return
         framework = self._framework(qual)
-        self._record(expr, spec, "discarded-guard", framework, self.code(target),
+        self._record(expr, spec, RuleId.DISCARDED_GUARD, framework, self.code(target),
                      f"the result of `{self.code(expr)}` is discarded, so `{self.code(target)}` "
                      f"is not guarded afterwards (clamp and clip return a new tensor).", None,
-                     explain.pattern_hint("discarded-guard", framework))
+                     explain.pattern_hint(RuleId.DISCARDED_GUARD, framework))
 
     def ev_quiet(self, node: cst.BaseExpression) -> Value:
         saved_probe, saved_findings = self.probe, self.findings
@@ -399,34 +401,35 @@ class ChecksMixin(AnalyzerInterface):
                       operand_node: cst.BaseExpression, operand: Value, framework: str,
                       absorb: tuple[str, ...] = ()) -> None:
         operand_src = self.code(operand_node)
-        sentences = {
-            "log-softmax": "log of a softmax is -inf as soon as one probability underflows "
+        sentences: dict[str, str] = {
+            RuleId.LOG_SOFTMAX: "log of a softmax is -inf as soon as one probability underflows "
                            f"to 0.0 (logits ~{limits(self.dtype).softmax_zero_gap:g} apart in "
                            f"{self.dtype})",
-            "log-sigmoid": f"log of a sigmoid is -inf once the sigmoid saturates to 0.0 or "
+            RuleId.LOG_SIGMOID: f"log of a sigmoid is -inf once the sigmoid saturates to 0.0 or "
                            f"1.0 in {self.dtype}",
-            "bce-sigmoid": "binary cross-entropy on a sigmoid output takes log(0) once the "
+            RuleId.BCE_SIGMOID: "binary cross-entropy on a sigmoid output takes log(0) once the "
                            "sigmoid saturates; the loss is clamped and the gradient is lost",
-            "log-sum-exp": f"exp overflows to inf above {limits(self.dtype).exp_max:.2f} in "
+            RuleId.LOG_SUM_EXP: f"exp overflows to inf above {limits(self.dtype).exp_max:.2f} in "
                            f"{self.dtype}, so log(sum(exp(x))) is inf where logsumexp is finite",
-            "log1p": "log(1 + x) loses all precision for |x| below machine epsilon "
+            RuleId.LOG1P: "log(1 + x) loses all precision for |x| below machine epsilon "
                      f"({limits(self.dtype).eps:.2g} in {self.dtype}) and is NaN for x < -1",
-            "expm1": "exp(x) - 1 cancels catastrophically for small x and overflows like exp",
-            "masked-softmax-inf": "the scores are filled with -inf before softmax, so a row "
+            RuleId.EXPM1: "exp(x) - 1 cancels catastrophically for small x and overflows like exp",
+            RuleId.MASKED_SOFTMAX_INF: "the scores are filled with -inf before softmax, so a row "
                                   "that is entirely masked gives 0/0 = NaN",
-            "manual-normalize": "dividing by a norm is inf/NaN for an all-zero vector, "
+            RuleId.MANUAL_NORMALIZE: "dividing by a norm is inf/NaN for an all-zero vector, "
                                 "and so is the gradient",
-            "fp16-scores-overflow": "the scores are a float16 product: a dot product above "
+            RuleId.FP16_SCORES_OVERFLOW: "the scores are a float16 product: a dot product above "
                                     f"{limits('float16').max:g} is inf before any scale "
                                     "applied after it, and softmax of a row with inf is NaN",
         }
         subject = f"`{explain.short(operand_src)}`"
         if operand.name and operand.name != operand_src and rule in (
-                "log-softmax", "log-sigmoid", "bce-sigmoid", "masked-softmax-inf"):
+                RuleId.LOG_SOFTMAX, RuleId.LOG_SIGMOID, RuleId.BCE_SIGMOID,
+                RuleId.MASKED_SOFTMAX_INF):
             subject += f" (from `{operand.name}`)"
         why = f"{subject}: {sentences.get(rule, rule)}."
         if absorb:
-            self._absorb(operand_node if rule != "expm1" else node, absorb)
+            self._absorb(operand_node if rule != RuleId.EXPM1 else node, absorb)
         self._record(node, spec, rule, framework, operand_src, why,
                      operand.interval if not operand.interval.unknown else None,
                      explain.pattern_hint(rule, framework))

@@ -10,13 +10,13 @@ import re
 
 from analyzers.catalogue import OpSpec
 from analyzers.dtypes import limits
-from analyzers.static.rules import RULES
+from analyzers.static.rules import RULES, RuleId, Severity
 from analyzers.static.values import Interval, Value
 
 DEFAULT_EPS = {"float16": "1e-4", "bfloat16": "1e-6", "float32": "1e-6", "float64": "1e-12"}
 
 # a rule's severity lives with the rule (rules.py); this is the lookup the scanner reads
-RULE_SEVERITY = {rule.id: rule.severity for rule in RULES}
+RULE_SEVERITY: dict[str, Severity] = {rule.id: rule.severity for rule in RULES}
 
 
 def producer_phrase(producer: str, dtype: str) -> str:
@@ -154,47 +154,47 @@ def domain_hint(spec: OpSpec, operand_src: str, framework: str, requirement: str
     return ""
 
 
-PATTERN_HINTS = {
-    "log-softmax": {"torch": "use `torch.log_softmax(x, dim=...)` on the logits",
+PATTERN_HINTS: dict[str, dict[str, str]] = {
+    RuleId.LOG_SOFTMAX: {"torch": "use `torch.log_softmax(x, dim=...)` on the logits",
                     "tensorflow": "use `tf.nn.log_softmax(logits)` on the logits",
                     "default": "use log_softmax on the logits"},
-    "log-sigmoid": {"torch": "use `torch.nn.functional.logsigmoid(x)` "
+    RuleId.LOG_SIGMOID: {"torch": "use `torch.nn.functional.logsigmoid(x)` "
                              "(and `logsigmoid(-x)` for log(1 - sigmoid(x)))",
                     "tensorflow": "use `tf.math.log_sigmoid(x)` (and `log_sigmoid(-x)` for "
                                   "log(1 - sigmoid(x)))",
                     "default": "use log_sigmoid on the logits"},
-    "bce-sigmoid": {"torch": "drop the sigmoid and use `BCEWithLogitsLoss` / "
+    RuleId.BCE_SIGMOID: {"torch": "drop the sigmoid and use `BCEWithLogitsLoss` / "
                              "`F.binary_cross_entropy_with_logits` on the logits",
                     "tensorflow": "drop the sigmoid and pass `from_logits=True`",
                     "default": "compute the loss from the logits"},
-    "log-sum-exp": {"torch": "use `torch.logsumexp(x, dim=...)`",
+    RuleId.LOG_SUM_EXP: {"torch": "use `torch.logsumexp(x, dim=...)`",
                     "tensorflow": "use `tf.math.reduce_logsumexp(x, axis=...)`",
                     "default": "use logsumexp"},
-    "log1p": {"torch": "use `torch.log1p(x)`: exact for small x", "tensorflow":
+    RuleId.LOG1P: {"torch": "use `torch.log1p(x)`: exact for small x", "tensorflow":
               "use `tf.math.log1p(x)`: exact for small x", "default": "use log1p(x)"},
-    "expm1": {"torch": "use `torch.expm1(x)`: exact for small x", "tensorflow":
+    RuleId.EXPM1: {"torch": "use `torch.expm1(x)`: exact for small x", "tensorflow":
               "use `tf.math.expm1(x)`: exact for small x", "default": "use expm1(x)"},
-    "masked-softmax-inf": {"default": "fill masked positions with "
+    RuleId.MASKED_SOFTMAX_INF: {"default": "fill masked positions with "
                                       "`torch.finfo(scores.dtype).min` instead of -inf, so a "
                                       "fully masked row stays finite"},
-    "manual-normalize": {"torch": "use `torch.nn.functional.normalize(x, dim=...)` or divide "
+    RuleId.MANUAL_NORMALIZE: {"torch": "use `torch.nn.functional.normalize(x, dim=...)` or divide "
                                   "by `norm.clamp_min(eps)`",
                          "tensorflow": "use `tf.math.l2_normalize(x, axis=...)`",
                          "default": "divide by max(norm, eps)"},
-    "fp16-scores-overflow": {"torch": "compute the scores and the softmax in float32: "
+    RuleId.FP16_SCORES_OVERFLOW: {"torch": "compute the scores and the softmax in float32: "
                                       "`torch.softmax(q.float() @ k.float().transpose(-2, -1) "
                                       "* scale, dim=-1).to(q.dtype)`, or scale q first",
                              "tensorflow": "compute the scores and the softmax in float32 "
                                            "(`tf.cast(q, tf.float32)`), or scale q first",
                              "default": "compute the scores and the softmax in float32"},
-    "where-grad-leak": {"default": "make the unsafe branch's input safe too (double where): "
+    RuleId.WHERE_GRAD_LEAK: {"default": "make the unsafe branch's input safe too (double where): "
                                    "`op(where(cond, x, safe_value))`"},
-    "discarded-guard": {"default": "assign the result (`x = x.clamp(...)`) or use the "
+    RuleId.DISCARDED_GUARD: {"default": "assign the result (`x = x.clamp(...)`) or use the "
                                    "in-place form (`x.clamp_(...)`)"},
-    "eps-absorbed": {"default": "add the epsilon last, next to the value that can reach 0, "
+    RuleId.EPS_ABSORBED: {"default": "add the epsilon last, next to the value that can reach 0, "
                                 "or clamp: an epsilon below the other term's precision "
                                 "vanishes"},
-    "eps-underflow-fp16": {"default": "use an epsilon float16 can represent (>= 1e-4 keeps "
+    RuleId.EPS_UNDERFLOW_FP16: {"default": "use an epsilon float16 can represent (>= 1e-4 keeps "
                                       "it normal), or `torch.finfo(x.dtype).tiny`"},
 }
 

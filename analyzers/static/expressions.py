@@ -16,6 +16,7 @@ from analyzers.dtypes import limits, round_to
 from analyzers.static import zeros
 from analyzers.static.conditions import facts_from
 from analyzers.static.interface import AnalyzerInterface
+from analyzers.static.rules import RuleId
 from analyzers.static.values import (
     COUNT,
     INF,
@@ -223,7 +224,7 @@ class ExpressionsMixin(AnalyzerInterface):
             if right.is_tensor:
                 self._check_division(node, right, right_node, left)
             elif zeros.can_reach_zero(right, right_node):
-                self._check_division(node, right, right_node, left, rule="unknown-operand")
+                self._check_division(node, right, right_node, left, rule=RuleId.UNKNOWN_OPERAND)
             quotient = div(left.interval, right.interval, dtype)
             return Value(kind, zeros.floored(quotient) if symbol == "//" else quotient,
                          neg_inf_filled=left.neg_inf_filled,
@@ -233,7 +234,7 @@ class ExpressionsMixin(AnalyzerInterface):
             if left.is_tensor:
                 self._check_pow(node, left, left_node, exponent)
             elif exponent is not None and exponent < 0 and zeros.can_reach_zero(left, left_node):
-                self._check_pow(node, left, left_node, exponent, rule="unknown-operand")
+                self._check_pow(node, left, left_node, exponent, rule=RuleId.UNKNOWN_OPERAND)
             if exponent == 2:
                 return Value(kind, square(left.interval), producer="square", norm_of=left.name)
             if exponent is not None and exponent > 0 and left.interval.nonnegative():
@@ -249,7 +250,7 @@ class ExpressionsMixin(AnalyzerInterface):
             if left.interval == constant(1.0) and right.producer == "sigmoid":
                 result = result.with_(producer="one_minus_sigmoid", name=right.name)
             if left.producer == "exp" and right.interval == constant(1.0) and left.is_tensor:
-                self._emit_pattern(node, CATALOGUE.by_op["exp"], "expm1", left_node, left,
+                self._emit_pattern(node, CATALOGUE.by_op["exp"], RuleId.EXPM1, left_node, left,
                                    self._framework(None), absorb=("exp",))
             if left.absorbed_eps or right.absorbed_eps:
                 result = result.with_(absorbed_eps=left.absorbed_eps or right.absorbed_eps)

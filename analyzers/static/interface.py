@@ -18,6 +18,7 @@ from analyzers.catalogue import OpSpec
 from analyzers.static.conditions import Fact
 from analyzers.static.prefilter import ClassFacts
 from analyzers.static.records import AnalyzerState
+from analyzers.static.rules import RuleId
 from analyzers.static.values import Interval, Value
 
 
@@ -53,12 +54,12 @@ class AnalyzerInterface(AnalyzerState):
 
     def _check_division(self, node: cst.CSTNode, divisor: Value,
                         divisor_node: cst.BaseExpression, numerator: Value,
-                        framework: str | None = None, rule: str = "unguarded-domain") -> None:
+                        framework: str | None = None, rule: str = RuleId.UNGUARDED_DOMAIN) -> None:
         raise NotImplementedError  # checks.py
 
     def _check_pow(self, node: cst.CSTNode, base: Value, base_node: cst.BaseExpression,
                    exponent: float | None, framework: str | None = None,
-                   rule: str = "unguarded-domain") -> None:
+                   rule: str = RuleId.UNGUARDED_DOMAIN) -> None:
         raise NotImplementedError  # checks.py
 
     def _children(self, node: cst.CSTNode) -> None:

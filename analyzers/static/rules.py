@@ -22,9 +22,30 @@ corpus scores the other rules only (`bench.corpus` counts candidates apart).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Literal
 
 Severity = Literal["error", "warning", "note"]
+
+
+class RuleId(StrEnum):
+    """The rule ids: what findings, SARIF, `disable` and `# numcheck: ignore[...]` name."""
+
+    UNGUARDED_DOMAIN = "unguarded-domain"
+    EPS_ABSORBED = "eps-absorbed"
+    EPS_UNDERFLOW_FP16 = "eps-underflow-fp16"
+    DISCARDED_GUARD = "discarded-guard"
+    WHERE_GRAD_LEAK = "where-grad-leak"
+    LOG_SOFTMAX = "log-softmax"
+    LOG_SIGMOID = "log-sigmoid"
+    BCE_SIGMOID = "bce-sigmoid"
+    LOG_SUM_EXP = "log-sum-exp"
+    LOG1P = "log1p"
+    EXPM1 = "expm1"
+    MASKED_SOFTMAX_INF = "masked-softmax-inf"
+    FP16_SCORES_OVERFLOW = "fp16-scores-overflow"
+    UNKNOWN_OPERAND = "unknown-operand"
+    MANUAL_NORMALIZE = "manual-normalize"
 
 
 @dataclass(frozen=True)
@@ -38,7 +59,7 @@ class RuleText:
 
 @dataclass(frozen=True)
 class Rule:
-    id: str
+    id: RuleId
     summary: str
     message: str
     fix: str
@@ -56,7 +77,7 @@ class Rule:
 
 RULES: tuple[Rule, ...] = (
     Rule(
-        "unguarded-domain",
+        RuleId.UNGUARDED_DOMAIN,
         "operand not proven inside the op's valid domain",
         "The operand of log, sqrt, division, pow, acos, exp, ... is not proven to stay inside "
         "the op's valid domain (forward and gradient), so the op can produce NaN or Inf.",
@@ -90,7 +111,7 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
-        "eps-absorbed",
+        RuleId.EPS_ABSORBED,
         "epsilon absorbed by floating-point rounding",
         "An epsilon meant to keep an operand away from 0 is added to a term so much larger "
         "that it rounds away (in float32, 1 + 1e-10 == 1): the guard does nothing.",
@@ -102,7 +123,7 @@ RULES: tuple[Rule, ...] = (
         definite=True,
     ),
     Rule(
-        "eps-underflow-fp16",
+        RuleId.EPS_UNDERFLOW_FP16,
         "epsilon that is zero in float16",
         "An epsilon below float16's smallest subnormal (6e-8), such as 1e-8, is 0.0 in "
         "float16, so under half precision or autocast the guard does nothing.",
@@ -114,7 +135,7 @@ RULES: tuple[Rule, ...] = (
         definite=True,
     ),
     Rule(
-        "discarded-guard",
+        RuleId.DISCARDED_GUARD,
         "guard whose result is discarded",
         "clamp/clip return a new tensor; called as a bare statement they change nothing.",
         "Assign the result, or use the in-place form (clamp_).",
@@ -125,7 +146,7 @@ RULES: tuple[Rule, ...] = (
         definite=True,
     ),
     Rule(
-        "where-grad-leak",
+        RuleId.WHERE_GRAD_LEAK,
         "where() masks the value but not the gradient",
         "torch.where/tf.where select the safe value in the forward pass, but the gradient "
         "of the unsafe branch is still computed everywhere and 0 * NaN = NaN (pytorch#68425).",
@@ -140,7 +161,7 @@ RULES: tuple[Rule, ...] = (
         definite=True,
     ),
     Rule(
-        "log-softmax", "log of softmax",
+        RuleId.LOG_SOFTMAX, "log of softmax",
         "log(softmax(x)) is -inf once a probability underflows to 0.0 (logits ~104 apart in "
         "float32).", "Use log_softmax on the logits.",
         valid=("import torch\ndef f(x):\n    return torch.log_softmax(x, dim=-1)\n",),
@@ -149,7 +170,7 @@ RULES: tuple[Rule, ...] = (
         definite=True,
     ),
     Rule(
-        "log-sigmoid", "log of sigmoid",
+        RuleId.LOG_SIGMOID, "log of sigmoid",
         "log(sigmoid(x)) and log(1 - sigmoid(x)) are -inf once the sigmoid saturates.",
         "Use logsigmoid(x) and logsigmoid(-x).",
         valid=("import torch.nn.functional as F\ndef f(x):\n    return F.logsigmoid(x)\n",),
@@ -157,7 +178,7 @@ RULES: tuple[Rule, ...] = (
         definite=True,
     ),
     Rule(
-        "bce-sigmoid", "binary cross-entropy on a sigmoid",
+        RuleId.BCE_SIGMOID, "binary cross-entropy on a sigmoid",
         "BCELoss on sigmoid outputs takes log(0) once the sigmoid saturates; torch clamps the "
         "log at -100 and the gradient is lost (pytorch#751).",
         "Use BCEWithLogitsLoss / binary_cross_entropy_with_logits, or from_logits=True.",
@@ -168,7 +189,7 @@ RULES: tuple[Rule, ...] = (
         definite=True,
     ),
     Rule(
-        "log-sum-exp", "hand-written log(sum(exp(x)))",
+        RuleId.LOG_SUM_EXP, "hand-written log(sum(exp(x)))",
         "exp overflows above 88.72 in float32, so log(sum(exp(x))) is inf where logsumexp "
         "is finite.", "Use logsumexp with the same dim.",
         valid=("import torch\ndef f(x):\n    return torch.logsumexp(x, dim=1)\n",),
@@ -177,21 +198,21 @@ RULES: tuple[Rule, ...] = (
         definite=True,
     ),
     Rule(
-        "log1p", "log(1 + x)", "log(1 + x) loses precision for small x and is NaN for x < -1.",
+        RuleId.LOG1P, "log(1 + x)", "log(1 + x) loses precision for small x and is NaN for x < -1.",
         "Use log1p(x).",
         valid=("import torch\ndef f(x):\n    return torch.log1p(torch.relu(x))\n",),
         invalid=("import torch\ndef f(x: torch.Tensor):\n    return torch.log(1 + x)\n",),
         severity="note",
     ),
     Rule(
-        "expm1", "exp(x) - 1", "exp(x) - 1 cancels catastrophically for small x.",
+        RuleId.EXPM1, "exp(x) - 1", "exp(x) - 1 cancels catastrophically for small x.",
         "Use expm1(x).",
         valid=("import torch\ndef f(x):\n    return torch.expm1(x.clamp(max=20))\n",),
         invalid=("import torch\ndef f(x):\n    return torch.exp(x) - 1\n",),
         severity="note",
     ),
     Rule(
-        "masked-softmax-inf", "softmax over rows filled with -inf",
+        RuleId.MASKED_SOFTMAX_INF, "softmax over rows filled with -inf",
         "Masking scores with -inf before softmax gives 0/0 = NaN for a fully masked row "
         "(pytorch#41508).", "Fill with torch.finfo(dtype).min instead of -inf.",
         valid=("import torch\ndef f(s, m):\n"
@@ -203,7 +224,7 @@ RULES: tuple[Rule, ...] = (
         definite=True,
     ),
     Rule(
-        "fp16-scores-overflow", "softmax over float16 matmul scores",
+        RuleId.FP16_SCORES_OVERFLOW, "softmax over float16 matmul scores",
         "In float16 (or fp16 autocast), q @ k^T overflows to inf once a dot product passes "
         "65504, before a scale applied after the product can help; softmax of a row with inf "
         "is NaN (pytorch#40497, transformers#24638).",
@@ -219,7 +240,7 @@ RULES: tuple[Rule, ...] = (
                  "        return torch.softmax(torch.matmul(q, k.mT) / 8.0, dim=-1)\n"),
     ),
     Rule(
-        "unknown-operand", "divisor of unknown provenance that can reach 0",
+        RuleId.UNKNOWN_OPERAND, "divisor of unknown provenance that can reach 0",
         "The divisor is a sum or difference of values the analysis cannot follow (counts a "
         "helper returned, a parameter minus one), a floor division, or a counter that starts "
         "at 0 and only a loop adds to; such a divisor reaching 0 is a common bug, "
@@ -252,7 +273,7 @@ RULES: tuple[Rule, ...] = (
         severity="note", candidate=True,
     ),
     Rule(
-        "manual-normalize", "division by a norm",
+        RuleId.MANUAL_NORMALIZE, "division by a norm",
         "x / x.norm() is inf/NaN for an all-zero vector, and so is its gradient "
         "(pytorch#2421).", "Use F.normalize(x, dim=...) or divide by norm.clamp_min(eps).",
         valid=("import torch.nn.functional as F\ndef f(x):\n"
@@ -262,7 +283,7 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-RULES_BY_ID = {rule.id: rule for rule in RULES}
+RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
 
 
 def rule_texts() -> dict[str, RuleText]:

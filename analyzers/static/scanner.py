@@ -26,12 +26,12 @@ from analyzers.static.explain import RULE_SEVERITY
 from analyzers.static.feeds import feeding_line
 from analyzers.static.prefilter import Unit, plan_file
 from analyzers.static.records import FileContext, RawFinding
-from analyzers.static.rules import RULES_BY_ID
+from analyzers.static.rules import RULES_BY_ID, RuleId
 from analyzers.static.suppression import Suppressions
 
 DEFAULT_CONFIG = Config()
 # pattern rules outrank the generic one on a line, and the generic one outranks a candidate
-RULE_RANK = {"unguarded-domain": 1, "unknown-operand": 2}
+RULE_RANK: dict[str, int] = {RuleId.UNGUARDED_DOMAIN: 1, RuleId.UNKNOWN_OPERAND: 2}
 THREAD_PARSE_LEVELS = 60
 """A file deeper than this (and within bounds.MAX_NESTING_LEVELS) is parsed by libcst on a
 thread of its own with `PARSE_STACK_BYTES` of stack: belt and braces for a process whose

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from analyzers.catalogue import CATALOGUE
+from analyzers.static.rules import RuleId
 
 TENSOR_ANNOTATION = re.compile(
     r"\b(Tensor|ndarray|Array|ArrayLike|Variable|Float\[|Int\[|Shaped\[|TensorType)")
@@ -39,9 +40,9 @@ NEG_INF_NAMES = ("math.inf", "numpy.inf", "torch.inf", "jax.numpy.inf", "numpy.I
 TENSOR_FACTORIES = frozenset({"tensor", "as_tensor", "constant", "convert_to_tensor", "array",
                               "asarray", "scalar_tensor", "full", "full_like", "Variable"})
 # log(producer(x)) with a stable API: the rule each producer triggers.
-LOG_PATTERNS = {"softmax": "log-softmax", "sigmoid": "log-sigmoid",
-                "one_minus_sigmoid": "log-sigmoid", "sum_exp": "log-sum-exp",
-                "one_plus": "log1p"}
+LOG_PATTERNS = {"softmax": RuleId.LOG_SOFTMAX, "sigmoid": RuleId.LOG_SIGMOID,
+                "one_minus_sigmoid": RuleId.LOG_SIGMOID, "sum_exp": RuleId.LOG_SUM_EXP,
+                "one_plus": RuleId.LOG1P}
 # exp(producer(x)): the producer whose log it undoes (probabilities from log-probabilities).
 EXP_OF_LOG = {"log_softmax": "softmax", "logsigmoid": "sigmoid"}
 

@@ -21,6 +21,7 @@ from analyzers.fix.site import (
     operand_node,
     substitute_operand,
 )
+from analyzers.static.rules import RuleId
 
 
 def _literal_value(node: cst.BaseExpression | None) -> float | None:
@@ -41,7 +42,7 @@ def is_guard(spec: OpSpec) -> bool:
            "a bare clamp(p, lo, hi) -> p = clamp(p, lo, hi)")
 def t_discarded_guard(site: Site) -> Iterator[Edit]:
     """`tf.clip_by_value(p, lo, hi)` as a bare statement -> `p = tf.clip_by_value(p, lo, hi)`."""
-    if site.request.rule != "discarded-guard" or not isinstance(site.node, cst.Call):
+    if site.request.rule != RuleId.DISCARDED_GUARD or not isinstance(site.node, cst.Call):
         return
     statement = site.parent(site.node)
     if not isinstance(statement, cst.Expr) or statement.value is not site.node:

@@ -22,6 +22,7 @@ from analyzers.fix.site import (
     replace_in,
     view,
 )
+from analyzers.static.rules import RuleId
 
 
 def _upcast_matmul(site: Site, node: cst.BaseExpression) -> \
@@ -107,7 +108,7 @@ def t_float32_scores(site: Site) -> Iterator[Edit]:
     """`softmax(q @ k.T * s)` -> `softmax(q.float() @ k.T.float() * s).to(q.dtype)`: the
     product is what overflows float16 (docs/numerics.md #12), so a softmax in float32 alone is
     too late; the probabilities go back to the model's dtype for the next product."""
-    if site.request.rule != "fp16-scores-overflow" or _under_autocast(site):
+    if site.request.rule != RuleId.FP16_SCORES_OVERFLOW or _under_autocast(site):
         return
     v = view(site, site.node)
     operand = v.operand() if v is not None else None

@@ -13,6 +13,7 @@ from analyzers.fix import bounds
 from analyzers.fix.kinds.common import catalogue_kinds
 from analyzers.fix.kinds.registry import listed, only, transform
 from analyzers.fix.site import Edit, Site, expr, is_simple, operand_node, substitute_operand, view
+from analyzers.static.rules import RuleId
 
 SAFE_VALUE = {"positive": 1.0, "nonzero": 1.0, "gt_minus_one": 0.0, "open_unit": 0.0,
               "open_probability": 0.5, "below_exp_max": 0.0, "ge_one": 2.0}
@@ -69,7 +70,7 @@ def has_safe_value(spec: OpSpec) -> bool:
 def t_double_where(site: Site) -> Iterator[Edit]:
     spec = CATALOGUE.by_op.get(site.request.op)
     if spec is None or spec.requires not in SAFE_VALUE or \
-            site.request.rule not in ("where-grad-leak", ""):
+            site.request.rule not in (RuleId.WHERE_GRAD_LEAK, ""):
         return  # a where whose condition does not guard the operand is no double where
     found = _enclosing_where(site)
     if found is None:
