@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from analyzers.static import scan_source
@@ -35,3 +37,19 @@ def test_every_rule_the_analyser_reports_is_documented() -> None:
 def test_rules_have_examples_both_ways() -> None:
     for rule in RULES:
         assert rule.valid and rule.invalid, rule.id
+
+
+def test_code_names_rules_by_constant_not_by_string() -> None:
+    """A rule id spelled as a string in the analysis would silently stop matching when the id
+    changes; code says `RuleId.X`. The ids that are also op or fix names (log1p, expm1,
+    log-softmax, log-sigmoid) are skipped where they mean those."""
+    root = Path(__file__).resolve().parent.parent
+    shared = {"log1p", "expm1", "log-softmax", "log-sigmoid"}
+    wanted = [rule.id for rule in RULES if rule.id not in shared]
+    found = []
+    for path in sorted((root / "analyzers").rglob("*.py")):
+        if path.name == "rules.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        found += [f"{path.relative_to(root)}: {rid}" for rid in wanted if f'"{rid}"' in text]
+    assert found == []
