@@ -126,8 +126,9 @@ def _revalidate(case_dir: Path, table: dict[str, Any], finding: dict[str, Any],
     from analyzers.dynamic.search import Budget
     from analyzers.fix.apply import apply_to_source
     from analyzers.fix.candidates import Candidate
+    from analyzers.fix.entry_hooks import entry_hooks
     from analyzers.fix.patch import Patch
-    from analyzers.fix.validate import entry_hooks, validate
+    from analyzers.fix.validate import validate
     from analyzers.model import Finding
     from analyzers.report.jsonout import finding_from_json
     from runners.harness import _run_reproducer, normal_inputs, scratch_copy

@@ -406,7 +406,8 @@ def normal_inputs(entry: Any, seed: int, count: int = NORMAL_SAMPLES) -> list[An
 
     from analyzers.dynamic.tensors import TORCH_DTYPES, sample
     from analyzers.dynamic.weights import natural_values
-    from analyzers.fix.validate import in_domain, run_entry, sample_inputs
+    from analyzers.fix.entry_hooks import run_entry, sample_inputs
+    from analyzers.fix.validate import in_domain
 
     samples: list[list[Any]] = []
     if entry.start is not None:
@@ -448,7 +449,8 @@ def fix_finding(repo: Path, finding: dict[str, Any], entry: Any, trigger: list[A
     from analyzers.dynamic.script import ScriptEntry
     from analyzers.dynamic.search import Budget
     from analyzers.fix import FixRequest, candidates
-    from analyzers.fix.validate import Hooks, choose, entry_hooks, fix_record
+    from analyzers.fix.entry_hooks import entry_hooks
+    from analyzers.fix.validate import Hooks, choose, fix_record
 
     path = finding["path"]
     source = (repo / path).read_text(encoding="utf-8")

@@ -24,6 +24,16 @@ from analyzers.dynamic.entries import EntryConfig, build_configured
 from analyzers.dynamic.entry import Entry
 from analyzers.dynamic.search import Budget, Outcome, Searcher
 from analyzers.fix.candidates import Candidate, candidates
+from analyzers.fix.entry_hooks import (
+    entry_gradients,
+    entry_hooks,
+    load_patched,
+    rebind,
+    reproduce,
+    run_entry,
+    sample_inputs,
+    search_hook,
+)
 from analyzers.fix.site import FixRequest
 from analyzers.fix.validate import (
     Hooks,
@@ -31,17 +41,9 @@ from analyzers.fix.validate import (
     check_equivalence,
     check_gradients,
     choose,
-    entry_gradients,
-    entry_hooks,
     fix_record,
     in_domain,
-    load_patched,
     patched_lines,
-    rebind,
-    reproduce,
-    run_entry,
-    sample_inputs,
-    search_hook,
     tolerance,
     validate,
 )

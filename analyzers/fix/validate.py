@@ -19,35 +19,24 @@ The record (`Validation.to_json()`) says which checks ran, their figures, and wh
 candidate was rejected. Checks run cheapest first and stop at the first failure; the rest are
 recorded as skipped.
 
-Helpers for the harness (and the tests), all in-process: `load_patched` imports a patched copy
-of one module, `rebind` points an `Entry` at it, `sample_inputs` draws from an entry's box,
-`run_entry` / `entry_gradients` call an entry (PyTorch or TensorFlow), `reproduce` evaluates a
-trigger, `search_hook` wraps a `Searcher` run.
+The callables come from `entry_hooks.py`, which loads the patched copy and calls the PR's code
+(in the sandbox); the value helpers both use are in `values.py`.
 """
 
 from __future__ import annotations
 
-import copy
-import importlib.util
-import itertools
-import math
-import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from analyzers.dtypes import limits
+from analyzers.fix.values import copied, float_arrays, jsonable, seed_all
 
 if TYPE_CHECKING:
     from analyzers.config import Config
-    from analyzers.dynamic.entry import Entry
-    from analyzers.dynamic.search import Budget
     from analyzers.fix.candidates import Candidate
 
 CHECKS = ("static", "reproducer", "equivalence", "gradients", "search")
@@ -93,7 +82,7 @@ class Check:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "ran": self.ran, "passed": self.passed,
-                "figures": _jsonable(self.figures), "reason": self.reason}
+                "figures": jsonable(self.figures), "reason": self.reason}
 
 
 @dataclass
@@ -229,10 +218,10 @@ def check_equivalence(original: Callable[[Sequence[Any]], Any],
     worst: dict[str, Any] = {}
     series: list[dict[str, Any]] = []  # per input: what the report page plots
     for count, sample in enumerate(inputs, 1):
-        _seed(count)  # dropout and other draws: the same in both runs
-        before = _arrays(original(_copy(sample)))
-        _seed(count)
-        after = _arrays(patched(_copy(sample)))
+        seed_all(count)  # dropout and other draws: the same in both runs
+        before = float_arrays(original(copied(sample)))
+        seed_all(count)
+        after = float_arrays(patched(copied(sample)))
         if len(before) != len(after) or any(a.shape != b.shape for a, b in
                                             zip(before, after, strict=True)):
             return Check("equivalence", True, False, {"inputs": count},
@@ -293,8 +282,8 @@ def _reference_arrays(reference: Callable[[Sequence[Any]], Any] | None, sample: 
     if reference is None:
         return None
     try:
-        _seed(seed)
-        exact = _arrays(reference(_copy(sample)))
+        seed_all(seed)
+        exact = float_arrays(reference(copied(sample)))
     except Exception:  # the code may not run in float64 (dtype-specific code)
         return None
     if len(exact) != len(like) or any(a.shape != b.shape for a, b in
@@ -316,13 +305,13 @@ def check_gradients(gradients: Callable[[Sequence[Any]], Sequence[Any]],
         labelled.append(("trigger", trigger))
     labelled += [(f"normal input {i}", x) for i, x in enumerate(normal, 1)]
     for label, sample in labelled:
-        grads = gradients(_copy(sample))
+        grads = gradients(copied(sample))
         checked += 1
         bad = _first_non_finite(grads)
         if bad is None:
             continue
         if label != "trigger" and original is not None \
-                and _first_non_finite(original(_copy(sample))) is not None:
+                and _first_non_finite(original(copied(sample))) is not None:
             inherited += 1
             continue
         return Check("gradients", True, False, {"inputs": checked},
@@ -338,7 +327,7 @@ def _first_non_finite(grads: Sequence[Any]) -> int | None:
     for index, grad in enumerate(grads):
         if grad is None:
             continue
-        array = _arrays(grad)
+        array = float_arrays(grad)
         if array and not all(np.isfinite(a).all() for a in array):
             return index
     return None
@@ -444,46 +433,7 @@ def fix_record(chosen: Candidate | None, records: Sequence[Validation]) -> dict[
             "rejected": tried[:-1]}
 
 
-# ---------------------------------------------------------------------------------- wiring
-
-def entry_hooks(candidate: Candidate, entry: Entry, *, path: str, module_name: str,
-                trigger: Sequence[Any] | None, normal_inputs: Sequence[Sequence[Any]],
-                directory: Path | None = None, budget: Budget | None = None, seed: int = 0,
-                dtype: str = "float32",
-                reproducer: Callable[[Path], tuple[bool, str]] | None = None,
-                original_source: str | None = None,
-                on_copy: Path | None = None) -> Hooks:
-    """`Hooks` for one candidate of a finding confirmed on `entry`, in this process: the
-    patched module is loaded from its own file, the entry rebound to it (same inputs, box and
-    weights), and the search re-run with the same budget on the patched lines. `on_copy`, a
-    copy of the repository with the candidate written in it, is where a script entry runs
-    instead (`ScriptEntry.on_copy`). `reproducer` (patched file) -> (still fails, detail)
-    replaces the in-process stand-in, e.g. with the rendered script run against a patched
-    copy of the repository."""
-    if on_copy is not None:
-        file = on_copy / path
-        patched = entry.on_copy(on_copy)  # type: ignore[attr-defined]
-    else:
-        module, file = load_patched(candidate.source, path, module_name, directory,
-                                    extracted=getattr(entry, "loading", "") == "extracted")
-        patched = rebind(entry, module)
-    if reproducer is not None:
-        run_reproducer: Callable[[], tuple[bool, str]] = lambda: reproducer(file)  # noqa: E731
-    elif trigger is not None:
-        run_reproducer = lambda: reproduce(patched, trigger)  # noqa: E731
-    else:
-        run_reproducer = lambda: (True, "no trigger to reproduce")  # noqa: E731
-    return Hooks(
-        reproducer=run_reproducer,
-        search=search_hook(patched, str(file), patched_lines(candidate), dtype=dtype,
-                           seed=seed, budget=budget, start=entry.start),
-        original=lambda x: run_entry(entry, x),
-        patched=lambda x: run_entry(patched, x),
-        gradients=lambda x: entry_gradients(patched, x),
-        original_gradients=lambda x: entry_gradients(entry, x),
-        normal_inputs=normal_inputs, trigger=trigger, reference=float64_reference(entry),
-        original_source=original_source)
-
+# ---------------------------------------------------------------------------------- inputs
 
 def in_domain(original: Callable[[Sequence[Any]], Any],
               samples: Iterable[Sequence[Any]], partial: bool = False) -> list[Sequence[Any]]:
@@ -494,7 +444,7 @@ def in_domain(original: Callable[[Sequence[Any]], Any],
     kept: list[Sequence[Any]] = []
     for sample in samples:
         try:
-            outputs = _arrays(original(_copy(sample)))
+            outputs = float_arrays(original(copied(sample)))
         except Exception:  # the PR's code may raise on any input
             continue
         if all(np.isfinite(a).all() for a in outputs) or (
@@ -503,8 +453,6 @@ def in_domain(original: Callable[[Sequence[Any]], Any],
     return kept
 
 
-# ---------------------------------------------------------------------------------- helpers
-
 def patched_lines(candidate: Candidate) -> frozenset[int]:
     """The 1-based lines of the patched file that hold the suggestion's new text."""
     patch = candidate.patch
@@ -512,277 +460,3 @@ def patched_lines(candidate: Candidate) -> frozenset[int]:
     count = max(1, patch.replacement.count("\n"))
     start = patch.start_line + offset
     return frozenset(range(start, start + count))
-
-
-_LOADED = itertools.count()
-PATCHED_SUFFIX = "__numcheck_fix_"  # patched modules: `<original>__numcheck_fix_<n>`
-
-
-def load_patched(source: str, path: str, module_name: str,
-                 directory: Path | None = None,
-                 extracted: bool = False) -> tuple[ModuleType, Path]:
-    """Import a patched copy of one module from a file of its own (the probes watch it by
-    file and line). It is named inside the original's package, so relative imports resolve
-    against the real package. `extracted`: the original would not import and was built
-    statement by statement (analyzers/dynamic/loading.py); so is the copy."""
-    directory = directory or Path(tempfile.mkdtemp(prefix="numcheck_fix_"))
-    file = directory / Path(path).name
-    file.write_text(source, encoding="utf-8")
-    package = module_name.rpartition(".")[0]
-    name = f"{module_name}{PATCHED_SUFFIX}{next(_LOADED)}"
-    spec = importlib.util.spec_from_file_location(name, file)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {file}")
-    module = importlib.util.module_from_spec(spec)
-    module.__package__ = package
-    sys.modules[name] = module
-    try:
-        if extracted:
-            from analyzers.dynamic.loading import define
-
-            define(module, source, str(file))
-        else:
-            spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module, file
-
-
-def rebind(entry: Entry, module: ModuleType) -> Entry:
-    """The same entry (inputs, box, constants, weights) calling the patched module."""
-    import torch
-
-    from analyzers.dynamic.entries import resolve_attr
-    from analyzers.dynamic.objects import ObjectCall
-
-    qualname = entry.target.partition(":")[2]
-
-    def like(old: torch.nn.Module, cls: Any) -> torch.nn.Module:
-        instance = cls(**entry.init)
-        params = list(old.parameters())
-        if params:
-            instance = instance.to(dtype=params[0].dtype)
-        instance.load_state_dict(old.state_dict())
-        instance.train(old.training)
-        return instance.to(entry.device) if entry.device != "cpu" else instance
-
-    replay: Any = entry.fn
-    if isinstance(replay, ObjectCall):  # a member of a plain class: the patched class
-        return replace(entry, fn=replay.with_owner(
-            resolve_attr(module, qualname.rpartition(".")[0])))
-    if entry.is_method and hasattr(replay, "rebound"):
-        # a recorded Keras layer method call (harvest_keras.KerasReplay): a layer of the
-        # patched class, built like the recorded one, holding its variables
-        return replace(entry, fn=replay.rebound(resolve_attr(module, qualname.rpartition(".")[0])))
-    if entry.is_method and hasattr(replay, "module") and hasattr(replay, "method"):
-        # a recorded nn.Module method call (harvest.ModuleReplay): the recorded module as the
-        # tests left it, its classes from this file swapped for their patched versions
-        patched = copy.deepcopy(replay.module)
-        original = module.__name__.split(PATCHED_SUFFIX, 1)[0]
-        for sub in patched.modules():
-            if type(sub).__module__ == original:
-                sub.__class__ = resolve_attr(module, type(sub).__qualname__)
-        return replace(entry, fn=type(replay)(patched, replay.method, replay.fresh,
-                                              replay.seed))
-    if entry.is_method and entry.framework == "tensorflow":  # a synthesised Keras layer
-        instance = resolve_attr(module, qualname.rpartition(".")[0])(**entry.init)
-        return replace(entry, fn=_keras_clone(entry.fn, instance))
-    if entry.is_method:  # a synthesised nn.Module method: a fresh instance, the same weights
-        owner_name, _, method = qualname.rpartition(".")
-        old = getattr(entry.fn, "__self__", None)
-        if not isinstance(old, torch.nn.Module):
-            raise TypeError(f"cannot rebind {entry.target}")
-        return replace(entry, fn=getattr(like(old, resolve_attr(module, owner_name)), method))
-    obj = resolve_attr(module, qualname)
-    if isinstance(entry.fn, torch.nn.Module):
-        return replace(entry, fn=like(entry.fn, obj))
-    if entry.framework == "tensorflow" and not hasattr(entry.fn, "__code__"):
-        instance = obj(**entry.init)  # a Keras layer or model: same weights once built
-        return replace(entry, fn=_keras_clone(entry.fn, instance))
-    return replace(entry, fn=obj)
-
-
-def _keras_clone(old: Any, new: Any) -> Any:
-    copied = [False]
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if not copied[0]:
-            new(*args, **kwargs)  # build
-            new.set_weights(old.get_weights())
-            copied[0] = True
-        return new(*args, **kwargs)
-
-    return call
-
-
-def sample_inputs(entry: Entry, count: int, seed: int = 0,
-                  box: Sequence[tuple[float, float] | None] | None = None) -> list[list[Any]]:
-    """In-domain inputs: draws from the entry's box, or from `box` per input (None keeps
-    the entry's). The harness passes harvested values where it has them."""
-    import torch
-
-    from analyzers.dynamic.tensors import sample
-
-    generator = torch.Generator().manual_seed(seed)
-    specs = list(entry.specs)
-    if box is not None:
-        specs = [replace(s, lo=b[0], hi=b[1]) if b is not None and s.is_float else s
-                 for s, b in zip(specs, box, strict=True)]
-    return [[sample(spec, generator) for spec in specs] for _ in range(count)]
-
-
-def float64_reference(entry: Entry) -> Callable[[Sequence[Any]], Any] | None:
-    """The original entry computed in float64 (PyTorch: float inputs, float constants and a
-    copy of the module in double), or None where that cannot be done faithfully (TensorFlow,
-    autocast, CUDA, recorded modules)."""
-    import copy
-
-    import torch
-
-    if entry.framework != "torch" or entry.autocast is not None or entry.device != "cpu":
-        return None
-
-    def double(value: Any) -> Any:
-        if isinstance(value, torch.Tensor) and value.is_floating_point():
-            return value.detach().double()
-        return value
-
-    fn: Any = entry.fn
-    if isinstance(fn, torch.nn.Module):
-        fn = copy.deepcopy(fn).double()
-    elif entry.is_method:
-        owner = getattr(fn, "__self__", None)
-        if not isinstance(owner, torch.nn.Module):
-            return None
-        fn = getattr(copy.deepcopy(owner).double(), getattr(fn, "__name__", ""))
-    elif not callable(fn) or not hasattr(fn, "__code__"):
-        return None
-    wide = replace(entry, fn=fn, constants={k: double(v) for k, v in entry.constants.items()},
-                   template=None if entry.template is None else
-                   [double(v) for v in entry.template],
-                   template_kwargs={k: double(v) for k, v in entry.template_kwargs.items()})
-    return lambda inputs: wide.call([double(x) for x in inputs])
-
-
-def run_entry(entry: Entry, inputs: Sequence[Any]) -> Any:
-    if entry.framework == "tensorflow":
-        import tensorflow as tf
-
-        return entry.call([tf.constant(_numpy(x)) for x in inputs])
-    return entry.call(list(inputs))
-
-
-def entry_gradients(entry: Entry, inputs: Sequence[Any]) -> list[Any]:
-    """d(sum of the finite float outputs) / d(each float input)."""
-    if entry.framework == "tensorflow":
-        import tensorflow as tf
-
-        tensors = [tf.constant(_numpy(x)) for x in inputs]
-        with tf.GradientTape() as tape:
-            for t in tensors:
-                if t.dtype.is_floating:
-                    tape.watch(t)
-            output = entry.call(tensors)
-            outs = [o for o in tf.nest.flatten(output)
-                    if isinstance(o, tf.Tensor) and o.dtype.is_floating]
-            total = tf.add_n([tf.reduce_sum(tf.cast(o, tf.float64)) for o in outs])
-        return list(tape.gradient(total, [t for t in tensors if t.dtype.is_floating]))
-    import torch
-
-    from analyzers.dynamic.probe import tensors_in
-
-    leaves = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
-    output = entry.call(leaves)
-    outs = [o for o in tensors_in(output) if o.is_floating_point() and o.requires_grad]
-    floats = [x for x in leaves if x.requires_grad]
-    if not outs or not floats:
-        return []
-    total = torch.stack([o.sum().to(torch.float64) for o in outs]).sum()
-    return list(torch.autograd.grad(total, floats, allow_unused=True))
-
-
-def reproduce(entry: Entry, trigger: Sequence[Any]) -> tuple[bool, str]:
-    """In-process stand-in for the reproducer script: (still fails, detail). It fails when
-    an output, or the gradient of the outputs, is not finite at the trigger."""
-    outputs = _arrays(run_entry(entry, trigger))
-    if not all(np.isfinite(a).all() for a in outputs):
-        return True, "the output is not finite at the trigger"
-    grads = entry_gradients(entry, trigger)
-    for index, grad in enumerate(grads):
-        if grad is not None and not all(np.isfinite(a).all() for a in _arrays(grad)):
-            return True, f"the gradient w.r.t. input {index} is not finite at the trigger"
-    return False, "finite output and gradient at the trigger"
-
-
-def search_hook(entry: Entry, path: str, lines: frozenset[int], *, dtype: str = "float32",
-                seed: int = 0, budget: Budget | None = None,
-                start: list[Any] | None = None) -> Callable[[str], dict[str, Any]]:
-    """`Hooks.search` for an entry on the patched copy: the real Searcher, per op."""
-    from analyzers.dynamic.search import Searcher
-
-    def run(op: str) -> dict[str, Any]:
-        searcher = Searcher(entry, path, lines, op, dtype=dtype, seed=seed, budget=budget)
-        outcome = searcher.run(start)
-        return {"triggered": outcome.triggered, "reached": outcome.reached,
-                "where": outcome.where, "stage": outcome.stage,
-                "evaluations": outcome.evaluations, "seconds": round(outcome.seconds, 4),
-                "best_loss": outcome.best_loss, "error": outcome.error}
-
-    return run
-
-
-def _seed(seed: int) -> None:
-    """Seed the random generators the code may draw from (only frameworks already loaded)."""
-    np.random.seed(seed)
-    if "torch" in sys.modules:
-        sys.modules["torch"].manual_seed(seed)
-    if "tensorflow" in sys.modules:
-        tf = sys.modules["tensorflow"]
-        if hasattr(tf, "random"):
-            tf.random.set_seed(seed)
-
-
-def _numpy(x: Any) -> np.ndarray:
-    if hasattr(x, "detach"):
-        return x.detach().cpu().numpy()
-    return np.asarray(x)
-
-
-def _copy(sample: Sequence[Any]) -> list[Any]:
-    """The code under test may write into its inputs (masked_fill_): each run gets its own."""
-    out = []
-    for x in sample:
-        out.append(x.detach().clone() if hasattr(x, "detach") else x)
-    return out
-
-
-def _arrays(value: Any) -> list[np.ndarray]:
-    """Every float array in an output: tensors (torch, TF), arrays, nested containers."""
-    if value is None:
-        return []
-    if isinstance(value, list | tuple):
-        return [a for v in value for a in _arrays(v)]
-    if isinstance(value, dict):
-        return [a for v in value.values() for a in _arrays(v)]
-    if isinstance(value, float):
-        return [np.asarray(value, dtype=np.float64)]
-    try:
-        array = _numpy(value)
-    except Exception:  # not array-like: nothing to compare
-        return []
-    if array.dtype.kind not in "fc":
-        return []
-    return [array.astype(np.float64)]
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, np.generic):
-        return _jsonable(value.item())
-    return value
