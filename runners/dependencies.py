@@ -47,6 +47,7 @@ import tempfile
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from runners.declared import declared_requirements
+from runners.release_dates import capped
 
 SITE = "site"
 MANIFEST = "manifest.json"
@@ -106,6 +108,11 @@ class DependencySettings:
                    index=env.get("NUMCHECK_PACKAGE_INDEX") or None,
                    seconds=seconds, max_bytes=max_bytes)
 
+    def index_dated(self) -> bool:
+        """Whether the index can say when a release was uploaded: an index URL (pip's
+        default, PyPI, when none is set), not a folder of wheels."""
+        return self.index is None or "://" in self.index
+
     def index_args(self) -> list[str]:
         if self.index is None:
             return []
@@ -135,8 +142,11 @@ class Environment:
 
 
 def prepare(checkout: Path, python: str | None = None,
-            settings: DependencySettings | None = None) -> Environment:
+            settings: DependencySettings | None = None,
+            as_of: datetime | None = None) -> Environment:
     """The environment for `checkout`'s declared dependencies, built or taken from the cache.
+    `as_of` (the reviewed commit's time, timezone-aware) bounds each requirement by the
+    release current then, where one can be installed (runners/release_dates.py).
     Raises DependencyError when pip cannot run at all; a requirement that fails is recorded."""
     settings = settings or DependencySettings.from_env()
     python = python or sys.executable
@@ -163,7 +173,7 @@ def prepare(checkout: Path, python: str | None = None,
     provided = sorted(set(provided))
     if not wanted:
         return Environment(provided=tuple(provided))
-    key = _key(wanted, python, base, settings)
+    key = _key(wanted, python, base, settings, as_of)
     entry = settings.cache / key
     cached = _load(entry)
     if cached is not None:
@@ -179,8 +189,10 @@ def prepare(checkout: Path, python: str | None = None,
     try:
         # a module's provider is resolved apart from the interpreter's own release of it
         free = {canonicalize_name(Requirement(t).name) for t in wanted if t in declared.provides}
+        caps = capped(wanted, settings.index, as_of, deadline) \
+            if as_of is not None and settings.index_dated() else {}
         pins, failed = _resolve(python, wanted, {k: v for k, v in base.items() if k not in free},
-                                settings, building, deadline, declared.imported_names())
+                                settings, building, deadline, declared.imported_names(), caps)
         own = {canonicalize_name(name) for name in declared.project_names}
         pins = [pin for pin in pins if pin.split("==")[0] not in own]  # a test extra's
         installed: list[str] = []                                      # copy of the project
@@ -224,9 +236,12 @@ def installed_distributions(python: str) -> dict[str, str]:
 
 
 def _key(wanted: list[str], python: str, base: dict[str, str],
-         settings: DependencySettings) -> str:
-    text = json.dumps([FORMAT, sorted(wanted), os.path.realpath(python), sorted(base.items()),
-                       settings.index, settings.max_bytes])
+         settings: DependencySettings, as_of: datetime | None = None) -> str:
+    parts: list[Any] = [FORMAT, sorted(wanted), os.path.realpath(python), sorted(base.items()),
+                        settings.index, settings.max_bytes]
+    if as_of is not None and settings.index_dated():
+        parts.append(as_of.astimezone(UTC).date().isoformat())
+    text = json.dumps(parts)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -256,25 +271,35 @@ def _check_cache_owner(cache: Path) -> None:
 
 def _resolve(python: str, wanted: list[str], base: dict[str, str],
              settings: DependencySettings, work: Path, deadline: float,
-             imported: Collection[str] = ()) -> tuple[list[str], list[tuple[str, str]]]:
+             imported: Collection[str] = (),
+             caps: Mapping[str, str] | None = None) -> tuple[list[str], list[tuple[str, str]]]:
     """Pins (name==version) of what pip would install for `wanted` next to the interpreter's
     own packages. When they cannot be resolved together, the requirement pip's error names
     is set aside and the rest tried together again (an old repository's one pin without a
     wheel no longer costs every other package: allennlp's `jsonnet==0.10.0` left its
     `overrides` out); when pip names none, one by one, those the code imports (`imported`,
-    canonical names) first, since the step's time may not cover them all."""
+    canonical names) first, since the step's time may not cover them all. `caps` bounds
+    requirements by a date (release_dates.capped); a capped one pip names is first freed of
+    its cap (the release current then has no wheel for this Python), and set aside only if
+    it fails again."""
     constraints = work / "constraints.txt"
     constraints.write_text("".join(f"{name}=={version}\n" for name, version in base.items()
                                    if not version.endswith(".dev0")), encoding="utf-8")
-    remaining = list(wanted)
+    caps = dict(caps or {})
+    remaining = [caps.get(text, text) for text in wanted]
+    uncapped = {cap: text for text, cap in caps.items()}
     failed: list[tuple[str, str]] = []
     for _ in range(SET_ASIDE_LIMIT):
         pins, why = _dry_run(python, remaining, constraints, settings, work, deadline)
         if pins is not None:
             return pins, failed
+        named = culprits(why, remaining)
+        freed = [text for text in named if text in uncapped]
+        if freed and time.monotonic() <= deadline:
+            remaining = [uncapped.pop(text) if text in freed else text for text in remaining]
+            continue
         if len(remaining) == 1:
             return [], failed + [(remaining[0], why)]
-        named = culprits(why, remaining)
         if not named or time.monotonic() > deadline:
             break
         failed += [(text, why) for text in named]
@@ -283,9 +308,13 @@ def _resolve(python: str, wanted: list[str], base: dict[str, str],
     chosen: dict[str, str] = {}
     for index, text in enumerate(remaining):
         if index >= ALONE_LIMIT or time.monotonic() > deadline:
-            failed.append((text, "not tried: the dependency step ran out of time or turns"))
+            failed.append((uncapped.get(text, text),
+                           "not tried: the dependency step ran out of time or turns"))
             continue
         alone, why = _dry_run(python, [text], constraints, settings, work, deadline)
+        if alone is None and text in uncapped:  # the release current then has no wheel here
+            text = uncapped.pop(text)
+            alone, why = _dry_run(python, [text], constraints, settings, work, deadline)
         if alone is None:
             failed.append((text, why))
             continue

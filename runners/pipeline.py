@@ -14,6 +14,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -124,7 +125,8 @@ def confirm(repo_dir: Path, result: AnalysisResult, config: Config,
             left_out = export(repo_dir, result.head or "HEAD", Path(workspace))
             if left_out:
                 result.errors.append(StageError("dynamic", _left_out_sentence(left_out)))
-            environment = dependencies(Path(workspace), config, runner, result)
+            environment = dependencies(Path(workspace), config, runner, result,
+                                       commit_time(repo_dir, result.head or "HEAD"))
             job = _job(Path(workspace), result.findings, config, result.repo, environment)
             sources = _sources(Path(workspace), result.findings)  # before the PR's code runs
             roots = source_roots(Path(workspace))
@@ -137,14 +139,15 @@ def confirm(repo_dir: Path, result: AnalysisResult, config: Config,
 
 
 def dependencies(checkout: Path, config: Config, runner: Runner,
-                 result: AnalysisResult) -> Environment:
-    """The checkout's declared dependencies, installed for the run (runners/dependencies.py);
-    a failure costs the findings that need a missing package, never the run."""
+                 result: AnalysisResult, as_of: datetime | None = None) -> Environment:
+    """The checkout's declared dependencies, installed for the run (runners/dependencies.py)
+    as of the reviewed commit's time; a failure costs the findings that need a missing
+    package, never the run."""
     if not config.dependencies:
         return Environment()
     started = time.perf_counter()
     try:
-        environment = prepare(checkout, getattr(runner, "python", None))
+        environment = prepare(checkout, getattr(runner, "python", None), as_of=as_of)
     except (DependencyError, OSError) as exc:
         result.errors.append(StageError("dependencies", f"not installed: {exc}"))
         return Environment()
@@ -176,6 +179,18 @@ CHUNK = 1 << 16
 
 class ExportError(Exception):
     """The head cannot be exported within the budget."""
+
+
+def commit_time(repo_dir: Path, ref: str) -> datetime | None:
+    """When `ref` was committed (the committer's time, with its offset); None when git cannot
+    say. The dependency step resolves an old commit's requirements as of then."""
+    try:
+        proc = subprocess.run(["git", "-C", str(repo_dir), "log", "-1", "--format=%cI",
+                               "--end-of-options", ref], capture_output=True, text=True,
+                              timeout=30)
+        return datetime.fromisoformat(proc.stdout.strip()) if proc.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
 
 
 def export(repo_dir: Path, ref: str, into: Path, file_budget: int = FILE_BUDGET,

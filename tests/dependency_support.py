@@ -5,11 +5,16 @@ no network."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
+import http.server
 import io
+import json
+import re
 import tarfile
+import threading
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 
@@ -51,3 +56,54 @@ def make_sdist(folder: Path, name: str, version: str, setup_py: str) -> Path:
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     return sdist
+
+
+@contextlib.contextmanager
+def dated_index(folder: Path, uploaded: Mapping[str, str]) -> Iterator[str]:
+    """`folder` served as a package index speaking PyPI's JSON pages (PEP 691), with each
+    file's upload time (PEP 700) from `uploaded` ({file name: ISO time}): what
+    runners/release_dates.py reads to resolve a commit's requirements as of its day. Yields
+    the index URL (`http://127.0.0.1:<port>/simple`), which pip treats as a secure origin."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            parts = [p for p in self.path.split("/") if p]
+            if len(parts) == 2 and parts[0] == "simple":
+                body = json.dumps(_project_page(folder, parts[1], uploaded)).encode()
+                self._send(body, "application/vnd.pypi.simple.v1+json")
+            elif len(parts) == 2 and parts[0] == "files" and (folder / parts[1]).is_file():
+                self._send((folder / parts[1]).read_bytes(), "application/octet-stream")
+            else:
+                self.send_error(404)
+
+        def _send(self, body: bytes, kind: str) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _project_page(folder: Path, project: str, uploaded: Mapping[str, str]) -> dict[str, object]:
+    def canonical(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    files = [path for path in sorted(folder.iterdir())
+             if canonical(re.split(r"-\d", path.name, maxsplit=1)[0]) == canonical(project)]
+    return {"meta": {"api-version": "1.1"}, "name": canonical(project),
+            "files": [{"filename": path.name, "url": f"/files/{path.name}",
+                       "hashes": {"sha256": hashlib.sha256(path.read_bytes()).hexdigest()},
+                       **({"upload-time": uploaded[path.name]} if path.name in uploaded else {})}
+                      for path in files]}

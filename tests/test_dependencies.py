@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import json
 import os
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from conftest import GitRepoFactory
-from dependency_support import make_sdist, make_wheel
+from dependency_support import dated_index, make_sdist, make_wheel
+from packaging.version import Version
 
 from analyzers.config import Config
 from runners.dependencies import DependencyError, DependencySettings, prepare
-from runners.pipeline import analyze
+from runners.pipeline import analyze, commit_time
+from runners.release_dates import capped, release_on
 
 # ---------------------------------------------------------------- installing them
 
@@ -71,6 +75,39 @@ def test_what_cannot_come_from_a_wheel_is_named_and_never_built(tmp_path: Path,
     assert "numpy" in failed["needsoldnumpy"]  # held to numcheck's numpy: a conflict
     assert env.installed == ("tinybase==1.0", "tinydep==1.2")  # the rest still comes
     assert "could not be installed from wheels: " in env.failed_sentence()
+
+
+def test_an_old_commit_gets_the_releases_current_on_its_day(tmp_path: Path) -> None:
+    """An unbounded requirement resolves to the release of the commit's day (release_dates.py):
+    old code against today's release is what broke allennlp's and diffusers' imports. A
+    release of then with no wheel here does not hold the requirement back, and a pin
+    decides for itself."""
+    folder = tmp_path / "dated"
+    make_wheel(folder, "datedlib", "1.0", {"datedlib/__init__.py": "API = 1\n"})
+    make_wheel(folder, "datedlib", "2.0", {"datedlib/__init__.py": "API = 2\n"})
+    make_sdist(folder, "laterwheel", "1.0", "raise SystemExit('never built')\n")
+    make_wheel(folder, "laterwheel", "2.0", {"laterwheel/__init__.py": ""})
+    uploaded = {"datedlib-1.0-py3-none-any.whl": "2018-05-01T10:00:00.000000Z",
+                "datedlib-2.0-py3-none-any.whl": "2024-01-01T10:00:00.000000Z",
+                "laterwheel-1.0.tar.gz": "2018-05-01T10:00:00Z",
+                "laterwheel-2.0-py3-none-any.whl": "2024-01-01T10:00:00Z"}
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "requirements.txt").write_text("datedlib\nlaterwheel\n")
+    then = datetime(2019, 3, 1, tzinfo=UTC)
+    with dated_index(folder, uploaded) as url:
+        dated = DependencySettings(cache=tmp_path / "cache", index=url, seconds=120)
+        old = prepare(checkout, settings=dated, as_of=then)
+        assert old.installed == ("datedlib==1.0", "laterwheel==2.0") and old.failed == ()
+        assert prepare(checkout, settings=dated).installed == ("datedlib==2.0",
+                                                               "laterwheel==2.0")
+        assert capped(["datedlib", "datedlib==2.0", "datedlib<0.5"], url, then,
+                      time.monotonic() + 60) == {"datedlib": "datedlib<=1.0"}
+        assert release_on(url, "laterwheel", then, time.monotonic() + 60) == Version("1.0")
+        assert release_on(url, "nosuchpkg", then, time.monotonic() + 60) is None
+    # a folder of wheels cannot say when a file was uploaded: nothing is capped
+    plain = prepare(checkout, settings=settings(tmp_path / "plain", folder), as_of=then)
+    assert plain.installed == ("datedlib==2.0", "laterwheel==2.0")
 
 
 def test_the_project_itself_is_never_installed_over_the_checkout(tmp_path: Path,
@@ -243,3 +280,17 @@ def test_an_import_that_could_not_be_installed_names_why(
     stage = [e for e in result.errors if e.stage == "dependencies"]
     assert stage and "nosuchpkg" in stage[0].message
     assert json.dumps(result.to_json())  # still a plain result
+
+
+def test_the_dependency_step_is_dated_by_the_reviewed_commit(git_repo: GitRepoFactory,
+                                                            tmp_path: Path) -> None:
+    """`runners.pipeline.commit_time`: the committer's time of the head, with its offset; a
+    ref that looks like an option is a ref (`--end-of-options`), never an option of git."""
+    repo = git_repo({"a.py": "x = 1\n"}, {"a.py": "x = 2\n"})
+    stamp = repo.git("log", "-1", "--format=%ct", "feature").strip()
+    when = commit_time(repo.root, "feature")
+    assert when is not None and when.tzinfo is not None
+    assert int(when.timestamp()) == int(stamp)
+    trap = tmp_path / "written"
+    assert commit_time(repo.root, f"--output={trap}") is None and not trap.exists()
+    assert commit_time(repo.root, "no-such-branch") is None
