@@ -5,8 +5,11 @@ and today's releases of them break the commit's code at import: allennlp's 2018 
 fail on overrides 7, whose `@overrides` checks signatures it did not check then; a 2022
 diffusers imports `hf_cache_home`, gone from huggingface_hub since. The commit's authors
 had the releases current on the commit's day, so the dependency step resolves each
-requirement no later than that (`capped`) and, where such a release cannot be installed here
-(no wheel for this Python), lets pip choose freely again (runners/dependencies.py).
+requirement no later than that (`capped`). Only wheels are installed, and old releases of
+pure-Python packages often shipped source archives alone (overrides had no wheel before
+2020), so the bound is the newest release of then that has a wheel for this interpreter, or
+failing that the first one after; where even that fails, pip chooses freely again
+(runners/dependencies.py).
 
 Upload times come from the index's JSON pages (PEP 691, with PEP 700's `upload-time`), as
 PyPI serves them; an index without them (a folder of wheels, an older server) caps nothing.
@@ -16,6 +19,7 @@ within the step's deadline.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import urllib.error
@@ -26,7 +30,8 @@ from datetime import datetime
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
+from packaging.tags import Tag, sys_tags
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 DEFAULT_INDEX = "https://pypi.org/simple"  # pip's own default
@@ -54,16 +59,17 @@ def _capped_one(text: str, root: str, when: datetime, deadline: float) -> str | 
         return None
     if requirement.url:
         return None
-    current = release_on(root, requirement.name, when, deadline)
+    current = release_for(root, requirement.name, when, deadline)
     if current is None or not requirement.specifier.contains(current, prereleases=True):
         return None  # no dates, or a pin that already decides (older or newer than then)
     requirement.specifier = requirement.specifier & SpecifierSet(f"<={current}")
     return str(requirement)
 
 
-def release_on(root: str, name: str, when: datetime, deadline: float) -> Version | None:
-    """The newest final release of `name` first uploaded no later than `when`; None when the
-    index gives no upload times, or has no such release."""
+def release_for(root: str, name: str, when: datetime, deadline: float) -> Version | None:
+    """The final release of `name` with a wheel this interpreter can install that was current
+    on `when` (the newest first uploaded no later than then), or else the first such release
+    after it; None when the index gives no upload times or `name` has no such wheel."""
     page = _page(f"{root}/{canonicalize_name(name)}/", deadline)
     if page is None:
         return None
@@ -75,12 +81,13 @@ def release_on(root: str, name: str, when: datetime, deadline: float) -> Version
         if not isinstance(file, dict) or file.get("yanked"):
             continue
         uploaded = _time(file.get("upload-time"))
-        version = _version(str(file.get("filename", "")), name)
-        if uploaded is None or version is None:
+        version = _wheel_version(str(file.get("filename", "")), name)
+        if uploaded is None or version is None or version.is_prerelease:
             continue
         first[version] = min(uploaded, first.get(version, uploaded))
-    before = [v for v, at in first.items() if at <= when and not v.is_prerelease]
-    return max(before) if before else None
+    before = [v for v, at in first.items() if at <= when]
+    after = [v for v, at in first.items() if at > when]
+    return max(before) if before else min(after) if after else None
 
 
 def _page(url: str, deadline: float) -> dict[str, object] | None:
@@ -113,25 +120,20 @@ def _time(text: object) -> datetime | None:
         return None
 
 
-def _version(filename: str, name: str) -> Version | None:
-    """The version in a wheel's or source archive's file name (`name-1.2-py3-none-any.whl`,
-    `name-1.2.tar.gz`); None for anything else."""
-    stem = filename
-    for suffix in (".whl", ".tar.gz", ".zip"):
-        if stem.endswith(suffix):
-            stem = stem[: -len(suffix)]
-            break
-    else:
+def _wheel_version(filename: str, name: str) -> Version | None:
+    """The version of a wheel of `name` that this interpreter can install; None for a source
+    archive, another project's file or a wheel for another platform or Python."""
+    if not filename.endswith(".whl"):
         return None
-    if filename.endswith(".whl"):
-        parts = stem.split("-")
-        text = parts[1] if len(parts) >= 5 else ""
-    else:
-        prefix = canonicalize_name(name)
-        head, _, text = stem.rpartition("-")
-        if canonicalize_name(head) != prefix:
-            return None
     try:
-        return Version(text)
-    except InvalidVersion:
+        project, version, _, tags = parse_wheel_filename(filename)
+    except (InvalidWheelFilename, InvalidVersion):
         return None
+    if project != canonicalize_name(name) or not tags & _supported():
+        return None
+    return version
+
+
+@functools.cache
+def _supported() -> frozenset[Tag]:
+    return frozenset(sys_tags())

@@ -18,7 +18,7 @@ from packaging.version import Version
 from analyzers.config import Config
 from runners.dependencies import DependencyError, DependencySettings, prepare
 from runners.pipeline import analyze, commit_time
-from runners.release_dates import capped, release_on
+from runners.release_dates import capped, release_for
 
 # ---------------------------------------------------------------- installing them
 
@@ -80,16 +80,18 @@ def test_what_cannot_come_from_a_wheel_is_named_and_never_built(tmp_path: Path,
 def test_an_old_commit_gets_the_releases_current_on_its_day(tmp_path: Path) -> None:
     """An unbounded requirement resolves to the release of the commit's day (release_dates.py):
     old code against today's release is what broke allennlp's and diffusers' imports. A
-    release of then with no wheel here does not hold the requirement back, and a pin
+    release of then with no wheel here gives way to the first one with a wheel, and a pin
     decides for itself."""
     folder = tmp_path / "dated"
     make_wheel(folder, "datedlib", "1.0", {"datedlib/__init__.py": "API = 1\n"})
     make_wheel(folder, "datedlib", "2.0", {"datedlib/__init__.py": "API = 2\n"})
     make_sdist(folder, "laterwheel", "1.0", "raise SystemExit('never built')\n")
+    make_wheel(folder, "laterwheel", "1.5", {"laterwheel/__init__.py": ""})
     make_wheel(folder, "laterwheel", "2.0", {"laterwheel/__init__.py": ""})
     uploaded = {"datedlib-1.0-py3-none-any.whl": "2018-05-01T10:00:00.000000Z",
                 "datedlib-2.0-py3-none-any.whl": "2024-01-01T10:00:00.000000Z",
                 "laterwheel-1.0.tar.gz": "2018-05-01T10:00:00Z",
+                "laterwheel-1.5-py3-none-any.whl": "2020-02-01T10:00:00Z",
                 "laterwheel-2.0-py3-none-any.whl": "2024-01-01T10:00:00Z"}
     checkout = tmp_path / "checkout"
     checkout.mkdir()
@@ -98,13 +100,14 @@ def test_an_old_commit_gets_the_releases_current_on_its_day(tmp_path: Path) -> N
     with dated_index(folder, uploaded) as url:
         dated = DependencySettings(cache=tmp_path / "cache", index=url, seconds=120)
         old = prepare(checkout, settings=dated, as_of=then)
-        assert old.installed == ("datedlib==1.0", "laterwheel==2.0") and old.failed == ()
+        # laterwheel had only a source archive then: the first release with a wheel after it
+        assert old.installed == ("datedlib==1.0", "laterwheel==1.5") and old.failed == ()
         assert prepare(checkout, settings=dated).installed == ("datedlib==2.0",
                                                                "laterwheel==2.0")
         assert capped(["datedlib", "datedlib==2.0", "datedlib<0.5"], url, then,
                       time.monotonic() + 60) == {"datedlib": "datedlib<=1.0"}
-        assert release_on(url, "laterwheel", then, time.monotonic() + 60) == Version("1.0")
-        assert release_on(url, "nosuchpkg", then, time.monotonic() + 60) is None
+        assert release_for(url, "laterwheel", then, time.monotonic() + 60) == Version("1.5")
+        assert release_for(url, "nosuchpkg", then, time.monotonic() + 60) is None
     # a folder of wheels cannot say when a file was uploaded: nothing is capped
     plain = prepare(checkout, settings=settings(tmp_path / "plain", folder), as_of=then)
     assert plain.installed == ("datedlib==2.0", "laterwheel==2.0")
