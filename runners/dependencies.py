@@ -295,8 +295,11 @@ def _resolve(python: str, wanted: list[str], base: dict[str, str],
             return pins, failed
         named = culprits(why, remaining)
         freed = [text for text in named if text in uncapped]
-        if freed and time.monotonic() <= deadline:
-            remaining = [uncapped.pop(text) if text in freed else text for text in remaining]
+        if freed and time.monotonic() <= deadline:  # in the same round as any set aside
+            named = [text for text in named if text not in freed]
+            remaining = [uncapped.pop(text) if text in freed else text for text in remaining
+                         if text not in named]
+            failed += [(text, why) for text in named]
             continue
         if len(remaining) == 1:
             return [], failed + [(remaining[0], why)]
