@@ -70,6 +70,10 @@ class OpSpec:
             for name in names:
                 yield framework, name
 
+    def fix_kinds(self) -> frozenset[FixKind]:
+        """The fix kinds this entry lists: the generic domain fixes are tried only for them."""
+        return frozenset(fix.kind for fix in self.fixes)
+
     def leaf_names(self) -> Iterable[str]:
         """The names a call of this op ends in: functions unqualified, and methods."""
         yield from (qual.rsplit(".", 1)[-1] for _, qual in self.qualnames())

@@ -105,7 +105,7 @@ def catalogue_kinds(op: str) -> frozenset[str]:
     """The fix kinds the catalogue lists for an op: the generic domain fixes (epsilon, clamp,
     where) are tried only where it lists them."""
     spec = CATALOGUE.by_op.get(op)
-    return frozenset(f.kind for f in spec.fixes) if spec is not None else frozenset()
+    return spec.fix_kinds() if spec is not None else frozenset()
 
 
 # Calls whose result is >= 0 by their catalogue entry's output range (abs, square, relu, a

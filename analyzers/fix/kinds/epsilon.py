@@ -11,7 +11,7 @@ import libcst as cst
 from analyzers.catalogue import CATALOGUE, OpSpec
 from analyzers.epsilon import is_small_literal
 from analyzers.fix import bounds
-from analyzers.fix.kinds.common import catalogue_kinds, syntactically_nonneg, tf_call
+from analyzers.fix.kinds.common import syntactically_nonneg, tf_call
 from analyzers.fix.kinds.registry import listed, only, transform
 from analyzers.fix.site import (
     Edit,
@@ -112,8 +112,7 @@ def t_root_divisor_eps(site: Site) -> Iterator[Edit]:
 def t_epsilon(site: Site) -> Iterator[Edit]:
     request = site.request
     spec = CATALOGUE.by_op.get(request.op)
-    if spec is None or spec.requires not in EPSILON_DOMAINS or "epsilon" not in \
-            catalogue_kinds(request.op):
+    if spec is None or not takes_epsilon(spec):
         return
     operand = operand_node(site)
     eps = bounds.epsilon(request.dtype, request.hi if request.nonnegative else None)

@@ -43,7 +43,7 @@ def only(*ops: str) -> Applies:
 
 def listed(kind: FixKind) -> Applies:
     """Applies to the ops whose catalogue entry lists `kind`: the generic domain fixes."""
-    return lambda spec: any(fix.kind == kind for fix in spec.fixes)
+    return lambda spec: kind in spec.fix_kinds()
 
 
 def transform(kind: FixKind, names: str | tuple[str, ...], applies: Applies,

@@ -69,7 +69,7 @@ def has_safe_value(spec: OpSpec) -> bool:
            "where(c, op(x), v) -> where(c, op(where(c, x, safe)), v)")
 def t_double_where(site: Site) -> Iterator[Edit]:
     spec = CATALOGUE.by_op.get(site.request.op)
-    if spec is None or spec.requires not in SAFE_VALUE or \
+    if spec is None or not has_safe_value(spec) or \
             site.request.rule not in (RuleId.WHERE_GRAD_LEAK, ""):
         return  # a where whose condition does not guard the operand is no double where
     found = _enclosing_where(site)
