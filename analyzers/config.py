@@ -317,6 +317,8 @@ class Config:
     harvest_seconds: float = 60.0
     device: str = "auto"  # where the dynamic pass runs the code: auto (CUDA if visible), cpu, cuda
     fix: bool = True  # validate candidate fixes for confirmed findings (in the sandbox)
+    # search float32-finite findings again under bfloat16 and float16 autocast
+    low_precision: bool = True
     dependencies: bool = True  # install the declared dependencies (wheels) for the sandbox
     runner_image: str | None = None  # the Docker runner's image for this repository
     entries: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
@@ -360,6 +362,8 @@ class Config:
         _choice("device", self.device, _choices("device"), where)
         if not isinstance(self.fix, bool):
             raise ConfigError(f"'fix' in {where} must be true or false")
+        if not isinstance(self.low_precision, bool):
+            raise ConfigError(f"'low_precision' in {where} must be true or false")
         if not isinstance(self.dependencies, bool):
             raise ConfigError(f"'dependencies' in {where} must be true or false")
         if self.runner_image is not None and (
@@ -397,6 +401,7 @@ class Config:
             "harvest_seconds": self.harvest_seconds,
             "device": self.device,
             "fix": self.fix,
+            "low_precision": self.low_precision,
             "dependencies": self.dependencies,
             "runner_image": self.runner_image,
             "entries": [dict(e) for e in self.entries],
@@ -536,6 +541,11 @@ CONFIG_KEYS: tuple[KeySpec, ...] = (
             "GPU is visible).", 'device = "cpu"', choices=DEVICES),
     KeySpec("fix", "boolean", "Validate candidate fixes for confirmed findings (`--no-fix` "
             "skips it for one run).", "fix = false"),
+    KeySpec("low_precision", "boolean", "When a finding's search finds nothing in float32, "
+            "search it again under `torch.autocast` in bfloat16 and float16 (the precision "
+            "the repository's code mentions first). A trigger there whose inputs are finite "
+            "in float32 is a precision finding: fine in float32, NaN/Inf in mixed precision.",
+            "low_precision = false"),
     KeySpec("dependencies", "boolean", "Install the dependencies the repository declares "
             "(`pyproject.toml`, `setup.cfg`, `setup.py` read without running it, "
             "`requirements*.txt`) from wheels into a cached environment the sandboxed code "
@@ -629,7 +639,7 @@ APP_KEY_SOURCE: Mapping[str, str] = MappingProxyType({
     "severity": "base", "max_file_bytes": "base", "fail_on": "base", "check_failure": "base",
     "comment_on": "base", "dynamic": "base", "search_seconds": "base",
     "dynamic_timeout": "base", "seed": "base", "harvest": "base", "harvest_seconds": "base",
-    "device": "base", "fix": "base", "dependencies": "base",
+    "device": "base", "fix": "base", "low_precision": "base", "dependencies": "base",
     "runner_image": "base",
     "entries": "head", "script": "head",
 })

@@ -37,6 +37,10 @@ DTYPES: dict[str, DtypeLimits] = {
                            5e-324, 2.220446049250313e-16, 709.782712893384, 746.0),
 }
 
+# The precisions models train in besides float32 (`.half()`, autocast, bf16 mixed precision):
+# a trigger in one of them whose inputs are finite in float32 is a precision finding.
+LOW_PRECISIONS: tuple[str, ...] = ("bfloat16", "float16")
+
 DTYPE_ALIASES = {
     "half": "float16", "fp16": "float16", "f16": "float16",
     "bf16": "bfloat16",

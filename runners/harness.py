@@ -244,6 +244,13 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
     )
     from analyzers.dynamic.loading import is_program
     from analyzers.dynamic.localise import localise
+    from analyzers.dtypes import LOW_PRECISIONS
+    from analyzers.dynamic.precision import (
+        declared_precisions,
+        low_precision_search,
+        mark_precision,
+        precisions_to_try,
+    )
     from analyzers.dynamic.reproducer import no_reproducer_reason
     from analyzers.dynamic.search import Budget
     from analyzers.dynamic.stages import staged_search
@@ -328,6 +335,16 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         return {**base, "status": "error",
                 "error": "no entry reaches the op: " + "; ".join(dict.fromkeys(problems))}
     entry, outcome, searcher = last
+    wanted = job.get("precisions")  # None: the declared ones, then the others
+    if not outcome.triggered and wanted != []:
+        # finite in float32 over the box: searched again in the precisions a model trains in
+        dtypes = precisions_to_try(declared_precisions(repo)) if wanted is None \
+            else [d for d in wanted if d in LOW_PRECISIONS]
+        found = low_precision_search(entry, path, lines, finding["op"], seed,
+                                     Budget(seconds=budget.seconds), shows_in_entry(entry),
+                                     dtypes)
+        if found is not None:
+            entry, outcome, searcher = found
     box: dict[str, Any] = {"source": entry.source, "target": entry.target,
                            "inputs": entry.describe_box()}
     chosen = {name: value for name, value in getattr(entry, "passed", {}).items()
@@ -356,6 +373,9 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
     }
     if entry.source == "script":  # the training steps the trigger needs (1: the first)
         trigger["steps"] = searcher.failing_call(small)
+    precision = mark_precision(entry, path, lines, finding["op"], small)
+    if precision is not None:  # found in float16/bfloat16: what float32 makes of it
+        trigger["precision"] = precision
     unscriptable = no_reproducer_reason(entry)
     if unscriptable is not None:  # proof needs a script anyone can run: not confirmed
         return {**base, "status": "potential", "box": box, "trigger": trigger,

@@ -26,7 +26,7 @@ from analyzers.pipeline import analyze_diff, scan_paths
 from runners.base import Runner, RunResult
 from runners.dependencies import DependencyError, Environment, prepare
 from runners.local import LocalRunner
-from runners.trusted import trusted_fix, trusted_reproducer
+from runners.trusted import trusted_fix, trusted_reproducer, trusted_trigger
 
 # building the entry, minimising, and the reproducer run: a child Python that imports torch
 # (seconds on a loaded 2-core machine) on top of the search budget
@@ -305,8 +305,12 @@ def _job(workspace: Path, findings: list[Finding], config: Config,
         "harvest_seconds": config.harvest_seconds,
         "device": config.device,
         "search_seconds": config.search_seconds,
+        # None: the precisions the repository mentions first, then the others (precision.py)
+        "precisions": None if config.low_precision else [],
         "script": _script_job(config),
-        "finding_timeout": config.search_seconds + FINDING_SECONDS_SLACK + script_runs,
+        # a search that finds nothing in float32 gets the same budget again in low precision
+        "finding_timeout": config.search_seconds * (2 if config.low_precision else 1)
+        + FINDING_SECONDS_SLACK + script_runs,
         "fix": config.fix,
         # each candidate that gets as far as the search re-runs the script like a finding does
         "fix_timeout": FIX_SECONDS_SLACK + FIX_SEARCH_RUNS * (config.search_seconds +
@@ -352,8 +356,8 @@ def _merge(result: AnalysisResult, run: RunResult, sources: dict[str, str],
                     result.timings["fix"] = round(result.timings.get("fix", 0.0) + seconds, 4)
             continue
         finding.status = record.get("status", finding.status)
-        if record.get("trigger") is not None:
-            finding.trigger = {**record["trigger"], "box": record.get("box")}
+        if isinstance(record.get("trigger"), dict):
+            finding.trigger = {**trusted_trigger(record["trigger"]), "box": record.get("box")}
         elif record.get("box") is not None:
             finding.trigger = {"box": record["box"]}
         finding.error = record.get("error")

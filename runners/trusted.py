@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from analyzers.config import script_argv
+from analyzers.dtypes import LOW_PRECISIONS
 from analyzers.dynamic.layout import module_of
 from analyzers.dynamic.writer import PlanError, Target, write
 from analyzers.fix import FixRequest, candidates
@@ -50,6 +51,25 @@ def trusted_fix(record: dict[str, Any], finding: Finding, source: str | None) ->
             return {**record, **{key: ours[key] for key in PATCH_FIELDS if key in ours},
                     "description": candidate.description}
     return _rejected(NOT_TRUSTED)
+
+
+# A precision block's words (analyzers/dynamic/precision.py; the schema's trigger.precision)
+PRECISION_WORDS = {"dtype": LOW_PRECISIONS, "mode": ("autocast", "cast"),
+                   "float32": ("finite", "fails", "unreached", "error")}
+
+
+def trusted_trigger(trigger: dict[str, Any]) -> dict[str, Any]:
+    """The sandbox's trigger with its precision block kept only in numcheck's own words: the
+    block says which bug a reader is shown (mixed precision or not), so nothing else in it
+    is passed on."""
+    block = trigger.get("precision")
+    if block is None:
+        return trigger
+    kept = {key: block.get(key) for key in PRECISION_WORDS} if isinstance(block, dict) else {}
+    if not all(kept[key] in words for key, words in PRECISION_WORDS.items() if key in kept) \
+            or not kept:
+        return {key: value for key, value in trigger.items() if key != "precision"}
+    return {**trigger, "precision": kept}
 
 
 def _same(theirs: Any, ours: Any) -> bool:

@@ -54,6 +54,9 @@ class Entry:
     # refuses on a leaf that requires grad: each call gets copies (as the reproducer passes
     # `adj.clone()`), so the gradient still reaches the searched leaves
     copies_inputs: bool = False
+    # a precision finding (precision.py): the reproducer first runs the call in float32 and
+    # asserts it finite, then in the entry's own precision
+    float32_reference: bool = False
 
     def call(self, inputs: Sequence[torch.Tensor]) -> Any:
         if self.device == "cpu":
@@ -133,12 +136,62 @@ class Entry:
             return None
         return replace(self, specs=specs)
 
+    def in_dtype(self, dtype: str) -> Entry | None:
+        """The same call computed in `dtype` (float32 for the precision differential, float64
+        for the fix stage's reference): no autocast, a copy of the module cast to `dtype`, and
+        float constants cast; the inputs are cast by `cast_inputs`. None where that cannot be
+        done faithfully: TensorFlow, JAX, NumPy, a device other than the CPU, a recorded
+        module, a script run."""
+        import copy
+
+        if self.framework != "torch" or self.device != "cpu" or self.source == "script":
+            return None
+        wanted = TORCH_DTYPES[dtype]
+
+        def cast(value: Any) -> Any:
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                return value.detach().to(wanted)
+            return value
+
+        fn: Any = self.fn
+        if isinstance(fn, torch.nn.Module):
+            fn = copy.deepcopy(fn).to(wanted)
+        elif self.is_method:
+            owner = getattr(fn, "__self__", None)
+            if not isinstance(owner, torch.nn.Module):
+                return None
+            fn = getattr(copy.deepcopy(owner).to(wanted), getattr(fn, "__name__", ""))
+        elif not callable(fn) or not hasattr(fn, "__code__"):
+            return None
+        return replace(self, fn=fn, dtype=dtype, autocast=None,
+                       specs=[replace(s, dtype=dtype) if s.is_float else s for s in self.specs],
+                       constants={k: cast(v) for k, v in self.constants.items()},
+                       template=None if self.template is None else
+                       [cast(v) for v in self.template],
+                       template_kwargs={k: cast(v) for k, v in self.template_kwargs.items()},
+                       start=None, float32_reference=False)
+
+    def under_autocast(self, dtype: str) -> Entry | None:
+        """The same float32 call under `torch.autocast` in `dtype` (the model keeps float32
+        weights, as mixed-precision training does); None for an entry that already runs in
+        another precision, or outside PyTorch, or a script run."""
+        if self.framework != "torch" or self.dtype != "float32" or self.autocast is not None \
+                or self.source == "script":
+            return None
+        return replace(self, autocast=dtype, dtype=dtype)
+
     def describe_box(self) -> list[dict[str, Any]]:
         boxes = [spec.to_json() for spec in self.specs]
         for box, name in zip(boxes[len(boxes) - len(self.weights):], self.weights,
                              strict=True):
             box["weight"] = name  # a configured weight range (weights.py)
         return boxes
+
+
+def cast_inputs(inputs: Sequence[torch.Tensor], dtype: str) -> list[torch.Tensor]:
+    """The float inputs in `dtype` (an `in_dtype` twin's inputs); others as they are."""
+    wanted = TORCH_DTYPES[dtype]
+    return [x.detach().to(wanted) if x.is_floating_point() else x for x in inputs]
 
 
 def device_type(device: str) -> str:

@@ -63,6 +63,7 @@ def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) ->
         "passed": encode_keywords(entry.passed),
         "object": None, "template": None, "template_kwargs": [],
         "copies_inputs": entry.copies_inputs,
+        "float32_reference": entry.float32_reference,
     }
     if isinstance(entry.fn, ObjectCall):  # built from the first inputs, then its member
         out["object"] = {"init_names": list(entry.fn.init_names),

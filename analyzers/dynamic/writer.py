@@ -437,6 +437,11 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     elif numpy_mode:
         body.extend(_numpy_check(call, call_arguments, label, target))
     else:
+        if flag(plan.get("float32_reference", False), "float32_reference"):
+            body.extend(_float32_lines(call, call_arguments, names, floats, passed, label,
+                                       cast=dtype != "float32" and not autocast,
+                                       plain=template is None and obj is None
+                                       and rebuild is None, gradient=target.checks_gradient))
         contexts = []  # as Entry.call runs it: on the device, under autocast
         if place != "cpu":
             contexts.append(f"torch.device({place!r})")
@@ -470,7 +475,8 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     framework_imports = ["import numpy as np", "import tensorflow as tf"] if tf_mode else \
         ["import jax", "import jax.numpy as jnp", "import numpy as np"] if jax_mode else \
         ["import os", "import traceback", "", "import numpy as np"] if numpy_mode else \
-        ["import torch"]
+        ["import copy", "", "import torch"] if any("copy.deepcopy" in line for line in body) \
+        else ["import torch"]
     lines = [
         *_header(target, label, qualname),
         *(["import base64", "import io", ""] if state else []),
@@ -487,6 +493,37 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         *runnable_test(test_name, [f"    {line}" for line in body]),
     ]
     return "\n".join(lines)
+
+
+def _float32_lines(call: str, arguments: str, names: list[str], floats: list[str],
+                   passed: list[str], label: str, cast: bool, plain: bool,
+                   gradient: bool) -> list[str]:
+    """A precision finding's first check: the same call in float32 is finite, and so are
+    the gradients reaching its float32 copies of the inputs where the finding is checked by
+    its gradient. Without autocast, on a float32 copy of a model cast to low precision. A
+    call replayed from a recording or built from an object is run as recorded, forward only;
+    one on a model cast to low precision is then not rewritten, and the check is left out."""
+    message = f"\"{label} is NaN/Inf in float32 too\""
+    if not plain:
+        if cast:
+            return []
+        return ["with torch.no_grad():  # float32 first: the bug is the low precision's",
+                f"    out32 = {call}({arguments})", f"assert _finite(out32), {message}"]
+    lines = ["# float32 first: the same inputs are finite there, the bug is the low precision's"]
+    if cast and call.startswith("model"):
+        lines.append("model32 = copy.deepcopy(model).float()")
+        call = "model32" + call[len("model"):]
+    copies = [f"{name}32" for name in floats]
+    lines.extend(f"{name}32 = {name}.detach().clone().float().requires_grad_()"
+                 for name in floats)
+    given = ", ".join([*(f"{name}32" if name in floats else name for name in names), *passed])
+    lines.append(f"out32 = {call}({given})")
+    lines.append(f"assert _finite(out32), {message}")
+    if gradient and copies:
+        lines.append("sum(t.sum() for t in _tensors(out32) if t.requires_grad).backward()")
+        lines.append(f"assert all(x.grad is None or bool(torch.isfinite(x.grad).all()) for x "
+                     f"in ({', '.join(copies)},)), {message[:-1]} (gradient)\"")
+    return lines
 
 
 def _stand_in(name: Any) -> str:

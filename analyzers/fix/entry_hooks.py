@@ -188,36 +188,16 @@ def sample_inputs(entry: Entry, count: int, seed: int = 0,
 
 
 def float64_reference(entry: Entry) -> Callable[[Sequence[Any]], Any] | None:
-    """The original entry computed in float64 (PyTorch: float inputs, float constants and a
-    copy of the module in double), or None where that cannot be done faithfully (TensorFlow,
-    autocast, CUDA, recorded modules)."""
-    import copy
+    """The original entry computed in float64 (`Entry.in_dtype`), or None where that cannot
+    be done faithfully (TensorFlow, autocast, CUDA, recorded modules)."""
+    from analyzers.dynamic.entry import cast_inputs
 
-    import torch
-
-    if entry.framework != "torch" or entry.autocast is not None or entry.device != "cpu":
+    if entry.autocast is not None:  # the reference of an autocast run is not its float64 twin
         return None
-
-    def double(value: Any) -> Any:
-        if isinstance(value, torch.Tensor) and value.is_floating_point():
-            return value.detach().double()
-        return value
-
-    fn: Any = entry.fn
-    if isinstance(fn, torch.nn.Module):
-        fn = copy.deepcopy(fn).double()
-    elif entry.is_method:
-        owner = getattr(fn, "__self__", None)
-        if not isinstance(owner, torch.nn.Module):
-            return None
-        fn = getattr(copy.deepcopy(owner).double(), getattr(fn, "__name__", ""))
-    elif not callable(fn) or not hasattr(fn, "__code__"):
+    wide = entry.in_dtype("float64")
+    if wide is None:
         return None
-    wide = replace(entry, fn=fn, constants={k: double(v) for k, v in entry.constants.items()},
-                   template=None if entry.template is None else
-                   [double(v) for v in entry.template],
-                   template_kwargs={k: double(v) for k, v in entry.template_kwargs.items()})
-    return lambda inputs: wide.call([double(x) for x in inputs])
+    return lambda inputs: wide.call(cast_inputs(inputs, "float64"))
 
 
 def run_entry(entry: Entry, inputs: Sequence[Any]) -> Any:

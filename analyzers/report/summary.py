@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from analyzers.dtypes import LOW_PRECISIONS
 from analyzers.model import AnalysisResult, Finding, IntervalInfo
 
 # Most decisive first: what a reader acts on comes before what merely might happen.
@@ -203,6 +204,28 @@ def _chosen_values(chosen: Any) -> str:
     return f", called with {', '.join(shown)} (numcheck's values)" if shown else ""
 
 
+# What float32 made of a low-precision trigger's inputs (analyzers/dynamic/precision.py)
+_FLOAT32_SAYS = {
+    "finite": "the same inputs are finite in float32: a mixed-precision bug",
+    "fails": "the same inputs fail in float32 too",
+    "unreached": "in float32 the same inputs do not reach the op",
+    "error": "in float32 the same inputs raise an error",
+}
+
+
+def precision_clause(trigger: dict[str, Any]) -> str:
+    """`; under float16 autocast, and the same inputs are finite in float32: ...` for a
+    trigger found in low precision, else "". Words not of numcheck's own are left out (the
+    record comes from the sandbox)."""
+    block = trigger.get("precision")
+    if not isinstance(block, dict) or block.get("dtype") not in LOW_PRECISIONS \
+            or block.get("float32") not in _FLOAT32_SAYS:
+        return ""
+    how = f"under {block['dtype']} autocast" if block.get("mode") == "autocast" \
+        else f"in {block['dtype']}"
+    return f"; found {how}, and {_FLOAT32_SAYS[block['float32']]}"
+
+
 def proof_sentence(finding: Finding) -> str:
     """What the dynamic pass did: the trigger it found, or the budget it spent."""
     trigger = finding.trigger or {}
@@ -232,7 +255,7 @@ def proof_sentence(finding: Finding) -> str:
         return (f"NaN/Inf in the {trigger.get('where')} pass after "
                 f"{trigger.get('evaluations')} runs ({trigger.get('seconds', 0):.2f} s, stage "
                 f"{trigger.get('stage')}) of {entry}, inputs in {inputs}"
-                f"{reach}{origin}")
+                f"{reach}{origin}{precision_clause(trigger)}")
     if finding.status == "not-triggered":
         return (f"no trigger in {trigger.get('evaluations')} runs "
                 f"({trigger.get('seconds', 0):.2f} s) of {entry}, inputs in "
