@@ -83,12 +83,23 @@ def is_proven(finding: Finding) -> bool:
 def cancels_guard(finding: Finding) -> bool:
     """Was this finding confirmed only by cancelling its operand's epsilon (see the module's
     docstring)? Not for a definite rule (an epsilon that rounds away is the finding itself),
-    nor for a trigger inside a configured entry's bounds, which the user declared real."""
+    nor for a trigger inside a configured entry's bounds, which the user declared real, nor
+    for a precision finding: the same inputs are finite in float32, so the guard holds there
+    and what fails is the low precision."""
     spec = CATALOGUE.by_op.get(finding.op)
     box = (finding.trigger or {}).get("box") or {}
     return is_proven(finding) and not is_definite(finding) \
         and spec is not None and spec.requires in ("positive", "nonzero") \
-        and box.get("source") != "config" and guarded_part(finding.operand) is not None
+        and box.get("source") != "config" and guarded_part(finding.operand) is not None \
+        and not is_precision_finding(finding)
+
+
+def is_precision_finding(finding: Finding) -> bool:
+    """Confirmed in float16 or bfloat16 on inputs that are finite in float32
+    (analyzers/dynamic/precision.py)."""
+    precision = (finding.trigger or {}).get("precision")
+    return is_proven(finding) and isinstance(precision, dict) \
+        and precision.get("float32") == "finite"
 
 
 def is_credible_proof(finding: Finding) -> bool:

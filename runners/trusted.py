@@ -66,10 +66,9 @@ def trusted_trigger(trigger: dict[str, Any]) -> dict[str, Any]:
     if block is None:
         return trigger
     kept = {key: block.get(key) for key in PRECISION_WORDS} if isinstance(block, dict) else {}
-    if not all(kept[key] in words for key, words in PRECISION_WORDS.items() if key in kept) \
-            or not kept:
-        return {key: value for key, value in trigger.items() if key != "precision"}
-    return {**trigger, "precision": kept}
+    if kept and all(kept[key] in words for key, words in PRECISION_WORDS.items()):
+        return {**trigger, "precision": kept}
+    return {key: value for key, value in trigger.items() if key != "precision"}
 
 
 def _same(theirs: Any, ours: Any) -> bool:

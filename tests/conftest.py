@@ -111,7 +111,7 @@ TIERS: dict[str, tuple[str, ...]] = {
                 "test_fix_stage", "test_fix_transforms", "test_fix_validate", "test_harness",
                 "test_harvest_methods", "test_loading", "test_localise", "test_numerics_doc",
                 "test_object_entries", "test_usage_entries",
-                "test_pipeline", "test_precommit", "test_report_units",
+                "test_pipeline", "test_precision", "test_precommit", "test_report_units",
                 "test_reproducer_checks", "test_sandbox", "test_script_mode",
                 "test_script_programs",
                 "test_search_stages", "test_static_dtype", "test_weight_ranges"),

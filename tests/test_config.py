@@ -253,7 +253,8 @@ def test_to_json_is_plain() -> None:
                          "comment_on",
                          "dynamic",
                          "search_seconds", "dynamic_timeout", "seed", "harvest",
-                         "harvest_seconds", "device", "fix", "dependencies", "runner_image",
+                         "harvest_seconds", "device", "fix", "low_precision", "dependencies",
+                         "runner_image",
                          "entries", "script",
                          "source", "notes"}
 
@@ -475,6 +476,10 @@ def test_dynamic_settings_are_checked() -> None:
     with pytest.raises(ConfigError, match="dynamic"):
         config_from_mapping({"dynamic": "yes"}, "x")
     assert config_from_mapping({"dynamic": False}, "x").dynamic is False
+    with pytest.raises(ConfigError, match="'low_precision' in x must be true or false"):
+        config_from_mapping({"low_precision": "fp16"}, "x")
+    assert Config().low_precision is True
+    assert config_from_mapping({"low_precision": False}, "x").low_precision is False
 
 
 def test_the_device_setting_is_one_of_auto_cpu_cuda() -> None:

@@ -455,6 +455,31 @@ def test_a_proof_that_cancels_an_epsilon_guard_is_held_back() -> None:
     assert is_credible_proof(balance) and "### model/norm.py:3" in render_markdown(result)
 
 
+def test_a_precision_finding_is_not_a_cancelled_guard() -> None:
+    """Found in float16 on inputs that are finite in float32: the epsilon holds in float32
+    on those very inputs, so what fails is the precision, and the proof is commented."""
+    from analyzers.report.summary import proof_sentence
+    from analyzers.trust import cancels_guard, is_credible_proof
+
+    balance = _div_finding()
+    balance.operand = "(out[..., -1:] + self.eps)"
+    balance.status, balance.fingerprint = "confirmed", ""
+    balance.trigger = {"box": {"source": "synthesised"}, "evaluations": 9, "where": "forward",
+                       "precision": {"dtype": "float16", "mode": "autocast", "float32": "fails"}}
+    balance.__post_init__()
+    assert cancels_guard(balance)  # float32 fails too: it is the guard that was cancelled
+    assert "found under float16 autocast, and the same inputs fail in float32 too" in \
+        proof_sentence(balance)
+    balance.trigger["precision"]["float32"] = "finite"
+    assert not cancels_guard(balance) and is_credible_proof(balance)
+    assert "finite in float32: a mixed-precision bug" in proof_sentence(balance)
+    result = _result(findings=[balance], errors=[], comment_on="proven")
+    assert "### model/norm.py:3" in render_markdown(result)
+    # words that are not numcheck's say nothing
+    balance.trigger["precision"] = {"dtype": "float8<b>", "mode": "cast", "float32": "finite"}
+    assert "float32" not in proof_sentence(balance)
+
+
 @pytest.mark.parametrize(("operand", "part"), [
     ("(tf.reduce_mean(load) + 1e-10)", "tf.reduce_mean(load)"),
     ("1e-8 + p.sum(-1)", "p.sum(-1)"),

