@@ -232,6 +232,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
     """One finding through entry building, search, minimisation and the reproducer.
     A confirmed finding leaves in `context` what the fix stage needs: its entry, the
     minimised trigger and the reproducer script."""
+    from analyzers.dtypes import LOW_PRECISIONS
     from analyzers.dynamic.entries import (
         SHAPE_GUESSES,
         EntryConfig,
@@ -244,7 +245,6 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
     )
     from analyzers.dynamic.loading import is_program
     from analyzers.dynamic.localise import localise
-    from analyzers.dtypes import LOW_PRECISIONS
     from analyzers.dynamic.precision import (
         declared_precisions,
         low_precision_search,
