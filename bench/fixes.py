@@ -57,6 +57,13 @@ class Row:
     revalidation_seconds: float | None = None
     note: str = ""
     replacement: str = ""
+    # a trigger found in float16/bfloat16 and re-run in float32 (analyzers/dynamic/precision.py)
+    precision: dict[str, str] | None = None
+
+    @property
+    def is_precision(self) -> bool:
+        """Finite in float32 on the trigger that fails in the case's low precision."""
+        return self.precision is not None and self.precision.get("float32") == "finite"
 
 
 def _forget(repo: Path | None = None) -> None:
@@ -94,8 +101,10 @@ def _finding(repo: Path, line: int, op: str, dtype: str | None) -> dict[str, Any
 
 
 def _confirm(repo: Path, entry: Any, finding: dict[str, Any], op: str, line: int, seed: int,
-             budget: float) -> tuple[list[Any], str] | str:
-    """(minimised trigger, reproducer) as the harness makes them, or why not."""
+             budget: float) -> tuple[list[Any], str, dict[str, str] | None] | str:
+    """(minimised trigger, reproducer, precision block) as the harness makes them, or why
+    not."""
+    from analyzers.dynamic.precision import mark_precision
     from analyzers.dynamic.reproducer import render
     from analyzers.dynamic.search import Budget, Searcher
     from analyzers.dynamic.writer import Target
@@ -109,13 +118,14 @@ def _confirm(repo: Path, entry: Any, finding: dict[str, Any], op: str, line: int
         return f"search: not triggered ({outcome.error or 'budget spent'})"
 
     small, shows = minimised_trigger(entry, searcher, outcome)
+    precision = mark_precision(entry, str(repo / PATH), frozenset({line}), op, small)
     target = Target(PATH, finding["line"], op, finding["call"], outcome.where or "forward",
                     shows)
     script = render(entry, small, target, seed)
     fails, stderr = _check_reproducer(repo, script)
     if not fails:
         return f"the reproducer does not fail: {stderr.strip()[-200:]}"
-    return small, script
+    return small, script, precision
 
 
 def _revalidate(case_dir: Path, table: dict[str, Any], finding: dict[str, Any],
@@ -185,7 +195,7 @@ def run_case(case_dir: Path, budget: float, seed: int, revalidate: bool = True) 
             row.status, row.note = "not-confirmed", confirmed
             return row
         row.confirmed = True
-        trigger, script = confirmed
+        trigger, script, row.precision = confirmed
         source = (repo / PATH).read_text(encoding="utf-8")
         proposed = candidates(source, FixRequest.from_finding(finding))
         row.candidates = [f"{c.kind}:{c.name}" for c in proposed]
@@ -235,8 +245,14 @@ HEADER = (f"{'case':38} {'op':7} {'fix':14} {'kind':10} {'name':16} {'max abs':>
           f"{'max rel':>9} {'s':>6} {'re-val':6}")
 
 
+# The fixes issue 17 asks of a precision finding: compute in float32, or a dtype-sized epsilon
+PRECISION_FIX_KINDS = ("upcast", "epsilon")
+
+
 def row_line(r: Row) -> str:
     reval = "-" if r.revalidated is None else ("ok" if r.revalidated else "FAIL")
+    if r.precision is not None:
+        reval += f" {r.precision['dtype']}/{r.precision['mode']}: f32 {r.precision['float32']}"
     return (f"{r.case:38} {r.op:7} {r.status:14} {r.kind or '-':10} {r.name or '-':16} "
             f"{_fmt(r.max_abs, '.2e'):>9} {_fmt(r.max_rel, '.2e'):>9} "
             f"{_fmt(r.seconds, '.2f'):>6} {reval:6} {' '.join(r.note.split())[:160]}")
@@ -254,6 +270,9 @@ def report(rows: list[Row], budget: float) -> dict[str, Any]:
     for r in validated:
         kinds[r.kind or "?"] = kinds.get(r.kind or "?", 0) + 1
     seconds = sorted(r.seconds for r in confirmed if r.seconds is not None)
+    precision = [r for r in confirmed if r.is_precision]
+    precision_fixed = [r for r in precision if r.status == "validated"
+                       and r.kind in PRECISION_FIX_KINDS]
     summary: dict[str, Any] = {
         "cases": len(rows), "confirmed": len(confirmed), "validated": len(validated),
         "kinds": kinds, "stable_proposed": len(stable), "stable_chosen": len(stable_chosen),
@@ -264,6 +283,8 @@ def report(rows: list[Row], budget: float) -> dict[str, Any]:
         "stable_not_chosen": [r.case for r in stable if r.kind != "stable-api"],
         "not_confirmed": [r.case for r in rows if not r.confirmed],
         "budget_seconds": budget,
+        "precision": [r.case for r in precision],
+        "precision_fixed": [r.case for r in precision_fixed],
     }
     print()
     print(f"confirmed {len(confirmed)}/{len(rows)} cases (search budget {budget:g} s); "
@@ -278,6 +299,9 @@ def report(rows: list[Row], budget: float) -> dict[str, Any]:
         print(f"  stable API proposed but not chosen: {', '.join(summary['stable_not_chosen'])}")
     print(f"re-validated from scratch: {len(revalidated) - len(failed_revalidation)}/"
           f"{len(revalidated)} pass (target: 0 failures)")
+    print(f"precision findings (the trigger is finite in float32): {len(precision)}, with a "
+          f"validated {' or '.join(PRECISION_FIX_KINDS)} fix: {len(precision_fixed)} "
+          f"(target: 3): {', '.join(summary['precision_fixed']) or '-'}")
     if seconds:
         print(f"fix stage time per confirmed case: median {summary['median_fix_seconds']:.2f} s, "
               f"total {summary['total_fix_seconds']:.1f} s")
