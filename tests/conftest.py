@@ -115,7 +115,7 @@ TIERS: dict[str, tuple[str, ...]] = {
                 "test_reproducer_checks", "test_sandbox", "test_script_mode",
                 "test_script_programs",
                 "test_search_stages", "test_static_dtype", "test_weight_ranges"),
-    "tf": ("test_harvest_keras", "test_localise_tf", "test_script_mode_tf"),
+    "tf": ("test_harvest_keras", "test_localise_tf", "test_precision_tf", "test_script_mode_tf"),
     "jax": ("test_jax_dynamic", "test_numpy_dynamic"),
     "app": ("test_action", "test_app_e2e", "test_app_outbox", "test_app_serve", "test_app_units",
             "test_app_web", "test_policy"),

@@ -144,7 +144,14 @@ class Entry:
         module, a script run."""
         import copy
 
-        if self.framework != "torch" or self.device != "cpu" or self.source == "script":
+        if self.device != "cpu" or self.source == "script":
+            return None
+        if self.framework == "tensorflow":
+            twin = _keras_twin(self.fn, self.init, self.specs, self.constants, dtype)
+            return None if twin is None else replace(
+                self, fn=twin, dtype=dtype, autocast=None, start=None, float32_reference=False,
+                specs=[replace(s, dtype=dtype) if s.is_float else s for s in self.specs])
+        if self.framework != "torch":
             return None
         wanted = TORCH_DTYPES[dtype]
 
@@ -186,6 +193,27 @@ class Entry:
                              strict=True):
             box["weight"] = name  # a configured weight range (weights.py)
         return boxes
+
+
+def _keras_twin(fn: Any, init: Mapping[str, Any], specs: Sequence[InputSpec],
+                constants: Mapping[str, Any], dtype: str) -> Any:
+    """A TensorFlow callable computing in `dtype`: a plain function as it is (its inputs are
+    cast), a Keras layer made again with `dtype=` and the original's weights; None for a
+    layer not built yet or one that cannot be made so."""
+    import tensorflow as tf
+
+    if not isinstance(fn, tf.keras.layers.Layer):
+        return fn if callable(fn) and hasattr(fn, "__code__") else None
+    if not fn.built:
+        return None
+    try:  # the PR's constructor and build may fail in any way
+        twin = type(fn)(**{**init, "dtype": dtype})
+        twin(*[tf.zeros(spec.shape, dtype if spec.is_float else spec.dtype) for spec in specs],
+             **constants)
+        twin.set_weights(fn.get_weights())
+    except Exception:
+        return None
+    return twin
 
 
 def cast_inputs(inputs: Sequence[torch.Tensor], dtype: str) -> list[torch.Tensor]:

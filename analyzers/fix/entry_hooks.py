@@ -192,8 +192,8 @@ def float64_reference(entry: Entry) -> Callable[[Sequence[Any]], Any] | None:
     be done faithfully (TensorFlow, autocast, CUDA, recorded modules)."""
     from analyzers.dynamic.entry import cast_inputs
 
-    if entry.autocast is not None:  # the reference of an autocast run is not its float64 twin
-        return None
+    if entry.autocast is not None or entry.framework != "torch":
+        return None  # an autocast run's reference is not its float64 twin
     wide = entry.in_dtype("float64")
     if wide is None:
         return None
