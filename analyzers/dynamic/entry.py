@@ -139,9 +139,10 @@ class Entry:
     def in_dtype(self, dtype: str) -> Entry | None:
         """The same call computed in `dtype` (float32 for the precision differential, float64
         for the fix stage's reference): no autocast, a copy of the module cast to `dtype`, and
-        float constants cast; the inputs are cast by `cast_inputs`. None where that cannot be
-        done faithfully: TensorFlow, JAX, NumPy, a device other than the CPU, a recorded
-        module, a script run."""
+        float constants cast (TensorFlow: a Keras layer made again in `dtype` with the
+        original's weights); the inputs are cast by `cast_inputs`. None where that cannot be
+        done faithfully: JAX, NumPy, a device other than the CPU, a method of an object that
+        is not a module, a script run."""
         import copy
 
         if self.device != "cpu" or self.source == "script":
