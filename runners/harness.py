@@ -336,15 +336,23 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
                 "error": "no entry reaches the op: " + "; ".join(dict.fromkeys(problems))}
     entry, outcome, searcher = last
     wanted = job.get("precisions")  # None: the declared ones, then the others
+    searched: list[str] = []  # the low precisions searched as well
     if not outcome.triggered and wanted != []:
         # finite in float32 over the box: searched again in the precisions a model trains in
         dtypes = precisions_to_try(declared_precisions(repo)) if wanted is None \
             else [d for d in wanted if d in LOW_PRECISIONS]
-        found = low_precision_search(entry, path, lines, finding["op"], seed,
-                                     Budget(seconds=budget.seconds), shows_in_entry(entry),
-                                     dtypes)
-        if found is not None:
-            entry, outcome, searcher = found
+        low = low_precision_search(entry, path, lines, finding["op"], seed,
+                                   Budget(seconds=budget.seconds), shows_in_entry(entry),
+                                   dtypes)
+        searched = low.searched
+        if low.found is not None:  # the finding counts the float32 runs too
+            entry, low_outcome, searcher = low.found
+            low_outcome.evaluations += outcome.evaluations
+            low_outcome.seconds += outcome.seconds
+            outcome = low_outcome
+        else:
+            outcome.evaluations += low.evaluations
+            outcome.seconds += low.seconds
     box: dict[str, Any] = {"source": entry.source, "target": entry.target,
                            "inputs": entry.describe_box()}
     chosen = {name: value for name, value in getattr(entry, "passed", {}).items()
@@ -356,6 +364,7 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
                 "trigger": {"seconds": round(outcome.seconds, 4),
                             "evaluations": outcome.evaluations, "seed": seed,
                             "best_loss": outcome.best_loss, "device": entry.device,
+                            "low_precision": searched,
                             "search_trace": outcome.search_trace}}
 
     small, shows = minimised_trigger(entry, searcher, outcome)

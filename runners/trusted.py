@@ -59,9 +59,13 @@ PRECISION_WORDS = {"dtype": LOW_PRECISIONS, "mode": ("autocast", "cast"),
 
 
 def trusted_trigger(trigger: dict[str, Any]) -> dict[str, Any]:
-    """The sandbox's trigger with its precision block kept only in numcheck's own words: the
-    block says which bug a reader is shown (mixed precision or not), so nothing else in it
-    is passed on."""
+    """The sandbox's trigger with its precision block, and the precisions it says it searched,
+    kept only in numcheck's own words: they say which bug a reader is shown (mixed precision
+    or not), so nothing else in them is passed on."""
+    low = trigger.get("low_precision")
+    if low is not None:  # the precisions searched as well, by name
+        trigger = {**trigger, "low_precision": [d for d in low if d in LOW_PRECISIONS]
+                   if isinstance(low, list) else []}
     block = trigger.get("precision")
     if block is None:
         return trigger

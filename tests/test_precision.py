@@ -106,6 +106,28 @@ def test_without_low_precision_the_same_finding_is_not_triggered(
     (found,) = result.findings
     assert found.status == "not-triggered"
     assert found.trigger is not None and "precision" not in found.trigger
+    assert found.trigger["low_precision"] == [] and "autocast" not in proof_sentence(found)
+
+
+def test_a_bug_no_precision_shows_says_what_was_searched(git_repo: GitRepoFactory) -> None:
+    """`log(sigmoid(x))` of a bounded input: finite in every precision; the result says the
+    low precisions were searched too, and counts their runs."""
+    repo = git_repo({"model/__init__.py": "", "model/heads.py": "import torch\n"},
+                    {"model/heads.py": "import torch\n\n\ndef smooth(x: torch.Tensor) -> "
+                     "torch.Tensor:\n    return torch.log(torch.sigmoid(torch.tanh(x)))\n"})
+    entry = {"target": "model.heads:smooth", "inputs": ["float32[4,8] in [-1, 1]"]}
+    runs = {}
+    for low in (True, False):
+        result = analyze(repo.root, "main", "feature", dataclasses.replace(
+            _config(fix=False, low_precision=low), entries=(entry,)))
+        (found,) = result.findings
+        assert found.status == "not-triggered" and found.trigger is not None
+        runs[low] = found.trigger["evaluations"]
+        if low:
+            assert found.trigger["low_precision"] == ["bfloat16", "float16"]
+            assert "in float32 and under bfloat16 and float16 autocast" in \
+                proof_sentence(found)
+    assert runs[True] > runs[False] > 0  # the low precisions' runs are counted
 
 
 @pytest.fixture

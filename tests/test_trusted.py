@@ -314,3 +314,6 @@ def test_a_triggers_precision_block_is_kept_only_in_numcheck_words() -> None:
         assert trusted_trigger({"where": "forward", "precision": forged}) == \
             {"where": "forward"}, forged
     assert trusted_trigger({"where": "forward"}) == {"where": "forward"}
+    assert trusted_trigger({"low_precision": ["float16", "<b>", 3]}) == \
+        {"low_precision": ["float16"]}
+    assert trusted_trigger({"low_precision": "bfloat16"}) == {"low_precision": []}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -111,16 +112,36 @@ def mark_precision(entry: Entry, path: str, lines: frozenset[int], op: str,
     return block
 
 
+@dataclass
+class LowPrecisionSearch:
+    """What `low_precision_search` did: the stage that triggered (its outcome counting every
+    run and second of the precisions tried before it), or None; the precisions searched; and
+    the runs and seconds of them all."""
+
+    found: tuple[Entry, Outcome, Searcher] | None
+    searched: list[str]
+    evaluations: int = 0
+    seconds: float = 0.0
+
+
 def low_precision_search(entry: Entry, path: str, lines: frozenset[int], op: str, seed: int,
                          budget: Budget, require_visible: bool, dtypes: Sequence[str]
-                         ) -> tuple[Entry, Outcome, Searcher] | None:
+                         ) -> LowPrecisionSearch:
     """A float32 entry searched again under autocast in each of `dtypes`, the budget shared
-    equally; the first that triggers, or None."""
-    twins = [twin for dtype in dtypes if (twin := entry.under_autocast(dtype)) is not None]
-    for twin in twins:
+    equally, until one triggers."""
+    twins = [(dtype, twin) for dtype in dtypes
+             if (twin := entry.under_autocast(dtype)) is not None]
+    done = LowPrecisionSearch(None, [])
+    for dtype, twin in twins:
         share = dataclasses.replace(budget, seconds=budget.seconds / len(twins),
                                     evaluations=max(budget.evaluations // len(twins), 1))
-        found = staged_search(twin, path, lines, op, seed, share, require_visible)
-        if found[1].triggered:
-            return found
-    return None
+        stage, outcome, searcher = staged_search(twin, path, lines, op, seed, share,
+                                                 require_visible)
+        done.searched.append(dtype)
+        outcome.evaluations += done.evaluations
+        outcome.seconds += done.seconds
+        done.evaluations, done.seconds = outcome.evaluations, outcome.seconds
+        if outcome.triggered:
+            done.found = (stage, outcome, searcher)
+            break
+    return done

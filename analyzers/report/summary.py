@@ -257,9 +257,12 @@ def proof_sentence(finding: Finding) -> str:
                 f"{trigger.get('stage')}) of {entry}, inputs in {inputs}"
                 f"{reach}{origin}{precision_clause(trigger)}")
     if finding.status == "not-triggered":
+        low = trigger.get("low_precision")
+        searched = [d for d in low if d in LOW_PRECISIONS] if isinstance(low, list) else []
+        also = f", in float32 and under {' and '.join(searched)} autocast" if searched else ""
         return (f"no trigger in {trigger.get('evaluations')} runs "
                 f"({trigger.get('seconds', 0):.2f} s) of {entry}, inputs in "
-                f"{inputs}" + (f"; {finding.error}" if finding.error else ""))
+                f"{inputs}{also}" + (f"; {finding.error}" if finding.error else ""))
     if finding.status == "potential" and finding.error:
         return finding.error
     return ""
