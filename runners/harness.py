@@ -385,6 +385,8 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
     precision = mark_precision(entry, path, lines, finding["op"], small)
     if precision is not None:  # found in float16/bfloat16: what float32 makes of it
         trigger["precision"] = precision
+        if context is not None:  # the fix stage makes its candidates for that precision
+            context["precision"] = precision
     unscriptable = no_reproducer_reason(entry)
     if unscriptable is not None:  # proof needs a script anyone can run: not confirmed
         return {**base, "status": "potential", "box": box, "trigger": trigger,
@@ -668,6 +670,8 @@ def work() -> int:
     # cost a later finding its proof (the run's wall clock is shared).
     for finding, context in confirmed:
         _begin(finding["fingerprint"], "fix", float(job.get("fix_timeout", 60.0)))
+        if "precision" in context:  # as the host will read the finding (FixRequest)
+            finding = {**finding, "trigger": {"precision": context["precision"]}}
         _emit({"fingerprint": finding["fingerprint"], "stage": "fix",
                "fix": _fix_stage(job, finding, context)})
     _emit({"done": True})

@@ -54,7 +54,7 @@ def trusted_fix(record: dict[str, Any], finding: Finding, source: str | None) ->
 
 
 # A precision block's words (analyzers/dynamic/precision.py; the schema's trigger.precision)
-PRECISION_WORDS = {"dtype": LOW_PRECISIONS, "mode": ("autocast", "cast"),
+PRECISION_WORDS = {"dtype": LOW_PRECISIONS, "mode": ("autocast", "cast", "policy"),
                    "float32": ("finite", "fails", "unreached", "error")}
 
 

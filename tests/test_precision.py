@@ -106,7 +106,7 @@ def test_without_low_precision_the_same_finding_is_not_triggered(
     (found,) = result.findings
     assert found.status == "not-triggered"
     assert found.trigger is not None and "precision" not in found.trigger
-    assert found.trigger["low_precision"] == [] and "autocast" not in proof_sentence(found)
+    assert found.trigger["low_precision"] == [] and "mixed" not in proof_sentence(found)
 
 
 def test_a_bug_no_precision_shows_says_what_was_searched(git_repo: GitRepoFactory) -> None:
@@ -125,7 +125,7 @@ def test_a_bug_no_precision_shows_says_what_was_searched(git_repo: GitRepoFactor
         runs[low] = found.trigger["evaluations"]
         if low:
             assert found.trigger["low_precision"] == ["bfloat16", "float16"]
-            assert "in float32 and under bfloat16 and float16 autocast" in \
+            assert "in float32 and in mixed bfloat16 and float16" in \
                 proof_sentence(found)
     assert runs[True] > runs[False] > 0  # the low precisions' runs are counted
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,10 @@ import tensorflow as tf
 import torch
 
 from analyzers.dynamic.entries import EntryConfig, build_configured
-from analyzers.dynamic.precision import mark_precision
+from analyzers.dynamic.precision import low_precision_search, mark_precision
+from analyzers.dynamic.reproducer import plan
+from analyzers.dynamic.search import Budget, Searcher
+from analyzers.dynamic.writer import Target
 
 # RMSNorm whose epsilon is 0 in float16: an all-zero token is 0 * rsqrt(0) = NaN.
 LAYER = """\
@@ -26,6 +30,15 @@ class TinyRMSNorm(tf.keras.layers.Layer):
     def call(self, x):
         normed = x * tf.math.rsqrt(tf.reduce_mean(tf.square(x), axis=-1, keepdims=True) + 1e-8)
         return normed * tf.cast(self.scale, x.dtype)
+
+
+class TinyScorer(tf.keras.layers.Layer):
+    def build(self, input_shape):
+        self.kernel = self.add_weight(name="kernel", shape=(input_shape[-1], 4),
+                                      initializer="ones")
+
+    def call(self, x):
+        return tf.exp(tf.matmul(x, self.kernel))
 """
 
 
@@ -53,3 +66,27 @@ def test_a_keras_layer_in_float16_is_rerun_in_float32_with_its_weights(
     path = str(layer_repo / "tfprecnorm.py")
     assert mark_precision(entry, path, frozenset({9}), "rsqrt", [zero_token]) == \
         {"dtype": "float16", "mode": "cast", "float32": "finite"}
+
+
+def test_a_float32_keras_layer_is_searched_again_under_the_mixed_float16_policy(
+        layer_repo: Path) -> None:
+    """exp(x @ ones) with x in [-1, 1]^16 is at most e^16: finite in float32, inf in float16,
+    where the layer computes under `mixed_float16` while keeping float32 weights."""
+    entry = build_configured(layer_repo, EntryConfig(
+        "tfprecnorm:TinyScorer", ("float32[2,16] in [-1, 1]",), {}, None, None), seed=0)
+    path, lines = str(layer_repo / "tfprecnorm.py"), frozenset({19})
+    assert not Searcher(entry, path, lines, "exp", budget=Budget(seconds=1.0)).run().triggered
+    low = low_precision_search(entry, path, lines, "exp", 0, Budget(seconds=4.0), False,
+                               ["bfloat16", "float16"])
+    assert low.searched == ["bfloat16", "float16"] and low.found is not None
+    twin, outcome, searcher = low.found
+    assert twin.fn.dtype_policy.name == "mixed_float16" and twin.fn.dtype == "float32"
+    small = outcome.inputs or []
+    assert mark_precision(twin, path, lines, "exp", small) == \
+        {"dtype": "float16", "mode": "policy", "float32": "finite"}
+    # the reproducer makes the layer under the same policy
+    assert "mixed_float16" in json.dumps(plan(twin, small, _target(), seed=0)["init"])
+
+
+def _target() -> Target:
+    return Target("tfprecnorm.py", 19, "exp", "tf.exp(x)", "forward", "")

@@ -317,3 +317,17 @@ def test_a_triggers_precision_block_is_kept_only_in_numcheck_words() -> None:
     assert trusted_trigger({"low_precision": ["float16", "<b>", 3]}) == \
         {"low_precision": ["float16"]}
     assert trusted_trigger({"low_precision": "bfloat16"}) == {"low_precision": []}
+
+
+def test_a_precision_finding_gets_candidates_for_the_precision_it_fails_in() -> None:
+    """The sandbox and the host both read the dtype off the trigger's precision block, so a
+    dtype-sized clamp (exp at log(65504) ~ 11.08) is made on both sides alike."""
+    source = "import torch\n\n\ndef scores(x):\n    return torch.exp(x @ x.T)\n"
+    (finding,) = scan_source(source, "pkg/scores.py").findings
+    assert FixRequest.from_finding(finding).dtype == "float32"
+    finding.trigger = {"precision": {"dtype": "float16", "mode": "autocast", "float32": "fails"}}
+    assert FixRequest.from_finding(finding).dtype == "float32"  # not a precision finding
+    finding.trigger["precision"]["float32"] = "finite"
+    request = FixRequest.from_finding(finding)
+    assert request.dtype == "float16"
+    assert any("11.08" in c.source for c in candidates(source, request))

@@ -78,7 +78,7 @@ class Entry:
         return self._in_context([copied(x) for x in inputs])
 
     def _in_context(self, inputs: Sequence[torch.Tensor]) -> Any:
-        if self.autocast is not None:
+        if self.autocast is not None and self.framework == "torch":  # Keras: the layer's policy
             with torch.autocast(device_type(self.device), dtype=TORCH_DTYPES[self.autocast]):
                 return self._call(inputs)
         return self._call(inputs)
@@ -180,11 +180,21 @@ class Entry:
                        start=None, float32_reference=False)
 
     def under_autocast(self, dtype: str) -> Entry | None:
-        """The same float32 call under `torch.autocast` in `dtype` (the model keeps float32
-        weights, as mixed-precision training does); None for an entry that already runs in
-        another precision, or outside PyTorch, or a script run."""
-        if self.framework != "torch" or self.dtype != "float32" or self.autocast is not None \
-                or self.source == "script":
+        """The same float32 call in mixed precision: under `torch.autocast` in `dtype`, or a
+        Keras layer made again under the `mixed_<dtype>` policy with the original's weights;
+        the model keeps float32 weights either way, as mixed-precision training does. None
+        for an entry that already runs in another precision, a TensorFlow function (no
+        policy applies to it), JAX, NumPy, or a script run."""
+        if self.dtype != "float32" or self.autocast is not None or self.source == "script":
+            return None
+        if self.framework == "tensorflow":
+            policy = f"mixed_{dtype}"
+            twin = _keras_twin(self.fn, self.init, self.specs, self.constants, policy)
+            if twin is None or twin is self.fn:
+                return None
+            return replace(self, fn=twin, init={**self.init, "dtype": policy}, dtype=dtype,
+                           autocast=dtype, start=None)
+        if self.framework != "torch":
             return None
         return replace(self, autocast=dtype, dtype=dtype)
 
@@ -198,18 +208,19 @@ class Entry:
 
 def _keras_twin(fn: Any, init: Mapping[str, Any], specs: Sequence[InputSpec],
                 constants: Mapping[str, Any], dtype: str) -> Any:
-    """A TensorFlow callable computing in `dtype`: a plain function as it is (its inputs are
-    cast), a Keras layer made again with `dtype=` and the original's weights; None for a
-    layer not built yet or one that cannot be made so."""
+    """A TensorFlow callable computing in `dtype` (or under a `mixed_...` policy): a plain
+    function as it is (its inputs are cast), a Keras layer made again with `dtype=` and the
+    original's weights; None for a layer not built yet or one that cannot be made so."""
     import tensorflow as tf
 
     if not isinstance(fn, tf.keras.layers.Layer):
         return fn if callable(fn) and hasattr(fn, "__code__") else None
     if not fn.built:
         return None
+    given = "float32" if dtype.startswith("mixed_") else dtype  # a policy takes float32 in
     try:  # the PR's constructor and build may fail in any way
         twin = type(fn)(**{**init, "dtype": dtype})
-        twin(*[tf.zeros(spec.shape, dtype if spec.is_float else spec.dtype) for spec in specs],
+        twin(*[tf.zeros(spec.shape, given if spec.is_float else spec.dtype) for spec in specs],
              **constants)
         twin.set_weights(fn.get_weights())
     except Exception:

@@ -7,8 +7,9 @@ sandboxed harness:
 
 - an entry that already runs in low precision (configured `dtype`/`autocast`) gets a float32
   twin (`Entry.in_dtype`), run on the same trigger: finite there makes it a precision finding;
-- a float32 entry whose search triggered nothing is searched again under autocast, in the
-  precision the repository declares first, then bfloat16 and float16.
+- a float32 entry whose search triggered nothing is searched again under autocast (a Keras
+  layer: under the `mixed_float16`/`mixed_bfloat16` policy), in the precision the repository
+  declares first, then bfloat16 and float16.
 
 The finding states the precision, how it was applied and what float32 made of the same inputs;
 its reproducer runs both (writer.py).
@@ -98,8 +99,9 @@ def differential(entry: Entry, path: str, lines: frozenset[int], op: str,
     verdict = float32_verdict(entry, path, lines, op, inputs)
     if verdict is None:
         return None
-    return {"dtype": entry.dtype, "mode": "autocast" if entry.autocast else "cast",
-            "float32": verdict}
+    mode = "cast" if not entry.autocast else \
+        "policy" if entry.framework == "tensorflow" else "autocast"
+    return {"dtype": entry.dtype, "mode": mode, "float32": verdict}
 
 
 def mark_precision(entry: Entry, path: str, lines: frozenset[int], op: str,

@@ -174,7 +174,10 @@ def _linalg_tf(a: Any, name: str, dtype: str) -> Any:
 
 def _to_torch(value: Any) -> Any:
     if hasattr(value, "numpy") and hasattr(value, "dtype"):
-        return torch.from_numpy(np.array(value.numpy()))
+        array = np.array(value.numpy())
+        if array.dtype.name == "bfloat16":  # ml_dtypes' bfloat16, which torch cannot take
+            return torch.from_numpy(array.astype(np.float32)).to(torch.bfloat16)
+        return torch.from_numpy(array)
     return value
 
 

@@ -221,8 +221,9 @@ def precision_clause(trigger: dict[str, Any]) -> str:
     if not isinstance(block, dict) or block.get("dtype") not in LOW_PRECISIONS \
             or block.get("float32") not in _FLOAT32_SAYS:
         return ""
-    how = f"under {block['dtype']} autocast" if block.get("mode") == "autocast" \
-        else f"in {block['dtype']}"
+    how = {"autocast": f"under {block['dtype']} autocast",
+           "policy": f"under the mixed_{block['dtype']} policy"}.get(str(block.get("mode")),
+                                                                   f"in {block['dtype']}")
     return f"; found {how}, and {_FLOAT32_SAYS[block['float32']]}"
 
 
@@ -259,7 +260,7 @@ def proof_sentence(finding: Finding) -> str:
     if finding.status == "not-triggered":
         low = trigger.get("low_precision")
         searched = [d for d in low if d in LOW_PRECISIONS] if isinstance(low, list) else []
-        also = f", in float32 and under {' and '.join(searched)} autocast" if searched else ""
+        also = f", in float32 and in mixed {' and '.join(searched)}" if searched else ""
         return (f"no trigger in {trigger.get('evaluations')} runs "
                 f"({trigger.get('seconds', 0):.2f} s) of {entry}, inputs in "
                 f"{inputs}{also}" + (f"; {finding.error}" if finding.error else ""))
