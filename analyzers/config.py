@@ -61,8 +61,17 @@ SEVERITIES = ("error", "warning", "note")
 FAIL_ON = ("any", "none", "error")
 DEFAULT_INCLUDE: tuple[str, ...] = ("**/*.py",)
 DEFAULT_EXCLUDE: tuple[str, ...] = (
-    ".venv/**", "venv/**", "**/site-packages/**", "build/**", "dist/**", ".git/**",
-    ".tox/**", ".nox/**", ".eggs/**", "**/node_modules/**", "**/__pycache__/**",
+    ".venv/**",
+    "venv/**",
+    "**/site-packages/**",
+    "build/**",
+    "dist/**",
+    ".git/**",
+    ".tox/**",
+    ".nox/**",
+    ".eggs/**",
+    "**/node_modules/**",
+    "**/__pycache__/**",
 )
 _EXTRA_KEYS = ("extend_exclude",)
 SCRIPT_RUN_SECONDS = 10.0  # `[tool.numcheck.script] run_seconds` when it is not set
@@ -81,21 +90,33 @@ def _suggest(word: str, choices: Collection[str]) -> str:
 
 
 def _str_tuple(key: str, value: Any, where: str) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, list | tuple) \
-            or not all(isinstance(v, str) for v in value):
+    if (
+        isinstance(value, str)
+        or not isinstance(value, list | tuple)
+        or not all(isinstance(v, str) for v in value)
+    ):
         raise ConfigError(f"{key!r} in {where} must be a list of strings, got {value!r}")
     return tuple(value)
 
 
-def _choice(key: str, value: Any, choices: tuple[str, ...], where: str,
-            hints: Mapping[str, str] | None = None) -> str:
+def _choice(
+    key: str,
+    value: Any,
+    choices: tuple[str, ...],
+    where: str,
+    hints: Mapping[str, str] | None = None,
+) -> str:
     if not isinstance(value, str):
         raise ConfigError(f"{key!r} in {where} must be a string, got {value!r}")
     if value not in choices:
-        hint = f" (did you mean {hints[value]!r}?)" if hints and value in hints \
+        hint = (
+            f" (did you mean {hints[value]!r}?)"
+            if hints and value in hints
             else _suggest(value, choices)
-        raise ConfigError(f"{key!r} in {where} must be one of {', '.join(choices)}, "
-                          f"got {value!r}{hint}")
+        )
+        raise ConfigError(
+            f"{key!r} in {where} must be one of {', '.join(choices)}, got {value!r}{hint}"
+        )
     return value
 
 
@@ -132,6 +153,7 @@ def _patterns(key: str, value: Any, where: str) -> tuple[str, ...]:
 # len(pattern) steps). Semantics are those of PurePath.full_match: `*`, `?` and `[...]` never
 # match a `/`.
 
+
 @dataclass(frozen=True)
 class _Class:
     """`[...]` of a component: single characters and `a-z` ranges, maybe negated."""
@@ -156,7 +178,7 @@ def _class_at(part: str, i: int) -> tuple[_Class, int] | None:
         j += 1
     if j >= len(part):
         return None  # no closing bracket: a literal "["
-    body = part[i + 1:j]
+    body = part[i + 1 : j]
     negate = body[:1] in ("!", "^")
     if negate:
         body = body[1:]
@@ -303,8 +325,7 @@ class Config:
     dtype: str = "float32"
     scope: str = "added"
     context_lines: int = 3
-    severity: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}),
-                                        hash=False)
+    severity: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
     max_file_bytes: int = 1_000_000
     fail_on: str = "any"
     check_failure: str = "never"  # the App's check run fails on: never | confirmed findings
@@ -349,15 +370,21 @@ class Config:
         set_("severity", _severity_map(self.severity, where))
         if not isinstance(self.dynamic, bool):
             raise ConfigError(f"'dynamic' in {where} must be true or false")
-        if not isinstance(self.search_seconds, int | float) or isinstance(
-                self.search_seconds, bool) or not 0 < self.search_seconds <= 600:
+        if (
+            not isinstance(self.search_seconds, int | float)
+            or isinstance(self.search_seconds, bool)
+            or not 0 < self.search_seconds <= 600
+        ):
             raise ConfigError(f"'search_seconds' in {where} must be a number in (0, 600]")
         _int("dynamic_timeout", self.dynamic_timeout, 1, where)
         _int("seed", self.seed, 0, where)
         if not isinstance(self.harvest, bool):
             raise ConfigError(f"'harvest' in {where} must be true or false")
-        if not isinstance(self.harvest_seconds, int | float) or isinstance(
-                self.harvest_seconds, bool) or not 0 < self.harvest_seconds <= 3600:
+        if (
+            not isinstance(self.harvest_seconds, int | float)
+            or isinstance(self.harvest_seconds, bool)
+            or not 0 < self.harvest_seconds <= 3600
+        ):
             raise ConfigError(f"'harvest_seconds' in {where} must be a number in (0, 3600]")
         _choice("device", self.device, _choices("device"), where)
         if not isinstance(self.fix, bool):
@@ -367,14 +394,21 @@ class Config:
         if not isinstance(self.dependencies, bool):
             raise ConfigError(f"'dependencies' in {where} must be true or false")
         if self.runner_image is not None and (
-                not isinstance(self.runner_image, str) or not self.runner_image.strip()
-                or any(c.isspace() for c in self.runner_image)):
-            raise ConfigError(f"'runner_image' in {where} must be an image reference such as "
-                              "'ghcr.io/org/numcheck-runner:1.2' (no spaces)")
+            not isinstance(self.runner_image, str)
+            or not self.runner_image.strip()
+            or any(c.isspace() for c in self.runner_image)
+        ):
+            raise ConfigError(
+                f"'runner_image' in {where} must be an image reference such as "
+                "'ghcr.io/org/numcheck-runner:1.2' (no spaces)"
+            )
         set_("entries", _entries(self.entries, where))
         set_("script", None if self.script is None else _script(self.script, where))
-        if isinstance(self.notes, str) or not isinstance(self.notes, list | tuple) \
-                or not all(isinstance(n, str) for n in self.notes):
+        if (
+            isinstance(self.notes, str)
+            or not isinstance(self.notes, list | tuple)
+            or not all(isinstance(n, str) for n in self.notes)
+        ):
             raise ConfigError(f"'notes' of {where} must be a list of strings")
         set_("notes", tuple(self.notes))
 
@@ -435,12 +469,16 @@ class Config:
         """Refuse op names the catalogue does not know: a typo would disable nothing."""
         known = set(known_ops)
         where = self.source or "Config"
-        for key, names in (("enable", self.enable), ("disable", self.disable),
-                           ("severity", tuple(self.severity))):
+        for key, names in (
+            ("enable", self.enable),
+            ("disable", self.disable),
+            ("severity", tuple(self.severity)),
+        ):
             for name in names:
                 if name not in known:
-                    raise ConfigError(f"unknown op {name!r} in {key!r} of {where}"
-                                      f"{_suggest(name, known)}")
+                    raise ConfigError(
+                        f"unknown op {name!r} in {key!r} of {where}{_suggest(name, known)}"
+                    )
 
 
 # ---------------------------------------------------------------- the keys, described once
@@ -479,134 +517,307 @@ class KeySpec:
 
 _OPS_NOTE = "op names from the catalogue (docs/ops.md)"
 CONFIG_KEYS: tuple[KeySpec, ...] = (
-    KeySpec("dtype", "string", "The floating-point dtype the analysis assumes: constants "
-            "are folded and intervals computed in it (so `1e-8 == 0` in float16 and "
-            "`1 + 1e-10 == 1` in float32). Spellings such as `fp16` or `half` are refused "
-            "with the canonical name.", 'dtype = "float16"', choices=DTYPES),
-    KeySpec("scope", "string", "Which lines of a diff are reviewed: the lines it adds, "
-            "those plus `context_lines` around them, or every line of a changed file.",
-            'scope = "diff_context"', choices=SCOPES),
-    KeySpec("context_lines", "integer >= 0", "Lines of context around each added line "
-            "when `scope = \"diff_context\"`.", "context_lines = 5"),
-    KeySpec("enable", "list of strings", f"Only these ops are reported ({_OPS_NOTE}); "
-            "empty means every op. An unknown name is an error.", 'enable = ["log", "div"]'),
-    KeySpec("disable", "list of strings", f"Ops never reported ({_OPS_NOTE}); wins over "
-            "`enable`. An unknown name is an error.", 'disable = ["exp"]'),
-    KeySpec("include", "list of globs", "Files analysed, as globs over repository-relative "
-            "paths (`**` crosses directories, `*` does not). Must not be empty.",
-            'include = ["src/**/*.py"]'),
-    KeySpec("exclude", "list of globs", "Files never analysed; a pattern also matches a "
-            "file's parent directories (`vendor` drops everything below vendor/). Setting it "
-            "replaces the default list; use `extend_exclude` to add to it.",
-            'exclude = ["build/**", "third_party/**"]'),
-    KeySpec("extend_exclude", "list of globs", "Patterns added to `exclude` (to the "
-            "default list when `exclude` is not set).", 'extend_exclude = ["third_party/**"]',
-            default=[]),
-    KeySpec("severity", "table of op = level", f"Severity per op ({_OPS_NOTE}), one of "
-            "the choices; the rule's own severity otherwise. It sets the level of SARIF "
-            "results and annotations, and `fail_on = \"error\"` reads it.",
-            'severity = { log = "error", exp = "note" }', choices=SEVERITIES),
-    KeySpec("max_file_bytes", "integer >= 1", "Larger files are skipped with a per-file "
-            "error instead of being parsed.", "max_file_bytes = 2000000"),
-    KeySpec("fail_on", "string", "When `numcheck review` and `scan` exit with status 1: "
-            "on any finding, only on findings of severity `error`, or never.",
-            'fail_on = "error"', choices=FAIL_ON),
-    KeySpec("check_failure", "string", "When the App's check run concludes `failure`: "
-            "never (findings give `neutral`), or when a finding is confirmed (not by a "
-            "proof that cancels an epsilon guard, which is held back from inline comments).",
-            'check_failure = "confirmed"', choices=CHECK_FAILURE),
-    KeySpec("comment_on", "string", "Which findings become inline review comments on a "
-            "pull request: `proven` (confirmed by running the code, or definite: a fact of the "
-            "code whatever the inputs, such as an absorbed epsilon or log(softmax(x))), or "
-            "every finding (`potential`). The others are notice annotations on the check run "
-            "and a collapsed list in its summary; the review says how many were held back.",
-            'comment_on = "potential"', choices=COMMENT_ON),
-    KeySpec("dynamic", "boolean", "Confirm findings by running the code in the sandbox "
-            "(needs PyTorch or TensorFlow). `--static-only` switches it off for one run.",
-            "dynamic = false"),
-    KeySpec("search_seconds", "number in (0, 600]", "Search budget per finding, in "
-            "seconds.", "search_seconds = 10.0"),
-    KeySpec("dynamic_timeout", "integer >= 1", "Wall-clock limit for the whole sandboxed "
-            "run, in seconds; findings finished before it keep their results.",
-            "dynamic_timeout = 600"),
-    KeySpec("seed", "integer >= 0", "Seed of the search (and of a configured script): the "
-            "same seed finds the same trigger.", "seed = 42"),
-    KeySpec("harvest", "boolean", "Run the repository's own tests once and record the first "
-            "calls of each function with a finding, as entries for the search.",
-            "harvest = false"),
-    KeySpec("harvest_seconds", "number in (0, 3600]", "Limit for that test run, in "
-            "seconds.", "harvest_seconds = 120.0"),
-    KeySpec("device", "string", "Where the dynamic pass runs the code: CUDA when the runner "
-            "shows a GPU (`auto`), or always the CPU, or CUDA (an error per finding when no "
-            "GPU is visible).", 'device = "cpu"', choices=DEVICES),
-    KeySpec("fix", "boolean", "Validate candidate fixes for confirmed findings (`--no-fix` "
-            "skips it for one run).", "fix = false"),
-    KeySpec("low_precision", "boolean", "When a finding's search finds nothing in float32, "
-            "search it again under `torch.autocast` in bfloat16 and float16 (the precision "
-            "the repository's code mentions first). A trigger there whose inputs are finite "
-            "in float32 is a precision finding: fine in float32, NaN/Inf in mixed precision.",
-            "low_precision = false"),
-    KeySpec("dependencies", "boolean", "Install the dependencies the repository declares "
-            "(`pyproject.toml`, `setup.cfg`, `setup.py` read without running it, "
-            "`requirements*.txt`) from wheels into a cached environment the sandboxed code "
-            "can import; the worker's own packages (torch, tensorflow, jax) are never "
-            "replaced.", "dependencies = false"),
-    KeySpec("runner_image", "string", "The Docker runner's image for this repository (an "
-            "image reference without spaces); not set: the worker's default image.",
-            'runner_image = "ghcr.io/org/numcheck-runner:1"'),
-    KeySpec("entries", "array of tables", "How the dynamic pass calls your code: each "
-            "`[[tool.numcheck.entries]]` table names a function or an `nn.Module` and its "
-            "inputs (keys below). Without entries it uses calls recorded from the tests, "
-            "then calls synthesised from signatures.",
-            '[[tool.numcheck.entries]]\ntarget = "model.losses:classification_loss"\n'
-            'inputs = ["float32[8,10] in [-100, 100]", "int64[8] in [0, 9]"]'),
-    KeySpec("script", "table", "Script mode: a script of the repository that the dynamic "
-            "pass runs with its external values (data batches, random draws) under its "
-            "control, for ops no entry reaches (keys below).",
-            '[tool.numcheck.script]\ncommand = "train.py --epochs 1"'),
+    KeySpec(
+        "dtype",
+        "string",
+        "The floating-point dtype the analysis assumes: constants "
+        "are folded and intervals computed in it (so `1e-8 == 0` in float16 and "
+        "`1 + 1e-10 == 1` in float32). Spellings such as `fp16` or `half` are refused "
+        "with the canonical name.",
+        'dtype = "float16"',
+        choices=DTYPES,
+    ),
+    KeySpec(
+        "scope",
+        "string",
+        "Which lines of a diff are reviewed: the lines it adds, "
+        "those plus `context_lines` around them, or every line of a changed file.",
+        'scope = "diff_context"',
+        choices=SCOPES,
+    ),
+    KeySpec(
+        "context_lines",
+        "integer >= 0",
+        'Lines of context around each added line when `scope = "diff_context"`.',
+        "context_lines = 5",
+    ),
+    KeySpec(
+        "enable",
+        "list of strings",
+        f"Only these ops are reported ({_OPS_NOTE}); "
+        "empty means every op. An unknown name is an error.",
+        'enable = ["log", "div"]',
+    ),
+    KeySpec(
+        "disable",
+        "list of strings",
+        f"Ops never reported ({_OPS_NOTE}); wins over `enable`. An unknown name is an error.",
+        'disable = ["exp"]',
+    ),
+    KeySpec(
+        "include",
+        "list of globs",
+        "Files analysed, as globs over repository-relative "
+        "paths (`**` crosses directories, `*` does not). Must not be empty.",
+        'include = ["src/**/*.py"]',
+    ),
+    KeySpec(
+        "exclude",
+        "list of globs",
+        "Files never analysed; a pattern also matches a "
+        "file's parent directories (`vendor` drops everything below vendor/). Setting it "
+        "replaces the default list; use `extend_exclude` to add to it.",
+        'exclude = ["build/**", "third_party/**"]',
+    ),
+    KeySpec(
+        "extend_exclude",
+        "list of globs",
+        "Patterns added to `exclude` (to the default list when `exclude` is not set).",
+        'extend_exclude = ["third_party/**"]',
+        default=[],
+    ),
+    KeySpec(
+        "severity",
+        "table of op = level",
+        f"Severity per op ({_OPS_NOTE}), one of "
+        "the choices; the rule's own severity otherwise. It sets the level of SARIF "
+        'results and annotations, and `fail_on = "error"` reads it.',
+        'severity = { log = "error", exp = "note" }',
+        choices=SEVERITIES,
+    ),
+    KeySpec(
+        "max_file_bytes",
+        "integer >= 1",
+        "Larger files are skipped with a per-file error instead of being parsed.",
+        "max_file_bytes = 2000000",
+    ),
+    KeySpec(
+        "fail_on",
+        "string",
+        "When `numcheck review` and `scan` exit with status 1: "
+        "on any finding, only on findings of severity `error`, or never.",
+        'fail_on = "error"',
+        choices=FAIL_ON,
+    ),
+    KeySpec(
+        "check_failure",
+        "string",
+        "When the App's check run concludes `failure`: "
+        "never (findings give `neutral`), or when a finding is confirmed (not by a "
+        "proof that cancels an epsilon guard, which is held back from inline comments).",
+        'check_failure = "confirmed"',
+        choices=CHECK_FAILURE,
+    ),
+    KeySpec(
+        "comment_on",
+        "string",
+        "Which findings become inline review comments on a "
+        "pull request: `proven` (confirmed by running the code, or definite: a fact of the "
+        "code whatever the inputs, such as an absorbed epsilon or log(softmax(x))), or "
+        "every finding (`potential`). The others are notice annotations on the check run "
+        "and a collapsed list in its summary; the review says how many were held back.",
+        'comment_on = "potential"',
+        choices=COMMENT_ON,
+    ),
+    KeySpec(
+        "dynamic",
+        "boolean",
+        "Confirm findings by running the code in the sandbox "
+        "(needs PyTorch or TensorFlow). `--static-only` switches it off for one run.",
+        "dynamic = false",
+    ),
+    KeySpec(
+        "search_seconds",
+        "number in (0, 600]",
+        "Search budget per finding, in seconds.",
+        "search_seconds = 10.0",
+    ),
+    KeySpec(
+        "dynamic_timeout",
+        "integer >= 1",
+        "Wall-clock limit for the whole sandboxed "
+        "run, in seconds; findings finished before it keep their results.",
+        "dynamic_timeout = 600",
+    ),
+    KeySpec(
+        "seed",
+        "integer >= 0",
+        "Seed of the search (and of a configured script): the same seed finds the same trigger.",
+        "seed = 42",
+    ),
+    KeySpec(
+        "harvest",
+        "boolean",
+        "Run the repository's own tests once and record the first "
+        "calls of each function with a finding, as entries for the search.",
+        "harvest = false",
+    ),
+    KeySpec(
+        "harvest_seconds",
+        "number in (0, 3600]",
+        "Limit for that test run, in seconds.",
+        "harvest_seconds = 120.0",
+    ),
+    KeySpec(
+        "device",
+        "string",
+        "Where the dynamic pass runs the code: CUDA when the runner "
+        "shows a GPU (`auto`), or always the CPU, or CUDA (an error per finding when no "
+        "GPU is visible).",
+        'device = "cpu"',
+        choices=DEVICES,
+    ),
+    KeySpec(
+        "fix",
+        "boolean",
+        "Validate candidate fixes for confirmed findings (`--no-fix` skips it for one run).",
+        "fix = false",
+    ),
+    KeySpec(
+        "low_precision",
+        "boolean",
+        "When a finding's search finds nothing in float32, "
+        "search it again under `torch.autocast` in bfloat16 and float16 (the precision "
+        "the repository's code mentions first). A trigger there whose inputs are finite "
+        "in float32 is a precision finding: fine in float32, NaN/Inf in mixed precision.",
+        "low_precision = false",
+    ),
+    KeySpec(
+        "dependencies",
+        "boolean",
+        "Install the dependencies the repository declares "
+        "(`pyproject.toml`, `setup.cfg`, `setup.py` read without running it, "
+        "`requirements*.txt`) from wheels into a cached environment the sandboxed code "
+        "can import; the worker's own packages (torch, tensorflow, jax) are never "
+        "replaced.",
+        "dependencies = false",
+    ),
+    KeySpec(
+        "runner_image",
+        "string",
+        "The Docker runner's image for this repository (an "
+        "image reference without spaces); not set: the worker's default image.",
+        'runner_image = "ghcr.io/org/numcheck-runner:1"',
+    ),
+    KeySpec(
+        "entries",
+        "array of tables",
+        "How the dynamic pass calls your code: each "
+        "`[[tool.numcheck.entries]]` table names a function or an `nn.Module` and its "
+        "inputs (keys below). Without entries it uses calls recorded from the tests, "
+        "then calls synthesised from signatures.",
+        '[[tool.numcheck.entries]]\ntarget = "model.losses:classification_loss"\n'
+        'inputs = ["float32[8,10] in [-100, 100]", "int64[8] in [0, 9]"]',
+    ),
+    KeySpec(
+        "script",
+        "table",
+        "Script mode: a script of the repository that the dynamic "
+        "pass runs with its external values (data batches, random draws) under its "
+        "control, for ops no entry reaches (keys below).",
+        '[tool.numcheck.script]\ncommand = "train.py --epochs 1"',
+    ),
 )
 
 ENTRY_KEY_SPECS: tuple[KeySpec, ...] = (
-    KeySpec("target", "string", "`package.module:name`: a function, or an `nn.Module` "
-            "class that is constructed (with `init`) and then called.",
-            'target = "model.attention:Attention"', default=REQUIRED, table="entries"),
-    KeySpec("inputs", "list of strings", "One spec per positional argument: "
-            "`dtype[shape] in [lo, hi]` (the box the search stays in), or `dtype[shape]` "
-            "for the default box.", 'inputs = ["float32[2,5,16] in [-10, 10]", "bool[2,5,5]"]',
-            default=[], table="entries"),
-    KeySpec("init", "table", "Constructor arguments when `target` is a class.",
-            "init = { dim = 16 }", default={}, table="entries"),
-    KeySpec("dtype", "string", "Cast the module and its float inputs to this dtype.",
-            'dtype = "float16"', choices=DTYPES, default=None, table="entries"),
-    KeySpec("autocast", "string", "Run the call under `torch.autocast` with this dtype "
-            "(the model stays in float32).", 'autocast = "bfloat16"',
-            choices=("float16", "bfloat16"), default=None, table="entries"),
-    KeySpec("weights", "string or table of name = string", "Weight ranges, when `target` is "
-            "an `nn.Module` class: its parameters are searched too, as extra inputs starting "
-            "from their initialised values. `\"in [lo, hi]\"` boxes every float parameter; a "
-            "table boxes parameters by their `named_parameters()` name (`\"*\"`: every "
-            "other one). Each keeps its own dtype and shape; the reproducer sets the weights "
-            "that matter. PyTorch modules only.",
-            'weights = { temperature = "in [0, 10]", "proj.weight" = "in [-0.5, 0.5]" }',
-            default=None, table="entries"),
+    KeySpec(
+        "target",
+        "string",
+        "`package.module:name`: a function, or an `nn.Module` "
+        "class that is constructed (with `init`) and then called.",
+        'target = "model.attention:Attention"',
+        default=REQUIRED,
+        table="entries",
+    ),
+    KeySpec(
+        "inputs",
+        "list of strings",
+        "One spec per positional argument: "
+        "`dtype[shape] in [lo, hi]` (the box the search stays in), or `dtype[shape]` "
+        "for the default box.",
+        'inputs = ["float32[2,5,16] in [-10, 10]", "bool[2,5,5]"]',
+        default=[],
+        table="entries",
+    ),
+    KeySpec(
+        "init",
+        "table",
+        "Constructor arguments when `target` is a class.",
+        "init = { dim = 16 }",
+        default={},
+        table="entries",
+    ),
+    KeySpec(
+        "dtype",
+        "string",
+        "Cast the module and its float inputs to this dtype.",
+        'dtype = "float16"',
+        choices=DTYPES,
+        default=None,
+        table="entries",
+    ),
+    KeySpec(
+        "autocast",
+        "string",
+        "Run the call under `torch.autocast` with this dtype (the model stays in float32).",
+        'autocast = "bfloat16"',
+        choices=("float16", "bfloat16"),
+        default=None,
+        table="entries",
+    ),
+    KeySpec(
+        "weights",
+        "string or table of name = string",
+        "Weight ranges, when `target` is "
+        "an `nn.Module` class: its parameters are searched too, as extra inputs starting "
+        'from their initialised values. `"in [lo, hi]"` boxes every float parameter; a '
+        'table boxes parameters by their `named_parameters()` name (`"*"`: every '
+        "other one). Each keeps its own dtype and shape; the reproducer sets the weights "
+        "that matter. PyTorch modules only.",
+        'weights = { temperature = "in [0, 10]", "proj.weight" = "in [-0.5, 0.5]" }',
+        default=None,
+        table="entries",
+    ),
 )
 
 SCRIPT_KEY_SPECS: tuple[KeySpec, ...] = (
-    KeySpec("command", "string or list of strings", "A `.py` file relative to the "
-            "repository root and its arguments, or `-m package.module ...`; a leading "
-            "`python` is dropped.", 'command = "train.py --epochs 1"', default=REQUIRED,
-            table="script"),
-    KeySpec("run_seconds", "number in (0, 600]", "Limit for one run of the script up to "
-            "the op; the first run gets three times as much (it pays for the imports).",
-            "run_seconds = 20", default=SCRIPT_RUN_SECONDS, table="script"),
-    KeySpec("max_values", "integer >= 1", "How many of the external values seen before "
-            "the op (the last ones) the search may change.", "max_values = 4", default=8,
-            table="script"),
-    KeySpec("bounds", "table of name = [lo, hi]", "Boxes for the external values, by call "
-            "site (`\"train.py:41\"`) or by kind (`data`, `random`); others stay within the "
-            "range the recording run observed, widened tenfold.",
-            'bounds = { data = [0, 1], random = [-3, 3], "train.py:41" = [0, 255] }',
-            default={}, table="script"),
+    KeySpec(
+        "command",
+        "string or list of strings",
+        "A `.py` file relative to the "
+        "repository root and its arguments, or `-m package.module ...`; a leading "
+        "`python` is dropped.",
+        'command = "train.py --epochs 1"',
+        default=REQUIRED,
+        table="script",
+    ),
+    KeySpec(
+        "run_seconds",
+        "number in (0, 600]",
+        "Limit for one run of the script up to "
+        "the op; the first run gets three times as much (it pays for the imports).",
+        "run_seconds = 20",
+        default=SCRIPT_RUN_SECONDS,
+        table="script",
+    ),
+    KeySpec(
+        "max_values",
+        "integer >= 1",
+        "How many of the external values seen before the op (the last ones) the search may change.",
+        "max_values = 4",
+        default=8,
+        table="script",
+    ),
+    KeySpec(
+        "bounds",
+        "table of name = [lo, hi]",
+        "Boxes for the external values, by call "
+        'site (`"train.py:41"`) or by kind (`data`, `random`); others stay within the '
+        "range the recording run observed, widened tenfold.",
+        'bounds = { data = [0, 1], random = [-3, 3], "train.py:41" = [0, 255] }',
+        default={},
+        table="script",
+    ),
 )
 
 _SPEC: dict[str, KeySpec] = {spec.name: spec for spec in CONFIG_KEYS}
@@ -618,11 +829,14 @@ def _choices(key: str) -> tuple[str, ...]:
 
 
 _NOT_KEYS = ("source", "notes")  # fields of Config that no file sets
-_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Config) if f.name not in _NOT_KEYS) \
-    + _EXTRA_KEYS
+_KEYS: tuple[str, ...] = (
+    tuple(f.name for f in fields(Config) if f.name not in _NOT_KEYS) + _EXTRA_KEYS
+)
 if set(_KEYS) != set(_SPEC):  # a key the parser accepts but the reference does not describe
-    raise RuntimeError("CONFIG_KEYS must describe exactly the keys the loader accepts; "
-                       f"differs on {sorted(set(_KEYS) ^ set(_SPEC))}")
+    raise RuntimeError(
+        "CONFIG_KEYS must describe exactly the keys the loader accepts; "
+        f"differs on {sorted(set(_KEYS) ^ set(_SPEC))}"
+    )
 
 # ---------------------------------------------------------------- who decides each key in the App
 
@@ -633,30 +847,59 @@ if set(_KEYS) != set(_SPEC):  # a key the parser accepts but the reference does 
 # its code being run (`dynamic`, `fix`, `harvest`), drop ops or files (`enable`, `disable`,
 # `include`, `exclude`, `scope`, `dtype`), pick the image its code runs in (`runner_image`)
 # or raise its own limits. A new key must be placed here (checked below).
-APP_KEY_SOURCE: Mapping[str, str] = MappingProxyType({
-    "dtype": "base", "scope": "base", "context_lines": "base", "enable": "base",
-    "disable": "base", "include": "base", "exclude": "base", "extend_exclude": "base",
-    "severity": "base", "max_file_bytes": "base", "fail_on": "base", "check_failure": "base",
-    "comment_on": "base", "dynamic": "base", "search_seconds": "base",
-    "dynamic_timeout": "base", "seed": "base", "harvest": "base", "harvest_seconds": "base",
-    "device": "base", "fix": "base", "low_precision": "base", "dependencies": "base",
-    "runner_image": "base",
-    "entries": "head", "script": "head",
-})
+APP_KEY_SOURCE: Mapping[str, str] = MappingProxyType(
+    {
+        "dtype": "base",
+        "scope": "base",
+        "context_lines": "base",
+        "enable": "base",
+        "disable": "base",
+        "include": "base",
+        "exclude": "base",
+        "extend_exclude": "base",
+        "severity": "base",
+        "max_file_bytes": "base",
+        "fail_on": "base",
+        "check_failure": "base",
+        "comment_on": "base",
+        "dynamic": "base",
+        "search_seconds": "base",
+        "dynamic_timeout": "base",
+        "seed": "base",
+        "harvest": "base",
+        "harvest_seconds": "base",
+        "device": "base",
+        "fix": "base",
+        "low_precision": "base",
+        "dependencies": "base",
+        "runner_image": "base",
+        "entries": "head",
+        "script": "head",
+    }
+)
 HEAD_KEYS: tuple[str, ...] = tuple(k for k, v in APP_KEY_SOURCE.items() if v == "head")
-POLICY_KEYS: tuple[str, ...] = tuple(k for k in _KEYS if k not in HEAD_KEYS
-                                     and k not in _EXTRA_KEYS)  # Config's policy fields
+POLICY_KEYS: tuple[str, ...] = tuple(
+    k for k in _KEYS if k not in HEAD_KEYS and k not in _EXTRA_KEYS
+)  # Config's policy fields
 # Every time and size limit a repository sets; the App caps each by its operator's setting
 # (NUMCHECK_MAX_*, bot/settings.py), a head key's (`script.run_seconds`) included.
-LIMIT_KEYS: tuple[str, ...] = ("max_file_bytes", "search_seconds", "dynamic_timeout",
-                               "harvest_seconds", "script.run_seconds")
+LIMIT_KEYS: tuple[str, ...] = (
+    "max_file_bytes",
+    "search_seconds",
+    "dynamic_timeout",
+    "harvest_seconds",
+    "script.run_seconds",
+)
 if set(APP_KEY_SOURCE) != set(_KEYS) or not set(APP_KEY_SOURCE.values()) <= {"base", "head"}:
-    raise RuntimeError("APP_KEY_SOURCE must place every key on the base or the head; "
-                       f"differs on {sorted(set(APP_KEY_SOURCE) ^ set(_KEYS))}")
+    raise RuntimeError(
+        "APP_KEY_SOURCE must place every key on the base or the head; "
+        f"differs on {sorted(set(APP_KEY_SOURCE) ^ set(_KEYS))}"
+    )
 
 
-def config_from_mapping(data: Mapping[str, Any], where: str = "configuration",
-                        known_ops: Collection[str] | None = None) -> Config:
+def config_from_mapping(
+    data: Mapping[str, Any], where: str = "configuration", known_ops: Collection[str] | None = None
+) -> Config:
     """Validate a raw table (already parsed TOML) into a Config; `where` goes in messages."""
     values: dict[str, Any] = {}
     spelled: dict[str, str] = {}
@@ -695,8 +938,9 @@ def _entries(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
     from analyzers.dynamic.weights import WeightError, parse_weights
 
     if not isinstance(value, list | tuple):
-        raise ConfigError(f"'entries' in {where} must be an array of tables "
-                          "([[tool.numcheck.entries]])")
+        raise ConfigError(
+            f"'entries' in {where} must be an array of tables ([[tool.numcheck.entries]])"
+        )
     out: list[Mapping[str, Any]] = []
     for i, table in enumerate(value):
         at = f"entries[{i}] in {where}"
@@ -707,11 +951,12 @@ def _entries(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
                 raise ConfigError(f"unknown key {key!r} in {at}{_suggest(key, ENTRY_KEYS)}")
         target = table.get("target")
         if not isinstance(target, str) or ":" not in target:
-            raise ConfigError(f"{at} needs target = \"package.module:name\"")
+            raise ConfigError(f'{at} needs target = "package.module:name"')
         inputs = table.get("inputs", [])
         if not isinstance(inputs, list) or not all(isinstance(s, str) for s in inputs):
-            raise ConfigError(f"{at}: inputs must be a list of specs like "
-                              "\"float32[8,16] in [-100, 100]\"")
+            raise ConfigError(
+                f'{at}: inputs must be a list of specs like "float32[8,16] in [-100, 100]"'
+            )
         for spec in inputs:
             try:
                 parse_spec(spec)
@@ -725,8 +970,10 @@ def _entries(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
             raise ConfigError(f"{at}: dtype must be one of {', '.join(DTYPES)}")
         autocast = table.get("autocast")
         if autocast is not None and autocast not in AUTOCAST_DTYPES:
-            raise ConfigError(f"{at}: autocast must be one of {', '.join(AUTOCAST_DTYPES)} "
-                              "(the model runs in float32 under torch.autocast)")
+            raise ConfigError(
+                f"{at}: autocast must be one of {', '.join(AUTOCAST_DTYPES)} "
+                "(the model runs in float32 under torch.autocast)"
+            )
         weights = table.get("weights")
         if weights is not None:
             try:
@@ -734,9 +981,18 @@ def _entries(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
             except WeightError as exc:
                 raise ConfigError(f"{at}: {exc}") from exc
             weights = weights if isinstance(weights, str) else dict(weights)
-        out.append(MappingProxyType({"target": target, "inputs": list(inputs),
-                                     "init": dict(init), "dtype": dtype,
-                                     "autocast": autocast, "weights": weights}))
+        out.append(
+            MappingProxyType(
+                {
+                    "target": target,
+                    "inputs": list(inputs),
+                    "init": dict(init),
+                    "dtype": dtype,
+                    "autocast": autocast,
+                    "weights": weights,
+                }
+            )
+        )
     return tuple(out)
 
 
@@ -755,17 +1011,22 @@ def script_argv(command: str | Sequence[str]) -> tuple[str, ...]:
     if argv and re.fullmatch(r"python[0-9.]*", PurePosixPath(argv[0]).name):
         argv = argv[1:]
     if not argv:
-        raise ValueError("it is empty; write the script and its arguments, as in "
-                         "\"train.py --steps 2\" or \"-m pkg.train\"")
+        raise ValueError(
+            "it is empty; write the script and its arguments, as in "
+            '"train.py --steps 2" or "-m pkg.train"'
+        )
     if argv[0] == "-m":
         if len(argv) < 2 or not re.fullmatch(r"[A-Za-z_][\w.]*", argv[1]):
-            raise ValueError(f"{shlex.join(argv)!r}: -m needs a module name, as in "
-                             "\"-m pkg.train --steps 2\"")
+            raise ValueError(
+                f'{shlex.join(argv)!r}: -m needs a module name, as in "-m pkg.train --steps 2"'
+            )
         return tuple(argv)
     script = PurePosixPath(argv[0])
     if script.is_absolute() or ".." in script.parts or script.suffix != ".py":
-        raise ValueError(f"{argv[0]!r} must be a .py file given relative to the repository "
-                         "root (or use -m package.module)")
+        raise ValueError(
+            f"{argv[0]!r} must be a .py file given relative to the repository "
+            "root (or use -m package.module)"
+        )
     return tuple(argv)
 
 
@@ -774,8 +1035,10 @@ def _script(value: Any, where: str) -> Mapping[str, Any]:
     its external values (data batches, random draws) substituted (docs/architecture.md)."""
     at = f"[script] in {where}"
     if not isinstance(value, Mapping):
-        raise ConfigError(f"'script' in {where} must be a table ([tool.numcheck.script]) "
-                          "with command = \"train.py --steps 2\"")
+        raise ConfigError(
+            f"'script' in {where} must be a table ([tool.numcheck.script]) "
+            'with command = "train.py --steps 2"'
+        )
     spelled: dict[str, str] = {}
     table: dict[str, Any] = {}
     for raw_key, item in value.items():
@@ -788,53 +1051,81 @@ def _script(value: Any, where: str) -> Mapping[str, Any]:
         spelled[key] = str(raw_key)
         table[key] = item
     if "command" not in table:
-        raise ConfigError(f"{at} needs command = \"train.py --steps 2\" (a Python script of "
-                          "the repository and its arguments, or \"-m package.module ...\")")
+        raise ConfigError(
+            f'{at} needs command = "train.py --steps 2" (a Python script of '
+            'the repository and its arguments, or "-m package.module ...")'
+        )
     command = table["command"]
     if not isinstance(command, str) and not (
-            isinstance(command, list | tuple) and all(isinstance(c, str) for c in command)):
-        raise ConfigError(f"'command' in {at} must be a string or a list of strings, "
-                          f"got {command!r}")
+        isinstance(command, list | tuple) and all(isinstance(c, str) for c in command)
+    ):
+        raise ConfigError(
+            f"'command' in {at} must be a string or a list of strings, got {command!r}"
+        )
     try:
         argv = script_argv(command)
     except ValueError as exc:
         raise ConfigError(f"'command' in {at}: {exc}") from None
     run_seconds = table.get("run_seconds", _SCRIPT_SPEC["run_seconds"].default)
-    if not isinstance(run_seconds, int | float) or isinstance(run_seconds, bool) \
-            or not 0 < run_seconds <= 600:
-        raise ConfigError(f"'run_seconds' in {at} must be a number in (0, 600] (the limit "
-                          f"for one run of the script), got {run_seconds!r}")
-    max_values = _int("max_values", table.get("max_values", _SCRIPT_SPEC["max_values"].default),
-                      1, at)
+    if (
+        not isinstance(run_seconds, int | float)
+        or isinstance(run_seconds, bool)
+        or not 0 < run_seconds <= 600
+    ):
+        raise ConfigError(
+            f"'run_seconds' in {at} must be a number in (0, 600] (the limit "
+            f"for one run of the script), got {run_seconds!r}"
+        )
+    max_values = _int(
+        "max_values", table.get("max_values", _SCRIPT_SPEC["max_values"].default), 1, at
+    )
     bounds = table.get("bounds", _SCRIPT_SPEC["bounds"].default)
     if not isinstance(bounds, Mapping):
-        raise ConfigError(f"'bounds' in {at} must be a table such as "
-                          "{ data = [-1, 1], random = [-3, 3], \"train.py:41\" = [0, 1] }")
+        raise ConfigError(
+            f"'bounds' in {at} must be a table such as "
+            '{ data = [-1, 1], random = [-3, 3], "train.py:41" = [0, 1] }'
+        )
     checked: dict[str, tuple[float, float]] = {}
     for name, box in bounds.items():
         if name not in SCRIPT_KINDS and not _SITE.match(str(name)):
-            raise ConfigError(f"unknown value {name!r} in 'bounds' of {at}: use a kind "
-                              f"({', '.join(SCRIPT_KINDS)}) or a call site \"path.py:LINE\""
-                              f"{_suggest(str(name), SCRIPT_KINDS)}")
-        if not isinstance(box, list | tuple) or len(box) != 2 or not all(
+            raise ConfigError(
+                f"unknown value {name!r} in 'bounds' of {at}: use a kind "
+                f'({", ".join(SCRIPT_KINDS)}) or a call site "path.py:LINE"'
+                f"{_suggest(str(name), SCRIPT_KINDS)}"
+            )
+        if (
+            not isinstance(box, list | tuple)
+            or len(box) != 2
+            or not all(
                 isinstance(b, int | float) and not isinstance(b, bool) and math.isfinite(b)
-                for b in box):
-            raise ConfigError(f"bounds.{name} in {at} must be [lo, hi], two finite numbers, "
-                              f"got {box!r}")
+                for b in box
+            )
+        ):
+            raise ConfigError(
+                f"bounds.{name} in {at} must be [lo, hi], two finite numbers, got {box!r}"
+            )
         if box[0] > box[1]:
             raise ConfigError(f"bounds.{name} in {at} is empty: {box[0]:g} > {box[1]:g}")
         checked[str(name)] = (float(box[0]), float(box[1]))
-    return MappingProxyType({"command": list(argv), "run_seconds": float(run_seconds),
-                             "max_values": max_values,
-                             "bounds": MappingProxyType(checked)})
+    return MappingProxyType(
+        {
+            "command": list(argv),
+            "run_seconds": float(run_seconds),
+            "max_values": max_values,
+            "bounds": MappingProxyType(checked),
+        }
+    )
 
 
 def _script_json(script: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if script is None:
         return None
-    return {"command": list(script["command"]), "run_seconds": script["run_seconds"],
-            "max_values": script["max_values"],
-            "bounds": {k: list(v) for k, v in script["bounds"].items()}}
+    return {
+        "command": list(script["command"]),
+        "run_seconds": script["run_seconds"],
+        "max_values": script["max_values"],
+        "bounds": {k: list(v) for k, v in script["bounds"].items()},
+    }
 
 
 def _display(path: Path, repo_dir: Path) -> str:
@@ -876,8 +1167,9 @@ def _tool_table(doc: Mapping[str, Any], shown: str) -> Mapping[str, Any] | None:
     return table
 
 
-def _from_pyproject(doc: Mapping[str, Any], shown: str,
-                    known_ops: Collection[str] | None) -> Config | None:
+def _from_pyproject(
+    doc: Mapping[str, Any], shown: str, known_ops: Collection[str] | None
+) -> Config | None:
     """None when the file has no [tool.numcheck] table (most pyproject files)."""
     table = _tool_table(doc, shown)
     if table is None:
@@ -885,23 +1177,27 @@ def _from_pyproject(doc: Mapping[str, Any], shown: str,
     return config_from_mapping(table, f"[tool.numcheck] of {shown}", known_ops)
 
 
-def _from_numcheck_toml(doc: Mapping[str, Any], shown: str,
-                        known_ops: Collection[str] | None) -> Config:
+def _from_numcheck_toml(
+    doc: Mapping[str, Any], shown: str, known_ops: Collection[str] | None
+) -> Config:
     table = _tool_table(doc, shown)
     if table is None:
         return config_from_mapping(doc, shown, known_ops)
     others = [key for key in doc if key != "tool"]
     if others or set(doc["tool"]) != {"numcheck"}:
-        raise ConfigError(f"{shown} mixes a [tool.numcheck] table with other settings; "
-                          "use either top-level keys or the table")
+        raise ConfigError(
+            f"{shown} mixes a [tool.numcheck] table with other settings; "
+            "use either top-level keys or the table"
+        )
     return config_from_mapping(table, f"[tool.numcheck] of {shown}", known_ops)
 
 
 Reader = Callable[[str], bytes | None]  # a root-level file name -> its bytes, None if absent
 
 
-def load_config_with(read: Reader, known_ops: Collection[str] | None = None,
-                     at: str = "") -> Config:
+def load_config_with(
+    read: Reader, known_ops: Collection[str] | None = None, at: str = ""
+) -> Config:
     """.numcheck.toml, else [tool.numcheck] of pyproject.toml, else the defaults, with the
     files read through `read`: the working tree (load_config) or a commit (the App reads the
     PR's base, analyzers/policy.py). `at` follows each file's name in messages and `source`
@@ -919,8 +1215,9 @@ def load_config_with(read: Reader, known_ops: Collection[str] | None = None,
     return Config()
 
 
-def load_config(repo_dir: Path, explicit: Path | None = None,
-                known_ops: Collection[str] | None = None) -> Config:
+def load_config(
+    repo_dir: Path, explicit: Path | None = None, known_ops: Collection[str] | None = None
+) -> Config:
     """The settings for repo_dir: explicit file, else .numcheck.toml, else pyproject.toml.
 
     With `known_ops`, op names in enable/disable/severity are checked too.

@@ -47,8 +47,14 @@ _NON_TEXT_MODES = frozenset({"120000", "160000"})
 _HUNK_RE = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 # Environment variables that would point git at some other repository than repo_dir.
-_GIT_LOCATION_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-                     "GIT_COMMON_DIR", "GIT_NAMESPACE")
+_GIT_LOCATION_ENV = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+)
 
 
 class DiffError(Exception):
@@ -96,8 +102,13 @@ def _git_env() -> dict[str, str]:
     return env
 
 
-def _git(repo_dir: Path, args: Sequence[str], *, stdin: bytes | None = None,
-         ok_codes: Iterable[int] = (0,)) -> subprocess.CompletedProcess[bytes]:
+def _git(
+    repo_dir: Path,
+    args: Sequence[str],
+    *,
+    stdin: bytes | None = None,
+    ok_codes: Iterable[int] = (0,),
+) -> subprocess.CompletedProcess[bytes]:
     """Run git in repo_dir; any failure becomes a DiffError carrying git's own words."""
     if shutil.which("git") is None:
         raise DiffError("git is not installed or not on PATH; install git to compute the diff")
@@ -111,11 +122,15 @@ def _git(repo_dir: Path, args: Sequence[str], *, stdin: bytes | None = None,
     if proc.returncode not in tuple(ok_codes):
         message = proc.stderr.decode("utf-8", "replace").strip()
         if "not a git repository" in message:
-            raise DiffError(f"{repo_dir} is not a git repository; run numcheck inside a checkout "
-                            "or give the checkout's path as REPO")
+            raise DiffError(
+                f"{repo_dir} is not a git repository; run numcheck inside a checkout "
+                "or give the checkout's path as REPO"
+            )
         if "dubious ownership" in message:
-            raise DiffError(f"git refuses {repo_dir} (dubious ownership); run "
-                            f"`git config --global --add safe.directory {repo_dir}`")
+            raise DiffError(
+                f"git refuses {repo_dir} (dubious ownership); run "
+                f"`git config --global --add safe.directory {repo_dir}`"
+            )
         detail = message or f"exit status {proc.returncode}"
         raise DiffError(f"`git {' '.join(args)}` failed: {detail}")
     return proc
@@ -130,14 +145,22 @@ def resolve_ref(repo_dir: Path, ref: str) -> str:
     """The commit id `ref` names; unknown refs get a hint about fetching."""
     if not ref or ref.startswith("-"):
         raise DiffError(f"invalid git ref {ref!r}")
-    proc = _git(repo_dir, ["rev-parse", "--verify", "--quiet", "--end-of-options",
-                           f"{ref}^{{commit}}"], ok_codes=(0, 1))
+    proc = _git(
+        repo_dir,
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+        ok_codes=(0, 1),
+    )
     sha = proc.stdout.decode().strip()
     if proc.returncode != 0 or not sha:
-        hint = " (this is a shallow clone: fetch it or deepen history)" \
-            if _is_shallow(repo_dir) else ""
-        raise DiffError(f"unknown git ref {ref!r} in {repo_dir}; check the name or fetch it "
-                        f"first, e.g. `git fetch origin {ref}`{hint}")
+        hint = (
+            " (this is a shallow clone: fetch it or deepen history)"
+            if _is_shallow(repo_dir)
+            else ""
+        )
+        raise DiffError(
+            f"unknown git ref {ref!r} in {repo_dir}; check the name or fetch it "
+            f"first, e.g. `git fetch origin {ref}`{hint}"
+        )
     return sha
 
 
@@ -147,9 +170,14 @@ def merge_base(repo_dir: Path, a: str, b: str) -> str:
     proc = _git(repo_dir, ["merge-base", sha_a, sha_b], ok_codes=(0, 1))
     base = proc.stdout.decode().strip()
     if proc.returncode != 0 or not base:
-        hint = ("; this is a shallow clone, so fetch more history (`git fetch --unshallow`, "
-                "or fetch-depth: 0 in actions/checkout)") if _is_shallow(repo_dir) \
+        hint = (
+            (
+                "; this is a shallow clone, so fetch more history (`git fetch --unshallow`, "
+                "or fetch-depth: 0 in actions/checkout)"
+            )
+            if _is_shallow(repo_dir)
             else "; the two histories are unrelated"
+        )
         raise DiffError(f"no merge base between {a!r} and {b!r}{hint}")
     return base
 
@@ -158,12 +186,17 @@ def default_branch_base(repo_dir: Path) -> str:
     """Merge base of HEAD with the default branch, for `numcheck review` without --base."""
     candidates = ("origin/HEAD", "main", "master", "origin/main", "origin/master")
     for candidate in candidates:
-        proc = _git(repo_dir, ["rev-parse", "--verify", "--quiet", "--end-of-options",
-                               f"{candidate}^{{commit}}"], ok_codes=(0, 1))
+        proc = _git(
+            repo_dir,
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{candidate}^{{commit}}"],
+            ok_codes=(0, 1),
+        )
         if proc.returncode == 0 and proc.stdout.strip():
             return merge_base(repo_dir, candidate, "HEAD")
-    raise DiffError(f"no default branch found in {repo_dir} (tried {', '.join(candidates)}); "
-                    "pass --base REF explicitly")
+    raise DiffError(
+        f"no default branch found in {repo_dir} (tried {', '.join(candidates)}); "
+        "pass --base REF explicitly"
+    )
 
 
 def read_file_at(repo_dir: Path, ref: str, path: str) -> bytes:
@@ -187,8 +220,9 @@ def read_regular_file_at(repo_dir: Path, ref: str, path: str) -> bytes | None:
         return None
     mode, kind, _ = entry.split(b"\t", 1)[0].split(b" ")
     if kind != b"blob" or mode not in (b"100644", b"100755"):
-        raise DiffError(f"{path!r} at {ref!r} is not a regular file (git mode "
-                        f"{mode.decode()}, {kind.decode()})")
+        raise DiffError(
+            f"{path!r} at {ref!r} is not a regular file (git mode {mode.decode()}, {kind.decode()})"
+        )
     return _git(repo_dir, ["cat-file", "blob", f"{sha}:{path}"]).stdout
 
 
@@ -243,8 +277,17 @@ def _unquote_c(text: bytes) -> bytes:
     """Undo git's C-style quoting of a path ("a\\tb", octal escapes for raw bytes)."""
     body = text[1:-1]
     out = bytearray()
-    escapes = {ord("n"): 10, ord("t"): 9, ord("r"): 13, ord("a"): 7, ord("b"): 8,
-               ord("f"): 12, ord("v"): 11, ord("\\"): 92, ord('"'): 34}
+    escapes = {
+        ord("n"): 10,
+        ord("t"): 9,
+        ord("r"): 13,
+        ord("a"): 7,
+        ord("b"): 8,
+        ord("f"): 12,
+        ord("v"): 11,
+        ord("\\"): 92,
+        ord('"'): 34,
+    }
     i = 0
     while i < len(body):
         ch = body[i]
@@ -254,7 +297,7 @@ def _unquote_c(text: bytes) -> bytes:
             continue
         nxt = body[i + 1]
         if 48 <= nxt <= 55:
-            out.append(int(body[i + 1:i + 4], 8))
+            out.append(int(body[i + 1 : i + 4], 8))
             i += 4
         else:
             out.append(escapes.get(nxt, nxt))
@@ -324,7 +367,7 @@ def _line_counts(repo_dir: Path, shas: set[str]) -> dict[str, int]:
         if len(header) != 3:
             raise DiffError(f"git cat-file could not read blob {sha}")
         size = int(header[2])
-        blob = data[header_end + 1:header_end + 1 + size]
+        blob = data[header_end + 1 : header_end + 1 + size]
         pos = header_end + 1 + size + 1
         counts[sha] = blob.count(b"\n") + (1 if blob and not blob.endswith(b"\n") else 0)
     return counts
@@ -345,8 +388,9 @@ def _lines_for(entry: _Entry, mode: str, context: int, length: int) -> frozenset
     return frozenset(line for line in lines if 1 <= line <= length)
 
 
-def changed_lines(repo_dir: Path, base: str, head: str, mode: str = "added",
-                  context: int = 3) -> dict[str, ChangedFile]:
+def changed_lines(
+    repo_dir: Path, base: str, head: str, mode: str = "added", context: int = 3
+) -> dict[str, ChangedFile]:
     """Changed files between merge-base(base, head) and head, keyed by head path.
 
     mode "added": lines the diff adds or changes; "diff_context": those plus `context` lines
@@ -365,21 +409,39 @@ def changed_lines(repo_dir: Path, base: str, head: str, mode: str = "added",
     if not entries:
         return {}
     binary = _parse_numstat_binary(
-        _git(repo_dir, [*common, "--numstat", "-z", base_sha, head_sha]).stdout)
+        _git(repo_dir, [*common, "--numstat", "-z", base_sha, head_sha]).stdout
+    )
     if mode != "file":
-        patch = _git(repo_dir, [*common, "-p", "-U0", "--no-color", "--src-prefix=a/",
-                                "--dst-prefix=b/", base_sha, head_sha]).stdout
+        patch = _git(
+            repo_dir,
+            [
+                *common,
+                "-p",
+                "-U0",
+                "--no-color",
+                "--src-prefix=a/",
+                "--dst-prefix=b/",
+                base_sha,
+                head_sha,
+            ],
+        ).stdout
         hunks = _parse_hunks(patch)
         for entry in entries:
             entry.hunks = hunks.get(entry.path, []) if entry.status != "deleted" else []
 
     def reviewable(entry: _Entry) -> bool:
-        return (entry.status != "deleted" and entry.path not in binary
-                and entry.new_mode not in _NON_TEXT_MODES)
+        return (
+            entry.status != "deleted"
+            and entry.path not in binary
+            and entry.new_mode not in _NON_TEXT_MODES
+        )
 
     needs_length = mode != "added"
-    counts = _line_counts(repo_dir, {e.new_sha for e in entries if reviewable(e)}) \
-        if needs_length else {}
+    counts = (
+        _line_counts(repo_dir, {e.new_sha for e in entries if reviewable(e)})
+        if needs_length
+        else {}
+    )
     result: dict[str, ChangedFile] = {}
     for entry in entries:
         if reviewable(entry):

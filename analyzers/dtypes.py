@@ -26,15 +26,42 @@ class DtypeLimits:
 
 
 DTYPES: dict[str, DtypeLimits] = {
-    "float16": DtypeLimits("float16", 65504.0, 6.103515625e-05, 5.960464477539063e-08,
-                           0.0009765625, 11.089866488461016, 18.0),
-    "bfloat16": DtypeLimits("bfloat16", 3.3895313892515355e38, 1.1754943508222875e-38,
-                            9.183549615799121e-41, 0.0078125, 88.71892521235186, 93.0),
-    "float32": DtypeLimits("float32", 3.4028234663852886e38, 1.1754943508222875e-38,
-                           1.401298464324817e-45, 1.1920928955078125e-07,
-                           88.72283905206835, 104.0),
-    "float64": DtypeLimits("float64", 1.7976931348623157e308, 2.2250738585072014e-308,
-                           5e-324, 2.220446049250313e-16, 709.782712893384, 746.0),
+    "float16": DtypeLimits(
+        "float16",
+        65504.0,
+        6.103515625e-05,
+        5.960464477539063e-08,
+        0.0009765625,
+        11.089866488461016,
+        18.0,
+    ),
+    "bfloat16": DtypeLimits(
+        "bfloat16",
+        3.3895313892515355e38,
+        1.1754943508222875e-38,
+        9.183549615799121e-41,
+        0.0078125,
+        88.71892521235186,
+        93.0,
+    ),
+    "float32": DtypeLimits(
+        "float32",
+        3.4028234663852886e38,
+        1.1754943508222875e-38,
+        1.401298464324817e-45,
+        1.1920928955078125e-07,
+        88.72283905206835,
+        104.0,
+    ),
+    "float64": DtypeLimits(
+        "float64",
+        1.7976931348623157e308,
+        2.2250738585072014e-308,
+        5e-324,
+        2.220446049250313e-16,
+        709.782712893384,
+        746.0,
+    ),
 }
 
 # The precisions models train in besides float32 (`.half()`, autocast, bf16 mixed precision):
@@ -42,10 +69,17 @@ DTYPES: dict[str, DtypeLimits] = {
 LOW_PRECISIONS: tuple[str, ...] = ("bfloat16", "float16")
 
 DTYPE_ALIASES = {
-    "half": "float16", "fp16": "float16", "f16": "float16",
+    "half": "float16",
+    "fp16": "float16",
+    "f16": "float16",
     "bf16": "bfloat16",
-    "float": "float32", "fp32": "float32", "f32": "float32", "single": "float32",
-    "double": "float64", "fp64": "float64", "f64": "float64",
+    "float": "float32",
+    "fp32": "float32",
+    "f32": "float32",
+    "single": "float32",
+    "double": "float64",
+    "fp64": "float64",
+    "f64": "float64",
 }
 
 
@@ -59,8 +93,13 @@ def limits(dtype: str) -> DtypeLimits:
 # torch.set_flush_denormal(True); numpy never does. Checked against the installed frameworks in
 # tests/test_catalogue.py. (CUDA kernels compiled with fast-math flush too; where a GPU is lent
 # the CUDA tests record what they do.)
-FLUSHES_SUBNORMALS: dict[str, bool] = {"tensorflow": True, "keras": True, "torch": False,
-                                       "numpy": False, "math": False}
+FLUSHES_SUBNORMALS: dict[str, bool] = {
+    "tensorflow": True,
+    "keras": True,
+    "torch": False,
+    "numpy": False,
+    "math": False,
+}
 
 
 def smallest_positive(dtype: str, framework: str) -> float:

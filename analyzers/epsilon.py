@@ -18,8 +18,10 @@ SMALL = 1e-3
 # `eps` or `epsilon` as a whole part of a name: `eps`, `adam_eps`, `eps2`, `EPSILON`,
 # `layerNormEps`; not the letters inside another word (`steps`, `num_reps`), whose sum
 # `total + num_steps` is no guard.
-EPS_NAME = re.compile(r"(^|_)(eps|epsilon|EPS|EPSILON|Eps|Epsilon)(\d*)(_|$)"
-                      r"|(?<=[a-z0-9])(Eps|Epsilon)(\d*)([A-Z_]|$)")
+EPS_NAME = re.compile(
+    r"(^|_)(eps|epsilon|EPS|EPSILON|Eps|Epsilon)(\d*)(_|$)"
+    r"|(?<=[a-z0-9])(Eps|Epsilon)(\d*)([A-Z_]|$)"
+)
 # What a guard parameter that has no default is given when numcheck calls the function itself
 # (analyzers/dynamic/signatures.py): positive, as every caller passes it, and large enough to
 # be one in float16 too (1e-8 is 0.0 there).

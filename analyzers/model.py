@@ -78,8 +78,9 @@ class Finding:
 
     def __post_init__(self) -> None:
         if not self.fingerprint:
-            self.fingerprint = make_fingerprint(self.path, self.rule, self.op, self.call,
-                                                self.function)
+            self.fingerprint = make_fingerprint(
+                self.path, self.rule, self.op, self.call, self.function
+            )
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -92,8 +93,9 @@ def normalise_call(call: str) -> str:
     return "".join(call.split())
 
 
-def make_fingerprint(path: str, rule: str, op: str, call: str, function: str,
-                     occurrence: int = 0) -> str:
+def make_fingerprint(
+    path: str, rule: str, op: str, call: str, function: str, occurrence: int = 0
+) -> str:
     """Stable across pushes that only move lines. `occurrence`: the same call text in the
     same function a second, third... time (counted from the top), so each copy keeps its
     own finding; the first copy's fingerprint is the plain one."""

@@ -29,8 +29,9 @@ from analyzers.model import AnalysisResult, StageError
 from analyzers.static import FileScan, scan_bytes
 
 
-def analyze_diff(repo_dir: Path, base_ref: str | None, head_ref: str | None,
-                 config: Config) -> AnalysisResult:
+def analyze_diff(
+    repo_dir: Path, base_ref: str | None, head_ref: str | None, config: Config
+) -> AnalysisResult:
     """Review the diff base...head of a local git checkout. Raises DiffError only when the
     diff itself cannot be computed (unknown ref, not a repository): nothing to report then."""
     repo_dir = Path(repo_dir)
@@ -38,10 +39,16 @@ def analyze_diff(repo_dir: Path, base_ref: str | None, head_ref: str | None,
     started = time.perf_counter()
     base_ref = base_ref or default_branch_base(repo_dir)
     base_sha, head_sha = resolve_ref(repo_dir, base_ref), resolve_ref(repo_dir, head_ref)
-    changed = changed_lines(repo_dir, base_sha, head_sha, mode=config.scope,
-                            context=config.context_lines)
-    result = AnalysisResult(repo=str(repo_dir.resolve()), base=base_sha, head=head_sha,
-                            config=config.to_json(), tool_version=__version__)
+    changed = changed_lines(
+        repo_dir, base_sha, head_sha, mode=config.scope, context=config.context_lines
+    )
+    result = AnalysisResult(
+        repo=str(repo_dir.resolve()),
+        base=base_sha,
+        head=head_sha,
+        config=config.to_json(),
+        tool_version=__version__,
+    )
     result.timings["diff"] = round(time.perf_counter() - started, 4)
     started = time.perf_counter()
     try:
@@ -52,14 +59,20 @@ def analyze_diff(repo_dir: Path, base_ref: str | None, head_ref: str | None,
     return result
 
 
-def _static_stage(repo_dir: Path, head_sha: str, changed: Iterable[ChangedFile],
-                  config: Config, result: AnalysisResult) -> None:
+def _static_stage(
+    repo_dir: Path,
+    head_sha: str,
+    changed: Iterable[ChangedFile],
+    config: Config,
+    result: AnalysisResult,
+) -> None:
     for item in sorted(changed, key=lambda c: c.path):
         if not config.path_selected(item.path):
             continue
         if item.status == "deleted":
-            result.errors.append(StageError("static", "deleted in this diff; nothing to "
-                                            "analyse", item.path))
+            result.errors.append(
+                StageError("static", "deleted in this diff; nothing to analyse", item.path)
+            )
             continue
         if item.binary:
             result.errors.append(StageError("static", "binary file; skipped", item.path))
@@ -75,27 +88,29 @@ def _static_stage(repo_dir: Path, head_sha: str, changed: Iterable[ChangedFile],
         _collect(scan, result)
 
 
-def scan_paths(paths: Iterable[Path], config: Config, root: Path | None = None) -> \
-        AnalysisResult:
+def scan_paths(paths: Iterable[Path], config: Config, root: Path | None = None) -> AnalysisResult:
     """`numcheck scan`: whole files, no git. Directories are walked for selected .py files."""
     root = (root or Path.cwd()).resolve()
-    result = AnalysisResult(repo=str(root), base=None, head=None, config=config.to_json(),
-                            tool_version=__version__)
+    result = AnalysisResult(
+        repo=str(root), base=None, head=None, config=config.to_json(), tool_version=__version__
+    )
     started = time.perf_counter()
     for path in _expand(paths, root, config, result):
         try:
             data = path.read_bytes()
         except OSError as exc:
-            result.errors.append(StageError("static", f"cannot read: {exc.strerror}",
-                                            _relative(path, root)))
+            result.errors.append(
+                StageError("static", f"cannot read: {exc.strerror}", _relative(path, root))
+            )
             continue
         _collect(scan_bytes(data, _relative(path, root), config), result)
     result.timings["static"] = round(time.perf_counter() - started, 4)
     return result
 
 
-def _expand(paths: Iterable[Path], root: Path, config: Config,
-            result: AnalysisResult) -> Iterable[Path]:
+def _expand(
+    paths: Iterable[Path], root: Path, config: Config, result: AnalysisResult
+) -> Iterable[Path]:
     for path in paths:
         path = Path(path)
         if path.is_dir():

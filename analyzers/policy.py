@@ -56,7 +56,7 @@ def _shown(value: Any) -> str:
     """A value as a short code span's content: JSON, cut, with no backtick to end the span."""
     text = json.dumps(value, ensure_ascii=False).replace("`", "\\u0060")
     if len(text) > _SHOWN_VALUE:
-        text = text[:_SHOWN_VALUE - 1] + "…"
+        text = text[: _SHOWN_VALUE - 1] + "…"
     return f"`{text}`"
 
 
@@ -69,18 +69,25 @@ def merge_policy(base: Config, head: Config) -> Config:
     ignored = [key for key in POLICY_KEYS if base_json[key] != head_json[key]]
     notes = list(base.notes)
     if ignored:
-        listed = "; ".join(f"`{key}` = {_shown(head_json[key])} (base: "
-                           f"{_shown(base_json[key])})" for key in ignored)
-        notes.append(f"This pull request changes settings that decide how it is judged; they "
-                     f"are read from its base ({base.source or 'no settings file: defaults'}) "
-                     f"and take effect once merged. Ignored from the head "
-                     f"({head.source or 'no settings file'}): {listed}.")
+        listed = "; ".join(
+            f"`{key}` = {_shown(head_json[key])} (base: {_shown(base_json[key])})"
+            for key in ignored
+        )
+        notes.append(
+            f"This pull request changes settings that decide how it is judged; they "
+            f"are read from its base ({base.source or 'no settings file: defaults'}) "
+            f"and take effect once merged. Ignored from the head "
+            f"({head.source or 'no settings file'}): {listed}."
+        )
     source = base.source
     if head.source != base.source and (head.entries or head.script is not None):
-        source = (f"{base.source or 'defaults'}; {' and '.join(HEAD_KEYS)} from "
-                  f"{head.source or 'the head (none set)'}")
-    return replace(base, entries=head.entries, script=head.script, source=source,
-                   notes=tuple(notes))
+        source = (
+            f"{base.source or 'defaults'}; {' and '.join(HEAD_KEYS)} from "
+            f"{head.source or 'the head (none set)'}"
+        )
+    return replace(
+        base, entries=head.entries, script=head.script, source=source, notes=tuple(notes)
+    )
 
 
 def _limit_value(config: Config, key: str) -> float | None:
@@ -110,8 +117,10 @@ def cap_limits(config: Config, caps: Mapping[str, float]) -> Config:
             changes["script"] = MappingProxyType({**config.script, "run_seconds": used})
         else:
             changes[key] = used
-        notes.append(f"`{key}` = {_shown(_number(value))} is above this App's limit; "
-                     f"{_shown(_number(float(used)))} was used.")
+        notes.append(
+            f"`{key}` = {_shown(_number(value))} is above this App's limit; "
+            f"{_shown(_number(float(used)))} was used."
+        )
     if not changes:
         return config
     return replace(config, **changes, notes=tuple(notes))
@@ -121,10 +130,16 @@ def _number(value: float) -> int | float:
     return int(value) if value.is_integer() else value
 
 
-def app_config(repo_dir: Path, base: str, head: str, caps: Mapping[str, float],
-               known_ops: Collection[str] | None = None) -> Config:
+def app_config(
+    repo_dir: Path,
+    base: str,
+    head: str,
+    caps: Mapping[str, float],
+    known_ops: Collection[str] | None = None,
+) -> Config:
     """What the App analyses a PR with: policy from `base`, entries and script from `head`,
     limits capped. A ConfigError names the commit whose file is wrong."""
-    merged = merge_policy(config_at(repo_dir, base, known_ops),
-                          config_at(repo_dir, head, known_ops))
+    merged = merge_policy(
+        config_at(repo_dir, base, known_ops), config_at(repo_dir, head, known_ops)
+    )
     return cap_limits(merged, caps)

@@ -54,7 +54,7 @@ HELD_BACK_WHY = {
     "error": "not proven: the code could not be run as far as the op",
     "test-file": "a definite pattern, but in a test file, whose inputs are the test's own",
     "guard-cancelled": "confirmed only by making negative the part an epsilon guards "
-                       "(`a` in `a + eps`), which the epsilon says is never negative",
+    "(`a` in `a + eps`), which the epsilon says is never negative",
 }
 
 
@@ -88,18 +88,24 @@ def cancels_guard(finding: Finding) -> bool:
     and what fails is the low precision."""
     spec = CATALOGUE.by_op.get(finding.op)
     box = (finding.trigger or {}).get("box") or {}
-    return is_proven(finding) and not is_definite(finding) \
-        and spec is not None and spec.requires in ("positive", "nonzero") \
-        and box.get("source") != "config" and guarded_part(finding.operand) is not None \
+    return (
+        is_proven(finding)
+        and not is_definite(finding)
+        and spec is not None
+        and spec.requires in ("positive", "nonzero")
+        and box.get("source") != "config"
+        and guarded_part(finding.operand) is not None
         and not is_precision_finding(finding)
+    )
 
 
 def is_precision_finding(finding: Finding) -> bool:
     """Confirmed in float16 or bfloat16 on inputs that are finite in float32
     (analyzers/dynamic/precision.py)."""
     precision = (finding.trigger or {}).get("precision")
-    return is_proven(finding) and isinstance(precision, dict) \
-        and precision.get("float32") == "finite"
+    return (
+        is_proven(finding) and isinstance(precision, dict) and precision.get("float32") == "finite"
+    )
 
 
 def is_credible_proof(finding: Finding) -> bool:
@@ -145,9 +151,15 @@ def held_back_sentence(findings: Iterable[Finding], policy: str) -> str | None:
         return None
     by_reason = Counter(held_back_reason(f) for f in kept)
     order = list(HELD_BACK_WHY)
-    parts = [f"{n} {status} ({HELD_BACK_WHY.get(status, 'not proven')})"
-             for status, n in sorted(by_reason.items(), key=lambda item: (
-                 order.index(item[0]) if item[0] in order else len(order), item[0]))]
+    parts = [
+        f"{n} {status} ({HELD_BACK_WHY.get(status, 'not proven')})"
+        for status, n in sorted(
+            by_reason.items(),
+            key=lambda item: (order.index(item[0]) if item[0] in order else len(order), item[0]),
+        )
+    ]
     noun = "finding" if len(kept) == 1 else "findings"
-    return (f"{len(kept)} {noun} held back from inline comments "
-            f"(comment_on = \"{policy}\"): {', '.join(parts)}.")
+    return (
+        f"{len(kept)} {noun} held back from inline comments "
+        f'(comment_on = "{policy}"): {", ".join(parts)}.'
+    )

@@ -49,8 +49,10 @@ from app_support import (
 from conftest import GitRepo
 from github_fake import FakeGitHub, FakePull
 
-RISKY = ("import torch\n\n\ndef f{i}(x, y):\n    a = torch.log(x)\n    b = x / y.sum()\n"
-         "    return a + b + torch.sqrt(y)\n")
+RISKY = (
+    "import torch\n\n\ndef f{i}(x, y):\n    a = torch.log(x)\n    b = x / y.sum()\n"
+    "    return a + b + torch.sqrt(y)\n"
+)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -64,10 +66,18 @@ def add_parser_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--pulls", type=int, default=10, help="PRs per installation")
     group.add_argument("--static-workers", type=int, default=2)
     group.add_argument("--dynamic-workers", type=int, default=2)
-    group.add_argument("--limit", type=int, default=80,
-                       help="content-creating calls a minute per installation before a 403")
-    group.add_argument("--deadline", type=float, default=900.0,
-                       help="seconds to wait for every check run and review")
+    group.add_argument(
+        "--limit",
+        type=int,
+        default=80,
+        help="content-creating calls a minute per installation before a 403",
+    )
+    group.add_argument(
+        "--deadline",
+        type=float,
+        default=900.0,
+        help="seconds to wait for every check run and review",
+    )
 
 
 def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
@@ -79,9 +89,14 @@ def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     with FakeGitHub(APP_ID, public) as fake, postgres_database() as database:
         fake.secondary_limit = (args.limit, 60.0)
         pulls = _repositories(fake, tmp, args)
-        env = app_env(key_path=key_path, api_url=fake.api_url, database_url=database,
-                      broker_url=broker, prefix=prefix,
-                      NUMCHECK_WORKSPACE_ROOT=str(tmp / "workspaces"))
+        env = app_env(
+            key_path=key_path,
+            api_url=fake.api_url,
+            database_url=database,
+            broker_url=broker,
+            prefix=prefix,
+            NUMCHECK_WORKSPACE_ROOT=str(tmp / "workspaces"),
+        )
         try:
             with ComposeWeb(env, tmp / "web.log", tmp) as web:
                 for i in range(args.static_workers):
@@ -99,29 +114,35 @@ def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     return report
 
 
-def _repositories(fake: FakeGitHub, tmp: Path, args: argparse.Namespace) -> \
-        list[dict[str, Any]]:
+def _repositories(fake: FakeGitHub, tmp: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     """One repository per installation, `--pulls` PR branches in each."""
     pulls: list[dict[str, Any]] = []
     for inst in range(1, args.installations + 1):
         name = f"scale/repo{inst}"
         repo = GitRepo(tmp / "repos" / f"repo{inst}")
-        repo.commit({".numcheck.toml": "dynamic = false\n",  # unique commits per repository
-                     "pkg/__init__.py": f'"""installation {inst}"""\n'}, "base")
+        repo.commit(
+            {
+                ".numcheck.toml": "dynamic = false\n",  # unique commits per repository
+                "pkg/__init__.py": f'"""installation {inst}"""\n',
+            },
+            "base",
+        )
         base = repo.sha("main")
         for number in range(1, args.pulls + 1):
             repo.checkout("main")
             repo.checkout(f"pr{number}", create=True)
             head = repo.commit({f"pkg/m{number}.py": RISKY.format(i=number)}, f"pr {number}")
             fake.add_pull(FakePull(name, number, "main", f"pr{number}"))
-            pulls.append({"repo": name, "number": number, "installation": inst,
-                          "head": head, "base": base})
+            pulls.append(
+                {"repo": name, "number": number, "installation": inst, "head": head, "base": base}
+            )
         fake.add_repo(name, repo.root)
     return pulls
 
 
-def _load(url: str, fake: FakeGitHub, pulls: list[dict[str, Any]],
-          args: argparse.Namespace) -> dict[str, Any]:
+def _load(
+    url: str, fake: FakeGitHub, pulls: list[dict[str, Any]], args: argparse.Namespace
+) -> dict[str, Any]:
     sent: dict[str, float] = {}
     done: dict[str, float] = {}
     stop = threading.Event()
@@ -136,10 +157,17 @@ def _load(url: str, fake: FakeGitHub, pulls: list[dict[str, Any]],
             time.sleep(0.1)
 
     def one(pull: dict[str, Any]) -> float:
-        body = json.dumps(pull_payload("opened", repo=pull["repo"], number=pull["number"],
-                                       head=pull["head"], base=pull["base"],
-                                       installation=pull["installation"],
-                                       api_url=fake.api_url)).encode()
+        body = json.dumps(
+            pull_payload(
+                "opened",
+                repo=pull["repo"],
+                number=pull["number"],
+                head=pull["head"],
+                base=pull["base"],
+                installation=pull["installation"],
+                api_url=fake.api_url,
+            )
+        ).encode()
         started = time.perf_counter()
         sent[pull["head"]] = started
         status, _ = deliver(url, "pull_request", body)
@@ -170,18 +198,21 @@ def _load(url: str, fake: FakeGitHub, pulls: list[dict[str, Any]],
     duplicated = [h for h, n in reviews.items() if n > 1]
     latency = [done[p["head"]] - sent[p["head"]] for p in pulls if p["head"] in done]
     noisy_done = sorted(done[p["head"]] for p in noisy if p["head"] in done)
-    behind = [sum(1 for t in noisy_done if t < done[p["head"]]) for p in quiet
-              if p["head"] in done]
+    behind = [sum(1 for t in noisy_done if t < done[p["head"]]) for p in quiet if p["head"] in done]
     first_of_each: dict[int, float] = {}  # each quiet installation's first finished PR
     for p in quiet:
         if p["head"] in done:
             first_of_each[p["installation"]] = min(
-                first_of_each.get(p["installation"], float("inf")), done[p["head"]])
+                first_of_each.get(p["installation"], float("inf")), done[p["head"]]
+            )
     first_behind = [sum(1 for t in noisy_done if t < first) for first in first_of_each.values()]
     report = {
-        "installations": args.installations, "pulls": len(pulls),
-        "static_workers": args.static_workers, "dynamic_workers": args.dynamic_workers,
-        "web": "docker/compose.yml web command", "secondary_limit_per_minute": args.limit,
+        "installations": args.installations,
+        "pulls": len(pulls),
+        "static_workers": args.static_workers,
+        "dynamic_workers": args.dynamic_workers,
+        "web": "docker/compose.yml web command",
+        "secondary_limit_per_minute": args.limit,
         "ack_p50_ms": round(statistics.median(ack_ms), 1),
         "ack_p99_ms": round(percentile(ack_ms, 99), 1),
         "check_run_p50_s": round(statistics.median(latency), 2) if latency else None,
@@ -190,23 +221,36 @@ def _load(url: str, fake: FakeGitHub, pulls: list[dict[str, Any]],
         "pulls_per_minute": round(len(done) / wall * 60, 1),
         "quiet_behind_noisy_median": statistics.median(behind) if behind else None,
         "quiet_behind_noisy_max": max(behind) if behind else None,
-        "quiet_first_behind_noisy_median":
-            statistics.median(first_behind) if first_behind else None,
+        "quiet_first_behind_noisy_median": statistics.median(first_behind)
+        if first_behind
+        else None,
         "quiet_first_behind_noisy_max": max(first_behind) if first_behind else None,
-        "lost": len(lost), "duplicated_reviews": len(duplicated),
-        "rate_limited_403": fake.limited, "calls_before_retry_after": fake.early,
+        "lost": len(lost),
+        "duplicated_reviews": len(duplicated),
+        "rate_limited_403": fake.limited,
+        "calls_before_retry_after": fake.early,
     }
-    print(f"{len(pulls)} PRs from {args.installations} installations; web: compose's gunicorn; "
-          f"workers: {args.static_workers} static, {args.dynamic_workers} dynamic")
-    print(f"acknowledgement: p50 {report['ack_p50_ms']} ms, p99 {report['ack_p99_ms']} ms  "
-          "(target p99 < 100 ms)")
-    print(f"delivery to completed check run: p50 {report['check_run_p50_s']} s, p95 "
-          f"{report['check_run_p95_s']} s  (target p95 < 10 s); "
-          f"{report['pulls_per_minute']} PRs/min")
-    print(f"fairness: each quiet installation's first PR finished after a median of "
-          f"{report['quiet_first_behind_noisy_median']} (max "
-          f"{report['quiet_first_behind_noisy_max']}) of the noisy installation's {len(noisy)} "
-          f"(target <= 1); over all quiet PRs: median {report['quiet_behind_noisy_median']}")
-    print(f"lost: {report['lost']}, duplicated reviews: {report['duplicated_reviews']}; "
-          f"secondary-limit 403s: {fake.limited}, calls before their Retry-After: {fake.early}")
+    print(
+        f"{len(pulls)} PRs from {args.installations} installations; web: compose's gunicorn; "
+        f"workers: {args.static_workers} static, {args.dynamic_workers} dynamic"
+    )
+    print(
+        f"acknowledgement: p50 {report['ack_p50_ms']} ms, p99 {report['ack_p99_ms']} ms  "
+        "(target p99 < 100 ms)"
+    )
+    print(
+        f"delivery to completed check run: p50 {report['check_run_p50_s']} s, p95 "
+        f"{report['check_run_p95_s']} s  (target p95 < 10 s); "
+        f"{report['pulls_per_minute']} PRs/min"
+    )
+    print(
+        f"fairness: each quiet installation's first PR finished after a median of "
+        f"{report['quiet_first_behind_noisy_median']} (max "
+        f"{report['quiet_first_behind_noisy_max']}) of the noisy installation's {len(noisy)} "
+        f"(target <= 1); over all quiet PRs: median {report['quiet_behind_noisy_median']}"
+    )
+    print(
+        f"lost: {report['lost']}, duplicated reviews: {report['duplicated_reviews']}; "
+        f"secondary-limit 403s: {fake.limited}, calls before their Retry-After: {fake.early}"
+    )
     return report

@@ -27,15 +27,22 @@ def case_dirs(root: Path, only: Sequence[str] = ()) -> list[Path]:
     return [d for d in dirs if any(k in d.name for k in only)] if only else dirs
 
 
-def case_parser(prog: str, description: str, budget: float, budget_help: str) -> \
-        argparse.ArgumentParser:
+def case_parser(
+    prog: str, description: str, budget: float, budget_help: str
+) -> argparse.ArgumentParser:
     """The options every benchmark over the cases takes: which cases, the search budget, the
     seed, and where to write its JSON."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("-k", action="append", default=[], metavar="TEXT",
-                        help="only cases whose id contains TEXT (repeatable)")
-    parser.add_argument("--budget", type=float, default=budget,
-                        help=f"{budget_help} (default {budget:g})")
+    parser.add_argument(
+        "-k",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="only cases whose id contains TEXT (repeatable)",
+    )
+    parser.add_argument(
+        "--budget", type=float, default=budget, help=f"{budget_help} (default {budget:g})"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cases", type=Path, default=CASES_DIR)
     parser.add_argument("--json", type=Path, help="write rows and summary to this file")

@@ -184,8 +184,10 @@ def parse_labels(
     duplicates = sorted({k for k, n in Counter(keys).items() if n > 1})
     if duplicates:
         shown = ", ".join(f"line {ln} {op}" for ln, op in duplicates)
-        raise CorpusError(f"{where}: an op is labelled twice on one line ({shown}); the "
-                          "analyser reports one finding per (line, op)")
+        raise CorpusError(
+            f"{where}: an op is labelled twice on one line ({shown}); the "
+            "analyser reports one finding per (line, op)"
+        )
     return tuple(sorted(expectations)), tuple(dict.fromkeys(covers))
 
 
@@ -207,7 +209,8 @@ def _parse_item(item: str, line: int, where: str) -> Expectation:
 def corpus_paths(corpus_dir: Path = CORPUS_DIR) -> list[Path]:
     """Every snippet file, sorted (``__init__.py`` and helpers starting with ``_`` excluded)."""
     return sorted(
-        p for p in corpus_dir.rglob("*.py")
+        p
+        for p in corpus_dir.rglob("*.py")
         if not p.name.startswith("_") and "__pycache__" not in p.parts
     )
 
@@ -248,8 +251,17 @@ def load_case(path: Path, corpus_dir: Path = CORPUS_DIR) -> CorpusCase:
         rel = path.resolve().relative_to(REPO_ROOT).as_posix()
     except ValueError:
         rel = path.as_posix()
-    return CorpusCase(path=path, rel=rel, id=ident, group=group, kind=kind, pattern=pattern,
-                      expectations=expectations, covers=covers, source=source)
+    return CorpusCase(
+        path=path,
+        rel=rel,
+        id=ident,
+        group=group,
+        kind=kind,
+        pattern=pattern,
+        expectations=expectations,
+        covers=covers,
+        source=source,
+    )
 
 
 def load_corpus(corpus_dir: Path = CORPUS_DIR) -> list[CorpusCase]:
@@ -300,13 +312,19 @@ def findings_of(scan: Any) -> list[Found]:
     """(line, op, rule) of every finding of a `FileScan`, candidates left out: they are the
     dynamic pass's to prove, never reported unconfirmed (analyzers/static/rules.py), and
     `candidates_of` counts them apart."""
-    return [Found(int(f.line), str(f.op), str(f.rule)) for f in scan.findings
-            if f.rule not in CANDIDATE_RULES]
+    return [
+        Found(int(f.line), str(f.op), str(f.rule))
+        for f in scan.findings
+        if f.rule not in CANDIDATE_RULES
+    ]
 
 
 def candidates_of(scan: Any) -> list[Found]:
-    return [Found(int(f.line), str(f.op), str(f.rule)) for f in scan.findings
-            if f.rule in CANDIDATE_RULES]
+    return [
+        Found(int(f.line), str(f.op), str(f.rule))
+        for f in scan.findings
+        if f.rule in CANDIDATE_RULES
+    ]
 
 
 ScanSource = Callable[..., Any]
@@ -340,12 +358,10 @@ def scan_case(case: CorpusCase, scan_source: ScanSource) -> CaseResult:
     try:
         scan = scan_source(case.source, case.rel)
     except Exception as exc:  # noqa: BLE001 - the report must go on
-        return CaseResult(case, compare(case.expectations, []), [],
-                          f"{type(exc).__name__}: {exc}")
+        return CaseResult(case, compare(case.expectations, []), [], f"{type(exc).__name__}: {exc}")
     found = findings_of(scan)
     error = getattr(scan, "error", None)
-    return CaseResult(case, compare(case.expectations, found), found, error,
-                      candidates_of(scan))
+    return CaseResult(case, compare(case.expectations, found), found, error, candidates_of(scan))
 
 
 def load_scanner() -> ScanSource:
@@ -395,10 +411,17 @@ class Tally:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "expected": self.expected, "found": self.found, "tp": self.tp, "fp": self.fp,
-            "fn": self.fn, "precision": self.precision, "recall": self.recall,
-            "invalid_files": self.invalid_files, "invalid_complete": self.invalid_complete,
-            "valid_files": self.valid_files, "valid_silent": self.valid_silent,
+            "expected": self.expected,
+            "found": self.found,
+            "tp": self.tp,
+            "fp": self.fp,
+            "fn": self.fn,
+            "precision": self.precision,
+            "recall": self.recall,
+            "invalid_files": self.invalid_files,
+            "invalid_complete": self.invalid_complete,
+            "valid_files": self.valid_files,
+            "valid_silent": self.valid_silent,
             "errors": self.errors,
         }
 
@@ -467,29 +490,65 @@ def _ratio(good: int, total: int) -> str:
 
 
 def format_table(title: str, tallies: dict[str, Tally], total: Tally | None = None) -> str:
-    header = ("expected", "found", "TP", "FP", "FN", "precision", "recall",
-              "INVALID found", "VALID silent")
+    header = (
+        "expected",
+        "found",
+        "TP",
+        "FP",
+        "FN",
+        "precision",
+        "recall",
+        "INVALID found",
+        "VALID silent",
+    )
     rows: list[tuple[str, ...]] = []
     for name, t in tallies.items():
-        rows.append((name, str(t.expected), str(t.found), str(t.tp), str(t.fp), str(t.fn),
-                     _pct(t.precision), _pct(t.recall),
-                     _ratio(t.invalid_complete, t.invalid_files),
-                     _ratio(t.valid_silent, t.valid_files)))
+        rows.append(
+            (
+                name,
+                str(t.expected),
+                str(t.found),
+                str(t.tp),
+                str(t.fp),
+                str(t.fn),
+                _pct(t.precision),
+                _pct(t.recall),
+                _ratio(t.invalid_complete, t.invalid_files),
+                _ratio(t.valid_silent, t.valid_files),
+            )
+        )
     if total is not None:
-        rows.append(("TOTAL", str(total.expected), str(total.found), str(total.tp),
-                     str(total.fp), str(total.fn), _pct(total.precision), _pct(total.recall),
-                     _ratio(total.invalid_complete, total.invalid_files),
-                     _ratio(total.valid_silent, total.valid_files)))
+        rows.append(
+            (
+                "TOTAL",
+                str(total.expected),
+                str(total.found),
+                str(total.tp),
+                str(total.fp),
+                str(total.fn),
+                _pct(total.precision),
+                _pct(total.recall),
+                _ratio(total.invalid_complete, total.invalid_files),
+                _ratio(total.valid_silent, total.valid_files),
+            )
+        )
     widths = [max(len(title), *(len(r[0]) for r in rows))]
     widths += [max(len(h), *(len(r[i + 1]) for r in rows)) for i, h in enumerate(header)]
-    lines = ["  ".join([title.ljust(widths[0])]
-                       + [h.rjust(w) for h, w in zip(header, widths[1:], strict=True)])]
+    lines = [
+        "  ".join(
+            [title.ljust(widths[0])] + [h.rjust(w) for h, w in zip(header, widths[1:], strict=True)]
+        )
+    ]
     lines.append("  ".join("-" * w for w in widths))
     for row in rows:
         if row[0] == "TOTAL":
             lines.append("  ".join("-" * w for w in widths))
-        lines.append("  ".join([row[0].ljust(widths[0])]
-                               + [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]))
+        lines.append(
+            "  ".join(
+                [row[0].ljust(widths[0])]
+                + [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
+            )
+        )
     return "\n".join(lines)
 
 
@@ -501,12 +560,16 @@ def format_details(results: Sequence[CaseResult], strict: bool) -> str:
             out.append(f"ERROR {case.rel}: {result.error}")
             continue
         for exp in result.comparison.missing:
-            out.append(f"MISSED  {case.rel}:{exp.line}: expected {exp.op}"
-                       f"{'/' + exp.rule if exp.rule else ''}    {case.source_line(exp.line)}")
+            out.append(
+                f"MISSED  {case.rel}:{exp.line}: expected {exp.op}"
+                f"{'/' + exp.rule if exp.rule else ''}    {case.source_line(exp.line)}"
+            )
         for hit in result.comparison.unexpected:
             label = "FLAGGED" if case.is_valid else ("EXTRA  " if strict else "extra  ")
-            out.append(f"{label} {case.rel}:{hit.line}: found {hit.op}/{hit.rule}    "
-                       f"{case.source_line(hit.line)}")
+            out.append(
+                f"{label} {case.rel}:{hit.line}: found {hit.op}/{hit.rule}    "
+                f"{case.source_line(hit.line)}"
+            )
     return "\n".join(out)
 
 
@@ -525,15 +588,20 @@ def run(results: Sequence[CaseResult], strict: bool = False, details: bool = Tru
         "",
         format_table("group", tally_by_group(results), total),
         "",
-        format_table("rule", {k: v for k, v in tally_by_rule(results).items()
-                              if v.expected or v.found or v.valid_files}),
+        format_table(
+            "rule",
+            {
+                k: v
+                for k, v in tally_by_rule(results).items()
+                if v.expected or v.found or v.valid_files
+            },
+        ),
         "",
         f"snippets: INVALID with every expectation found "
         f"{total.invalid_complete}/{total.invalid_files}; VALID silent "
         f"{total.valid_silent}/{total.valid_files}; exact "
         f"{sum(r.passed for r in results)}/{len(results)}; scan errors {total.errors}",
-        f"overall: precision {_pct(total.precision).strip()}, "
-        f"recall {_pct(total.recall).strip()}",
+        f"overall: precision {_pct(total.precision).strip()}, recall {_pct(total.recall).strip()}",
         f"candidates (not scored: the dynamic pass's to prove, never shown unconfirmed): "
         f"{sum(len(r.candidates) for r in results)}, of which in VALID files "
         f"{sum(len(r.candidates) for r in results if r.case.is_valid)}",
@@ -552,7 +620,9 @@ def to_json(results: Sequence[CaseResult]) -> dict[str, Any]:
         "rules": {k: v.to_json() for k, v in tally_by_rule(results).items()},
         "files": [
             {
-                "path": r.case.rel, "kind": r.case.kind, "error": r.error,
+                "path": r.case.rel,
+                "kind": r.case.kind,
+                "error": r.error,
                 "passed": r.passed,
                 "missing": [vars(e) for e in r.comparison.missing],
                 "unexpected": [vars(f) for f in r.comparison.unexpected],
@@ -563,15 +633,21 @@ def to_json(results: Sequence[CaseResult]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.corpus", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.corpus",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--corpus", type=Path, default=CORPUS_DIR, help="corpus directory")
-    parser.add_argument("--group", action="append", choices=GROUPS,
-                        help="only these groups (repeatable)")
-    parser.add_argument("--strict", action="store_true",
-                        help="also fail on extra findings in INVALID files")
-    parser.add_argument("--no-details", action="store_true",
-                        help="do not list each missed or unexpected finding")
+    parser.add_argument(
+        "--group", action="append", choices=GROUPS, help="only these groups (repeatable)"
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="also fail on extra findings in INVALID files"
+    )
+    parser.add_argument(
+        "--no-details", action="store_true", help="do not list each missed or unexpected finding"
+    )
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = parser.parse_args(argv)
 

@@ -67,12 +67,18 @@ class Row:
     device: str = "cpu"
 
 
-def _entry(case_dir: Path, module: str, table: dict[str, Any], seed: int,
-           device: str = "cpu") -> Any:
+def _entry(
+    case_dir: Path, module: str, table: dict[str, Any], seed: int, device: str = "cpu"
+) -> Any:
     target = table["target"].replace("buggy:", f"{module}:", 1)
-    return build_configured(case_dir, EntryConfig(target, tuple(table["inputs"]),
-                                                   dict(table.get("init", {})),
-                                                   table.get("dtype")), seed, device=device)
+    return build_configured(
+        case_dir,
+        EntryConfig(
+            target, tuple(table["inputs"]), dict(table.get("init", {})), table.get("dtype")
+        ),
+        seed,
+        device=device,
+    )
 
 
 def _fresh_import(module: str) -> None:
@@ -83,19 +89,41 @@ def _fresh_import(module: str) -> None:
     sys.path[:] = [p for p in sys.path if not p.startswith(cases)]
 
 
-def _search(case_dir: Path, module: str, table: dict[str, Any], lines: frozenset[int],
-            op: str, budget: float, seed: int, device: str = "cpu") -> tuple[Any, Any]:
+def _search(
+    case_dir: Path,
+    module: str,
+    table: dict[str, Any],
+    lines: frozenset[int],
+    op: str,
+    budget: float,
+    seed: int,
+    device: str = "cpu",
+) -> tuple[Any, Any]:
     searcher = _warm_searcher(case_dir, module, table, lines, op, budget, seed, device)
     return searcher, searcher.run()
 
 
-def _warm_searcher(case_dir: Path, module: str, table: dict[str, Any], lines: frozenset[int],
-                   op: str, budget: float, seed: int, device: str = "cpu") -> Searcher:
+def _warm_searcher(
+    case_dir: Path,
+    module: str,
+    table: dict[str, Any],
+    lines: frozenset[int],
+    op: str,
+    budget: float,
+    seed: int,
+    device: str = "cpu",
+) -> Searcher:
     _fresh_import(module)
     entry = _entry(case_dir, module, table, seed, device)
-    searcher = Searcher(entry, str(case_dir / f"{module}.py"), lines, op,
-                        dtype=table.get("dtype") or "float32", seed=seed,
-                        budget=Budget(seconds=budget, evaluations=10**9))
+    searcher = Searcher(
+        entry,
+        str(case_dir / f"{module}.py"),
+        lines,
+        op,
+        dtype=table.get("dtype") or "float32",
+        seed=seed,
+        budget=Budget(seconds=budget, evaluations=10**9),
+    )
     # one untimed run first, so that neither numcheck (timed first) nor the baselines pay
     # for the first call's one-off costs (kernel caches, lazy imports); its own draw, its
     # count forgotten: the search's draws and outcome are unchanged
@@ -112,8 +140,7 @@ def _ordinary(spec: InputSpec, generator: torch.Generator) -> torch.Tensor:
     return values.clamp(spec.lo, spec.hi).to(TORCH_DTYPES[spec.dtype])
 
 
-def _baseline(searcher: Searcher, kind: str, budget: float,
-              seed: int) -> tuple[float | None, int]:
+def _baseline(searcher: Searcher, kind: str, budget: float, seed: int) -> tuple[float | None, int]:
     """Seconds until a plain draw triggers the op (None within the budget), and the draws
     made."""
     generator = torch.Generator().manual_seed(seed + 1)
@@ -129,9 +156,17 @@ def _baseline(searcher: Searcher, kind: str, budget: float,
     return None, draws
 
 
-def _repeated(case_dir: Path, table: dict[str, Any], lines: frozenset[int], op: str,
-              budget: float, seed: int, device: str, repeat: int,
-              row: Row) -> tuple[float | None, float | None]:
+def _repeated(
+    case_dir: Path,
+    table: dict[str, Any],
+    lines: frozenset[int],
+    op: str,
+    budget: float,
+    seed: int,
+    device: str,
+    repeat: int,
+    row: Row,
+) -> tuple[float | None, float | None]:
     """Median seconds of `repeat` runs of the search and of random sampling, interleaved and
     in alternating order (search first, then random sampling first, ...), so that neither
     pays more of the process's one-off costs (the first backward pass through a failing op,
@@ -151,17 +186,29 @@ def _repeated(case_dir: Path, table: dict[str, Any], lines: frozenset[int], op: 
     return statistics.median(searched), statistics.median(sampled) if sampled else None
 
 
-def run_case(case_dir: Path, budget: float, seed: int, device: str = "cpu",
-             repeat: int = 1) -> Row:
+def run_case(case_dir: Path, budget: float, seed: int, device: str = "cpu", repeat: int = 1) -> Row:
     meta = tomllib.loads((case_dir / "case.toml").read_text(encoding="utf-8"))
     line, op = bug_line(case_dir / "buggy.py")
     framework = meta.get("framework", "torch")
-    row = Row(case_dir.name, framework, op, meta.get("failure", "?"), None, None, None, None,
-              0, None, None, None)
+    row = Row(
+        case_dir.name,
+        framework,
+        op,
+        meta.get("failure", "?"),
+        None,
+        None,
+        None,
+        None,
+        0,
+        None,
+        None,
+        None,
+    )
     table = meta["entry"]
     try:
-        searcher, outcome = _search(case_dir, "buggy", table, frozenset({line}), op, budget,
-                                    seed, device)
+        searcher, outcome = _search(
+            case_dir, "buggy", table, frozenset({line}), op, budget, seed, device
+        )
     except EntryError as exc:
         row.note = f"entry: {exc}"
         return row
@@ -171,26 +218,41 @@ def run_case(case_dir: Path, budget: float, seed: int, device: str = "cpu",
     row.stage, row.where, row.evaluations = outcome.stage, outcome.where, outcome.evaluations
     if outcome.error and not outcome.reached:
         row.note = outcome.error
-    row.ordinary_seconds, row.ordinary_evaluations = _baseline(searcher, "ordinary", budget,
-                                                               seed)
+    row.ordinary_seconds, row.ordinary_evaluations = _baseline(searcher, "ordinary", budget, seed)
     row.random_seconds, row.random_evaluations = _baseline(searcher, "random", budget, seed)
     if repeat > 1 and outcome.triggered:
-        row.seconds, row.random_seconds = _repeated(case_dir, table, frozenset({line}), op,
-                                                    budget, seed, device, repeat, row)
-    fixed_lines = frozenset(range(1, 1 + len(
-        (case_dir / "fixed.py").read_text(encoding="utf-8").splitlines())))
+        row.seconds, row.random_seconds = _repeated(
+            case_dir, table, frozenset({line}), op, budget, seed, device, repeat, row
+        )
+    fixed_lines = frozenset(
+        range(1, 1 + len((case_dir / "fixed.py").read_text(encoding="utf-8").splitlines()))
+    )
     _, fixed = _search(case_dir, "fixed", table, fixed_lines, op, budget, seed, device)
     row.fixed_confirmed = fixed.triggered
     return row
 
 
-def _run_safely(case_dir: Path, budget: float, seed: int, device: str = "cpu",
-                repeat: int = 1) -> Row:
+def _run_safely(
+    case_dir: Path, budget: float, seed: int, device: str = "cpu", repeat: int = 1
+) -> Row:
     try:
         return run_case(case_dir, budget, seed, device, repeat)
     except Exception as exc:  # one broken case must not hide the others' figures
-        return Row(case_dir.name, "?", "?", "?", False, None, None, None, 0, None, None, None,
-                   note=f"crashed: {type(exc).__name__}: {exc}")
+        return Row(
+            case_dir.name,
+            "?",
+            "?",
+            "?",
+            False,
+            None,
+            None,
+            None,
+            0,
+            None,
+            None,
+            None,
+            note=f"crashed: {type(exc).__name__}: {exc}",
+        )
 
 
 def _fmt(value: float | None) -> str:
@@ -214,12 +276,14 @@ def _speedups(rows: list[Row]) -> dict[str, Any]:
         "cases": len(rows),
         "median_time_ratio": statistics.median(time_ratios),
         "median_evaluations_ratio": statistics.median(eval_ratios),
-        "numcheck_seconds_sum": numcheck_s, "random_seconds_sum": random_s,
+        "numcheck_seconds_sum": numcheck_s,
+        "random_seconds_sum": random_s,
         "summed_time_ratio": _ratio(random_s, numcheck_s),
         "numcheck_evaluations_sum": sum(r.evaluations for r in rows),
         "random_evaluations_sum": sum(r.random_evaluations for r in rows),
-        "summed_evaluations_ratio": _ratio(sum(r.random_evaluations for r in rows),
-                                           sum(r.evaluations for r in rows)),
+        "summed_evaluations_ratio": _ratio(
+            sum(r.random_evaluations for r in rows), sum(r.evaluations for r in rows)
+        ),
     }
 
 
@@ -228,17 +292,24 @@ def _verdict(value: float) -> str:
 
 
 def report(rows: list[Row], budget: float, device: str = "cpu") -> dict[str, Any]:
-    print(f"{'case':34} {'op':8} {'fail':8} {'found':5} {'s':>7} {'evals':>6} {'stage':9} "
-          f"{'ordinary s':>10} {'random s':>9} {'r.evals':>7} {'fixed':5}")
+    print(
+        f"{'case':34} {'op':8} {'fail':8} {'found':5} {'s':>7} {'evals':>6} {'stage':9} "
+        f"{'ordinary s':>10} {'random s':>9} {'r.evals':>7} {'fixed':5}"
+    )
     for r in rows:
         found = "-" if r.confirmed is None else ("yes" if r.confirmed else "NO")
         fixed = "-" if r.fixed_confirmed is None else ("NAN!" if r.fixed_confirmed else "ok")
-        random_evals = str(r.random_evaluations) if r.random_seconds is not None else \
-            f">{r.random_evaluations}"
-        print(f"{r.case:34} {r.op:8} {r.failure:8} {found:5} {_fmt(r.seconds):>7} "
-              f"{r.evaluations if r.confirmed else '-':>6} {r.stage or '-':9} "
-              f"{_fmt(r.ordinary_seconds):>10} {_fmt(r.random_seconds):>9} "
-              f"{random_evals:>7} {fixed:5} {r.note}")
+        random_evals = (
+            str(r.random_evaluations)
+            if r.random_seconds is not None
+            else f">{r.random_evaluations}"
+        )
+        print(
+            f"{r.case:34} {r.op:8} {r.failure:8} {found:5} {_fmt(r.seconds):>7} "
+            f"{r.evaluations if r.confirmed else '-':>6} {r.stage or '-':9} "
+            f"{_fmt(r.ordinary_seconds):>10} {_fmt(r.random_seconds):>9} "
+            f"{random_evals:>7} {fixed:5} {r.note}"
+        )
     ran = [r for r in rows if r.confirmed is not None]
     confirmed = [r for r in ran if r.confirmed]
     times = [r.seconds for r in confirmed if r.seconds is not None]
@@ -249,11 +320,13 @@ def report(rows: list[Row], budget: float, device: str = "cpu") -> dict[str, Any
     overall, on_hard = _speedups(both), _speedups(hard)
     devices = sorted({r.device for r in ran})
     summary = {
-        "cases": len(rows), "run": len(ran), "confirmed": len(confirmed),
-        "device": device, "devices_used": devices,
+        "cases": len(rows),
+        "run": len(ran),
+        "confirmed": len(confirmed),
+        "device": device,
+        "devices_used": devices,
         "median_seconds_to_trigger": statistics.median(times) if times else None,
-        "median_evaluations_to_trigger": statistics.median(evaluations) if evaluations
-        else None,
+        "median_evaluations_to_trigger": statistics.median(evaluations) if evaluations else None,
         "ordinary_solved": sum(r.ordinary_seconds is not None for r in ran),
         "random_solved": sum(r.random_seconds is not None for r in ran),
         "speedup_vs_random": overall,
@@ -265,43 +338,70 @@ def report(rows: list[Row], budget: float, device: str = "cpu") -> dict[str, Any
         "budget_seconds": budget,
     }
     print()
-    print(f"device: {device} (entries ran on: {', '.join(devices) or '-'}; TensorFlow entries "
-          f"always on the CPU)")
-    print(f"confirmed {len(confirmed)}/{len(ran)} cases run ({len(rows) - len(ran)} not run: "
-          f"no entry); budget {budget:g} s per search")
+    print(
+        f"device: {device} (entries ran on: {', '.join(devices) or '-'}; TensorFlow entries "
+        f"always on the CPU)"
+    )
+    print(
+        f"confirmed {len(confirmed)}/{len(ran)} cases run ({len(rows) - len(ran)} not run: "
+        f"no entry); budget {budget:g} s per search"
+    )
     if times:
-        print(f"median time to trigger: {statistics.median(times):.3f} s, median evaluations "
-              f"{statistics.median(evaluations):g} (target < 1 s on the CPU)")
-    print(f"ordinary inputs triggered {summary['ordinary_solved']}/{len(ran)}; random sampling "
-          f"{summary['random_solved']}/{len(ran)}; {len(only_numcheck)} confirmed cases are "
-          f"out of random sampling's reach within {budget:g} s")
-    for label, stats in (("cases random sampling also solves", overall),
-                         (f"cases random sampling needs more than {HANDFUL} draws for",
-                          on_hard)):
+        print(
+            f"median time to trigger: {statistics.median(times):.3f} s, median evaluations "
+            f"{statistics.median(evaluations):g} (target < 1 s on the CPU)"
+        )
+    print(
+        f"ordinary inputs triggered {summary['ordinary_solved']}/{len(ran)}; random sampling "
+        f"{summary['random_solved']}/{len(ran)}; {len(only_numcheck)} confirmed cases are "
+        f"out of random sampling's reach within {budget:g} s"
+    )
+    for label, stats in (
+        ("cases random sampling also solves", overall),
+        (f"cases random sampling needs more than {HANDFUL} draws for", on_hard),
+    ):
         if not stats["cases"]:
             print(f"speed-up over random sampling on {label}: no such case")
             continue
         print(f"speed-up over random sampling on the {stats['cases']} {label}:")
-        print(f"  summed time     {stats['random_seconds_sum']:.3f} s / "
-              f"{stats['numcheck_seconds_sum']:.3f} s = "
-              f"{_verdict(stats['summed_time_ratio'])}")
-        print(f"  summed evals    {stats['random_evaluations_sum']} / "
-              f"{stats['numcheck_evaluations_sum']} = "
-              f"{_verdict(stats['summed_evaluations_ratio'])}")
-        print(f"  median per case {_verdict(stats['median_time_ratio'])} in time, "
-              f"{stats['median_evaluations_ratio']:.1f}x in evaluations")
+        print(
+            f"  summed time     {stats['random_seconds_sum']:.3f} s / "
+            f"{stats['numcheck_seconds_sum']:.3f} s = "
+            f"{_verdict(stats['summed_time_ratio'])}"
+        )
+        print(
+            f"  summed evals    {stats['random_evaluations_sum']} / "
+            f"{stats['numcheck_evaluations_sum']} = "
+            f"{_verdict(stats['summed_evaluations_ratio'])}"
+        )
+        print(
+            f"  median per case {_verdict(stats['median_time_ratio'])} in time, "
+            f"{stats['median_evaluations_ratio']:.1f}x in evaluations"
+        )
     print(f"fixed twins confirmed (must be 0): {summary['fixed_twins_confirmed']}")
     return summary
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = case_parser("python -m bench.dynamic", __doc__.split("\n\n")[0], 10.0,
-                         "seconds per search and per baseline")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="timed runs per case of the search and of random sampling, "
-                             "interleaved in alternating order; medians reported (default 3)")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                        help="where torch entries run (TensorFlow entries stay on the CPU)")
+    parser = case_parser(
+        "python -m bench.dynamic",
+        __doc__.split("\n\n")[0],
+        10.0,
+        "seconds per search and per baseline",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="timed runs per case of the search and of random sampling, "
+        "interleaved in alternating order; medians reported (default 3)",
+    )
+    parser.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="where torch entries run (TensorFlow entries stay on the CPU)",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     dirs = case_dirs(args.cases, args.k)
@@ -311,13 +411,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         print("--device cuda: torch sees no CUDA device", file=sys.stderr)
         return 2
-    rows = [_run_safely(d, args.budget, args.seed, args.device, max(1, args.repeat))
-            for d in dirs]
+    rows = [_run_safely(d, args.budget, args.seed, args.device, max(1, args.repeat)) for d in dirs]
     summary = report(rows, args.budget, args.device)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"summary": summary, "rows": [asdict(r) for r in rows]},
-                                        indent=2), encoding="utf-8")
+        args.json.write_text(
+            json.dumps({"summary": summary, "rows": [asdict(r) for r in rows]}, indent=2),
+            encoding="utf-8",
+        )
     failed = summary["confirmed"] < summary["run"] or summary["fixed_twins_confirmed"]
     return 1 if failed else 0
 

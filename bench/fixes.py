@@ -83,9 +83,17 @@ def _entry(repo: Path, table: dict[str, Any], seed: int) -> Any:
 
     _forget()
     target = table["target"].replace("buggy:", f"{MODULE}:", 1)
-    return build_configured(repo, EntryConfig(target, tuple(table["inputs"]),
-                                              dict(table.get("init", {})), table.get("dtype"),
-                                              table.get("autocast")), seed)
+    return build_configured(
+        repo,
+        EntryConfig(
+            target,
+            tuple(table["inputs"]),
+            dict(table.get("init", {})),
+            table.get("dtype"),
+            table.get("autocast"),
+        ),
+        seed,
+    )
 
 
 def _finding(repo: Path, line: int, op: str, dtype: str | None) -> dict[str, Any] | None:
@@ -100,8 +108,9 @@ def _finding(repo: Path, line: int, op: str, dtype: str | None) -> dict[str, Any
     return chosen[0].to_json() if chosen else None
 
 
-def _confirm(repo: Path, entry: Any, finding: dict[str, Any], op: str, line: int, seed: int,
-             budget: float) -> tuple[list[Any], str, dict[str, str] | None] | str:
+def _confirm(
+    repo: Path, entry: Any, finding: dict[str, Any], op: str, line: int, seed: int, budget: float
+) -> tuple[list[Any], str, dict[str, str] | None] | str:
     """(minimised trigger, reproducer, precision block) as the harness makes them, or why
     not."""
     from analyzers.dynamic.precision import mark_precision
@@ -110,17 +119,23 @@ def _confirm(repo: Path, entry: Any, finding: dict[str, Any], op: str, line: int
     from analyzers.dynamic.writer import Target
     from runners.harness import _check_reproducer, minimised_trigger, shows_in_entry
 
-    searcher = Searcher(entry, str(repo / PATH), frozenset({line}), op, dtype=entry.dtype,
-                        seed=seed, budget=Budget(seconds=budget),
-                        require_visible=shows_in_entry(entry))
+    searcher = Searcher(
+        entry,
+        str(repo / PATH),
+        frozenset({line}),
+        op,
+        dtype=entry.dtype,
+        seed=seed,
+        budget=Budget(seconds=budget),
+        require_visible=shows_in_entry(entry),
+    )
     outcome = searcher.run(entry.start)
     if not outcome.triggered:
         return f"search: not triggered ({outcome.error or 'budget spent'})"
 
     small, shows = minimised_trigger(entry, searcher, outcome)
     precision = mark_precision(entry, str(repo / PATH), frozenset({line}), op, small)
-    target = Target(PATH, finding["line"], op, finding["call"], outcome.where or "forward",
-                    shows)
+    target = Target(PATH, finding["line"], op, finding["call"], outcome.where or "forward", shows)
     script = render(entry, small, target, seed)
     fails, stderr = _check_reproducer(repo, script)
     if not fails:
@@ -128,9 +143,16 @@ def _confirm(repo: Path, entry: Any, finding: dict[str, Any], op: str, line: int
     return small, script, precision
 
 
-def _revalidate(case_dir: Path, table: dict[str, Any], finding: dict[str, Any],
-                fix: dict[str, Any], trigger: list[Any], script: str, seed: int,
-                budget: float) -> tuple[bool, str]:
+def _revalidate(
+    case_dir: Path,
+    table: dict[str, Any],
+    finding: dict[str, Any],
+    fix: dict[str, Any],
+    trigger: list[Any],
+    script: str,
+    seed: int,
+    budget: float,
+) -> tuple[bool, str]:
     """The chosen fix applied from its record to a fresh copy and checked again, with a
     fresh import, another seed and other normal inputs."""
     from analyzers.dynamic.search import Budget
@@ -150,12 +172,32 @@ def _revalidate(case_dir: Path, table: dict[str, Any], finding: dict[str, Any],
         applied = apply_to_source(PATH, source, [record])
         if not applied.applied:
             return False, "the fix does not apply: " + "; ".join(w for _, w in applied.skipped)
-        patch = Patch(**{k: fix[k] for k in ("kind", "name", "description", "path", "diff",
-                                             "start_line", "end_line", "replacement",
-                                             "original", "suggestion_complete")},
-                      imports=tuple(fix.get("imports") or ()))
-        candidate = Candidate(fix["kind"], fix["name"], fix["description"], applied.after,
-                              patch, tuple(fix.get("watch") or ()))
+        patch = Patch(
+            **{
+                k: fix[k]
+                for k in (
+                    "kind",
+                    "name",
+                    "description",
+                    "path",
+                    "diff",
+                    "start_line",
+                    "end_line",
+                    "replacement",
+                    "original",
+                    "suggestion_complete",
+                )
+            },
+            imports=tuple(fix.get("imports") or ()),
+        )
+        candidate = Candidate(
+            fix["kind"],
+            fix["name"],
+            fix["description"],
+            applied.after,
+            patch,
+            tuple(fix.get("watch") or ()),
+        )
         entry = _entry(repo, table, seed + 1)
         scratch = scratch_copy(repo, Path(tmp) / "scratch")
         (scratch / PATH).write_text(applied.after, encoding="utf-8")
@@ -166,10 +208,20 @@ def _revalidate(case_dir: Path, table: dict[str, Any], finding: dict[str, Any],
 
         directory = Path(tmp) / "patched"
         directory.mkdir()
-        hooks = entry_hooks(candidate, entry, path=PATH, module_name=MODULE, trigger=trigger,
-                            normal_inputs=normal_inputs(entry, seed + 7), directory=directory,
-                            budget=Budget(seconds=budget), seed=seed + 1, dtype=entry.dtype,
-                            reproducer=reproducer, original_source=source)
+        hooks = entry_hooks(
+            candidate,
+            entry,
+            path=PATH,
+            module_name=MODULE,
+            trigger=trigger,
+            normal_inputs=normal_inputs(entry, seed + 7),
+            directory=directory,
+            budget=Budget(seconds=budget),
+            seed=seed + 1,
+            dtype=entry.dtype,
+            reproducer=reproducer,
+            original_source=source,
+        )
         result = validate(candidate, hooks, op=finding["op"], dtype=entry.dtype)
         return result.accepted, result.rejected_because or ""
 
@@ -201,14 +253,23 @@ def run_case(case_dir: Path, budget: float, seed: int, revalidate: bool = True) 
         row.candidates = [f"{c.kind}:{c.name}" for c in proposed]
         row.stable_proposed = any(c.kind == "stable-api" for c in proposed)
         started = time.perf_counter()
-        fix = fix_finding(repo, finding, entry, trigger, script, seed=seed,
-                          search_seconds=budget, dtype=entry.dtype)
+        fix = fix_finding(
+            repo,
+            finding,
+            entry,
+            trigger,
+            script,
+            seed=seed,
+            search_seconds=budget,
+            dtype=entry.dtype,
+        )
         row.seconds = time.perf_counter() - started
         row.status = fix["status"]
         row.normal_inputs = int(fix.get("normal_inputs", 0))
         if fix["status"] != "validated":
-            row.note = "; ".join(f"{t.get('name')}: {t.get('rejected_because')}"
-                                 for t in fix.get("tried", [])) or str(fix.get("reason"))
+            row.note = "; ".join(
+                f"{t.get('name')}: {t.get('rejected_because')}" for t in fix.get("tried", [])
+            ) or str(fix.get("reason"))
             return row
         row.kind, row.name = fix["kind"], fix["name"]
         row.max_abs, row.max_rel = fix.get("max_abs_deviation"), fix.get("max_rel_deviation")
@@ -216,11 +277,13 @@ def run_case(case_dir: Path, budget: float, seed: int, revalidate: bool = True) 
         if row.stable_proposed and row.kind != "stable-api":
             lost = [r for r in fix.get("rejected", []) if r.get("kind") == "stable-api"]
             row.note = "stable API rejected: " + "; ".join(
-                f"{r.get('name')}: {r.get('rejected_because')}" for r in lost)
+                f"{r.get('name')}: {r.get('rejected_because')}" for r in lost
+            )
     if revalidate:
         started = time.perf_counter()
-        row.revalidated, why = _revalidate(case_dir, table, finding, fix, trigger, script,
-                                           seed, budget)
+        row.revalidated, why = _revalidate(
+            case_dir, table, finding, fix, trigger, script, seed, budget
+        )
         row.revalidation_seconds = time.perf_counter() - started
         if not row.revalidated:
             row.note = (row.note + "; " if row.note else "") + f"re-validation: {why}"
@@ -231,8 +294,13 @@ def _run_safely(case_dir: Path, budget: float, seed: int, revalidate: bool) -> R
     try:
         return run_case(case_dir, budget, seed, revalidate)
     except Exception as exc:  # one broken case must not hide the others' figures
-        return Row(case_dir.name, "?", "?", status="crashed",
-                   note=f"{type(exc).__name__}: {str(exc)[:300]}")
+        return Row(
+            case_dir.name,
+            "?",
+            "?",
+            status="crashed",
+            note=f"{type(exc).__name__}: {str(exc)[:300]}",
+        )
     finally:
         _forget()
 
@@ -241,8 +309,10 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
     return "-" if value is None else format(value, spec)
 
 
-HEADER = (f"{'case':38} {'op':7} {'fix':14} {'kind':10} {'name':16} {'max abs':>9} "
-          f"{'max rel':>9} {'s':>6} {'re-val':6}")
+HEADER = (
+    f"{'case':38} {'op':7} {'fix':14} {'kind':10} {'name':16} {'max abs':>9} "
+    f"{'max rel':>9} {'s':>6} {'re-val':6}"
+)
 
 
 # The fixes issue 17 asks of a precision finding: compute in float32, or a dtype-sized epsilon
@@ -253,9 +323,11 @@ def row_line(r: Row) -> str:
     reval = "-" if r.revalidated is None else ("ok" if r.revalidated else "FAIL")
     if r.precision is not None:
         reval += f" {r.precision['dtype']}/{r.precision['mode']}: f32 {r.precision['float32']}"
-    return (f"{r.case:38} {r.op:7} {r.status:14} {r.kind or '-':10} {r.name or '-':16} "
-            f"{_fmt(r.max_abs, '.2e'):>9} {_fmt(r.max_rel, '.2e'):>9} "
-            f"{_fmt(r.seconds, '.2f'):>6} {reval:6} {' '.join(r.note.split())[:160]}")
+    return (
+        f"{r.case:38} {r.op:7} {r.status:14} {r.kind or '-':10} {r.name or '-':16} "
+        f"{_fmt(r.max_abs, '.2e'):>9} {_fmt(r.max_rel, '.2e'):>9} "
+        f"{_fmt(r.seconds, '.2f'):>6} {reval:6} {' '.join(r.note.split())[:160]}"
+    )
 
 
 def report(rows: list[Row], budget: float) -> dict[str, Any]:
@@ -271,12 +343,18 @@ def report(rows: list[Row], budget: float) -> dict[str, Any]:
         kinds[r.kind or "?"] = kinds.get(r.kind or "?", 0) + 1
     seconds = sorted(r.seconds for r in confirmed if r.seconds is not None)
     precision = [r for r in confirmed if r.is_precision]
-    precision_fixed = [r for r in precision if r.status == "validated"
-                       and r.kind in PRECISION_FIX_KINDS]
+    precision_fixed = [
+        r for r in precision if r.status == "validated" and r.kind in PRECISION_FIX_KINDS
+    ]
     summary: dict[str, Any] = {
-        "cases": len(rows), "confirmed": len(confirmed), "validated": len(validated),
-        "kinds": kinds, "stable_proposed": len(stable), "stable_chosen": len(stable_chosen),
-        "revalidated": len(revalidated), "failed_revalidation": len(failed_revalidation),
+        "cases": len(rows),
+        "confirmed": len(confirmed),
+        "validated": len(validated),
+        "kinds": kinds,
+        "stable_proposed": len(stable),
+        "stable_chosen": len(stable_chosen),
+        "revalidated": len(revalidated),
+        "failed_revalidation": len(failed_revalidation),
         "median_fix_seconds": seconds[len(seconds) // 2] if seconds else None,
         "total_fix_seconds": sum(seconds),
         "without_fix": [r.case for r in confirmed if r.status != "validated"],
@@ -287,34 +365,53 @@ def report(rows: list[Row], budget: float) -> dict[str, Any]:
         "precision_fixed": [r.case for r in precision_fixed],
     }
     print()
-    print(f"confirmed {len(confirmed)}/{len(rows)} cases (search budget {budget:g} s); "
-          f"not confirmed: {', '.join(summary['not_confirmed']) or 'none'}")
-    print(f"validated fix: {len(validated)}/{len(confirmed)} confirmed cases (target: all); "
-          f"by kind: {', '.join(f'{k} {n}' for k, n in sorted(kinds.items())) or '-'}")
+    print(
+        f"confirmed {len(confirmed)}/{len(rows)} cases (search budget {budget:g} s); "
+        f"not confirmed: {', '.join(summary['not_confirmed']) or 'none'}"
+    )
+    print(
+        f"validated fix: {len(validated)}/{len(confirmed)} confirmed cases (target: all); "
+        f"by kind: {', '.join(f'{k} {n}' for k, n in sorted(kinds.items())) or '-'}"
+    )
     if summary["without_fix"]:
         print(f"  without a validated fix: {', '.join(summary['without_fix'])}")
-    print(f"fused stable API chosen: {len(stable_chosen)}/{len(stable)} confirmed cases with a "
-          f"stable-API candidate (target: all)")
+    print(
+        f"fused stable API chosen: {len(stable_chosen)}/{len(stable)} confirmed cases with a "
+        f"stable-API candidate (target: all)"
+    )
     if summary["stable_not_chosen"]:
         print(f"  stable API proposed but not chosen: {', '.join(summary['stable_not_chosen'])}")
-    print(f"re-validated from scratch: {len(revalidated) - len(failed_revalidation)}/"
-          f"{len(revalidated)} pass (target: 0 failures)")
-    print(f"precision findings (the trigger is finite in float32): {len(precision)}, with a "
-          f"validated {' or '.join(PRECISION_FIX_KINDS)} fix: {len(precision_fixed)} "
-          f"(target: 3): {', '.join(summary['precision_fixed']) or '-'}")
+    print(
+        f"re-validated from scratch: {len(revalidated) - len(failed_revalidation)}/"
+        f"{len(revalidated)} pass (target: 0 failures)"
+    )
+    print(
+        f"precision findings (the trigger is finite in float32): {len(precision)}, with a "
+        f"validated {' or '.join(PRECISION_FIX_KINDS)} fix: {len(precision_fixed)} "
+        f"(target: 3): {', '.join(summary['precision_fixed']) or '-'}"
+    )
     if seconds:
-        print(f"fix stage time per confirmed case: median {summary['median_fix_seconds']:.2f} s, "
-              f"total {summary['total_fix_seconds']:.1f} s")
+        print(
+            f"fix stage time per confirmed case: median {summary['median_fix_seconds']:.2f} s, "
+            f"total {summary['total_fix_seconds']:.1f} s"
+        )
     return summary
 
 
 def main(argv: list[str] | None = None) -> int:
     import torch
 
-    parser = case_parser("python -m bench.fixes", __doc__.split("\n\n")[0], 2.0,
-                         "seconds per search, and per re-run of the search on a patched copy")
-    parser.add_argument("--no-revalidate", action="store_true",
-                        help="skip the from-scratch re-validation of the chosen fixes")
+    parser = case_parser(
+        "python -m bench.fixes",
+        __doc__.split("\n\n")[0],
+        2.0,
+        "seconds per search, and per re-run of the search on a patched copy",
+    )
+    parser.add_argument(
+        "--no-revalidate",
+        action="store_true",
+        help="skip the from-scratch re-validation of the chosen fixes",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     dirs = case_dirs(args.cases, args.k)
@@ -329,10 +426,15 @@ def main(argv: list[str] | None = None) -> int:
     summary = report(rows, args.budget)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"summary": summary, "rows": [asdict(r) for r in rows]},
-                                        indent=2, default=str), encoding="utf-8")
-    missed = summary["without_fix"] or summary["stable_not_chosen"] or \
-        summary["failed_revalidation"]
+        args.json.write_text(
+            json.dumps(
+                {"summary": summary, "rows": [asdict(r) for r in rows]}, indent=2, default=str
+            ),
+            encoding="utf-8",
+        )
+    missed = (
+        summary["without_fix"] or summary["stable_not_chosen"] or summary["failed_revalidation"]
+    )
     return 1 if missed else 0
 
 

@@ -43,8 +43,16 @@ def make_job(repo: Path) -> dict[str, Any]:
     path = "hpkg/models.py"
     scan = scan_source((repo / path).read_text(encoding="utf-8"), path)
     finding = next(f.to_json() for f in scan.findings if f.function == "log_of_softmax")
-    return {"repo": str(repo), "findings": [finding], "entries": [], "seed": 0,
-            "search_seconds": 2.0, "finding_timeout": 60.0, "harvest": False, "fix": False}
+    return {
+        "repo": str(repo),
+        "findings": [finding],
+        "entries": [],
+        "seed": 0,
+        "search_seconds": 2.0,
+        "finding_timeout": 60.0,
+        "harvest": False,
+        "fix": False,
+    }
 
 
 def in_process(job: dict[str, Any]) -> float:
@@ -64,11 +72,13 @@ def in_process(job: dict[str, Any]) -> float:
 
 def plain_child(job: dict[str, Any]) -> float:
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "runners.harness", "--worker"],
-                          cwd=job["repo"], input=json.dumps(job).encode(),
-                          capture_output=True, env={"PATH": os.environ.get("PATH", ""),
-                                                    "PYTHONPATH": str(ROOT),
-                                                    "OMP_NUM_THREADS": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "runners.harness", "--worker"],
+        cwd=job["repo"],
+        input=json.dumps(job).encode(),
+        capture_output=True,
+        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
+    )
     seconds = time.perf_counter() - started
     assert proc.returncode == 0 and b'"confirmed"' in proc.stdout, proc.stderr[-2000:]
     return seconds
@@ -83,8 +93,11 @@ def local_runner(job: dict[str, Any], runner: Any) -> tuple[float, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.sandbox", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.sandbox",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--repeat", type=int, default=7, help="timed runs of each way")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "out" / "sandbox.json")
     args = parser.parse_args(argv)
@@ -106,22 +119,32 @@ def main(argv: list[str] | None = None) -> int:
             times["local_runner"].append(seconds)
             isolation = result.isolation
     medians = {k: statistics.median(v) for k, v in times.items()}
-    ratios = {"local_over_in_process": medians["local_runner"] / medians["in_process"],
-              "local_over_plain_child": medians["local_runner"] / medians["plain_child"]}
+    ratios = {
+        "local_over_in_process": medians["local_runner"] / medians["in_process"],
+        "local_over_plain_child": medians["local_runner"] / medians["plain_child"],
+    }
     print(f"sandbox overhead per job, median of {args.repeat} (one confirmed finding)")
     for name, value in medians.items():
         print(f"  {name:<13} {value * 1000:8.0f} ms")
-    print(f"  local runner / in-process:  {ratios['local_over_in_process']:.1f}x "
-          f"(+{(medians['local_runner'] - medians['in_process']) * 1000:.0f} ms)")
-    print(f"  local runner / plain child: {ratios['local_over_plain_child']:.2f}x "
-          f"(+{(medians['local_runner'] - medians['plain_child']) * 1000:.0f} ms: the hardening)")
+    print(
+        f"  local runner / in-process:  {ratios['local_over_in_process']:.1f}x "
+        f"(+{(medians['local_runner'] - medians['in_process']) * 1000:.0f} ms)"
+    )
+    print(
+        f"  local runner / plain child: {ratios['local_over_plain_child']:.2f}x "
+        f"(+{(medians['local_runner'] - medians['plain_child']) * 1000:.0f} ms: the hardening)"
+    )
     enforced = {k: v for k, v in isolation.items() if k not in ("warnings", "rlimits")}
     print(f"  isolation: {enforced}")
     for warning in isolation.get("warnings", []):
         print(f"  warning: {warning}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"times": times, "medians": medians, "ratios": ratios,
-                                     "isolation": isolation}, indent=2), encoding="utf-8")
+    args.json.write_text(
+        json.dumps(
+            {"times": times, "medians": medians, "ratios": ratios, "isolation": isolation}, indent=2
+        ),
+        encoding="utf-8",
+    )
     return 0
 
 

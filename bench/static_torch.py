@@ -76,8 +76,13 @@ class Timing:
         return self.lines / self.seconds if self.seconds > 0 else float("inf")
 
     def to_json(self) -> dict[str, Any]:
-        return {"files": self.files, "lines": self.lines, "runs_s": self.runs,
-                "median_s": self.seconds, "lines_per_s": self.lines_per_second}
+        return {
+            "files": self.files,
+            "lines": self.lines,
+            "runs_s": self.runs,
+            "median_s": self.seconds,
+            "lines_per_s": self.lines_per_second,
+        }
 
 
 def count_lines(text: str) -> int:
@@ -117,7 +122,7 @@ def load_corpus(root: Path) -> Corpus:
 
 def sample_files(files: Sequence[Source], every: int) -> list[Source]:
     """Every Nth file by sorted path: deterministic, and spread over the whole tree."""
-    return list(files[::max(1, every)])
+    return list(files[:: max(1, every)])
 
 
 @dataclass
@@ -181,8 +186,10 @@ def timed(repeat: int, phase: Callable[[], float]) -> list[float]:
 
 def distribution(counter: Counter[str]) -> list[dict[str, Any]]:
     total = sum(counter.values()) or 1
-    return [{"name": name, "count": n, "pct": 100.0 * n / total}
-            for name, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return [
+        {"name": name, "count": n, "pct": 100.0 * n / total}
+        for name, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
 
 
 def _ratio(fast: Timing, slow: Timing) -> float:
@@ -197,8 +204,15 @@ def context_lines(text: str, line: int, around: int) -> list[tuple[int, str]]:
     return [(n, lines[n - 1]) for n in range(lo, hi + 1)]
 
 
-def benchmark(corpus: Corpus, sample_every: int, repeat: int, repeat_baseline: int,
-              findings_sample: int, seed: int, context: int) -> dict[str, Any]:
+def benchmark(
+    corpus: Corpus,
+    sample_every: int,
+    repeat: int,
+    repeat_baseline: int,
+    findings_sample: int,
+    seed: int,
+    context: int,
+) -> dict[str, Any]:
     """All measurements as one JSON-able dict (printing is separate so tests can use this)."""
     sample = sample_files(corpus.files, sample_every)
 
@@ -237,8 +251,7 @@ def benchmark(corpus: Corpus, sample_every: int, repeat: int, repeat_baseline: i
     texts = {f.path: f.text for f in corpus.files}
     rng = random.Random(seed)
     picked = rng.sample(findings, min(max(0, findings_sample), len(findings)))
-    slowest = sorted(zip(first[0].per_file, corpus.files, strict=True),
-                     key=lambda p: -p[0])[:10]
+    slowest = sorted(zip(first[0].per_file, corpus.files, strict=True), key=lambda p: -p[0])[:10]
 
     return {
         "root": str(corpus.root),
@@ -271,15 +284,25 @@ def benchmark(corpus: Corpus, sample_every: int, repeat: int, repeat_baseline: i
         "slowest_files": [{"path": s.path, "lines": s.lines, "seconds": t} for t, s in slowest],
         "seed": seed,
         "sample": [
-            {"path": f.path, "line": f.line, "column": f.column, "function": f.function,
-             "op": f.op, "rule": f.rule, "severity": f.severity, "call": f.call,
-             "operand": f.operand, "why": f.why,
-             "context": [[n, text] for n, text in context_lines(texts[f.path], f.line,
-                                                                  context)]}
+            {
+                "path": f.path,
+                "line": f.line,
+                "column": f.column,
+                "function": f.function,
+                "op": f.op,
+                "rule": f.rule,
+                "severity": f.severity,
+                "call": f.call,
+                "operand": f.operand,
+                "why": f.why,
+                "context": [[n, text] for n, text in context_lines(texts[f.path], f.line, context)],
+            }
             for f in picked
         ],
-        "findings": [{"path": f.path, "line": f.line, "op": f.op, "rule": f.rule,
-                      "call": f.call} for f in findings],
+        "findings": [
+            {"path": f.path, "line": f.line, "op": f.op, "rule": f.rule, "call": f.call}
+            for f in findings
+        ],
     }
 
 
@@ -287,8 +310,10 @@ def _table(rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = []
     for k, row in enumerate(rows):
-        cells = [c.rjust(w) if i in right else c.ljust(w)
-                 for i, (c, w) in enumerate(zip(row, widths, strict=True))]
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
         out.append("  ".join(cells).rstrip())
         if k == 0:
             out.append("  ".join("-" * w for w in widths))
@@ -297,53 +322,72 @@ def _table(rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
 
 def render(result: dict[str, Any]) -> str:
     """The human-readable report."""
-    out: list[str] = [f"corpus: {result['root']}  (python {result['python']})",
-                      f"files: {result['files']:,}  lines: {result['lines']:,}  "
-                      f"not UTF-8 (skipped): {len(result['not_utf8'])}", ""]
+    out: list[str] = [
+        f"corpus: {result['root']}  (python {result['python']})",
+        f"files: {result['files']:,}  lines: {result['lines']:,}  "
+        f"not UTF-8 (skipped): {len(result['not_utf8'])}",
+        "",
+    ]
     rows = [["pass", "files", "lines", "seconds (median)", "lines/s"]]
-    for label, key in (("numcheck, whole corpus", "numcheck_whole"),
-                       (f"numcheck, sample 1/{result['sample_every']}", "numcheck_sample"),
-                       (f"naive libcst, sample 1/{result['sample_every']}", "naive_sample")):
+    for label, key in (
+        ("numcheck, whole corpus", "numcheck_whole"),
+        (f"numcheck, sample 1/{result['sample_every']}", "numcheck_sample"),
+        (f"naive libcst, sample 1/{result['sample_every']}", "naive_sample"),
+    ):
         t = result[key]
         runs = "/".join(f"{r:.2f}" for r in t["runs_s"])
-        rows.append([label, f"{t['files']:,}", f"{t['lines']:,}",
-                     f"{t['median_s']:.2f} ({runs})", f"{t['lines_per_s']:,.0f}"])
+        rows.append(
+            [
+                label,
+                f"{t['files']:,}",
+                f"{t['lines']:,}",
+                f"{t['median_s']:.2f} ({runs})",
+                f"{t['lines_per_s']:,.0f}",
+            ]
+        )
     out += _table(rows, {1, 2, 3, 4})
     target = result["target_ratio"]
     ratio = result["ratio_sample"]
     verdict = "meets" if ratio >= target else "MISSES"
-    out += ["",
-            f"numcheck / naive = {ratio:.1f}x   (same sample; target {target:.0f}x: {verdict})",
-            f"numcheck whole corpus / naive sample = "
-            f"{result['ratio_whole_vs_sample_naive']:.1f}x   (secondary)",
-            "",
-            f"findings: {result['findings_total']:,} in {result['files_with_findings']:,} files"
-            f" = {result['findings_per_kloc']:.2f} per 1,000 lines   "
-            f"(units analysed: {result['units']:,}, suppressed: {result['suppressed']})",
-            f"files numcheck did not analyse (parse error, too large): {result['parse_errors']}   "
-            f"(naive libcst on the sample: {result['naive_parse_errors']})"]
+    out += [
+        "",
+        f"numcheck / naive = {ratio:.1f}x   (same sample; target {target:.0f}x: {verdict})",
+        f"numcheck whole corpus / naive sample = "
+        f"{result['ratio_whole_vs_sample_naive']:.1f}x   (secondary)",
+        "",
+        f"findings: {result['findings_total']:,} in {result['files_with_findings']:,} files"
+        f" = {result['findings_per_kloc']:.2f} per 1,000 lines   "
+        f"(units analysed: {result['units']:,}, suppressed: {result['suppressed']})",
+        f"files numcheck did not analyse (parse error, too large): {result['parse_errors']}   "
+        f"(naive libcst on the sample: {result['naive_parse_errors']})",
+    ]
     for err in result["errors"][:10]:
         out.append(f"  {err['error']}")
     if result["crashes"]:
-        out.append(f"ANALYSER CRASHES (scan_source raised; files skipped): "
-                   f"{len(result['crashes'])}")
+        out.append(
+            f"ANALYSER CRASHES (scan_source raised; files skipped): {len(result['crashes'])}"
+        )
         out += [f"  {c['path']}: {c['error']}" for c in result["crashes"][:10]]
-    for title, key in (("by op", "by_op"), ("by rule", "by_rule"),
-                       ("by severity", "by_severity")):
+    for title, key in (("by op", "by_op"), ("by rule", "by_rule"), ("by severity", "by_severity")):
         out += ["", title]
         rows = [["name", "count", "%"]]
         rows += [[d["name"], f"{d['count']:,}", f"{d['pct']:.1f}"] for d in result[key]]
         out += ["  " + line for line in _table(rows, {1, 2})]
     out += ["", "slowest files (numcheck, first run)"]
-    out += [f"  {s['seconds'] * 1000:8.1f} ms  {s['lines']:>6,} lines  {s['path']}"
-            for s in result["slowest_files"]]
+    out += [
+        f"  {s['seconds'] * 1000:8.1f} ms  {s['lines']:>6,} lines  {s['path']}"
+        for s in result["slowest_files"]
+    ]
     if result["sample"]:
         out += ["", f"random sample of {len(result['sample'])} findings (seed {result['seed']})"]
     for i, f in enumerate(result["sample"], 1):
-        out += ["", f"[{i}] {f['path']}:{f['line']}  op={f['op']}  rule={f['rule']}  "
-                    f"in {f['function'] or '<module>'}",
-                f"    call: {' '.join(f['call'].split())}",
-                f"    why:  {f['why']}"]
+        out += [
+            "",
+            f"[{i}] {f['path']}:{f['line']}  op={f['op']}  rule={f['rule']}  "
+            f"in {f['function'] or '<module>'}",
+            f"    call: {' '.join(f['call'].split())}",
+            f"    why:  {f['why']}",
+        ]
         for n, text in f["context"]:
             mark = ">" if n == f["line"] else " "
             out.append(f"  {mark}{n:6d} | {text}")
@@ -351,23 +395,56 @@ def render(result: dict[str, Any]) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.static_torch", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.static_torch",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--root", type=Path, help="tree to scan (default: installed torch)")
-    parser.add_argument("--sample-every", type=int, default=10, metavar="N",
-                        help="naive baseline on every Nth file by sorted path (default 10)")
-    parser.add_argument("--repeat", type=int, default=3, metavar="R",
-                        help="numcheck timing repetitions; the median is reported (default 3)")
-    parser.add_argument("--repeat-baseline", type=int, default=1, metavar="R",
-                        help="naive baseline repetitions (default 1)")
-    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, metavar="FILE",
-                        help="write metrics, the sample and all findings here "
-                        "(default bench/out/static_torch.json)")
-    parser.add_argument("--findings-sample", type=int, default=30, metavar="K",
-                        help="print K random findings with context (default 30)")
+    parser.add_argument(
+        "--sample-every",
+        type=int,
+        default=10,
+        metavar="N",
+        help="naive baseline on every Nth file by sorted path (default 10)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        metavar="R",
+        help="numcheck timing repetitions; the median is reported (default 3)",
+    )
+    parser.add_argument(
+        "--repeat-baseline",
+        type=int,
+        default=1,
+        metavar="R",
+        help="naive baseline repetitions (default 1)",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=DEFAULT_JSON,
+        metavar="FILE",
+        help="write metrics, the sample and all findings here "
+        "(default bench/out/static_torch.json)",
+    )
+    parser.add_argument(
+        "--findings-sample",
+        type=int,
+        default=30,
+        metavar="K",
+        help="print K random findings with context (default 30)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed for the sample (default 0)")
-    parser.add_argument("--context", type=int, default=3, metavar="C",
-                        help="source lines shown either side of a sampled finding (default 3)")
+    parser.add_argument(
+        "--context",
+        type=int,
+        default=3,
+        metavar="C",
+        help="source lines shown either side of a sampled finding (default 3)",
+    )
     return parser.parse_args(argv)
 
 
@@ -381,8 +458,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not corpus.files:
         print(f"error: no readable *.py files under {root}", file=sys.stderr)
         return 2
-    result = benchmark(corpus, args.sample_every, args.repeat, args.repeat_baseline,
-                       args.findings_sample, args.seed, args.context)
+    result = benchmark(
+        corpus,
+        args.sample_every,
+        args.repeat,
+        args.repeat_baseline,
+        args.findings_sample,
+        args.seed,
+        args.context,
+    )
     print(render(result))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

@@ -71,8 +71,13 @@ INPUT_ENV = {
     "fail_on": "NUMCHECK_INPUT_FAIL_ON",
     "sarif_file": "NUMCHECK_INPUT_SARIF_FILE",
 }
-INPUT_NAMES = {"paths": "paths", "config": "config", "stages": "stages",
-               "fail_on": "fail-on", "sarif_file": "sarif-file"}
+INPUT_NAMES = {
+    "paths": "paths",
+    "config": "config",
+    "stages": "stages",
+    "fail_on": "fail-on",
+    "sarif_file": "sarif-file",
+}
 DEFAULTS = {"stages": "static", "fail_on": "any"}
 PR_EVENTS = ("pull_request", "pull_request_target")
 SUMMARY_LIMIT = 1_000_000  # GitHub refuses a step summary over 1 MiB
@@ -101,10 +106,14 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def workflow_command(command: str, message: str,
-                     properties: Mapping[str, object] | None = None) -> str:
-    props = ",".join(f"{key}={escape_property(str(value))}"
-                     for key, value in (properties or {}).items() if value is not None)
+def workflow_command(
+    command: str, message: str, properties: Mapping[str, object] | None = None
+) -> str:
+    props = ",".join(
+        f"{key}={escape_property(str(value))}"
+        for key, value in (properties or {}).items()
+        if value is not None
+    )
     return f"::{command}{' ' + props if props else ''}::{escape_data(message)}"
 
 
@@ -121,23 +130,28 @@ def _finding_message(finding: Finding) -> str:
     fix = validated_fix(finding)
     if fix is not None:
         checked = validation_summary(fix)
-        lines.append(f"Validated fix ({fix.get('kind', 'fix')}): "
-                     f"{fix.get('description') or 'see the step summary or the SARIF fixes'}"
-                     + (f" (checked: {checked})" if checked else ""))
+        lines.append(
+            f"Validated fix ({fix.get('kind', 'fix')}): "
+            f"{fix.get('description') or 'see the step summary or the SARIF fixes'}"
+            + (f" (checked: {checked})" if checked else "")
+        )
     elif finding.suggestion:
         lines.append(f"Suggestion: {finding.suggestion.strip()}")
     if finding.reproducer:
         lines.append("The reproducer is in the step summary.")
     text = "\n".join(lines)
-    return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT - 1] + "…"
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
 
 
 def finding_annotation(finding: Finding, held_back: bool = False) -> str:
     """A workflow annotation; one the publishing policy holds back from inline comments
     (analyzers/trust.py) is a notice, so an unproven suspicion does not read as a warning."""
     end_line = max(finding.end_line, finding.line)
-    properties: dict[str, object] = {"file": finding.path, "line": finding.line,
-                                     "endLine": end_line}
+    properties: dict[str, object] = {
+        "file": finding.path,
+        "line": finding.line,
+        "endLine": end_line,
+    }
     if end_line == finding.line:  # columns only mean something on one line
         properties["col"] = finding.column + 1
         properties["endColumn"] = max(finding.end_column, finding.column) + 1
@@ -156,9 +170,13 @@ def error_annotation(error: StageError) -> str:
 
 def workflow_annotations(result: AnalysisResult) -> list[str]:
     policy = comment_on(result.config)
-    return [*(finding_annotation(f, not comment_inline(f, policy))
-              for f in sorted_findings(result.findings)),
-            *(error_annotation(e) for e in result.errors)]
+    return [
+        *(
+            finding_annotation(f, not comment_inline(f, policy))
+            for f in sorted_findings(result.findings)
+        ),
+        *(error_annotation(e) for e in result.errors),
+    ]
 
 
 # ---------------------------------------------------------------- outputs and summary
@@ -174,8 +192,9 @@ def write_outputs(path: Path, values: Mapping[str, str]) -> None:
             handle.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
 
 
-def summary_markdown(result: AnalysisResult, target: Target, inputs: Inputs,
-                     sarif_path: Path | None) -> str:
+def summary_markdown(
+    result: AnalysisResult, target: Target, inputs: Inputs, sarif_path: Path | None
+) -> str:
     facts = [target.description, f"stages: {inputs.stages}", f"fail-on: {inputs.fail_on}"]
     if inputs.paths:
         facts.append("paths: " + ", ".join(f"`{p}`" for p in inputs.paths))
@@ -184,9 +203,11 @@ def summary_markdown(result: AnalysisResult, target: Target, inputs: Inputs,
     footer = f"\n\n---\n<sub>numcheck {__version__} · {' · '.join(facts)}</sub>\n"
     body = render_markdown(result)
     if len(body.encode("utf-8")) + len(footer) > SUMMARY_LIMIT:
-        body = review_body(result) + ("\n\n_The comments with reproducers and fixes do not "
-                                      "fit in a step summary; the SARIF file has every "
-                                      "finding._")
+        body = review_body(result) + (
+            "\n\n_The comments with reproducers and fixes do not "
+            "fit in a step summary; the SARIF file has every "
+            "finding._"
+        )
     return body.rstrip("\n") + footer
 
 
@@ -219,12 +240,17 @@ class Inputs:
         fail_on = str(value("fail_on") or DEFAULTS["fail_on"]).strip().lower()
         for key, chosen, choices in (("stages", stages, STAGES), ("fail_on", fail_on, FAIL_ON)):
             if chosen not in choices:
-                raise ActionError(f"input '{INPUT_NAMES[key]}' is {chosen!r}; use one of "
-                                  f"{', '.join(choices)}")
+                raise ActionError(
+                    f"input '{INPUT_NAMES[key]}' is {chosen!r}; use one of {', '.join(choices)}"
+                )
         config, sarif = value("config"), value("sarif_file")
-        return cls(paths=tuple(str(p) for p in paths or ()),
-                   config=Path(config) if config else None, stages=stages, fail_on=fail_on,
-                   sarif_file=Path(sarif) if sarif else None)
+        return cls(
+            paths=tuple(str(p) for p in paths or ()),
+            config=Path(config) if config else None,
+            stages=stages,
+            fail_on=fail_on,
+            sarif_file=Path(sarif) if sarif else None,
+        )
 
 
 def path_filter(patterns: Sequence[str]) -> Callable[[str], bool]:
@@ -258,14 +284,17 @@ def event_target(event_name: str, event: Mapping[str, Any]) -> Target:
     pull = event.get("pull_request")
     if event_name in PR_EVENTS or (not event_name and isinstance(pull, Mapping)):
         if not isinstance(pull, Mapping):
-            raise ActionError(f"the {event_name} event payload has no pull_request object; "
-                              "is GITHUB_EVENT_PATH the event's payload?")
+            raise ActionError(
+                f"the {event_name} event payload has no pull_request object; "
+                "is GITHUB_EVENT_PATH the event's payload?"
+            )
         base = _sha(pull.get("base"), "pull_request.base.sha")
         head = _sha(pull.get("head"), "pull_request.head.sha")
         number = pull.get("number", event.get("number"))
         number = number if isinstance(number, int) and not isinstance(number, bool) else "?"
-        return Target("review", base, head,
-                      f"pull request #{number}: `{base[:12]}`...`{head[:12]}`")
+        return Target(
+            "review", base, head, f"pull request #{number}: `{base[:12]}`...`{head[:12]}`"
+        )
     if event_name == "merge_group" and isinstance(event.get("merge_group"), Mapping):
         group = event["merge_group"]
         base, head = str(group.get("base_sha", "")), str(group.get("head_sha", ""))
@@ -274,17 +303,28 @@ def event_target(event_name: str, event: Mapping[str, Any]) -> Target:
     if event_name == "push":
         before, after = str(event.get("before") or ""), str(event.get("after") or "")
         if SHA.match(before) and SHA.match(after) and not ZERO_SHA.match(before):
-            return Target("review", before, after,
-                          f"push: `{before[:12]}`...`{after[:12]}`", scan_if_unreachable=True)
-        return Target("scan", description="push of a new branch: whole files",
-                      notice=f"the push event has no previous commit to diff against "
-                             f"(before = {before or 'missing'}); numcheck scans whole files "
-                             "instead")
+            return Target(
+                "review",
+                before,
+                after,
+                f"push: `{before[:12]}`...`{after[:12]}`",
+                scan_if_unreachable=True,
+            )
+        return Target(
+            "scan",
+            description="push of a new branch: whole files",
+            notice=f"the push event has no previous commit to diff against "
+            f"(before = {before or 'missing'}); numcheck scans whole files "
+            "instead",
+        )
     name = event_name or "unknown"
-    return Target("scan", description=f"{name} event: whole files",
-                  notice=f"the {name} event is not a pull request, merge group or push, so "
-                         "there is no diff to review; numcheck scans whole files instead "
-                         "(set `paths` to limit them)")
+    return Target(
+        "scan",
+        description=f"{name} event: whole files",
+        notice=f"the {name} event is not a pull request, merge group or push, so "
+        "there is no diff to review; numcheck scans whole files instead "
+        "(set `paths` to limit them)",
+    )
 
 
 def _sha(side: Any, name: str) -> str:
@@ -298,12 +338,21 @@ def _sha(side: Any, name: str) -> str:
 
 
 def _git(repo: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
+    }
     env["GIT_TERMINAL_PROMPT"] = "0"
     try:
-        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                              env=env, timeout=timeout, check=False)
+        return subprocess.run(
+            ["git", "-C", str(repo), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ActionError(f"git {' '.join(args[:2])} failed: {exc}") from exc
 
@@ -325,21 +374,27 @@ def _fetch(repo: Path, say: Callable[[str], None], *args: str) -> None:
     say(f"git fetch {' '.join(args)}")
     proc = _git(repo, "fetch", "--no-tags", "--quiet", *args)
     if proc.returncode != 0:
-        raise ActionError(f"`git fetch {' '.join(args)}` failed: "
-                          f"{proc.stderr.strip() or proc.returncode}; check out the "
-                          "repository with actions/checkout and `fetch-depth: 0`")
+        raise ActionError(
+            f"`git fetch {' '.join(args)}` failed: "
+            f"{proc.stderr.strip() or proc.returncode}; check out the "
+            "repository with actions/checkout and `fetch-depth: 0`"
+        )
 
 
 def ensure_commits(repo: Path, base: str, head: str, say: Callable[[str], None]) -> None:
     """Fetch base and head from origin when the checkout lacks them, and deepen a shallow
     history until they have a merge base (the diff is taken from it, like GitHub's)."""
     if _git(repo, "rev-parse", "--git-dir").returncode != 0:
-        raise ActionError(f"{repo} is not a git repository; run actions/checkout before "
-                          "this action")
+        raise ActionError(
+            f"{repo} is not a git repository; run actions/checkout before this action"
+        )
     missing = [sha for sha in dict.fromkeys((base, head)) if not _has_commit(repo, sha)]
     if missing:
-        say("the checkout lacks " + ", ".join(s[:12] for s in missing)
-            + "; fetching (actions/checkout with fetch-depth: 0 avoids this)")
+        say(
+            "the checkout lacks "
+            + ", ".join(s[:12] for s in missing)
+            + "; fetching (actions/checkout with fetch-depth: 0 avoids this)"
+        )
         _fetch(repo, say, "--depth=1", "origin", *missing)
     if _has_merge_base(repo, base, head) or not _is_shallow(repo):
         return
@@ -349,8 +404,10 @@ def ensure_commits(repo: Path, base: str, head: str, say: Callable[[str], None])
             return
     _fetch(repo, say, "--unshallow", "origin", base, head)
     if not _has_merge_base(repo, base, head):
-        raise ActionError(f"{base[:12]} and {head[:12]} have no common ancestor, even with "
-                          "the whole history fetched")
+        raise ActionError(
+            f"{base[:12]} and {head[:12]} have no common ancestor, even with "
+            "the whole history fetched"
+        )
 
 
 # ---------------------------------------------------------------- the run
@@ -373,10 +430,14 @@ class Environment:
             value = environ.get(name, "").strip()
             return Path(value) if value else None
 
-        return cls(workspace=path("GITHUB_WORKSPACE") or Path.cwd(),
-                   event_name=environ.get("GITHUB_EVENT_NAME", "").strip(),
-                   event_path=path("GITHUB_EVENT_PATH"), output=path("GITHUB_OUTPUT"),
-                   step_summary=path("GITHUB_STEP_SUMMARY"), runner_temp=path("RUNNER_TEMP"))
+        return cls(
+            workspace=path("GITHUB_WORKSPACE") or Path.cwd(),
+            event_name=environ.get("GITHUB_EVENT_NAME", "").strip(),
+            event_path=path("GITHUB_EVENT_PATH"),
+            output=path("GITHUB_OUTPUT"),
+            step_summary=path("GITHUB_STEP_SUMMARY"),
+            runner_temp=path("RUNNER_TEMP"),
+        )
 
     def event(self) -> dict[str, Any]:
         if self.event_path is None:
@@ -384,8 +445,9 @@ class Environment:
         try:
             data = json.loads(self.event_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise ActionError(f"cannot read the event payload GITHUB_EVENT_PATH="
-                              f"{self.event_path}: {exc}") from exc
+            raise ActionError(
+                f"cannot read the event payload GITHUB_EVENT_PATH={self.event_path}: {exc}"
+            ) from exc
         if not isinstance(data, dict):
             raise ActionError(f"the event payload {self.event_path} is not a JSON object")
         return data
@@ -397,9 +459,15 @@ class Environment:
         return ((self.runner_temp or self.workspace) / "numcheck.sarif").resolve()
 
 
-def _analyse(env: Environment, target: Target, inputs: Inputs, config: Config,
-             runner: Runner, say: Callable[[str], None],
-             notice: Callable[[str], None]) -> AnalysisResult:
+def _analyse(
+    env: Environment,
+    target: Target,
+    inputs: Inputs,
+    config: Config,
+    runner: Runner,
+    say: Callable[[str], None],
+    notice: Callable[[str], None],
+) -> AnalysisResult:
     selected = path_filter(inputs.paths)
     if target.mode == "review" and target.base and target.head:
         try:
@@ -428,9 +496,15 @@ def _fails(result: AnalysisResult, fail_on: str) -> bool:
     return False
 
 
-def run(inputs: Inputs, environ: Mapping[str, str], out: TextIO, err: TextIO,
-        progress: Progress | None = None, runner: Runner | None = None,
-        quiet: bool = False) -> int:
+def run(
+    inputs: Inputs,
+    environ: Mapping[str, str],
+    out: TextIO,
+    err: TextIO,
+    progress: Progress | None = None,
+    runner: Runner | None = None,
+    quiet: bool = False,
+) -> int:
     """The whole step; returns its exit status. Workflow commands go to `out`, the log's
     prose to `err` (errors always, the rest unless `quiet`)."""
     env = Environment.from_environ(environ)
@@ -446,8 +520,10 @@ def run(inputs: Inputs, environ: Mapping[str, str], out: TextIO, err: TextIO,
             raise ActionError(f"GITHUB_WORKSPACE={env.workspace} is not a directory")
         target = event_target(env.event_name, env.event())
         if target.notice:
-            out.write(workflow_command("notice", f"numcheck: {target.notice}",
-                                       {"title": "numcheck"}) + "\n")
+            out.write(
+                workflow_command("notice", f"numcheck: {target.notice}", {"title": "numcheck"})
+                + "\n"
+            )
         config = load_config(env.workspace, _config_path(env, inputs), known_ops=KNOWN_OPS)
         config = replace(config, dynamic=inputs.stages == "confirm")
         unrun: str | None = None
@@ -457,14 +533,18 @@ def run(inputs: Inputs, environ: Mapping[str, str], out: TextIO, err: TextIO,
         say(f"{target.description}; stages: {inputs.stages}; fail-on: {inputs.fail_on}")
 
         def notice(text: str) -> None:
-            out.write(workflow_command("notice", f"numcheck: {text}", {"title": "numcheck"})
-                      + "\n")
+            out.write(workflow_command("notice", f"numcheck: {text}", {"title": "numcheck"}) + "\n")
 
-        result = _analyse(env, target, inputs, config, progress.runner(runner or LocalRunner()),
-                          say, notice)
+        result = _analyse(
+            env, target, inputs, config, progress.runner(runner or LocalRunner()), say, notice
+        )
         if unrun and result.findings:
-            result.errors.append(StageError("dynamic", f"not run: {unrun} (the action "
-                                            "installs PyTorch when stages is confirm)"))
+            result.errors.append(
+                StageError(
+                    "dynamic",
+                    f"not run: {unrun} (the action installs PyTorch when stages is confirm)",
+                )
+            )
     except (ActionError, ConfigError, DiffError) as exc:
         out.write(workflow_command("error", f"numcheck: {exc}", {"title": "numcheck"}) + "\n")
         err.write(f"numcheck: error: {exc}\n")
@@ -482,23 +562,43 @@ def run(inputs: Inputs, environ: Mapping[str, str], out: TextIO, err: TextIO,
                 handle.write(summary_markdown(result, target, inputs, sarif_path))
         confirmed = sum(1 for f in result.findings if f.status == "confirmed")
         if env.output is not None:
-            write_outputs(env.output, {"findings": str(len(result.findings)),
-                                       "confirmed": str(confirmed),
-                                       "errors": str(len(result.errors)),
-                                       "sarif": str(sarif_path)})
+            write_outputs(
+                env.output,
+                {
+                    "findings": str(len(result.findings)),
+                    "confirmed": str(confirmed),
+                    "errors": str(len(result.errors)),
+                    "sarif": str(sarif_path),
+                },
+            )
     except OSError as exc:
-        out.write(workflow_command("error", f"numcheck: cannot write the results: {exc}",
-                                   {"title": "numcheck"}) + "\n")
+        out.write(
+            workflow_command(
+                "error", f"numcheck: cannot write the results: {exc}", {"title": "numcheck"}
+            )
+            + "\n"
+        )
         return EXIT_ERROR
     counts = ", ".join(f"{n} {s}" for s, n in status_counts(result.findings))
-    say((f"{plural(len(result.findings), 'finding')} ({counts})" if result.findings
-         else "no findings") + f"; SARIF written to {sarif_path}")
+    say(
+        (
+            f"{plural(len(result.findings), 'finding')} ({counts})"
+            if result.findings
+            else "no findings"
+        )
+        + f"; SARIF written to {sarif_path}"
+    )
     if _fails(result, inputs.fail_on):
         what = "confirmed findings" if inputs.fail_on == "confirmed" else "findings"
-        out.write(workflow_command(
-            "error", f"numcheck: {plural(len(result.findings), 'finding')} ({counts}); "
-                     f"fail-on is '{inputs.fail_on}', so {what} fail this step",
-            {"title": "numcheck"}) + "\n")
+        out.write(
+            workflow_command(
+                "error",
+                f"numcheck: {plural(len(result.findings), 'finding')} ({counts}); "
+                f"fail-on is '{inputs.fail_on}', so {what} fail this step",
+                {"title": "numcheck"},
+            )
+            + "\n"
+        )
         return EXIT_FINDINGS
     return EXIT_CLEAN
 
@@ -509,8 +609,14 @@ def _config_path(env: Environment, inputs: Inputs) -> Path | None:
     return inputs.config if inputs.config.is_absolute() else env.workspace / inputs.config
 
 
-def main(given: Mapping[str, Any], environ: Mapping[str, str], out: TextIO, err: TextIO,
-         progress: Progress | None = None, quiet: bool = False) -> int:
+def main(
+    given: Mapping[str, Any],
+    environ: Mapping[str, str],
+    out: TextIO,
+    err: TextIO,
+    progress: Progress | None = None,
+    quiet: bool = False,
+) -> int:
     """`numcheck action` from the parsed options (`paths`, `config`, `stages`, `fail_on`,
     `sarif_file`; None for the ones not given)."""
     try:

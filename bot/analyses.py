@@ -57,9 +57,13 @@ def still_wanted(row: Analysis) -> bool:
         current = s.get(Analysis, row.id)
         if current is None or current.status in STOPPED:
             return False
-        newer = s.scalar(select(Analysis.id).where(
-            Analysis.repo == row.repo, Analysis.pr_number == row.pr_number,
-            Analysis.id > row.id).limit(1))
+        newer = s.scalar(
+            select(Analysis.id)
+            .where(
+                Analysis.repo == row.repo, Analysis.pr_number == row.pr_number, Analysis.id > row.id
+            )
+            .limit(1)
+        )
         if newer is not None:
             current.status = "superseded"
             return False
@@ -69,10 +73,12 @@ def still_wanted(row: Analysis) -> bool:
 def begin_delivery(analysis_id: int) -> int:
     """Count one more delivery of the analysis task that started work; the count so far."""
     with session_scope(get_settings().database_url) as s:
-        s.execute(update(Analysis).where(Analysis.id == analysis_id)
-                  .values(deliveries=Analysis.deliveries + 1))
-        return int(s.scalar(select(Analysis.deliveries).where(Analysis.id == analysis_id))
-                   or 0)
+        s.execute(
+            update(Analysis)
+            .where(Analysis.id == analysis_id)
+            .values(deliveries=Analysis.deliveries + 1)
+        )
+        return int(s.scalar(select(Analysis.deliveries).where(Analysis.id == analysis_id)) or 0)
 
 
 def end_delivery(analysis_id: int) -> None:
@@ -94,14 +100,19 @@ def fail_analysis(row: Analysis, message: str, create: bool = False) -> None:
         client = client_for(row.installation_id)
         run_id = current.check_run_id
         if run_id is None:
-            run_id = open_check_run(client, current, get_settings().check_name,
-                                    "numcheck could not finish")
+            run_id = open_check_run(
+                client, current, get_settings().check_name, "numcheck could not finish"
+            )
             update_analysis(row.id, check_run_id=run_id)
-        finish_check_run(client, row.repo, run_id,
-                         conclusion="neutral", title="numcheck could not finish",
-                         summary=f"The analysis of `{row.head_sha[:12]}` stopped: {message}")
-        update_analysis(row.id, publish_state={**current.publish_state,
-                                               "check_completed": True})
+        finish_check_run(
+            client,
+            row.repo,
+            run_id,
+            conclusion="neutral",
+            title="numcheck could not finish",
+            summary=f"The analysis of `{row.head_sha[:12]}` stopped: {message}",
+        )
+        update_analysis(row.id, publish_state={**current.publish_state, "check_completed": True})
     except Exception as exc:  # noqa: BLE001 - reporting the failure must not raise
         log.warning("could not report failure of analysis %s: %s", row.id, exc)
 
@@ -116,19 +127,29 @@ def open_check_run(client: GitHubClient, row: Analysis, name: str, text: str) ->
     """The analysis's check run, set in progress with `text`: the one it already has; for a
     re-run without one, a new run; otherwise the head's run (found by name) or a new one."""
     if row.check_run_id is None and row.reason in RERUN_REASONS:
-        return int(client.create_check_run(row.repo, in_progress_body(row.head_sha, name,
-                                                                      text))["id"])
+        return int(
+            client.create_check_run(row.repo, in_progress_body(row.head_sha, name, text))["id"]
+        )
     return ensure_check_run(client, row.repo, row.head_sha, name, text, row.check_run_id)
 
 
 def cancel_check_run(row: Analysis, why: str) -> None:
     current = load_analysis(row.id)
-    if current is None or current.check_run_id is None or \
-            current.publish_state.get("check_completed"):
+    if (
+        current is None
+        or current.check_run_id is None
+        or current.publish_state.get("check_completed")
+    ):
         return
     try:
-        finish_check_run(client_for(row.installation_id), row.repo, current.check_run_id,
-                         conclusion="cancelled", title=why, summary=why)
+        finish_check_run(
+            client_for(row.installation_id),
+            row.repo,
+            current.check_run_id,
+            conclusion="cancelled",
+            title=why,
+            summary=why,
+        )
         update_analysis(row.id, publish_state={**current.publish_state, "check_completed": True})
     except Exception as exc:  # noqa: BLE001
         log.warning("could not cancel check run of analysis %s: %s", row.id, exc)
@@ -142,12 +163,18 @@ def save_findings(analysis_id: int, findings: list[dict[str, Any]]) -> None:
         row.findings.clear()
         s.flush()
         for f in findings:
-            row.findings.append(FindingRow(fingerprint=f["fingerprint"], path=f["path"],
-                                           line=f["line"], op=f["op"], status=f["status"]))
+            row.findings.append(
+                FindingRow(
+                    fingerprint=f["fingerprint"],
+                    path=f["path"],
+                    line=f["line"],
+                    op=f["op"],
+                    status=f["status"],
+                )
+            )
 
 
 def set_comment_ids(analysis_id: int, ids: dict[str, int]) -> None:
     with session_scope(get_settings().database_url) as s:
-        for finding in s.scalars(select(FindingRow).where(
-                FindingRow.analysis_id == analysis_id)):
+        for finding in s.scalars(select(FindingRow).where(FindingRow.analysis_id == analysis_id)):
             finding.comment_id = ids.get(finding.fingerprint, finding.comment_id)

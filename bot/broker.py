@@ -63,8 +63,11 @@ class Channel(filesystem.Channel):
             return []
         except OSError as exc:
             raise ChannelError(f"Cannot open {file}") from exc
-        return [filesystem.exchange_queue_t(*q) for q in loads(bytes_to_str(raw))] \
-            if raw.strip() else []
+        return (
+            [filesystem.exchange_queue_t(*q) for q in loads(bytes_to_str(raw))]
+            if raw.strip()
+            else []
+        )
 
     def get_table(self, exchange: str) -> list[Any]:
         """The exchange's bindings: the file's, plus any this process declared that the file
@@ -72,14 +75,23 @@ class Channel(filesystem.Channel):
         believes its queue bound (kombu keeps that belief in memory, per process)."""
         table = self._read_table(exchange)
         known = (self.state.exchanges.get(exchange) or {}).get("table") or []
-        missing = [filesystem.exchange_queue_t(*meta) for meta in known
-                   if filesystem.exchange_queue_t(*meta) not in table]
+        missing = [
+            filesystem.exchange_queue_t(*meta)
+            for meta in known
+            if filesystem.exchange_queue_t(*meta) not in table
+        ]
         for entry in missing:
             self._queue_bind(exchange, *entry)
         return table + missing
 
-    def queue_bind(self, queue: str, exchange: str | None = None, routing_key: str = "",
-                   arguments: Any = None, **kwargs: Any) -> None:
+    def queue_bind(
+        self,
+        queue: str,
+        exchange: str | None = None,
+        routing_key: str = "",
+        arguments: Any = None,
+        **kwargs: Any,
+    ) -> None:
         """Bind in memory (kombu) and always in the shared file, even when this process
         bound the queue before: the file is what the other process routes by."""
         super().queue_bind(queue, exchange, routing_key, arguments, **kwargs)
@@ -101,8 +113,11 @@ class Channel(filesystem.Channel):
             filesystem.lock(f, filesystem.LOCK_EX)
             try:
                 raw = f.read()
-                table = [filesystem.exchange_queue_t(*q) for q in loads(bytes_to_str(raw))] \
-                    if raw.strip() else []
+                table = (
+                    [filesystem.exchange_queue_t(*q) for q in loads(bytes_to_str(raw))]
+                    if raw.strip()
+                    else []
+                )
                 if entry not in table:
                     table.insert(0, entry)
                     f.seek(0)

@@ -90,96 +90,168 @@ DEMO_EXAMPLES = """examples:
 def _parser() -> argparse.ArgumentParser:
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
-        prog="numcheck", description="Find, prove and fix NaN/Inf bugs in deep-learning code.",
-        epilog=EXAMPLES, formatter_class=raw)
+        prog="numcheck",
+        description="Find, prove and fix NaN/Inf bugs in deep-learning code.",
+        epilog=EXAMPLES,
+        formatter_class=raw,
+    )
     parser.add_argument("--version", action="version", version=f"numcheck {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def quiet(sub: argparse.ArgumentParser,
-              what: str = "no progress on stderr (shown only on a terminal anyway)") -> None:
+    def quiet(
+        sub: argparse.ArgumentParser,
+        what: str = "no progress on stderr (shown only on a terminal anyway)",
+    ) -> None:
         sub.add_argument("--quiet", "-q", action="store_true", help=what)
 
     def common(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--format", choices=FORMATS, default="text",
-                         help="output format (default: text)")
-        sub.add_argument("--config", type=Path, metavar="FILE",
-                         help="settings file (default: .numcheck.toml or [tool.numcheck] in "
-                              "pyproject.toml)")
-        sub.add_argument("--dtype", choices=("float16", "bfloat16", "float32", "float64"),
-                         help="dtype the analysis assumes (overrides the config)")
-        sub.add_argument("--output", "-o", type=Path, metavar="FILE",
-                         help="write the report to FILE instead of stdout")
-        sub.add_argument("--static-only", action="store_true",
-                         help="skip the dynamic pass (no code is run)")
+        sub.add_argument(
+            "--format", choices=FORMATS, default="text", help="output format (default: text)"
+        )
+        sub.add_argument(
+            "--config",
+            type=Path,
+            metavar="FILE",
+            help="settings file (default: .numcheck.toml or [tool.numcheck] in pyproject.toml)",
+        )
+        sub.add_argument(
+            "--dtype",
+            choices=("float16", "bfloat16", "float32", "float64"),
+            help="dtype the analysis assumes (overrides the config)",
+        )
+        sub.add_argument(
+            "--output",
+            "-o",
+            type=Path,
+            metavar="FILE",
+            help="write the report to FILE instead of stdout",
+        )
+        sub.add_argument(
+            "--static-only", action="store_true", help="skip the dynamic pass (no code is run)"
+        )
         quiet(sub)
 
-    review = commands.add_parser("review", help="review the diff between two git refs",
-                                 description="Review the lines a branch adds, like a PR.",
-                                 epilog=REVIEW_EXAMPLES, formatter_class=raw)
-    review.add_argument("repo", nargs="?", type=Path, default=Path("."),
-                        help="git checkout (default: .)")
-    review.add_argument("--base", metavar="REF",
-                        help="base ref (default: merge base with the default branch)")
+    review = commands.add_parser(
+        "review",
+        help="review the diff between two git refs",
+        description="Review the lines a branch adds, like a PR.",
+        epilog=REVIEW_EXAMPLES,
+        formatter_class=raw,
+    )
+    review.add_argument(
+        "repo", nargs="?", type=Path, default=Path("."), help="git checkout (default: .)"
+    )
+    review.add_argument(
+        "--base", metavar="REF", help="base ref (default: merge base with the default branch)"
+    )
     review.add_argument("--head", metavar="REF", default="HEAD", help="head ref (default: HEAD)")
-    review.add_argument("--scope", choices=SCOPES,
-                        help="which lines count: added (default), diff_context, file")
-    review.add_argument("--config-from", choices=("base", "head"),
-                        help="read the settings committed at a ref, not the working tree: "
-                             "base = as the App does (the keys that decide how a change is "
-                             "judged from the base, entries and script from the head); "
-                             "head = everything from the head")
+    review.add_argument(
+        "--scope", choices=SCOPES, help="which lines count: added (default), diff_context, file"
+    )
+    review.add_argument(
+        "--config-from",
+        choices=("base", "head"),
+        help="read the settings committed at a ref, not the working tree: "
+        "base = as the App does (the keys that decide how a change is "
+        "judged from the base, entries and script from the head); "
+        "head = everything from the head",
+    )
     fixes = review.add_mutually_exclusive_group()
-    fixes.add_argument("--fix", action="store_true",
-                       help="write the validated fixes into the working tree (the head must "
-                            "be checked out, the files free of uncommitted changes)")
-    fixes.add_argument("--diff", action="store_true",
-                       help="print the validated fixes as one unified diff (the report goes "
-                            "to --output only)")
-    fixes.add_argument("--no-fix", action="store_true",
-                       help="skip the fix stage (no candidate fixes are validated)")
+    fixes.add_argument(
+        "--fix",
+        action="store_true",
+        help="write the validated fixes into the working tree (the head must "
+        "be checked out, the files free of uncommitted changes)",
+    )
+    fixes.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the validated fixes as one unified diff (the report goes to --output only)",
+    )
+    fixes.add_argument(
+        "--no-fix",
+        action="store_true",
+        help="skip the fix stage (no candidate fixes are validated)",
+    )
     common(review)
 
-    scan_ = commands.add_parser("scan", help="analyse whole files or directories, no git",
-                                description="Analyse whole files (every line), without git.",
-                                epilog=SCAN_EXAMPLES, formatter_class=raw)
+    scan_ = commands.add_parser(
+        "scan",
+        help="analyse whole files or directories, no git",
+        description="Analyse whole files (every line), without git.",
+        epilog=SCAN_EXAMPLES,
+        formatter_class=raw,
+    )
     scan_.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-    scan_.add_argument("--fix", action="store_true",
-                       help="write the validated fixes into the files (needs the dynamic "
-                            "pass, so PyTorch or TensorFlow)")
+    scan_.add_argument(
+        "--fix",
+        action="store_true",
+        help="write the validated fixes into the files (needs the dynamic "
+        "pass, so PyTorch or TensorFlow)",
+    )
     common(scan_)
 
-    action = commands.add_parser("action", help="run as a GitHub Actions step",
-                                 description=ACTION_HELP, epilog=ACTION_EXAMPLES,
-                                 formatter_class=raw)
-    action.add_argument("--paths", nargs="+", metavar="PATH",
-                        help="only these files, directories or globs (default: all)")
-    action.add_argument("--config", type=Path, metavar="FILE",
-                        help="settings file, relative to GITHUB_WORKSPACE")
-    action.add_argument("--stages", choices=("static", "confirm"),
-                        help="static: the static pass only (default); confirm: also run "
-                             "the code to confirm findings and validate fixes")
-    action.add_argument("--fail-on", choices=("none", "confirmed", "any"),
-                        help="which findings fail the step (default: any)")
-    action.add_argument("--sarif-file", type=Path, metavar="FILE",
-                        help="where the SARIF goes (default: $RUNNER_TEMP/numcheck.sarif)")
+    action = commands.add_parser(
+        "action",
+        help="run as a GitHub Actions step",
+        description=ACTION_HELP,
+        epilog=ACTION_EXAMPLES,
+        formatter_class=raw,
+    )
+    action.add_argument(
+        "--paths",
+        nargs="+",
+        metavar="PATH",
+        help="only these files, directories or globs (default: all)",
+    )
+    action.add_argument(
+        "--config", type=Path, metavar="FILE", help="settings file, relative to GITHUB_WORKSPACE"
+    )
+    action.add_argument(
+        "--stages",
+        choices=("static", "confirm"),
+        help="static: the static pass only (default); confirm: also run "
+        "the code to confirm findings and validate fixes",
+    )
+    action.add_argument(
+        "--fail-on",
+        choices=("none", "confirmed", "any"),
+        help="which findings fail the step (default: any)",
+    )
+    action.add_argument(
+        "--sarif-file",
+        type=Path,
+        metavar="FILE",
+        help="where the SARIF goes (default: $RUNNER_TEMP/numcheck.sarif)",
+    )
     quiet(action, "no progress or log lines on stderr (errors and workflow commands stay)")
 
-    demo = commands.add_parser("demo", help="build a sample repository with a PR and review it",
-                               epilog=DEMO_EXAMPLES, formatter_class=raw)
-    demo.add_argument("--keep", type=Path, metavar="DIR",
-                      help="build the sample repository in DIR and keep it")
+    demo = commands.add_parser(
+        "demo",
+        help="build a sample repository with a PR and review it",
+        epilog=DEMO_EXAMPLES,
+        formatter_class=raw,
+    )
+    demo.add_argument(
+        "--keep", type=Path, metavar="DIR", help="build the sample repository in DIR and keep it"
+    )
     common(demo)
 
     serve = commands.add_parser(
-        "serve", help="run the GitHub App: web and worker in one process tree",
+        "serve",
+        help="run the GitHub App: web and worker in one process tree",
         description="The App's webhook endpoint and one worker, with an embedded broker and "
-                    "SQLite (no Redis or database server). NUMCHECK_APP_ID, "
-                    "NUMCHECK_PRIVATE_KEY and NUMCHECK_WEBHOOK_SECRET must be set.")
+        "SQLite (no Redis or database server). NUMCHECK_APP_ID, "
+        "NUMCHECK_PRIVATE_KEY and NUMCHECK_WEBHOOK_SECRET must be set.",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
-    serve.add_argument("--data-dir", type=Path, metavar="DIR",
-                       help="broker messages and the SQLite file (default: "
-                            "~/.local/share/numcheck)")
+    serve.add_argument(
+        "--data-dir",
+        type=Path,
+        metavar="DIR",
+        help="broker messages and the SQLite file (default: ~/.local/share/numcheck)",
+    )
     return parser
 
 
@@ -192,8 +264,7 @@ def _committed_config(args: argparse.Namespace, repo: Path) -> Config:
     if args.config_from == "head":
         return config_at(repo, args.head, KNOWN_OPS)
     base = args.base or default_branch_base(repo)
-    config = merge_policy(config_at(repo, base, KNOWN_OPS),
-                          config_at(repo, args.head, KNOWN_OPS))
+    config = merge_policy(config_at(repo, base, KNOWN_OPS), config_at(repo, args.head, KNOWN_OPS))
     for note in config.notes:
         print(f"numcheck: note: {note}", file=sys.stderr)
     return config
@@ -244,8 +315,9 @@ class _Run:
         # --fix / --diff end with an error that says it; no warning before it
         self.warn = not (getattr(args, "fix", False) or getattr(args, "diff", False))
 
-    def __call__(self, config: Config,
-                 analysis: Callable[[Config, Runner], AnalysisResult]) -> AnalysisResult:
+    def __call__(
+        self, config: Config, analysis: Callable[[Config, Runner], AnalysisResult]
+    ) -> AnalysisResult:
         if config.dynamic and not dynamic_frameworks():
             self.unrun = missing_framework_hint()
             config = replace(config, dynamic=False)
@@ -270,8 +342,7 @@ def _no_fix_message(result: AnalysisResult, config: Config, run: _Run, verb: str
     return _exit_status(result, config)
 
 
-def _fixes(result: AnalysisResult, args: argparse.Namespace, config: Config,
-           run: _Run) -> int:
+def _fixes(result: AnalysisResult, args: argparse.Namespace, config: Config, run: _Run) -> int:
     """`review --fix` / `--diff`: the validated fixes written to the working tree, or printed
     as one unified diff (the report then goes to --output only)."""
     from analyzers.fix.apply import FixRefused, combined_diff, validated, write_fixes
@@ -293,12 +364,16 @@ def _fixes(result: AnalysisResult, args: argparse.Namespace, config: Config,
     refused = False
     for fixed in files:
         if fixed.applied and args.fix:
-            print(f"numcheck: fixed {len(fixed.applied)} finding"
-                  f"{'s' if len(fixed.applied) != 1 else ''} in {fixed.path}", file=sys.stderr)
+            print(
+                f"numcheck: fixed {len(fixed.applied)} finding"
+                f"{'s' if len(fixed.applied) != 1 else ''} in {fixed.path}",
+                file=sys.stderr,
+            )
         for why in dict.fromkeys(why for _, why in fixed.skipped):
             refused = True
-            print(f"numcheck: error: not {'applied' if args.fix else 'shown'}: {why}",
-                  file=sys.stderr)
+            print(
+                f"numcheck: error: not {'applied' if args.fix else 'shown'}: {why}", file=sys.stderr
+            )
     return EXIT_ERROR if refused else _exit_status(result, config)
 
 
@@ -327,14 +402,18 @@ def _scan_fixes(result: AnalysisResult, config: Config, root: Path, run: _Run) -
         target = (root / path).resolve()
         if not target.is_relative_to(root) or not target.is_file():
             refused = True
-            print(f"numcheck: error: not applied: {one_line(path)} is not a file under {root}",
-                  file=sys.stderr)
+            print(
+                f"numcheck: error: not applied: {one_line(path)} is not a file under {root}",
+                file=sys.stderr,
+            )
             continue
         fixed = fix_file(target, path, group)
         if fixed.applied:
-            print(f"numcheck: fixed {len(fixed.applied)} finding"
-                  f"{'s' if len(fixed.applied) != 1 else ''} in {one_line(path)}",
-                  file=sys.stderr)
+            print(
+                f"numcheck: fixed {len(fixed.applied)} finding"
+                f"{'s' if len(fixed.applied) != 1 else ''} in {one_line(path)}",
+                file=sys.stderr,
+            )
         for why in dict.fromkeys(why for _, why in fixed.skipped):
             refused = True
             print(f"numcheck: error: not applied: {why}", file=sys.stderr)
@@ -344,16 +423,23 @@ def _scan_fixes(result: AnalysisResult, config: Config, root: Path, run: _Run) -
 def _diff_error(exc: DiffError, args: argparse.Namespace) -> str:
     message = str(exc)
     if "unknown git ref" in message and args.command == "review":
-        message += "; or name the base with --base REF (default: the merge base with the " \
-                   "default branch) and the head with --head REF"
+        message += (
+            "; or name the base with --base REF (default: the merge base with the "
+            "default branch) and the head with --head REF"
+        )
     return message
 
 
 def _action(args: argparse.Namespace) -> int:
     from bot import action
 
-    given = {"paths": args.paths, "config": args.config, "stages": args.stages,
-             "fail_on": args.fail_on, "sarif_file": args.sarif_file}
+    given = {
+        "paths": args.paths,
+        "config": args.config,
+        "stages": args.stages,
+        "fail_on": args.fail_on,
+        "sarif_file": args.sarif_file,
+    }
     progress = Progress(None if args.quiet else sys.stderr)  # the workflow log wants it
     return action.main(given, os.environ, sys.stdout, sys.stderr, progress, quiet=args.quiet)
 
@@ -371,9 +457,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "review":
             if args.config is not None and args.config_from is not None:
-                print("numcheck: error: --config FILE and --config-from are exclusive: one "
-                      "names a file, the other reads the settings committed at a ref",
-                      file=sys.stderr)
+                print(
+                    "numcheck: error: --config FILE and --config-from are exclusive: one "
+                    "names a file, the other reads the settings committed at a ref",
+                    file=sys.stderr,
+                )
                 return EXIT_ERROR
             config = _config(args, args.repo)
             if args.fix:  # refused before minutes of analysis, not after
@@ -384,8 +472,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 except FixRefused as exc:
                     print(f"numcheck: error: {exc}", file=sys.stderr)
                     return EXIT_ERROR
-            run.progress.stage("reviewing", f"{args.base or 'the default branch'}..."
-                                            f"{args.head} in {one_line(str(args.repo))}")
+            run.progress.stage(
+                "reviewing",
+                f"{args.base or 'the default branch'}...{args.head} in {one_line(str(args.repo))}",
+            )
             result = run(config, lambda c, r: analyze(args.repo, args.base, args.head, c, r))
             if args.fix or args.diff:
                 return _fixes(result, args, config, run)
@@ -413,8 +503,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 result = run(config, lambda c, r: analyze(repo, base, head, c, r))
         _emit(result, args)
     except ConfigError as exc:
-        print(f"numcheck: error: {exc}; every key is described in numcheck's "
-              "docs/configuration.md", file=sys.stderr)
+        print(
+            f"numcheck: error: {exc}; every key is described in numcheck's docs/configuration.md",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
     except DiffError as exc:
         print(f"numcheck: error: {_diff_error(exc, args)}", file=sys.stderr)
@@ -423,8 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"numcheck: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     if missing:  # a typo in a CI script must not pass as "no findings"
-        print(f"numcheck: error: no such file or directory: {', '.join(missing)}",
-              file=sys.stderr)
+        print(f"numcheck: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return EXIT_ERROR
     return _exit_status(result, config)
 

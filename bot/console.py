@@ -22,8 +22,14 @@ YELLOW = "\033[33m"
 GREEN = "\033[32m"
 MAGENTA = "\033[35m"
 CYAN = "\033[36m"
-STATUS_COLORS = {"confirmed": RED, "potential": YELLOW, "not-triggered": GREEN,
-                 "error": MAGENTA, "validated": GREEN, "none-validated": YELLOW}
+STATUS_COLORS = {
+    "confirmed": RED,
+    "potential": YELLOW,
+    "not-triggered": GREEN,
+    "error": MAGENTA,
+    "validated": GREEN,
+    "none-validated": YELLOW,
+}
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -76,10 +82,14 @@ def missing_framework_hint(environ: Mapping[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     where = f"this Python ({sys.executable})"
     if env.get("PRE_COMMIT") == "1":
-        return (f"the dynamic pass needs PyTorch (or TensorFlow), which {where} does not "
-                "have: in .pre-commit-config.yaml give the hook "
-                "`additional_dependencies: ['torch==2.13.0']`, or use the static `numcheck` "
-                "hook instead")
-    return (f"the dynamic pass needs PyTorch (or TensorFlow), which {where} does not have: "
-            "install it with `pip install 'numcheck[torch]'`, or pass --static-only to skip "
-            "the dynamic pass")
+        return (
+            f"the dynamic pass needs PyTorch (or TensorFlow), which {where} does not "
+            "have: in .pre-commit-config.yaml give the hook "
+            "`additional_dependencies: ['torch==2.13.0']`, or use the static `numcheck` "
+            "hook instead"
+        )
+    return (
+        f"the dynamic pass needs PyTorch (or TensorFlow), which {where} does not have: "
+        "install it with `pip install 'numcheck[torch]'`, or pass --static-only to skip "
+        "the dynamic pass"
+    )

@@ -14,15 +14,23 @@ import tempfile
 from pathlib import Path
 
 SAMPLES = Path(__file__).parent / "samples" / "sample_pr"
-GIT_IDENTITY = {"GIT_AUTHOR_NAME": "numcheck demo", "GIT_AUTHOR_EMAIL": "demo@numcheck.invalid",
-                "GIT_COMMITTER_NAME": "numcheck demo",
-                "GIT_COMMITTER_EMAIL": "demo@numcheck.invalid"}
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "numcheck demo",
+    "GIT_AUTHOR_EMAIL": "demo@numcheck.invalid",
+    "GIT_COMMITTER_NAME": "numcheck demo",
+    "GIT_COMMITTER_EMAIL": "demo@numcheck.invalid",
+}
 
 
 def _git(repo: Path, *args: str) -> None:
     env = {**os.environ, **GIT_IDENTITY, "GIT_CONFIG_NOSYSTEM": "1"}
-    subprocess.run(["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false",
-                    *args], cwd=repo, env=env, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args],
+        cwd=repo,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
 
 
 def _copy_tree(src: Path, dst: Path) -> None:

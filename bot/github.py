@@ -70,7 +70,8 @@ class TokenCache:
                 gh = self._app_client()
                 try:
                     _headers, data = gh.requester.requestJsonAndCheck(
-                        "GET", "/app", headers={"Authorization": f"Bearer {self._jwt()}"})
+                        "GET", "/app", headers={"Authorization": f"Bearer {self._jwt()}"}
+                    )
                 finally:
                     gh.close()
                 slug = str((data or {}).get("slug") or "").strip()
@@ -94,8 +95,12 @@ class TokenCache:
             self._tokens.pop(installation_id, None)
 
     def _app_client(self) -> Github:
-        return Github(base_url=self.settings.github_api_url, user_agent=USER_AGENT,
-                      timeout=self.settings.http_timeout, retry=_retry(self.settings))
+        return Github(
+            base_url=self.settings.github_api_url,
+            user_agent=USER_AGENT,
+            timeout=self.settings.http_timeout,
+            retry=_retry(self.settings),
+        )
 
     def _jwt(self) -> str:
         return app_jwt(self.settings.app_id, self.settings.private_key)
@@ -105,8 +110,10 @@ class TokenCache:
         try:
             # GitHub wants the JWT as "Authorization: Bearer", not Auth.Token's "token".
             _headers, data = gh.requester.requestJsonAndCheck(
-                "POST", f"/app/installations/{installation_id}/access_tokens",
-                headers={"Authorization": f"Bearer {self._jwt()}"})
+                "POST",
+                f"/app/installations/{installation_id}/access_tokens",
+                headers={"Authorization": f"Bearer {self._jwt()}"},
+            )
         finally:
             gh.close()
         expires = datetime.fromisoformat(str(data["expires_at"]).replace("Z", "+00:00"))
@@ -114,9 +121,13 @@ class TokenCache:
 
 
 def _retry(settings: Settings) -> GithubRetry:
-    return GithubRetry(total=3, backoff_factor=max(settings.retry_base_seconds / 4, 0.05),
-                       allowed_methods=IDEMPOTENT, secondary_rate_wait=max(
-                           settings.retry_base_seconds, 1.0), max_rate_limit_wait=120)
+    return GithubRetry(
+        total=3,
+        backoff_factor=max(settings.retry_base_seconds / 4, 0.05),
+        allowed_methods=IDEMPOTENT,
+        secondary_rate_wait=max(settings.retry_base_seconds, 1.0),
+        max_rate_limit_wait=120,
+    )
 
 
 def retry_after(exc: GithubException) -> float | None:
@@ -136,8 +147,11 @@ def is_transient(exc: BaseException) -> bool:
         if exc.status >= 500 or exc.status == 429:
             return True
         if exc.status == 403:
-            message = str((exc.data or {}).get("message", "")) if isinstance(exc.data, dict) \
+            message = (
+                str((exc.data or {}).get("message", ""))
+                if isinstance(exc.data, dict)
                 else str(exc.data)
+            )
             return "rate limit" in message.lower() or retry_after(exc) is not None
         return False
     import requests
@@ -152,11 +166,16 @@ class GitHubClient:
         self.settings = settings
         self.installation_id = installation_id
         self._tokens = tokens
-        self.gh = Github(auth=Auth.Token(tokens.token(installation_id)),
-                         base_url=settings.github_api_url, user_agent=USER_AGENT,
-                         timeout=settings.http_timeout, per_page=100, retry=_retry(settings),
-                         seconds_between_requests=None,
-                         seconds_between_writes=settings.write_interval or None)
+        self.gh = Github(
+            auth=Auth.Token(tokens.token(installation_id)),
+            base_url=settings.github_api_url,
+            user_agent=USER_AGENT,
+            timeout=settings.http_timeout,
+            per_page=100,
+            retry=_retry(settings),
+            seconds_between_requests=None,
+            seconds_between_writes=settings.write_interval or None,
+        )
 
     def close(self) -> None:
         self.gh.close()
@@ -173,8 +192,11 @@ class GitHubClient:
     def git_auth_env(self) -> dict[str, str]:
         """Environment for `git fetch` with the installation token as HTTP basic auth."""
         basic = base64.b64encode(f"x-access-token:{self.token}".encode()).decode("ascii")
-        return {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
-                "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"}
+        return {
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "http.extraHeader",
+            "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
+        }
 
     # --- reads -------------------------------------------------------------------------------
     def repo(self, full_name: str) -> Repository:
@@ -183,15 +205,22 @@ class GitHubClient:
     def pull(self, full_name: str, number: int) -> PullRequest:
         """The PR, fetched now (PyGithub's lazy objects would fetch on first use)."""
         headers, data = self.gh.requester.requestJsonAndCheck(
-            "GET", f"/repos/{full_name}/pulls/{number}")
+            "GET", f"/repos/{full_name}/pulls/{number}"
+        )
         return PullRequest(self.gh.requester, headers, data)
 
     def pull_files(self, pull: PullRequest, cap: int = 3000) -> list[dict[str, Any]]:
         """The PR's files (path, status, patch or None), following Link pagination."""
         files: list[dict[str, Any]] = []
         for item in pull.get_files():
-            files.append({"filename": item.filename, "status": item.status,
-                          "patch": item.patch, "previous_filename": item.previous_filename})
+            files.append(
+                {
+                    "filename": item.filename,
+                    "status": item.status,
+                    "patch": item.patch,
+                    "previous_filename": item.previous_filename,
+                }
+            )
             if len(files) >= cap:
                 break
         return files
@@ -212,15 +241,19 @@ class GitHubClient:
         return list(self.paginate(f"/repos/{full_name}/pulls/{number}/reviews"))
 
     def check_runs_for(self, full_name: str, sha: str, name: str) -> list[dict[str, Any]]:
-        return list(self.paginate(f"/repos/{full_name}/commits/{sha}/check-runs"
-                                  f"?check_name={quote(name)}&filter=all"))
+        return list(
+            self.paginate(
+                f"/repos/{full_name}/commits/{sha}/check-runs?check_name={quote(name)}&filter=all"
+            )
+        )
 
     def open_pulls(self, full_name: str) -> Iterator[dict[str, Any]]:
         return self.paginate(f"/repos/{full_name}/pulls?state=open")
 
     def permission(self, full_name: str, login: str) -> str:
         _h, data = self.gh.requester.requestJsonAndCheck(
-            "GET", f"/repos/{full_name}/collaborators/{quote(login)}/permission")
+            "GET", f"/repos/{full_name}/collaborators/{quote(login)}/permission"
+        )
         return str(data.get("permission", "none"))
 
     # --- writes ------------------------------------------------------------------------------
@@ -231,29 +264,35 @@ class GitHubClient:
     def create_check_run(self, full_name: str, body: dict[str, Any]) -> dict[str, Any]:
         return self._send("POST", f"/repos/{full_name}/check-runs", body)
 
-    def update_check_run(self, full_name: str, check_run_id: int,
-                         body: dict[str, Any]) -> dict[str, Any]:
+    def update_check_run(
+        self, full_name: str, check_run_id: int, body: dict[str, Any]
+    ) -> dict[str, Any]:
         return self._send("PATCH", f"/repos/{full_name}/check-runs/{check_run_id}", body)
 
-    def create_review(self, full_name: str, number: int, body: dict[str, Any]
-                      ) -> dict[str, Any]:
+    def create_review(self, full_name: str, number: int, body: dict[str, Any]) -> dict[str, Any]:
         return self._send("POST", f"/repos/{full_name}/pulls/{number}/reviews", body)
 
     def edit_review_comment(self, full_name: str, comment_id: int, body: str) -> None:
         self._send("PATCH", f"/repos/{full_name}/pulls/comments/{comment_id}", {"body": body})
 
-    def reply_to_review_comment(self, full_name: str, number: int, comment_id: int,
-                                body: str) -> dict[str, Any]:
-        return self._send("POST", f"/repos/{full_name}/pulls/{number}/comments/{comment_id}"
-                          "/replies", {"body": body})
+    def reply_to_review_comment(
+        self, full_name: str, number: int, comment_id: int, body: str
+    ) -> dict[str, Any]:
+        return self._send(
+            "POST",
+            f"/repos/{full_name}/pulls/{number}/comments/{comment_id}/replies",
+            {"body": body},
+        )
 
     def issue_comment(self, full_name: str, number: int, body: str) -> dict[str, Any]:
-        return self._send("POST", f"/repos/{full_name}/issues/{number}/comments",
-                          {"body": body})
+        return self._send("POST", f"/repos/{full_name}/issues/{number}/comments", {"body": body})
 
     def react_to_issue_comment(self, full_name: str, comment_id: int, content: str) -> None:
-        self._send("POST", f"/repos/{full_name}/issues/comments/{comment_id}/reactions",
-                   {"content": content})
+        self._send(
+            "POST",
+            f"/repos/{full_name}/issues/comments/{comment_id}/reactions",
+            {"content": content},
+        )
 
 
 def _next_link(link: str) -> str | None:

@@ -60,8 +60,11 @@ def run_analysis(settings: Settings, row: Analysis, stage: str, client: GitHubCl
         cancel_check_run(row, f"Superseded by {pull.head.sha[:12]}")
         return "superseded"
     base = pull.base.sha
-    text = ("Fetching the pull request." if stage == "static" else
-            "Confirming the findings by running the code.")
+    text = (
+        "Fetching the pull request."
+        if stage == "static"
+        else "Confirming the findings by running the code."
+    )
     with installation_lock(settings, row.installation_id):
         check_id = open_check_run(client, row, settings.check_name, text)
     if not update_analysis(row.id, status="running", check_run_id=check_id, base_sha=base):
@@ -73,41 +76,69 @@ def run_analysis(settings: Settings, row: Analysis, stage: str, client: GitHubCl
     timings["fetch_metadata"] = round(time.perf_counter() - started, 3)
     started = time.perf_counter()
     try:
-        with pull_workspace(pull.base.repo.clone_url, base, head, client.git_auth_env(),
-                            settings.workspace_root, number=row.pr_number) as workspace:
+        with pull_workspace(
+            pull.base.repo.clone_url,
+            base,
+            head,
+            client.git_auth_env(),
+            settings.workspace_root,
+            number=row.pr_number,
+        ) as workspace:
             timings["fetch_git"] = round(time.perf_counter() - started, 3)
             try:
                 # policy from the base, entries and script from the head, limits capped
                 config = app_config(workspace, base, head, settings.limit_caps, KNOWN_OPS)
             except ConfigError as exc:
-                finish_check_run(client, row.repo, check_id, conclusion="failure",
-                                 title="numcheck configuration error",
-                                 summary="The repository's numcheck settings are invalid "
-                                         "(settings that decide how a pull request is judged "
-                                         "are read from its base, entries and script from "
-                                         f"its head `{head[:12]}`):\n\n{exc}")
-                update_analysis(row.id, status="failed", error=str(exc), timings=timings,
-                        publish_state={**row.publish_state, "check_completed": True})
+                finish_check_run(
+                    client,
+                    row.repo,
+                    check_id,
+                    conclusion="failure",
+                    title="numcheck configuration error",
+                    summary="The repository's numcheck settings are invalid "
+                    "(settings that decide how a pull request is judged "
+                    "are read from its base, entries and script from "
+                    f"its head `{head[:12]}`):\n\n{exc}",
+                )
+                update_analysis(
+                    row.id,
+                    status="failed",
+                    error=str(exc),
+                    timings=timings,
+                    publish_state={**row.publish_state, "check_completed": True},
+                )
                 return "configuration error"
             if stage == "static" and config.dynamic:
                 result = analyze(workspace, base, head, replace(config, dynamic=False))
                 if result.findings:
                     if not still_wanted(row):
                         return "superseded"
-                    progress(client, row.repo, check_id,
-                             f"Static pass: {len(result.findings)} potential finding(s). "
-                             "Confirming them by running the code.")
+                    progress(
+                        client,
+                        row.repo,
+                        check_id,
+                        f"Static pass: {len(result.findings)} potential finding(s). "
+                        "Confirming them by running the code.",
+                    )
                     task_id = f"numcheck-analysis-{row.id}-dynamic"
                     timings["static_stage"] = round(time.perf_counter() - started, 3)
                     update_analysis(row.id, task_id=task_id, timings=timings)
-                    celery_app.send_task("numcheck.analyze", args=[row.id, "dynamic"],
-                                         queue="dynamic", task_id=task_id)
+                    celery_app.send_task(
+                        "numcheck.analyze",
+                        args=[row.id, "dynamic"],
+                        queue="dynamic",
+                        task_id=task_id,
+                    )
                     return "static pass done; dynamic pass queued"
             else:
                 dynamic = stage == "dynamic"
-                result = analyze(workspace, base, head,
-                                 config if dynamic else replace(config, dynamic=False),
-                                 runner=runner_from_env() if dynamic else None)
+                result = analyze(
+                    workspace,
+                    base,
+                    head,
+                    config if dynamic else replace(config, dynamic=False),
+                    runner=runner_from_env() if dynamic else None,
+                )
             # the lines around each finding, for the report page (the checkout goes next)
             excerpts = collect_excerpts(workspace, result.findings)
     except (WorkspaceError, DiffError) as exc:
@@ -120,14 +151,23 @@ def run_analysis(settings: Settings, row: Analysis, stage: str, client: GitHubCl
     timings["analysis"] = round(time.perf_counter() - started, 3)
     data = result.to_json()
     save_findings(row.id, data["findings"])
-    if not update_analysis(row.id, status="analysed", result=data, timings=timings,
-                           publish_state={**row.publish_state,
-                                          "lines": encode_lines(commentable_lines(files)),
-                                          "files": len(files), "excerpts": excerpts}):
+    if not update_analysis(
+        row.id,
+        status="analysed",
+        result=data,
+        timings=timings,
+        publish_state={
+            **row.publish_state,
+            "lines": encode_lines(commentable_lines(files)),
+            "files": len(files),
+            "excerpts": excerpts,
+        },
+    ):
         cancel_check_run(row, "Superseded by a newer push or cancelled")
         return "superseded"  # stopped since `still_wanted` looked
-    celery_app.send_task("numcheck.publish", args=[row.id], queue="static",
-                         task_id=f"numcheck-publish-{row.id}")
+    celery_app.send_task(
+        "numcheck.publish", args=[row.id], queue="static", task_id=f"numcheck-publish-{row.id}"
+    )
     return f"analysed: {len(result.findings)} finding(s)"
 
 
@@ -145,11 +185,21 @@ def publish_analysis(settings: Settings, row: Analysis, client: GitHubClient) ->
         if not still_wanted(row):
             cancel_check_run(row, "Superseded by a newer push or cancelled")
             return "superseded"
-        out = publish(client, repo=row.repo, number=row.pr_number, result=result,
-                      check_run_id=row.check_run_id, lines=lines, state=state, save=save,
-                      max_inline=settings.max_inline_comments, bot_login=client.bot_login,
-                      details_url=settings.report_url(row.id, row.created_at))
+        out = publish(
+            client,
+            repo=row.repo,
+            number=row.pr_number,
+            result=result,
+            check_run_id=row.check_run_id,
+            lines=lines,
+            state=state,
+            save=save,
+            max_inline=settings.max_inline_comments,
+            bot_login=client.bot_login,
+            details_url=settings.report_url(row.id, row.created_at),
+        )
     set_comment_ids(row.id, out.comment_ids)
     update_analysis(row.id, status="published", review_id=out.review_id)
-    return (f"published: {out.new_comments} new, {out.edited_comments} edited, "
-            f"{out.resolved} resolved")
+    return (
+        f"published: {out.new_comments} new, {out.edited_comments} edited, {out.resolved} resolved"
+    )

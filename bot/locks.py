@@ -24,8 +24,11 @@ def installation_lock(settings: Settings, installation_id: int) -> Iterator[None
         import redis
 
         client = redis.Redis.from_url(settings.broker_url)
-        lock = client.lock(f"{settings.broker_prefix}numcheck:publish:{installation_id}",
-                           timeout=LOCK_TIMEOUT, blocking_timeout=LOCK_TIMEOUT)
+        lock = client.lock(
+            f"{settings.broker_prefix}numcheck:publish:{installation_id}",
+            timeout=LOCK_TIMEOUT,
+            blocking_timeout=LOCK_TIMEOUT,
+        )
         if not lock.acquire():
             raise TimeoutError(f"publish lock for installation {installation_id} not acquired")
         try:
@@ -37,8 +40,7 @@ def installation_lock(settings: Settings, installation_id: int) -> Iterator[None
         return
     folder = Path(settings.broker_folder or tempfile.gettempdir())
     folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / f"numcheck-publish-{installation_id}.lock", os.O_CREAT | os.O_RDWR,
-                 0o600)
+    fd = os.open(folder / f"numcheck-publish-{installation_id}.lock", os.O_CREAT | os.O_RDWR, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -42,10 +42,12 @@ class Installation(Base):
     repository_selection: Mapped[str] = mapped_column(String(16), default="")
     status: Mapped[str] = mapped_column(String(16), default="active")  # active|suspended|deleted
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow,
-                                                 onupdate=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow
+    )
     repositories: Mapped[list[InstallationRepository]] = relationship(
-        back_populates="installation", cascade="all, delete-orphan")
+        back_populates="installation", cascade="all, delete-orphan"
+    )
 
 
 class InstallationRepository(Base):
@@ -53,8 +55,7 @@ class InstallationRepository(Base):
     __table_args__ = (UniqueConstraint("installation_id", "full_name"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    installation_id: Mapped[int] = mapped_column(ForeignKey("installations.id",
-                                                            ondelete="CASCADE"))
+    installation_id: Mapped[int] = mapped_column(ForeignKey("installations.id", ondelete="CASCADE"))
     repo_id: Mapped[int] = mapped_column(BigInteger, default=0)
     full_name: Mapped[str] = mapped_column(String(255))
     installation: Mapped[Installation] = relationship(back_populates="repositories")
@@ -73,9 +74,11 @@ class Delivery(Base):
 
 class Analysis(Base):
     __tablename__ = "analyses"
-    __table_args__ = (Index("ix_analyses_pull", "repo", "pr_number"),
-                      Index("ix_analyses_head", "repo", "head_sha"),
-                      Index("ix_analyses_status_updated", "status", "updated_at"))
+    __table_args__ = (
+        Index("ix_analyses_pull", "repo", "pr_number"),
+        Index("ix_analyses_head", "repo", "head_sha"),
+        Index("ix_analyses_status_updated", "status", "updated_at"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     installation_id: Mapped[int] = mapped_column(BigInteger)
@@ -104,16 +107,20 @@ class Analysis(Base):
     # progress (a lost message, a dead broker); past bot.analyses.MAX_DELIVERIES it fails instead.
     requeues: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow,
-                                                 onupdate=utcnow)
-    findings: Mapped[list[FindingRow]] = relationship(back_populates="analysis",
-                                                      cascade="all, delete-orphan")
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow
+    )
+    findings: Mapped[list[FindingRow]] = relationship(
+        back_populates="analysis", cascade="all, delete-orphan"
+    )
 
 
 class FindingRow(Base):
     __tablename__ = "findings"
-    __table_args__ = (UniqueConstraint("analysis_id", "fingerprint"),
-                      Index("ix_findings_fingerprint", "fingerprint"))
+    __table_args__ = (
+        UniqueConstraint("analysis_id", "fingerprint"),
+        Index("ix_findings_fingerprint", "fingerprint"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     analysis_id: Mapped[int] = mapped_column(ForeignKey("analyses.id", ondelete="CASCADE"))

@@ -45,16 +45,25 @@ def claim_stuck(settings: Settings, now: datetime | None = None) -> list[Analysi
     now = now or datetime.now(UTC)
     cutoff = now - timedelta(seconds=settings.reap_deadline)
     with session_scope(settings.database_url) as s:
-        stuck = s.scalars(select(Analysis).where(
-            Analysis.status.in_(UNFINISHED), Analysis.updated_at < cutoff)
-            .order_by(Analysis.id).limit(BATCH)).all()
+        stuck = s.scalars(
+            select(Analysis)
+            .where(Analysis.status.in_(UNFINISHED), Analysis.updated_at < cutoff)
+            .order_by(Analysis.id)
+            .limit(BATCH)
+        ).all()
     claimed: list[Analysis] = []
     for row in stuck:
         with session_scope(settings.database_url) as s:
-            result = s.execute(update(Analysis).where(
-                Analysis.id == row.id, Analysis.status == row.status,
-                Analysis.requeues == row.requeues, Analysis.updated_at < cutoff)
-                .values(requeues=row.requeues + 1, updated_at=now))
+            result = s.execute(
+                update(Analysis)
+                .where(
+                    Analysis.id == row.id,
+                    Analysis.status == row.status,
+                    Analysis.requeues == row.requeues,
+                    Analysis.updated_at < cutoff,
+                )
+                .values(requeues=row.requeues + 1, updated_at=now)
+            )
             if isinstance(result, CursorResult) and result.rowcount == 1:
                 claimed.append(row)
     return claimed
@@ -68,8 +77,11 @@ def prune(settings: Settings, now: datetime | None = None) -> tuple[int, int]:
     with session_scope(settings.database_url) as s:
         result = s.execute(delete(Delivery).where(Delivery.received_at < cutoff))
         deliveries = result.rowcount if isinstance(result, CursorResult) else 0
-        old = s.scalars(select(Analysis).where(
-            Analysis.status.in_(FINISHED), Analysis.updated_at < cutoff).limit(BATCH)).all()
+        old = s.scalars(
+            select(Analysis)
+            .where(Analysis.status.in_(FINISHED), Analysis.updated_at < cutoff)
+            .limit(BATCH)
+        ).all()
         for row in old:
             s.delete(row)  # the ORM cascade takes its findings, on SQLite too
     return int(deliveries or 0), len(old)

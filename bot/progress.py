@@ -27,8 +27,13 @@ from runners.base import OnRecord, Runner, RunResult
 class Progress:
     """Writes progress lines to `stream`; a Progress without a stream says nothing."""
 
-    def __init__(self, stream: TextIO | None, *, color: bool = False,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        stream: TextIO | None,
+        *,
+        color: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.stream = stream
         self.color = color
         self.clock = clock
@@ -73,13 +78,18 @@ class Progress:
         findings = [f for f in job.get("findings", []) if isinstance(f, dict)]
         self._total = len(findings)
         self._done = 0
-        self._where = {str(f.get("fingerprint")): f"{one_line(str(f.get('path')))}:"
-                                                    f"{f.get('line')} {one_line(str(f.get('op')))}"
-                       for f in findings}
+        self._where = {
+            str(f.get("fingerprint")): f"{one_line(str(f.get('path')))}:"
+            f"{f.get('line')} {one_line(str(f.get('op')))}"
+            for f in findings
+        }
         self.stage("static pass", f"{plural(self._total, 'finding')} to confirm")
         budget = job.get("search_seconds")
-        detail = f"running the code in the sandbox, up to {budget:g} s of search per finding" \
-            if isinstance(budget, int | float) else "running the code in the sandbox"
+        detail = (
+            f"running the code in the sandbox, up to {budget:g} s of search per finding"
+            if isinstance(budget, int | float)
+            else "running the code in the sandbox"
+        )
         self.stage("dynamic pass", detail)
         self._last = self.clock()
 
@@ -91,20 +101,27 @@ class Progress:
             raw = record.get("fix")
             fix: dict[str, Any] = raw if isinstance(raw, dict) else {}
             status = one_line(str(fix.get("status", "?")))
-            kind = f" {one_line(str(fix['kind']))}" if status == "validated" and \
-                fix.get("kind") else ""
+            kind = (
+                f" {one_line(str(fix['kind']))}"
+                if status == "validated" and fix.get("kind")
+                else ""
+            )
             shown = paint(STATUS_COLORS.get(status, ""), status, self.color)
             self.say(f"  fix for {where}: {shown}{kind} ({took:.1f} s)")
             return
         self._done += 1
         status = one_line(str(record.get("status", "?")))
-        self.say(f"{self._done}/{self._total} {where}: "
-                 f"{paint(STATUS_COLORS.get(status, ''), status, self.color)} ({took:.1f} s)")
+        self.say(
+            f"{self._done}/{self._total} {where}: "
+            f"{paint(STATUS_COLORS.get(status, ''), status, self.color)} ({took:.1f} s)"
+        )
 
     def dynamic_finished(self, run: RunResult) -> None:
         if run.outcome != "ok":
-            self.say(f"dynamic pass stopped: {one_line(run.outcome)}"
-                     + (f" ({one_line(run.reason)[:200]})" if run.reason else ""))
+            self.say(
+                f"dynamic pass stopped: {one_line(run.outcome)}"
+                + (f" ({one_line(run.reason)[:200]})" if run.reason else "")
+            )
 
     # ---------------------------------------------------------------- the end
 
@@ -116,11 +133,14 @@ class Progress:
         else:
             what = "no findings"
         errors = f", {plural(len(result.errors), 'error')}" if result.errors else ""
-        stages = ", ".join(f"{one_line(name)} {seconds:.2f} s"
-                           for name, seconds in result.timings.items()
-                           if isinstance(seconds, int | float))
-        self.stage("done", f"{what}{errors} in {self.elapsed():.1f} s"
-                           + (f" ({stages})" if stages else ""))
+        stages = ", ".join(
+            f"{one_line(name)} {seconds:.2f} s"
+            for name, seconds in result.timings.items()
+            if isinstance(seconds, int | float)
+        )
+        self.stage(
+            "done", f"{what}{errors} in {self.elapsed():.1f} s" + (f" ({stages})" if stages else "")
+        )
 
 
 class _ProgressRunner:
@@ -130,8 +150,9 @@ class _ProgressRunner:
         self.inner = inner
         self.progress = progress
 
-    def run(self, job: dict[str, Any], timeout: float,
-            on_record: OnRecord | None = None) -> RunResult:
+    def run(
+        self, job: dict[str, Any], timeout: float, on_record: OnRecord | None = None
+    ) -> RunResult:
         self.progress.dynamic_started(job)
 
         def both(record: dict[str, Any]) -> None:

@@ -80,8 +80,9 @@ def encode_lines(lines: dict[str, set[int]]) -> dict[str, list[list[int]]]:
 
 
 def decode_lines(data: dict[str, list[list[int]]]) -> dict[str, set[int]]:
-    return {path: {n for lo, hi in ranges for n in range(lo, hi + 1)}
-            for path, ranges in data.items()}
+    return {
+        path: {n for lo, hi in ranges for n in range(lo, hi + 1)} for path, ranges in data.items()
+    }
 
 
 def conclusion(result: AnalysisResult) -> str:
@@ -91,7 +92,8 @@ def conclusion(result: AnalysisResult) -> str:
     if not result.findings:
         return "success"
     if result.config.get("check_failure") == "confirmed" and any(
-            is_credible_proof(f) for f in result.findings):
+        is_credible_proof(f) for f in result.findings
+    ):
         return "failure"
     return "neutral"
 
@@ -108,8 +110,9 @@ def _title(result: AnalysisResult) -> str:
 def with_report_link(body: str, url: str) -> str:
     """A comment with a link to its finding on the report page, above the hidden marker
     (which must stay last); unchanged where the link would not fit GitHub's limit."""
-    line = (f"[Report page: how the search found it, the trigger, the reproducer and the "
-            f"patch]({url})")
+    line = (
+        f"[Report page: how the search found it, the trigger, the reproducer and the patch]({url})"
+    )
     at = body.rfind("<!-- numcheck:fingerprint=")
     if at < 0 or len(body) + len(line) + 2 > TEXT_LIMIT:
         return body
@@ -122,8 +125,7 @@ def _summary(result: AnalysisResult, head: str, details_url: str | None = None) 
         ops[f.op] = ops.get(f.op, 0) + 1
     parts = [f"numcheck analysed {result.files_analyzed} changed file(s) at `{head[:12]}`."]
     if ops:
-        parts.append("By op: " + ", ".join(f"`{op}` × {n}" for op, n in sorted(ops.items()))
-                     + ".")
+        parts.append("By op: " + ", ".join(f"`{op}` × {n}" for op, n in sorted(ops.items())) + ".")
     notes = settings_notes(result)
     if notes:
         parts.append(notes)
@@ -133,9 +135,11 @@ def _summary(result: AnalysisResult, head: str, details_url: str | None = None) 
     if result.errors:
         parts.append(f"{len(result.errors)} stage error(s); see the details below.")
     if details_url:
-        parts.append(f"[The report page]({details_url}) shows each finding's code and "
-                     "reasoning and, where the code ran, the search, the reproducer and the "
-                     "checked fix.")
+        parts.append(
+            f"[The report page]({details_url}) shows each finding's code and "
+            "reasoning and, where the code ran, the search, the reproducer and the "
+            "checked fix."
+        )
     return truncate("\n\n".join(parts), TEXT_LIMIT - 100)
 
 
@@ -155,7 +159,8 @@ def annotation(finding: Finding, held_back: bool = False) -> dict[str, Any]:
     is a notice, whatever its severity, so that it does not read as a proven problem."""
     level = "notice" if held_back else _LEVEL.get(finding.severity, "warning")
     item: dict[str, Any] = {
-        "path": finding.path, "start_line": finding.line,
+        "path": finding.path,
+        "start_line": finding.line,
         "end_line": max(finding.end_line, finding.line),
         "annotation_level": level,
         "title": truncate(f"numcheck: {finding.op} ({finding.status})", 255),
@@ -168,13 +173,20 @@ def annotation(finding: Finding, held_back: bool = False) -> dict[str, Any]:
 
 
 def in_progress_body(head: str, name: str, text: str) -> dict[str, Any]:
-    return {"name": name, "head_sha": head, "status": "in_progress",
-            "output": {"title": "numcheck is analysing this push",
-                       "summary": truncate(text, TEXT_LIMIT - 100)}}
+    return {
+        "name": name,
+        "head_sha": head,
+        "status": "in_progress",
+        "output": {
+            "title": "numcheck is analysing this push",
+            "summary": truncate(text, TEXT_LIMIT - 100),
+        },
+    }
 
 
-def ensure_check_run(client: GitHubClient, repo: str, head: str, name: str, text: str,
-                     known_id: int | None) -> int:
+def ensure_check_run(
+    client: GitHubClient, repo: str, head: str, name: str, text: str, known_id: int | None
+) -> int:
     """The check run for `head`: the known one, or one found by name, or a new one; set
     in_progress with `text`."""
     run_id = known_id
@@ -190,16 +202,42 @@ def ensure_check_run(client: GitHubClient, repo: str, head: str, name: str, text
 
 
 def progress(client: GitHubClient, repo: str, run_id: int, text: str) -> None:
-    client.update_check_run(repo, run_id, {"status": "in_progress", "output": {
-        "title": "numcheck is analysing this push", "summary": truncate(text, TEXT_LIMIT - 100)}})
+    client.update_check_run(
+        repo,
+        run_id,
+        {
+            "status": "in_progress",
+            "output": {
+                "title": "numcheck is analysing this push",
+                "summary": truncate(text, TEXT_LIMIT - 100),
+            },
+        },
+    )
 
 
-def finish_check_run(client: GitHubClient, repo: str, run_id: int, *, conclusion: str,
-                     title: str, summary: str, text: str = "") -> None:
-    client.update_check_run(repo, run_id, {
-        "status": "completed", "conclusion": conclusion,
-        "output": {"title": truncate(title, 255), "summary": truncate(summary, TEXT_LIMIT - 100),
-                   "text": truncate(text, TEXT_LIMIT - 100)}})
+def finish_check_run(
+    client: GitHubClient,
+    repo: str,
+    run_id: int,
+    *,
+    conclusion: str,
+    title: str,
+    summary: str,
+    text: str = "",
+) -> None:
+    client.update_check_run(
+        repo,
+        run_id,
+        {
+            "status": "completed",
+            "conclusion": conclusion,
+            "output": {
+                "title": truncate(title, 255),
+                "summary": truncate(summary, TEXT_LIMIT - 100),
+                "text": truncate(text, TEXT_LIMIT - 100),
+            },
+        },
+    )
 
 
 @dataclass
@@ -213,13 +251,25 @@ class Published:
     comment_ids: dict[str, int] = field(default_factory=dict)
 
 
-def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisResult,
-            check_run_id: int, lines: dict[str, set[int]], state: State, save: Save,
-            bot_login: str, max_inline: int = 30,
-            details_url: str | None = None) -> Published:
+def publish(
+    client: GitHubClient,
+    *,
+    repo: str,
+    number: int,
+    result: AnalysisResult,
+    check_run_id: int,
+    lines: dict[str, set[int]],
+    state: State,
+    save: Save,
+    bot_login: str,
+    max_inline: int = 30,
+    details_url: str | None = None,
+) -> Published:
     if not bot_login:
-        raise ValueError("publish needs the App's bot login (<slug>[bot]) to tell its own "
-                         "reviews and comments from anyone else's")
+        raise ValueError(
+            "publish needs the App's bot login (<slug>[bot]) to tell its own "
+            "reviews and comments from anyone else's"
+        )
     head = result.head or ""
     out = Published(check_run_id=check_run_id)
     findings = sorted_findings(result.findings)
@@ -231,8 +281,9 @@ def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisRes
     existing, replied, resolved = _existing_comments(client, repo, number, bot_login)
     placed: list[Finding] = []
     for f in findings:
-        if f.fingerprint in existing or (comment_inline(f, policy) and set(
-                anchor_lines(f)) <= lines.get(f.path, set())):
+        if f.fingerprint in existing or (
+            comment_inline(f, policy) and set(anchor_lines(f)) <= lines.get(f.path, set())
+        ):
             placed.append(f)
     new_comments: list[dict[str, Any]] = []
     inline: set[str] = set()
@@ -256,13 +307,15 @@ def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisRes
             comment.update(start_line=start, start_side="RIGHT")
         new_comments.append(comment)
         inline.add(f.fingerprint)
-    out.body_only = [f.fingerprint for f in findings
-                     if f.fingerprint not in inline and comment_inline(f, policy)]
+    out.body_only = [
+        f.fingerprint for f in findings if f.fingerprint not in inline and comment_inline(f, policy)
+    ]
 
     reviews = client.reviews(repo, number)
     # The App's own reviews only: anyone can write the marker and a head SHA into a review.
-    ours = [r for r in reviews if REVIEW_MARKER in str(r.get("body") or "")
-            and _is_ours(r, bot_login)]
+    ours = [
+        r for r in reviews if REVIEW_MARKER in str(r.get("body") or "") and _is_ours(r, bot_login)
+    ]
     already = next((r for r in ours if _head_of(r) == head), None)
     if already is not None:
         out.review_id = int(already["id"])
@@ -271,8 +324,11 @@ def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisRes
         if details_url:
             body += f"\n\n[The report page]({details_url}) has the details of every finding."
         body += f"\n<!-- numcheck:head={head} -->"
-        review = client.create_review(repo, number, {
-            "commit_id": head, "body": body, "event": "COMMENT", "comments": new_comments})
+        review = client.create_review(
+            repo,
+            number,
+            {"commit_id": head, "body": body, "event": "COMMENT", "comments": new_comments},
+        )
         out.review_id = int(review["id"])
         out.new_comments = len(new_comments)
     state["review_id"] = out.review_id
@@ -290,27 +346,35 @@ def publish(client: GitHubClient, *, repo: str, number: int, result: AnalysisRes
             continue
         if stage_failed or comment.get("path") in failed_paths:
             continue  # not analysed this time (a parse error, say): gone is not fixed
-        note = (f"Resolved in {head[:12]}: numcheck no longer finds this risk."
-                f"\n\n<!-- numcheck:resolved={fingerprint} -->")
+        note = (
+            f"Resolved in {head[:12]}: numcheck no longer finds this risk."
+            f"\n\n<!-- numcheck:resolved={fingerprint} -->"
+        )
         client.reply_to_review_comment(repo, number, int(comment["id"]), note)
         out.resolved += 1
     del replied  # kept for callers that want to know; replies never block anything here
 
     # 3. The check run: annotations in batches of 50, then completed.
-    batches = [[annotation(f, not comment_inline(f, policy))
-                 for f in findings[i:i + ANNOTATION_BATCH]]
-               for i in range(0, len(findings), ANNOTATION_BATCH)]
+    batches = [
+        [annotation(f, not comment_inline(f, policy)) for f in findings[i : i + ANNOTATION_BATCH]]
+        for i in range(0, len(findings), ANNOTATION_BATCH)
+    ]
     title, summary = _title(result), _summary(result, head, details_url)
     text = review_body(result)
     sent = int(state.get("annotation_batches", 0))
     for index in range(sent, max(len(batches) - 1, 0)):
-        client.update_check_run(repo, check_run_id, {"output": {
-            "title": title, "summary": summary, "annotations": batches[index]}})
+        client.update_check_run(
+            repo,
+            check_run_id,
+            {"output": {"title": title, "summary": summary, "annotations": batches[index]}},
+        )
         state["annotation_batches"] = index + 1
         save(state)
-    final: dict[str, Any] = {"status": "completed", "conclusion": conclusion(result),
-                             "output": {"title": title, "summary": summary,
-                                        "text": truncate(text, TEXT_LIMIT - 100)}}
+    final: dict[str, Any] = {
+        "status": "completed",
+        "conclusion": conclusion(result),
+        "output": {"title": title, "summary": summary, "text": truncate(text, TEXT_LIMIT - 100)},
+    }
     if details_url:
         final["details_url"] = details_url
     if batches and int(state.get("annotation_batches", 0)) < len(batches):
@@ -334,8 +398,9 @@ def _is_ours(item: dict[str, Any], bot_login: str) -> bool:
     return bool(user.get("login") == bot_login and user.get("type") == "Bot")
 
 
-def _existing_comments(client: GitHubClient, repo: str, number: int, bot_login: str
-                       ) -> tuple[dict[str, dict[str, Any]], set[int], set[str]]:
+def _existing_comments(
+    client: GitHubClient, repo: str, number: int, bot_login: str
+) -> tuple[dict[str, dict[str, Any]], set[int], set[str]]:
     """(fingerprint -> our top-level comment, ids of comments someone replied to,
     fingerprints already answered as resolved)."""
     comments = client.review_comments(repo, number)

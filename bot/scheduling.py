@@ -24,49 +24,75 @@ ACTIVE = ("queued", "running", "analysed")
 COALESCE_SECONDS = 60
 
 
-def schedule_analysis(settings: Settings, *, installation_id: int, repo: str, number: int,
-                      head_sha: str, base_sha: str = "", reason: str, delivery: str = "",
-                      coalesce: bool = False) -> str:
+def schedule_analysis(
+    settings: Settings,
+    *,
+    installation_id: int,
+    repo: str,
+    number: int,
+    head_sha: str,
+    base_sha: str = "",
+    reason: str,
+    delivery: str = "",
+    coalesce: bool = False,
+) -> str:
     """Record an analysis of (repo, PR, head) and enqueue it; older active analyses of the
     PR are superseded. With `coalesce`, an identical request made in the last minute that is
     still waiting or running is reused."""
     now = datetime.now(UTC)
     with session_scope(settings.database_url) as s:
-        active = s.scalars(select(Analysis).where(
-            Analysis.repo == repo, Analysis.pr_number == number,
-            Analysis.status.in_(ACTIVE))).all()
+        active = s.scalars(
+            select(Analysis).where(
+                Analysis.repo == repo, Analysis.pr_number == number, Analysis.status.in_(ACTIVE)
+            )
+        ).all()
         if coalesce:
             for a in active:
-                created = a.created_at if a.created_at.tzinfo else a.created_at.replace(
-                    tzinfo=UTC)
-                if a.head_sha == head_sha and a.status in ("queued", "running") and \
-                        now - created < timedelta(seconds=COALESCE_SECONDS):
+                created = a.created_at if a.created_at.tzinfo else a.created_at.replace(tzinfo=UTC)
+                if (
+                    a.head_sha == head_sha
+                    and a.status in ("queued", "running")
+                    and now - created < timedelta(seconds=COALESCE_SECONDS)
+                ):
                     return f"coalesced with analysis {a.id}"
         stale = [a.task_id for a in active if a.task_id]
         for a in active:
             a.status = "superseded"
-        row = Analysis(installation_id=installation_id, repo=repo, pr_number=number,
-                       head_sha=head_sha, base_sha=base_sha, status="queued", reason=reason,
-                       delivery_id=delivery, timings={}, publish_state={})
+        row = Analysis(
+            installation_id=installation_id,
+            repo=repo,
+            pr_number=number,
+            head_sha=head_sha,
+            base_sha=base_sha,
+            status="queued",
+            reason=reason,
+            delivery_id=delivery,
+            timings={},
+            publish_state={},
+        )
         s.add(row)
         s.flush()
         row.task_id = f"numcheck-analysis-{row.id}-static"
         analysis_id, task_id = row.id, row.task_id
     try:
-        celery_app.send_task("numcheck.analyze", args=[analysis_id, "static"], queue="static",
-                             task_id=task_id)
+        celery_app.send_task(
+            "numcheck.analyze", args=[analysis_id, "static"], queue="static", task_id=task_id
+        )
     except Exception as exc:  # noqa: BLE001 - the row is committed: the reaper enqueues it
-        log.warning("analysis %s recorded but not enqueued (%s); the outbox reaper will",
-                    analysis_id, exc)
+        log.warning(
+            "analysis %s recorded but not enqueued (%s); the outbox reaper will", analysis_id, exc
+        )
     _revoke(stale)
     return f"queued analysis {analysis_id}"
 
 
 def cancel_pull(settings: Settings, repo: str, number: int) -> str:
     with session_scope(settings.database_url) as s:
-        active = s.scalars(select(Analysis).where(
-            Analysis.repo == repo, Analysis.pr_number == number,
-            Analysis.status.in_(ACTIVE))).all()
+        active = s.scalars(
+            select(Analysis).where(
+                Analysis.repo == repo, Analysis.pr_number == number, Analysis.status.in_(ACTIVE)
+            )
+        ).all()
         stale = [a.task_id for a in active if a.task_id]
         for a in active:
             a.status = "cancelled"
@@ -91,28 +117,48 @@ def reap(settings: Settings, now: datetime | None = None) -> list[str]:
     done: list[str] = []
     for row in outbox.claim_stuck(settings, now):
         if row.requeues + 1 > MAX_DELIVERIES:
-            log.error("analysis %s: stuck in %s after %s re-enqueues, giving up", row.id,
-                      row.status, row.requeues)
-            fail_analysis(row, f"it was enqueued {row.requeues + 1} times and never finished (the "
-                       "broker lost it, or no worker took it up), so numcheck stopped "
-                       "trying. Push a new commit or comment `/numcheck rerun` to try again.",
-                  create=True)
+            log.error(
+                "analysis %s: stuck in %s after %s re-enqueues, giving up",
+                row.id,
+                row.status,
+                row.requeues,
+            )
+            fail_analysis(
+                row,
+                f"it was enqueued {row.requeues + 1} times and never finished (the "
+                "broker lost it, or no worker took it up), so numcheck stopped "
+                "trying. Push a new commit or comment `/numcheck rerun` to try again.",
+                create=True,
+            )
             done.append(f"analysis {row.id}: failed after {row.requeues} re-enqueues")
             continue
         try:
             if row.status == "analysed":
-                celery_app.send_task("numcheck.publish", args=[row.id], queue="static",
-                                     task_id=f"numcheck-publish-{row.id}")
+                celery_app.send_task(
+                    "numcheck.publish",
+                    args=[row.id],
+                    queue="static",
+                    task_id=f"numcheck-publish-{row.id}",
+                )
             else:
                 stage = "dynamic" if row.task_id.endswith("-dynamic") else "static"
-                celery_app.send_task("numcheck.analyze", args=[row.id, stage], queue=stage,
-                                     task_id=row.task_id or f"numcheck-analysis-{row.id}-static")
+                celery_app.send_task(
+                    "numcheck.analyze",
+                    args=[row.id, stage],
+                    queue=stage,
+                    task_id=row.task_id or f"numcheck-analysis-{row.id}-static",
+                )
         except Exception as exc:  # noqa: BLE001 - the next round tries again
             log.warning("analysis %s: could not enqueue it again: %s", row.id, exc)
             done.append(f"analysis {row.id}: broker unreachable")
             continue
-        log.warning("analysis %s: no progress in %s, enqueued again (%s of %s)", row.id,
-                    row.status, row.requeues + 1, MAX_DELIVERIES)
+        log.warning(
+            "analysis %s: no progress in %s, enqueued again (%s of %s)",
+            row.id,
+            row.status,
+            row.requeues + 1,
+            MAX_DELIVERIES,
+        )
         done.append(f"analysis {row.id}: enqueued again from {row.status}")
     return done
 
@@ -140,11 +186,23 @@ def defer_for_fairness(settings: Settings, row: Analysis) -> bool:
     if cap <= 0:
         return False
     with session_scope(settings.database_url) as s:
-        running = s.scalar(select(func.count()).select_from(Analysis).where(
-            Analysis.installation_id == row.installation_id, Analysis.id != row.id,
-            Analysis.status == "running")) or 0
+        running = (
+            s.scalar(
+                select(func.count())
+                .select_from(Analysis)
+                .where(
+                    Analysis.installation_id == row.installation_id,
+                    Analysis.id != row.id,
+                    Analysis.status == "running",
+                )
+            )
+            or 0
+        )
         if running < cap:
             return False
-        waiting = s.scalar(select(func.count()).select_from(Analysis).where(
-            Analysis.installation_id != row.installation_id, Analysis.status == "queued"))
+        waiting = s.scalar(
+            select(func.count())
+            .select_from(Analysis)
+            .where(Analysis.installation_id != row.installation_id, Analysis.status == "queued")
+        )
     return bool(waiting)

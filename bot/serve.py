@@ -29,9 +29,12 @@ def default_data_dir() -> Path:
 def embedded_defaults(data_dir: Path) -> dict[str, str]:
     broker = data_dir / "broker"
     (broker / "control").mkdir(parents=True, exist_ok=True)
-    return {"NUMCHECK_BROKER_URL": "filesystem://", "NUMCHECK_BROKER_FOLDER": str(broker),
-            "NUMCHECK_DATABASE_URL": f"sqlite:///{data_dir / 'numcheck.db'}",
-            "NUMCHECK_WORKSPACE_ROOT": str(data_dir / "workspaces")}
+    return {
+        "NUMCHECK_BROKER_URL": "filesystem://",
+        "NUMCHECK_BROKER_FOLDER": str(broker),
+        "NUMCHECK_DATABASE_URL": f"sqlite:///{data_dir / 'numcheck.db'}",
+        "NUMCHECK_WORKSPACE_ROOT": str(data_dir / "workspaces"),
+    }
 
 
 def serve(host: str, port: int, data_dir: Path | None = None) -> int:
@@ -59,9 +62,27 @@ def serve(host: str, port: int, data_dir: Path | None = None) -> int:
         return 2
     env = {**os.environ, **{k: v for k, v in defaults.items() if not os.environ.get(k)}}
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "bot.tasks:celery_app", "worker",
-         "-Q", "static,dynamic", "-c", "1", "--without-gossip", "--without-mingle",
-         "--without-heartbeat", "-l", "info", "-n", "numcheck-serve@%h"], env=env)
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "bot.tasks:celery_app",
+            "worker",
+            "-Q",
+            "static,dynamic",
+            "-c",
+            "1",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-l",
+            "info",
+            "-n",
+            "numcheck-serve@%h",
+        ],
+        env=env,
+    )
     server = make_server(host, port, app, threaded=True)
     reaper = start_reaper(settings)  # re-enqueues analyses whose message was lost
 
@@ -69,9 +90,12 @@ def serve(host: str, port: int, data_dir: Path | None = None) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
-    print(f"numcheck serve: listening on http://{host}:{server.server_port}/webhook "
-          f"(data in {data_dir}; broker {settings.broker_url}; database "
-          f"{settings.database_url})", flush=True)
+    print(
+        f"numcheck serve: listening on http://{host}:{server.server_port}/webhook "
+        f"(data in {data_dir}; broker {settings.broker_url}; database "
+        f"{settings.database_url})",
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -33,18 +33,18 @@ class Settings:
     database_url: str
     github_api_url: str = DEFAULT_API_URL
     # Optional knobs (mostly for tests and small deployments).
-    broker_prefix: str = ""            # kombu global_keyprefix on Redis: isolates deployments
-    broker_folder: str = ""            # filesystem broker: where messages are kept
-    workspace_root: str = ""           # where PR heads are fetched (default: a temp dir)
+    broker_prefix: str = ""  # kombu global_keyprefix on Redis: isolates deployments
+    broker_folder: str = ""  # filesystem broker: where messages are kept
+    workspace_root: str = ""  # where PR heads are fetched (default: a temp dir)
     analyze_drafts: bool = False
-    retry_base_seconds: float = 2.0    # first backoff of a transient GitHub error
+    retry_base_seconds: float = 2.0  # first backoff of a transient GitHub error
     max_retries: int = 6
-    soft_time_limit: int = 900         # seconds per analysis; hard limit and visibility above
+    soft_time_limit: int = 900  # seconds per analysis; hard limit and visibility above
     max_inline_comments: int = 30
     check_name: str = "numcheck"
-    write_interval: float = 1.0        # seconds between mutating GitHub calls (GitHub asks 1)
+    write_interval: float = 1.0  # seconds between mutating GitHub calls (GitHub asks 1)
     report_secret: bytes = field(default=b"", repr=False)  # signs report page links
-    public_url: str = ""               # where GitHub users reach this App (for report links)
+    public_url: str = ""  # where GitHub users reach this App (for report links)
     report_link_days: float = signing.DEFAULT_DAYS  # how long a report link opens its page
     http_timeout: int = 30
     # Ceilings for the time and size limits a repository's settings may ask for
@@ -78,21 +78,28 @@ class Settings:
         if not self.public_url or not self.report_secret:
             return None
         expires = self.report_expiry(issued)
-        return (f"{self.public_url}/report/{analysis_id}?"
-                f"{signing.query(self.report_secret, 'analysis', str(analysis_id), expires)}")
+        return (
+            f"{self.public_url}/report/{analysis_id}?"
+            f"{signing.query(self.report_secret, 'analysis', str(analysis_id), expires)}"
+        )
 
     def repository_report_path(self, repo: str, expires: int) -> str:
         """The signed path (no host) of a repository's report page, expiring at `expires`."""
-        return (f"/report/repo/{quote(repo, safe='/')}?"
-                f"{signing.query(self.report_secret, 'repository', repo, expires)}")
+        return (
+            f"/report/repo/{quote(repo, safe='/')}?"
+            f"{signing.query(self.report_secret, 'repository', repo, expires)}"
+        )
 
     @property
     def limit_caps(self) -> dict[str, float]:
         """The ceilings by the settings key they cap (analyzers.config.LIMIT_KEYS)."""
-        return {"max_file_bytes": self.max_file_bytes, "search_seconds": self.max_search_seconds,
-                "dynamic_timeout": self.max_dynamic_timeout,
-                "harvest_seconds": self.max_harvest_seconds,
-                "script.run_seconds": self.max_script_run_seconds}
+        return {
+            "max_file_bytes": self.max_file_bytes,
+            "search_seconds": self.max_search_seconds,
+            "dynamic_timeout": self.max_dynamic_timeout,
+            "harvest_seconds": self.max_harvest_seconds,
+            "script.run_seconds": self.max_script_run_seconds,
+        }
 
     @property
     def hard_time_limit(self) -> int:
@@ -132,15 +139,18 @@ def _require(env: Mapping[str, str], name: str, hint: str) -> str:
     return value
 
 
-def _url(env: Mapping[str, str], name: str, default: str | None, schemes: tuple[str, ...],
-         hint: str) -> str:
+def _url(
+    env: Mapping[str, str], name: str, default: str | None, schemes: tuple[str, ...], hint: str
+) -> str:
     value = env.get(name, "").strip() or default
     if not value:
         raise SettingsError(f"{name} is not set: {hint}")
     scheme = urlsplit(value).scheme
     if scheme not in schemes:
-        raise SettingsError(f"{name}={value!r} is not a supported URL: expected one of "
-                            f"{', '.join(s + '://' for s in schemes)}")
+        raise SettingsError(
+            f"{name}={value!r} is not a supported URL: expected one of "
+            f"{', '.join(s + '://' for s in schemes)}"
+        )
     return value
 
 
@@ -173,8 +183,10 @@ def _public_url(env: Mapping[str, str]) -> str:
     if urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).netloc:
         raise SettingsError(f"NUMCHECK_PUBLIC_URL={value!r} is not an http(s) URL")
     if not env.get("NUMCHECK_REPORT_SECRET", "").strip():
-        raise SettingsError("NUMCHECK_PUBLIC_URL is set but NUMCHECK_REPORT_SECRET is not: "
-                            "report links are signed with it")
+        raise SettingsError(
+            "NUMCHECK_PUBLIC_URL is set but NUMCHECK_REPORT_SECRET is not: "
+            "report links are signed with it"
+        )
     return value.rstrip("/")
 
 
@@ -187,8 +199,10 @@ def load_private_key(path_text: str) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsError(f"NUMCHECK_PRIVATE_KEY: cannot read {path}: {exc}") from None
     if "PRIVATE KEY-----" not in key:
-        raise SettingsError(f"NUMCHECK_PRIVATE_KEY: {path} is not a PEM private key (GitHub "
-                            "gives one when the App is registered: 'Generate a private key')")
+        raise SettingsError(
+            f"NUMCHECK_PRIVATE_KEY: {path} is not a PEM private key (GitHub "
+            "gives one when the App is registered: 'Generate a private key')"
+        )
     try:
         from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
         from cryptography.hazmat.primitives.serialization import load_pem_private_key
@@ -197,38 +211,58 @@ def load_private_key(path_text: str) -> str:
     except (ValueError, TypeError) as exc:
         raise SettingsError(f"NUMCHECK_PRIVATE_KEY: {path} does not parse: {exc}") from None
     if not isinstance(loaded, RSAPrivateKey):
-        raise SettingsError(f"NUMCHECK_PRIVATE_KEY: {path} is not an RSA key (GitHub Apps sign "
-                            "with RS256)")
+        raise SettingsError(
+            f"NUMCHECK_PRIVATE_KEY: {path} is not an RSA key (GitHub Apps sign with RS256)"
+        )
     return key
 
 
-def from_env(env: Mapping[str, str] | None = None, *, defaults: Mapping[str, str] | None = None
-             ) -> Settings:
+def from_env(
+    env: Mapping[str, str] | None = None, *, defaults: Mapping[str, str] | None = None
+) -> Settings:
     """Settings from `env` (default: os.environ); `defaults` fill unset variables
     (`numcheck serve` uses them for its embedded broker and SQLite file)."""
-    env = {**(defaults or {}), **{k: v for k, v in (os.environ if env is None else env).items()
-                                  if v.strip()}}
+    env = {
+        **(defaults or {}),
+        **{k: v for k, v in (os.environ if env is None else env).items() if v.strip()},
+    }
     raw_id = _require(env, "NUMCHECK_APP_ID", "the App ID from the App's settings page")
     if not raw_id.isdigit() or int(raw_id) <= 0:
         raise SettingsError(f"NUMCHECK_APP_ID={raw_id!r} must be a positive integer")
-    key = load_private_key(_require(env, "NUMCHECK_PRIVATE_KEY",
-                                    "the path of the App's private key (.pem)"))
+    key = load_private_key(
+        _require(env, "NUMCHECK_PRIVATE_KEY", "the path of the App's private key (.pem)")
+    )
     secret = _require(env, "NUMCHECK_WEBHOOK_SECRET", "the webhook secret set on the App")
-    broker = _url(env, "NUMCHECK_BROKER_URL", None, BROKER_SCHEMES,
-                  "e.g. redis://127.0.0.1:6379/0")
+    broker = _url(env, "NUMCHECK_BROKER_URL", None, BROKER_SCHEMES, "e.g. redis://127.0.0.1:6379/0")
     folder = env.get("NUMCHECK_BROKER_FOLDER", "").strip()
     if broker.startswith("filesystem://") and not folder:
-        raise SettingsError("NUMCHECK_BROKER_URL=filesystem:// needs NUMCHECK_BROKER_FOLDER "
-                            "(a directory shared by the web and the worker)")
-    database = _url(env, "NUMCHECK_DATABASE_URL", "sqlite:///numcheck.db", DATABASE_SCHEMES,
-                    "e.g. postgresql+psycopg://user@host/db")
+        raise SettingsError(
+            "NUMCHECK_BROKER_URL=filesystem:// needs NUMCHECK_BROKER_FOLDER "
+            "(a directory shared by the web and the worker)"
+        )
+    database = _url(
+        env,
+        "NUMCHECK_DATABASE_URL",
+        "sqlite:///numcheck.db",
+        DATABASE_SCHEMES,
+        "e.g. postgresql+psycopg://user@host/db",
+    )
     if database.startswith("postgresql://"):
-        database = "postgresql+psycopg://" + database[len("postgresql://"):]
-    api = _url(env, "NUMCHECK_GITHUB_API_URL", DEFAULT_API_URL, ("http", "https"),
-               "https://api.github.com, or https://HOST/api/v3 for GitHub Enterprise")
+        database = "postgresql+psycopg://" + database[len("postgresql://") :]
+    api = _url(
+        env,
+        "NUMCHECK_GITHUB_API_URL",
+        DEFAULT_API_URL,
+        ("http", "https"),
+        "https://api.github.com, or https://HOST/api/v3 for GitHub Enterprise",
+    )
     return Settings(
-        app_id=int(raw_id), private_key=key, webhook_secret=secret.encode("utf-8"),
-        broker_url=broker, database_url=database, github_api_url=api.rstrip("/"),
+        app_id=int(raw_id),
+        private_key=key,
+        webhook_secret=secret.encode("utf-8"),
+        broker_url=broker,
+        database_url=database,
+        github_api_url=api.rstrip("/"),
         broker_prefix=env.get("NUMCHECK_BROKER_PREFIX", "").strip(),
         broker_folder=folder,
         workspace_root=env.get("NUMCHECK_WORKSPACE_ROOT", "").strip(),
@@ -240,20 +274,20 @@ def from_env(env: Mapping[str, str] | None = None, *, defaults: Mapping[str, str
         write_interval=_number(env, "NUMCHECK_WRITE_INTERVAL", 1.0, minimum=0.0),
         report_secret=env.get("NUMCHECK_REPORT_SECRET", "").strip().encode("utf-8"),
         public_url=_public_url(env),
-        report_link_days=_number(env, "NUMCHECK_REPORT_LINK_DAYS", signing.DEFAULT_DAYS,
-                                 minimum=0.01),
+        report_link_days=_number(
+            env, "NUMCHECK_REPORT_LINK_DAYS", signing.DEFAULT_DAYS, minimum=0.01
+        ),
         http_timeout=int(_number(env, "NUMCHECK_HTTP_TIMEOUT", 30, minimum=1)),
         max_file_bytes=int(_number(env, "NUMCHECK_MAX_FILE_BYTES", 5_000_000, minimum=1)),
         max_search_seconds=_number(env, "NUMCHECK_MAX_SEARCH_SECONDS", 30.0, minimum=0.1),
         max_dynamic_timeout=int(_number(env, "NUMCHECK_MAX_DYNAMIC_TIMEOUT", 600, minimum=1)),
         max_harvest_seconds=_number(env, "NUMCHECK_MAX_HARVEST_SECONDS", 300.0, minimum=0.1),
-        max_script_run_seconds=_number(env, "NUMCHECK_MAX_SCRIPT_RUN_SECONDS", 60.0,
-                                       minimum=0.1),
-        command_reply_minutes=_number(env, "NUMCHECK_COMMAND_REPLY_MINUTES", 10.0,
-                                      minimum=0.0),
+        max_script_run_seconds=_number(env, "NUMCHECK_MAX_SCRIPT_RUN_SECONDS", 60.0, minimum=0.1),
+        command_reply_minutes=_number(env, "NUMCHECK_COMMAND_REPLY_MINUTES", 10.0, minimum=0.0),
         reap_after=_number(env, "NUMCHECK_REAP_AFTER", 0.0, minimum=0.0),
         reap_interval=_number(env, "NUMCHECK_REAP_INTERVAL", 60.0, minimum=0.1),
         retention_days=_number(env, "NUMCHECK_RETENTION_DAYS", 90.0, minimum=0.01),
-        installation_concurrency=int(_number(env, "NUMCHECK_INSTALLATION_CONCURRENCY", 1,
-                                             minimum=0)),
+        installation_concurrency=int(
+            _number(env, "NUMCHECK_INSTALLATION_CONCURRENCY", 1, minimum=0)
+        ),
     )

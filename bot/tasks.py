@@ -75,7 +75,7 @@ def _backoff(task: Task, exc: BaseException) -> float:
     from github import GithubException
 
     asked = retry_after(exc) if isinstance(exc, GithubException) else None
-    base = settings.retry_base_seconds * (2 ** task.request.retries)
+    base = settings.retry_base_seconds * (2**task.request.retries)
     return max(asked or 0.0, base * (0.75 + random.random() / 2))
 
 
@@ -102,18 +102,30 @@ def analyze_task(self: Task, analysis_id: int, stage: str = "static") -> str:
         cancel_check_run(row, "Superseded by a newer push or cancelled")
         return "superseded"
     if stage == "static" and defer_for_fairness(settings, row):
-        celery_app.send_task("numcheck.analyze", args=[analysis_id, stage], queue="static",
-                             task_id=self.request.id, countdown=FAIRNESS_DEFER_SECONDS)
+        celery_app.send_task(
+            "numcheck.analyze",
+            args=[analysis_id, stage],
+            queue="static",
+            task_id=self.request.id,
+            countdown=FAIRNESS_DEFER_SECONDS,
+        )
         return "deferred: its installation is at its share while others wait"
     delivery = begin_delivery(analysis_id)
     if delivery > MAX_DELIVERIES:
-        log.error("analysis %s: delivery %s; the %s before never finished, giving up",
-                  analysis_id, delivery, delivery - 1)
-        fail_analysis(row, f"the worker process running it died {delivery - 1} times without "
-                   "finishing (a crash of the analysis on this push's code, or its "
-                   f"{settings.hard_time_limit} s hard time limit), so numcheck stopped "
-                   "trying. Push a new commit or comment `/numcheck rerun` to try again.",
-              create=True)
+        log.error(
+            "analysis %s: delivery %s; the %s before never finished, giving up",
+            analysis_id,
+            delivery,
+            delivery - 1,
+        )
+        fail_analysis(
+            row,
+            f"the worker process running it died {delivery - 1} times without "
+            "finishing (a crash of the analysis on this push's code, or its "
+            f"{settings.hard_time_limit} s hard time limit), so numcheck stopped "
+            "trying. Push a new commit or comment `/numcheck rerun` to try again.",
+            create=True,
+        )
         return "gave up"
     try:
         return jobs.run_analysis(settings, row, stage, client_for(row.installation_id))
@@ -163,8 +175,7 @@ def command_task(self: Task, payload: dict[str, Any]) -> str:
 
 
 @celery_app.task(bind=True, name="numcheck.find_pull", max_retries=None)
-def find_pull_task(self: Task, installation_id: int, repo: str, head_sha: str,
-                   reason: str) -> str:
+def find_pull_task(self: Task, installation_id: int, repo: str, head_sha: str, reason: str) -> str:
     """check_run/check_suite rerequested on a fork PR: its payload lists no pull request, so
     look the head SHA up among the open PRs."""
     settings = get_settings()
@@ -172,11 +183,16 @@ def find_pull_task(self: Task, installation_id: int, repo: str, head_sha: str,
         client = client_for(installation_id)
         for pull in client.open_pulls(repo):
             if pull.get("head", {}).get("sha") == head_sha:
-                return schedule_analysis(settings, installation_id=installation_id,
-                                         repo=repo, number=int(pull["number"]),
-                                         head_sha=head_sha,
-                                         base_sha=str(pull["base"]["sha"]), reason=reason,
-                                         coalesce=True)
+                return schedule_analysis(
+                    settings,
+                    installation_id=installation_id,
+                    repo=repo,
+                    number=int(pull["number"]),
+                    head_sha=head_sha,
+                    base_sha=str(pull["base"]["sha"]),
+                    reason=reason,
+                    coalesce=True,
+                )
         return "no open pull request has that head"
     except Exception as exc:
         if is_transient(exc) and self.request.retries < settings.max_retries:

@@ -29,8 +29,7 @@ def _key(repo: str, number: int, login: str) -> str:
     return f"{repo}#{number}:{login.lower()}"
 
 
-def claim_reply(settings: Settings, repo: str, number: int, login: str,
-                comment_id: int) -> bool:
+def claim_reply(settings: Settings, repo: str, number: int, login: str, comment_id: int) -> bool:
     """True when the bot may answer `comment_id` by `login` on this PR: no other comment of
     theirs there was answered within the window (a window of 0 answers everything)."""
     seconds = int(settings.command_reply_minutes * 60)

@@ -53,8 +53,9 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fla
     def webhook() -> tuple[Response, int]:
         started = time.perf_counter()
         body = request.get_data(cache=False)
-        if not verify_signature(settings.webhook_secret, body,
-                                request.headers.get(SIGNATURE_HEADER)):
+        if not verify_signature(
+            settings.webhook_secret, body, request.headers.get(SIGNATURE_HEADER)
+        ):
             return jsonify(error="missing or invalid X-Hub-Signature-256"), 401
         name = request.headers.get("X-GitHub-Event", "")
         delivery = request.headers.get("X-GitHub-Delivery", "")
@@ -73,12 +74,17 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fla
         event = Event(name, delivery, payload)
         try:
             with session_scope(settings.database_url) as s:
-                s.add(Delivery(id=delivery, event=name, action=event.action or "",
-                               outcome="received"))
+                s.add(
+                    Delivery(id=delivery, event=name, action=event.action or "", outcome="received")
+                )
         except IntegrityError:
             return jsonify(status="duplicate delivery", delivery=delivery), 200
-        if event.sender_is_bot and name not in ("installation", "installation_repositories",
-                                                "check_run", "check_suite"):
+        if event.sender_is_bot and name not in (
+            "installation",
+            "installation_repositories",
+            "check_run",
+            "check_suite",
+        ):
             outcomes = ["ignored: sent by a bot"]
         else:
             try:
@@ -116,4 +122,3 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fla
         return jsonify(status="ok" if healthy else "degraded", **checks), 200 if healthy else 503
 
     return app
-

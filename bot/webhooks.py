@@ -35,8 +35,7 @@ def verify_signature(secret: bytes, body: bytes, header: str | None) -> bool:
     if not header or not header.startswith(_PREFIX):
         return False
     expected = signature(secret, body)
-    return hmac.compare_digest(expected.encode("ascii"), header.strip().encode("ascii",
-                                                                              "replace"))
+    return hmac.compare_digest(expected.encode("ascii"), header.strip().encode("ascii", "replace"))
 
 
 def json_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -71,8 +70,8 @@ def json_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
 class Event:
     """One verified delivery."""
 
-    name: str                    # X-GitHub-Event
-    delivery: str                # X-GitHub-Delivery
+    name: str  # X-GitHub-Event
+    delivery: str  # X-GitHub-Delivery
     payload: dict[str, Any]
 
     @property
@@ -118,6 +117,7 @@ class Router:
             for action in actions or (None,):
                 self._routes.setdefault((event, action), []).append(handler)
             return handler
+
         return add
 
     def handlers(self, event: Event) -> list[Handler]:

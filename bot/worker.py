@@ -25,8 +25,11 @@ def bind_settings(settings: Settings) -> None:
     global _bound
     previous, _bound = _bound, settings
     _tokens.cache_clear()
-    if previous is not None and celery_app.configured and \
-            celery_config(previous) != celery_config(settings):
+    if (
+        previous is not None
+        and celery_app.configured
+        and celery_config(previous) != celery_config(settings)
+    ):
         celery_app.conf.update(celery_config(settings))
         celery_app._after_fork()  # drop the connections and producers of the old broker
 
@@ -44,13 +47,16 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         transport["global_keyprefix"] = settings.broker_prefix
     if settings.broker_url.startswith("filesystem://"):
         folder = settings.broker_folder
-        transport.update(data_folder_in=folder, data_folder_out=folder,
-                         control_folder=folder + "/control", store_processed=False)
+        transport.update(
+            data_folder_in=folder,
+            data_folder_out=folder,
+            control_folder=folder + "/control",
+            store_processed=False,
+        )
     return {
         "broker_url": settings.broker_url,
         # kombu's filesystem channel without its start-up races (bot/broker.py)
-        "broker_transport": TRANSPORT if settings.broker_url.startswith("filesystem://")
-        else None,
+        "broker_transport": TRANSPORT if settings.broker_url.startswith("filesystem://") else None,
         "broker_transport_options": transport,
         "broker_connection_retry_on_startup": True,
         "task_acks_late": True,

@@ -25,13 +25,24 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 Outcome = Literal["ok", "timeout", "out-of-memory", "crashed", "isolation-unavailable"]
-OUTCOMES: tuple[Outcome, ...] = ("ok", "timeout", "out-of-memory", "crashed",
-                                 "isolation-unavailable")
+OUTCOMES: tuple[Outcome, ...] = (
+    "ok",
+    "timeout",
+    "out-of-memory",
+    "crashed",
+    "isolation-unavailable",
+)
 OnRecord = Callable[[dict[str, Any]], None]
 
 # Markers of a process that died because an allocation failed (Python, glibc, C++, PyTorch).
-MEMORY_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory",
-                  "can't allocate memory", "out of memory", "OOM")
+MEMORY_MARKERS = (
+    "MemoryError",
+    "std::bad_alloc",
+    "Cannot allocate memory",
+    "can't allocate memory",
+    "out of memory",
+    "OOM",
+)
 
 
 @dataclass(frozen=True)
@@ -43,15 +54,15 @@ class Limits:
     at about 2.4 GB of address space), and stop a runaway job long before it hurts a worker.
     """
 
-    memory_bytes: int | None = 8 * 1024**3       # address space (RLIMIT_AS) / container memory
-    cpu_seconds: int | None = None               # RLIMIT_CPU; None: 2 x the wall budget + 30 s
-    processes: int | None = 1024                 # RLIMIT_NPROC (threads count) / pids limit
-    file_bytes: int | None = 256 * 1024**2       # RLIMIT_FSIZE: largest file the job may write
-    open_files: int | None = 1024                # RLIMIT_NOFILE
-    output_bytes: int = 32 * 1024 * 1024         # the records stream; past it the run stops
-    stderr_bytes: int = 64 * 1024                # the tail of stderr kept for the reason
-    cpus: float | None = None                    # containers: CPU quota (cores); None: no quota
-    tmpfs_bytes: int = 512 * 1024**2             # HOME, TMPDIR: container /tmp, job workspace
+    memory_bytes: int | None = 8 * 1024**3  # address space (RLIMIT_AS) / container memory
+    cpu_seconds: int | None = None  # RLIMIT_CPU; None: 2 x the wall budget + 30 s
+    processes: int | None = 1024  # RLIMIT_NPROC (threads count) / pids limit
+    file_bytes: int | None = 256 * 1024**2  # RLIMIT_FSIZE: largest file the job may write
+    open_files: int | None = 1024  # RLIMIT_NOFILE
+    output_bytes: int = 32 * 1024 * 1024  # the records stream; past it the run stops
+    stderr_bytes: int = 64 * 1024  # the tail of stderr kept for the reason
+    cpus: float | None = None  # containers: CPU quota (cores); None: no quota
+    tmpfs_bytes: int = 512 * 1024**2  # HOME, TMPDIR: container /tmp, job workspace
 
     def cpu_limit(self, timeout: float) -> int | None:
         if self.cpu_seconds is not None:
@@ -77,8 +88,9 @@ class RunResult:
 class Runner(Protocol):
     """Runs the harness on one job somewhere safe."""
 
-    def run(self, job: dict[str, Any], timeout: float,
-            on_record: OnRecord | None = None) -> RunResult: ...
+    def run(
+        self, job: dict[str, Any], timeout: float, on_record: OnRecord | None = None
+    ) -> RunResult: ...
 
 
 class RecordStream:
@@ -141,7 +153,8 @@ def add_sandbox_report(report: dict[str, Any], stream: RecordStream) -> None:
         why = said.get("why")
         why = why if isinstance(why, str) else "the supervisor gave no reason"
         report.setdefault("warnings", []).append(
-            f"no seccomp filter (sockets other than AF_UNIX stay open to the job): {why[:300]}")
+            f"no seccomp filter (sockets other than AF_UNIX stay open to the job): {why[:300]}"
+        )
 
 
 def looks_out_of_memory(stderr: str) -> bool:

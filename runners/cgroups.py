@@ -107,8 +107,10 @@ def create(limits: Limits) -> tuple[JobCgroup | None, list[str]]:
             return _create_v1(name, limits), []
         return _create_v2(name, limits), []
     except (OSError, ValueError) as exc:
-        return None, [f"no cgroup for the job ({type(exc).__name__}: {exc}): its memory and "
-                      "processes are limited per process and per uid only"]
+        return None, [
+            f"no cgroup for the job ({type(exc).__name__}: {exc}): its memory and "
+            "processes are limited per process and per uid only"
+        ]
 
 
 def _create_v1(name: str, limits: Limits) -> JobCgroup:
@@ -145,8 +147,7 @@ def _create_v2(name: str, limits: Limits) -> JobCgroup:
     available = set((parent / "cgroup.subtree_control").read_text().split())
     missing = {"memory", "pids"} - available
     if missing:
-        raise ValueError(f"the controllers {sorted(missing)} are not delegated to "
-                         f"{parent}")
+        raise ValueError(f"the controllers {sorted(missing)} are not delegated to {parent}")
     path = parent / name
     path.mkdir()
     group = JobCgroup(2, [path])

@@ -52,19 +52,47 @@ from packaging.utils import canonicalize_name
 TEST_EXTRAS = ("test", "tests", "testing")
 # Requirement files for other jobs than running the code: documentation, linters, notebooks,
 # accelerator builds (a CUDA wheel of a framework the worker already has).
-OTHER_PURPOSES = ("doc", "lint", "style", "format", "typing", "mypy", "notebook", "example",
-                  "benchmark", "release", "publish", "cuda", "gpu", "tpu", "rocm")
+OTHER_PURPOSES = (
+    "doc",
+    "lint",
+    "style",
+    "format",
+    "typing",
+    "mypy",
+    "notebook",
+    "example",
+    "benchmark",
+    "release",
+    "publish",
+    "cuda",
+    "gpu",
+    "tpu",
+    "rocm",
+)
 MAX_FILE_BYTES = 256 * 1024  # a declaration file larger than this is not a declaration
 MAX_REQUIREMENTS = 200
 MAX_SCANNED = 500  # Python files read for their imports, when nothing is declared
 MAX_IMPORTED = 30  # packages taken from imports
 # Import names whose distribution on the index is named otherwise; None: not one package
 IMPORTED_AS: dict[str, str | None] = {
-    "PIL": "pillow", "cv2": "opencv-python-headless", "sklearn": "scikit-learn",
-    "skimage": "scikit-image", "yaml": "pyyaml", "bs4": "beautifulsoup4",
-    "dateutil": "python-dateutil", "attr": "attrs", "google": None, "mpl_toolkits": None,
-    "pkg_resources": None, "setuptools": None, "IPython": "ipython", "tensorflow": None,
-    "torch": None, "jax": None, "jaxlib": None, "numpy": None,
+    "PIL": "pillow",
+    "cv2": "opencv-python-headless",
+    "sklearn": "scikit-learn",
+    "skimage": "scikit-image",
+    "yaml": "pyyaml",
+    "bs4": "beautifulsoup4",
+    "dateutil": "python-dateutil",
+    "attr": "attrs",
+    "google": None,
+    "mpl_toolkits": None,
+    "pkg_resources": None,
+    "setuptools": None,
+    "IPython": "ipython",
+    "tensorflow": None,
+    "torch": None,
+    "jax": None,
+    "jaxlib": None,
+    "numpy": None,
 }
 NOT_FROM_THE_INDEX = "a URL or path requirement; only packages from the index are installed"
 # Modules environments once provided and numcheck's may not: the requirement that still does.
@@ -111,18 +139,23 @@ class Declared:
     def imported_names(self) -> set[str]:
         """Canonical distribution names of what the code imports: a requirement among them
         is one the code needs, not a tool of its authors (`sphinx`, `twine`)."""
-        return {canonicalize_name(name) for module in self.modules
-                for name in (module, IMPORTED_AS.get(module) or module)}
+        return {
+            canonicalize_name(name)
+            for module in self.modules
+            for name in (module, IMPORTED_AS.get(module) or module)
+        }
 
     def names(self) -> list[str]:
-        return sorted({canonicalize_name(Requirement(text).name)
-                       for text, _ in self.requirements})
+        return sorted({canonicalize_name(Requirement(text).name) for text, _ in self.requirements})
 
 
 def declared_requirements(root: Path) -> Declared:
     declared = Declared()
-    for name, reader in (("pyproject.toml", _pyproject), ("setup.cfg", _setup_cfg),
-                         ("setup.py", _setup_py)):
+    for name, reader in (
+        ("pyproject.toml", _pyproject),
+        ("setup.cfg", _setup_cfg),
+        ("setup.py", _setup_py),
+    ):
         text = _read(root / name)
         if text is not None:
             reader(text, name, declared)
@@ -135,8 +168,11 @@ def declared_requirements(root: Path) -> Declared:
             for line in text.splitlines():
                 declared.add(line, source)
     own = {canonicalize_name(n) for n in declared.project_names}
-    declared.requirements = [(text, source) for text, source in declared.requirements
-                             if canonicalize_name(Requirement(text).name) not in own]
+    declared.requirements = [
+        (text, source)
+        for text, source in declared.requirements
+        if canonicalize_name(Requirement(text).name) not in own
+    ]
     imports = _imports(root)
     declared.modules = set(imports)
     if not declared.requirements and not declared.rejected:
@@ -170,8 +206,11 @@ def _imports(root: Path) -> dict[str, str]:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for module in _top_level_imports(tree):
-            if module not in found and module not in local \
-                    and module not in sys.stdlib_module_names:
+            if (
+                module not in found
+                and module not in local
+                and module not in sys.stdlib_module_names
+            ):
                 found[module] = path.relative_to(root).as_posix()
     return found
 
@@ -230,10 +269,11 @@ def _pyproject(text: str, source: str, declared: Declared) -> None:
         if isinstance(poetry.get("name"), str):
             declared.project_names.add(poetry["name"])
         deps = poetry.get("dependencies")
-        for name, spec in (deps.items() if isinstance(deps, dict) else ()):
+        for name, spec in deps.items() if isinstance(deps, dict) else ():
             if isinstance(spec, dict) and {"git", "path", "url"} & spec.keys():
-                declared.rejected.append((f"{name} (a git, path or URL source)", source,
-                                          NOT_FROM_THE_INDEX))
+                declared.rejected.append(
+                    (f"{name} (a git, path or URL source)", source, NOT_FROM_THE_INDEX)
+                )
             elif name.lower() != "python":
                 declared.add(_poetry_requirement(name, spec), source)
 
@@ -277,8 +317,11 @@ def _setup_py(text: str, source: str, declared: Declared) -> None:
         return
     names: dict[str, Any] = {}
     for node in tree.body:  # module-level `NAME = literal`, in order
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             value = _literal(node.value, names)
             if value is not None:
                 names[node.targets[0].id] = value
@@ -300,8 +343,13 @@ def _setup_py(text: str, source: str, declared: Declared) -> None:
 
 def _called(node: ast.Call) -> str:
     func = node.func
-    return func.id if isinstance(func, ast.Name) else \
-        func.attr if isinstance(func, ast.Attribute) else ""
+    return (
+        func.id
+        if isinstance(func, ast.Name)
+        else func.attr
+        if isinstance(func, ast.Attribute)
+        else ""
+    )
 
 
 def _literal(node: ast.AST, names: dict[str, Any], depth: int = 0) -> Any:
@@ -316,8 +364,9 @@ def _literal(node: ast.AST, names: dict[str, Any], depth: int = 0) -> Any:
     if isinstance(node, ast.JoinedStr):
         parts = []
         for value in node.values:
-            part = _literal(value.value if isinstance(value, ast.FormattedValue) else value,
-                            names, depth + 1)
+            part = _literal(
+                value.value if isinstance(value, ast.FormattedValue) else value, names, depth + 1
+            )
             if not isinstance(part, str):
                 return None
             parts.append(part)
@@ -333,8 +382,7 @@ def _literal(node: ast.AST, names: dict[str, Any], depth: int = 0) -> Any:
                 out[k] = _literal(value, names, depth + 1)
         return out
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _literal(node.left, names, depth + 1), _literal(node.right, names,
-                                                                      depth + 1)
+        left, right = _literal(node.left, names, depth + 1), _literal(node.right, names, depth + 1)
         if isinstance(left, list) and isinstance(right, list):
             return left + right
         if isinstance(left, str) and isinstance(right, str):

@@ -71,9 +71,21 @@ SET_ASIDE_LIMIT = 16  # requirements set aside one pip error at a time before th
 VENDORED = {"setuptools": "_vendor"}
 # What pip may read of the worker's environment: its own settings, proxies and certificates;
 # never numcheck's or GitHub's secrets.
-PIP_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "SSL_CERT_FILE", "SSL_CERT_DIR",
-                   "REQUESTS_CA_BUNDLE", "http_proxy", "https_proxy", "no_proxy",
-                   "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+PIP_ENVIRONMENT = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+)
 
 
 class DependencyError(Exception):
@@ -83,8 +95,9 @@ class DependencyError(Exception):
 @dataclass(frozen=True)
 class DependencySettings:
     enabled: bool = True
-    cache: Path = field(default_factory=lambda: Path.home() / ".cache" / "numcheck"
-                        / "dependencies")
+    cache: Path = field(
+        default_factory=lambda: Path.home() / ".cache" / "numcheck" / "dependencies"
+    )
     index: str | None = None  # None: pip's own configuration
     seconds: float = 300.0
     max_bytes: int = 2 * 1024**3
@@ -103,10 +116,13 @@ class DependencySettings:
         except ValueError as exc:
             raise DependencyError(f"NUMCHECK_DEPENDENCY_SECONDS/BYTES: {exc}") from None
         cache = env.get("NUMCHECK_DEPENDENCY_CACHE")
-        return cls(enabled=mode == "install",
-                   cache=Path(cache).expanduser() if cache else defaults.cache,
-                   index=env.get("NUMCHECK_PACKAGE_INDEX") or None,
-                   seconds=seconds, max_bytes=max_bytes)
+        return cls(
+            enabled=mode == "install",
+            cache=Path(cache).expanduser() if cache else defaults.cache,
+            index=env.get("NUMCHECK_PACKAGE_INDEX") or None,
+            seconds=seconds,
+            max_bytes=max_bytes,
+        )
 
     def index_dated(self) -> bool:
         """Whether the index can say when a release was uploaded: an index URL (pip's
@@ -137,13 +153,15 @@ class Environment:
     def failed_sentence(self) -> str:
         shown = "; ".join(f"{req} ({why})" for req, why in self.failed[:6])
         more = f"; and {len(self.failed) - 6} more" if len(self.failed) > 6 else ""
-        return ("declared dependencies that could not be installed from wheels: "
-                f"{shown}{more}")
+        return f"declared dependencies that could not be installed from wheels: {shown}{more}"
 
 
-def prepare(checkout: Path, python: str | None = None,
-            settings: DependencySettings | None = None,
-            as_of: datetime | None = None) -> Environment:
+def prepare(
+    checkout: Path,
+    python: str | None = None,
+    settings: DependencySettings | None = None,
+    as_of: datetime | None = None,
+) -> Environment:
     """The environment for `checkout`'s declared dependencies, built or taken from the cache.
     `as_of` (the reviewed commit's time, timezone-aware) bounds each requirement by the
     release current then, where one can be installed (runners/release_dates.py).
@@ -177,10 +195,14 @@ def prepare(checkout: Path, python: str | None = None,
     entry = settings.cache / key
     cached = _load(entry)
     if cached is not None:
-        return Environment(entry / SITE if cached["installed"] else None,
-                           tuple(cached["installed"]), tuple(provided),
-                           tuple((str(r), str(w)) for r, w in cached["failed"]),
-                           True, round(time.monotonic() - started, 3))
+        return Environment(
+            entry / SITE if cached["installed"] else None,
+            tuple(cached["installed"]),
+            tuple(provided),
+            tuple((str(r), str(w)) for r, w in cached["failed"]),
+            True,
+            round(time.monotonic() - started, 3),
+        )
     settings.cache.mkdir(parents=True, exist_ok=True)
     _check_cache_owner(settings.cache)
     deadline = started + settings.seconds
@@ -189,19 +211,32 @@ def prepare(checkout: Path, python: str | None = None,
     try:
         # a module's provider is resolved apart from the interpreter's own release of it
         free = {canonicalize_name(Requirement(t).name) for t in wanted if t in declared.provides}
-        caps = capped(wanted, settings.index, as_of, deadline) \
-            if as_of is not None and settings.index_dated() else {}
-        pins, failed = _resolve(python, wanted, {k: v for k, v in base.items() if k not in free},
-                                settings, building, deadline, declared.imported_names(), caps)
+        caps = (
+            capped(wanted, settings.index, as_of, deadline)
+            if as_of is not None and settings.index_dated()
+            else {}
+        )
+        pins, failed = _resolve(
+            python,
+            wanted,
+            {k: v for k, v in base.items() if k not in free},
+            settings,
+            building,
+            deadline,
+            declared.imported_names(),
+            caps,
+        )
         own = {canonicalize_name(name) for name in declared.project_names}
         pins = [pin for pin in pins if pin.split("==")[0] not in own]  # a test extra's
-        installed: list[str] = []                                      # copy of the project
+        installed: list[str] = []  # copy of the project
         if pins:
             why = _install(python, pins, building / SITE, settings, deadline)
             size = 0 if why else _size(building / SITE)
             if size > settings.max_bytes:
-                why = (f"the environment would take {size / 2**20:.0f} MiB, over the "
-                       f"{settings.max_bytes / 2**20:.0f} MiB limit")
+                why = (
+                    f"the environment would take {size / 2**20:.0f} MiB, over the "
+                    f"{settings.max_bytes / 2**20:.0f} MiB limit"
+                )
             if why:  # nothing is installed: every requirement not failed yet fails with it
                 named = {text for text, _ in failed}
                 failed += [(text, why) for text in wanted if text not in named]
@@ -210,35 +245,58 @@ def prepare(checkout: Path, python: str | None = None,
                 installed = pins
         if not installed:
             shutil.rmtree(building / SITE, ignore_errors=True)
-        manifest = {"format": FORMAT, "installed": installed, "failed": failed,
-                    "created": time.time()}
+        manifest = {
+            "format": FORMAT,
+            "installed": installed,
+            "failed": failed,
+            "created": time.time(),
+        }
         (building / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
         _publish(building, entry)
     finally:
         shutil.rmtree(building, ignore_errors=True)
     _evict(settings.cache, settings.keep)
-    return Environment(entry / SITE if installed else None, tuple(installed), tuple(provided),
-                       tuple((r, w) for r, w in failed), False,
-                       round(time.monotonic() - started, 3))
+    return Environment(
+        entry / SITE if installed else None,
+        tuple(installed),
+        tuple(provided),
+        tuple((r, w) for r, w in failed),
+        False,
+        round(time.monotonic() - started, 3),
+    )
 
 
 def installed_distributions(python: str) -> dict[str, str]:
     """{canonical name: version} of what `python` can import from its own environment."""
-    code = ("import importlib.metadata as m, json; print(json.dumps("
-            "[[d.metadata['Name'], d.version] for d in m.distributions()]))")
+    code = (
+        "import importlib.metadata as m, json; print(json.dumps("
+        "[[d.metadata['Name'], d.version] for d in m.distributions()]))"
+    )
     try:
-        proc = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True,
-                              timeout=60, env=_pip_env())
+        proc = subprocess.run(
+            [python, "-I", "-c", code], capture_output=True, text=True, timeout=60, env=_pip_env()
+        )
         pairs = json.loads(proc.stdout)
     except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as exc:
         raise DependencyError(f"could not list the packages of {python}: {exc}") from None
     return {canonicalize_name(name): version for name, version in pairs if name}
 
 
-def _key(wanted: list[str], python: str, base: dict[str, str],
-         settings: DependencySettings, as_of: datetime | None = None) -> str:
-    parts: list[Any] = [FORMAT, sorted(wanted), os.path.realpath(python), sorted(base.items()),
-                        settings.index, settings.max_bytes]
+def _key(
+    wanted: list[str],
+    python: str,
+    base: dict[str, str],
+    settings: DependencySettings,
+    as_of: datetime | None = None,
+) -> str:
+    parts: list[Any] = [
+        FORMAT,
+        sorted(wanted),
+        os.path.realpath(python),
+        sorted(base.items()),
+        settings.index,
+        settings.max_bytes,
+    ]
     if as_of is not None and settings.index_dated():
         parts.append(as_of.astimezone(UTC).date().isoformat())
     text = json.dumps(parts)
@@ -265,14 +323,21 @@ def _check_cache_owner(cache: Path) -> None:
     """The cache is code the jobs import: it must be this worker's alone to write."""
     info = cache.stat()
     if info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        raise DependencyError(f"the dependency cache {cache} must belong to this user and be "
-                              "writable by no one else")
+        raise DependencyError(
+            f"the dependency cache {cache} must belong to this user and be writable by no one else"
+        )
 
 
-def _resolve(python: str, wanted: list[str], base: dict[str, str],
-             settings: DependencySettings, work: Path, deadline: float,
-             imported: Collection[str] = (),
-             caps: Mapping[str, str] | None = None) -> tuple[list[str], list[tuple[str, str]]]:
+def _resolve(
+    python: str,
+    wanted: list[str],
+    base: dict[str, str],
+    settings: DependencySettings,
+    work: Path,
+    deadline: float,
+    imported: Collection[str] = (),
+    caps: Mapping[str, str] | None = None,
+) -> tuple[list[str], list[tuple[str, str]]]:
     """Pins (name==version) of what pip would install for `wanted` next to the interpreter's
     own packages. When they cannot be resolved together, the requirement pip's error names
     is set aside and the rest tried together again (an old repository's one pin without a
@@ -283,8 +348,14 @@ def _resolve(python: str, wanted: list[str], base: dict[str, str],
     its cap (the release current then has no wheel for this Python), and set aside only if
     it fails again."""
     constraints = work / "constraints.txt"
-    constraints.write_text("".join(f"{name}=={version}\n" for name, version in base.items()
-                                   if not version.endswith(".dev0")), encoding="utf-8")
+    constraints.write_text(
+        "".join(
+            f"{name}=={version}\n"
+            for name, version in base.items()
+            if not version.endswith(".dev0")
+        ),
+        encoding="utf-8",
+    )
     caps = dict(caps or {})
     remaining = [caps.get(text, text) for text in wanted]
     uncapped = {cap: text for text, cap in caps.items()}
@@ -297,8 +368,11 @@ def _resolve(python: str, wanted: list[str], base: dict[str, str],
         freed = [text for text in named if text in uncapped]
         if freed and time.monotonic() <= deadline:  # in the same round as any set aside
             named = [text for text in named if text not in freed]
-            remaining = [uncapped.pop(text) if text in freed else text for text in remaining
-                         if text not in named]
+            remaining = [
+                uncapped.pop(text) if text in freed else text
+                for text in remaining
+                if text not in named
+            ]
             failed += [(text, why) for text in named]
             continue
         if len(remaining) == 1:
@@ -311,8 +385,12 @@ def _resolve(python: str, wanted: list[str], base: dict[str, str],
     chosen: dict[str, str] = {}
     for index, text in enumerate(remaining):
         if index >= ALONE_LIMIT or time.monotonic() > deadline:
-            failed.append((uncapped.get(text, text),
-                           "not tried: the dependency step ran out of time or turns"))
+            failed.append(
+                (
+                    uncapped.get(text, text),
+                    "not tried: the dependency step ran out of time or turns",
+                )
+            )
             continue
         alone, why = _dry_run(python, [text], constraints, settings, work, deadline)
         if alone is None and text in uncapped:  # the release current then has no wheel here
@@ -329,11 +407,15 @@ def _resolve(python: str, wanted: list[str], base: dict[str, str],
 # What pip's shortened reason (`_pip_reason`) says is at fault: the requirement it found no
 # version of (or the one that pulled that in: `jsondiff==1.1.1 (from moto)`), or the package
 # whose dependencies conflict (`awscli 1.15.85 depends on PyYAML<=3.13`).
-_NO_VERSION = re.compile(r"satisfies the requirement (?P<name>[A-Za-z0-9._-]+)[^(]*"
-                         r"(?:\(from (?!versions:)(?P<parent>[A-Za-z0-9._-]+))?")
+_NO_VERSION = re.compile(
+    r"satisfies the requirement (?P<name>[A-Za-z0-9._-]+)[^(]*"
+    r"(?:\(from (?!versions:)(?P<parent>[A-Za-z0-9._-]+))?"
+)
 _NO_DISTRIBUTION = re.compile(r"No matching distribution found for (?P<name>[A-Za-z0-9._-]+)")
-_CONFLICT = re.compile(r"(?:^|; |: )(?P<name>[A-Za-z0-9._-]+) \S+ depends on"
-                       r"|The user requested (?P<requested>[A-Za-z0-9._-]+)")
+_CONFLICT = re.compile(
+    r"(?:^|; |: )(?P<name>[A-Za-z0-9._-]+) \S+ depends on"
+    r"|The user requested (?P<requested>[A-Za-z0-9._-]+)"
+)
 
 
 def culprits(why: str, wanted: list[str]) -> list[str]:
@@ -348,34 +430,70 @@ def culprits(why: str, wanted: list[str]) -> list[str]:
     return [text for text in wanted if canonicalize_name(Requirement(text).name) in canonical]
 
 
-def _dry_run(python: str, wanted: list[str], constraints: Path, settings: DependencySettings,
-             work: Path, deadline: float) -> tuple[list[str] | None, str]:
+def _dry_run(
+    python: str,
+    wanted: list[str],
+    constraints: Path,
+    settings: DependencySettings,
+    work: Path,
+    deadline: float,
+) -> tuple[list[str] | None, str]:
     requirements = work / "requirements.txt"
     requirements.write_text("".join(f"{text}\n" for text in wanted), encoding="utf-8")
     report = work / "report.json"
     report.unlink(missing_ok=True)
-    ok, why = _pip(python, ["install", "--dry-run", "--report", str(report),
-                            "--only-binary", ":all:", "--constraint", str(constraints),
-                            *settings.index_args(), "--requirement", str(requirements)],
-                   deadline)
+    ok, why = _pip(
+        python,
+        [
+            "install",
+            "--dry-run",
+            "--report",
+            str(report),
+            "--only-binary",
+            ":all:",
+            "--constraint",
+            str(constraints),
+            *settings.index_args(),
+            "--requirement",
+            str(requirements),
+        ],
+        deadline,
+    )
     if not ok:
         return None, why.replace(f"-r {requirements}", "the requirements")
     try:
         data = json.loads(report.read_text(encoding="utf-8"))
-        pins = [f"{canonicalize_name(item['metadata']['name'])}=={item['metadata']['version']}"
-                for item in data.get("install", [])]
+        pins = [
+            f"{canonicalize_name(item['metadata']['name'])}=={item['metadata']['version']}"
+            for item in data.get("install", [])
+        ]
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
         return None, f"pip's report could not be read: {exc}"
     return sorted(pins), ""
 
 
-def _install(python: str, pins: list[str], site: Path, settings: DependencySettings,
-             deadline: float) -> str:
+def _install(
+    python: str, pins: list[str], site: Path, settings: DependencySettings, deadline: float
+) -> str:
     pinned = site.parent / "pins.txt"
     pinned.write_text("".join(f"{pin}\n" for pin in pins), encoding="utf-8")
-    ok, why = _pip(python, ["install", "--quiet", "--no-deps", "--only-binary", ":all:",
-                            "--no-warn-script-location", "--target", str(site),
-                            *settings.index_args(), "--requirement", str(pinned)], deadline)
+    ok, why = _pip(
+        python,
+        [
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--no-warn-script-location",
+            "--target",
+            str(site),
+            *settings.index_args(),
+            "--requirement",
+            str(pinned),
+        ],
+        deadline,
+    )
     return "" if ok else why
 
 
@@ -392,8 +510,12 @@ def _drop_shadowing(site: Path, checkout: Path, importable: set[str]) -> None:
         name = entry.name.removesuffix(".py")
         if entry.name.endswith((".dist-info", ".data")) or name in ("bin", "__pycache__"):
             continue
-        if (checkout / name / "__init__.py").is_file() or (checkout / f"{name}.py").is_file() \
-                or name == "tests" or name in importable:
+        if (
+            (checkout / name / "__init__.py").is_file()
+            or (checkout / f"{name}.py").is_file()
+            or name == "tests"
+            or name in importable
+        ):
             kept = VENDORED.get(name)
             if kept and entry.is_dir() and (entry / kept).is_dir():
                 for inside in entry.iterdir():  # a namespace folder: never imported instead
@@ -413,11 +535,19 @@ def _remove(entry: Path) -> None:
 def importable_names(python: str) -> set[str]:
     """The top-level modules `python` imports without the folder: its standard library and
     its own site-packages."""
-    code = ("import json, pkgutil, sys; print(json.dumps(sorted(set(sys.stdlib_module_names)"
-            " | {m.name for m in pkgutil.iter_modules()})))")
+    code = (
+        "import json, pkgutil, sys; print(json.dumps(sorted(set(sys.stdlib_module_names)"
+        " | {m.name for m in pkgutil.iter_modules()})))"
+    )
     try:
-        proc = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True,
-                              timeout=60, env=_pip_env(), cwd="/")
+        proc = subprocess.run(
+            [python, "-I", "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=_pip_env(),
+            cwd="/",
+        )
         return set(json.loads(proc.stdout))
     except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as exc:
         raise DependencyError(f"could not list the modules of {python}: {exc}") from None
@@ -428,9 +558,14 @@ def _pip(python: str, args: list[str], deadline: float) -> tuple[bool, str]:
     if left <= 1:
         return False, "the dependency step ran out of time"
     try:
-        proc = subprocess.run([python, "-I", "-m", "pip", *args, "--no-input",
-                               "--disable-pip-version-check"], capture_output=True,
-                              text=True, timeout=left, env=_pip_env(), cwd="/")
+        proc = subprocess.run(
+            [python, "-I", "-m", "pip", *args, "--no-input", "--disable-pip-version-check"],
+            capture_output=True,
+            text=True,
+            timeout=left,
+            env=_pip_env(),
+            cwd="/",
+        )
     except subprocess.TimeoutExpired:
         return False, "pip did not finish within the dependency step's time limit"
     except OSError as exc:
@@ -438,7 +573,7 @@ def _pip(python: str, args: list[str], deadline: float) -> tuple[bool, str]:
     if proc.returncode == 0:
         return True, ""
     return False, _pip_reason(proc.stdout + "\n" + proc.stderr)  # the conflict's lines:
-                                                                  # stdout
+    # stdout
 
 
 def _pip_reason(stderr: str) -> str:
@@ -448,22 +583,31 @@ def _pip_reason(stderr: str) -> str:
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     if "The conflict is caused by:" in lines:
         start = lines.index("The conflict is caused by:") + 1
-        cause = [line.replace("The user requested (constraint)", "numcheck's environment has")
-                 for line in itertools.takewhile(lambda t: not t.startswith("To fix"),
-                                                 lines[start:start + 8])]
+        cause = [
+            line.replace("The user requested (constraint)", "numcheck's environment has")
+            for line in itertools.takewhile(
+                lambda t: not t.startswith("To fix"), lines[start : start + 8]
+            )
+        ]
         mine = [line for line in cause if line.startswith("numcheck's")]  # the pinned side
         theirs = [line for line in cause if not line.startswith("numcheck's")][:2]
         return f"conflicts with numcheck's environment: {'; '.join(theirs + mine)}"[:300]
     errors = [line.removeprefix("ERROR: ") for line in lines if line.startswith("ERROR:")]
-    missing = [line for line in errors if line.startswith(("No matching distribution",
-                                                           "Could not find a version"))]
+    missing = [
+        line
+        for line in errors
+        if line.startswith(("No matching distribution", "Could not find a version"))
+    ]
     text = (missing or errors or lines[-1:] or ["pip failed"])[0]
     return text[:240]
 
 
 def _pip_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k in PIP_ENVIRONMENT or (k.startswith("PIP_") and "PASSWORD" not in k)}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k in PIP_ENVIRONMENT or (k.startswith("PIP_") and "PASSWORD" not in k)
+    }
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 

@@ -85,11 +85,22 @@ def container_env() -> dict[str, str]:
     return env
 
 
-def container_spec(*, image: str, checkout: str, job_dir: str, run_id: str,
-                   worker_id: str, limits: Limits, timeout: float, gpu: bool,
-                   gpu_ids: list[str] | None = None, user: str = CONTAINER_USER,
-                   now: float | None = None, dependencies: str | None = None,
-                   checkout_size: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+def container_spec(
+    *,
+    image: str,
+    checkout: str,
+    job_dir: str,
+    run_id: str,
+    worker_id: str,
+    limits: Limits,
+    timeout: float,
+    gpu: bool,
+    gpu_ids: list[str] | None = None,
+    user: str = CONTAINER_USER,
+    now: float | None = None,
+    dependencies: str | None = None,
+    checkout_size: tuple[int, int] = (0, 0),
+) -> dict[str, Any]:
     """The keyword arguments of `client.containers.create()` for one job. `checkout_size`:
     the checkout's (bytes as a tmpfs holds them, files and folders), what the scratch copy's
     tmpfs holds on top of the workspace's cap."""
@@ -99,34 +110,38 @@ def container_spec(*, image: str, checkout: str, job_dir: str, run_id: str,
     if limits.file_bytes is not None:
         ulimits.append({"name": "fsize", "soft": limits.file_bytes, "hard": limits.file_bytes})
     if limits.open_files is not None:
-        ulimits.append({"name": "nofile", "soft": limits.open_files,
-                        "hard": limits.open_files})
+        ulimits.append({"name": "nofile", "soft": limits.open_files, "hard": limits.open_files})
     if cpu is not None:
         ulimits.append({"name": "cpu", "soft": cpu, "hard": cpu + 5})
     if limits.memory_bytes is not None:
         # per process, as the local runner's: an allocation past it fails inside the PR's
         # code (MemoryError, that finding's error) before the container's memory cgroup,
         # which counts every process together, kills the whole job
-        ulimits.append({"name": "data", "soft": limits.memory_bytes,
-                        "hard": limits.memory_bytes})
+        ulimits.append({"name": "data", "soft": limits.memory_bytes, "hard": limits.memory_bytes})
     spec: dict[str, Any] = {
         "image": image,
         # -I: not the working directory (the PR's scratch copy) first on sys.path, so a PR's
         # own runners/harness.py cannot stand in for the installed harness
         # the scratch copy is made in the container, on its own capped tmpfs: what the job
         # writes in its checkout never reaches the worker's disk
-        "command": ["/bin/sh", "-c", f"cp -R {REPO_MOUNT}/. {WORK_MOUNT}/ && chmod 0700 "
-                    f"{WORK_MOUNT} && exec python -I -m runners.harness < {JOB_MOUNT}/job.json"],
+        "command": [
+            "/bin/sh",
+            "-c",
+            f"cp -R {REPO_MOUNT}/. {WORK_MOUNT}/ && chmod 0700 "
+            f"{WORK_MOUNT} && exec python -I -m runners.harness < {JOB_MOUNT}/job.json",
+        ],
         "user": user,
         "working_dir": WORK_MOUNT,
         "environment": container_env(),
         "network_disabled": True,
         "network_mode": "none",
         "read_only": True,
-        "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={limits.tmpfs_bytes}",
-                  WORK_MOUNT: f"rw,exec,nosuid,nodev,{_owned_by(user)},"
-                              f"size={checkout_size[0] + limits.tmpfs_bytes},"
-                              f"nr_inodes={checkout_size[1] + SCRATCH_FILES}"},
+        "tmpfs": {
+            "/tmp": f"rw,nosuid,nodev,size={limits.tmpfs_bytes}",
+            WORK_MOUNT: f"rw,exec,nosuid,nodev,{_owned_by(user)},"
+            f"size={checkout_size[0] + limits.tmpfs_bytes},"
+            f"nr_inodes={checkout_size[1] + SCRATCH_FILES}",
+        },
         "volumes": {
             checkout: {"bind": REPO_MOUNT, "mode": "ro"},
             job_dir: {"bind": JOB_MOUNT, "mode": "ro"},
@@ -140,10 +155,16 @@ def container_spec(*, image: str, checkout: str, job_dir: str, run_id: str,
         "init": True,
         "pids_limit": limits.processes if limits.processes is not None else -1,
         "ulimits": ulimits,
-        "log_config": {"type": "json-file",
-                       "config": {"max-size": str(limits.output_bytes), "max-file": "1"}},
-        "labels": {LABEL: "1", "numcheck.run-id": run_id, "numcheck.worker": worker_id,
-                   "numcheck.deadline": str(int(now + timeout + SWEEP_GRACE))},
+        "log_config": {
+            "type": "json-file",
+            "config": {"max-size": str(limits.output_bytes), "max-file": "1"},
+        },
+        "labels": {
+            LABEL: "1",
+            "numcheck.run-id": run_id,
+            "numcheck.worker": worker_id,
+            "numcheck.deadline": str(int(now + timeout + SWEEP_GRACE)),
+        },
         "stdin_open": False,
         "tty": False,
         "detach": True,
@@ -216,10 +237,15 @@ class DockerRunner:
         else:
             chosen = default
         if asked and asked != chosen:
-            return chosen, (f"the repository's runner_image {asked!r} was not used: "
-                            + ("the operator maps this repository to its own image"
-                               if mapped else "it is not among the operator's allowed "
-                               "images (NUMCHECK_RUNNER_ALLOWED_IMAGES)"))
+            return chosen, (
+                f"the repository's runner_image {asked!r} was not used: "
+                + (
+                    "the operator maps this repository to its own image"
+                    if mapped
+                    else "it is not among the operator's allowed "
+                    "images (NUMCHECK_RUNNER_ALLOWED_IMAGES)"
+                )
+            )
         return chosen, None
 
     def image_for(self, job: Mapping[str, Any]) -> str:
@@ -236,12 +262,18 @@ class DockerRunner:
                     removed += 1
         return removed
 
-    def run(self, job: dict[str, Any], timeout: float,
-            on_record: OnRecord | None = None) -> RunResult:
+    def run(
+        self, job: dict[str, Any], timeout: float, on_record: OnRecord | None = None
+    ) -> RunResult:
         warnings: list[str] = []
-        isolation: dict[str, Any] = {"network": True, "pid_namespace": True,
-                                     "mount_namespace": True, "read_only_fs": True,
-                                     "user": CONTAINER_USER, "warnings": warnings}
+        isolation: dict[str, Any] = {
+            "network": True,
+            "pid_namespace": True,
+            "mount_namespace": True,
+            "read_only_fs": True,
+            "user": CONTAINER_USER,
+            "warnings": warnings,
+        }
         try:
             client = self._client()
             client.ping()
@@ -249,8 +281,13 @@ class DockerRunner:
                 self.sweep()
                 self._swept = True
         except Exception as exc:  # no SDK, no engine, no permission on the socket
-            return RunResult("isolation-unavailable", [], "no Docker engine answers: "
-                             f"{type(exc).__name__}: {exc}", "", isolation)
+            return RunResult(
+                "isolation-unavailable",
+                [],
+                f"no Docker engine answers: {type(exc).__name__}: {exc}",
+                "",
+                isolation,
+            )
         nonce = secrets.token_hex(16)
         run_id = secrets.token_hex(8)
         gpu = wants_gpu(job, self.gpus)
@@ -264,38 +301,57 @@ class DockerRunner:
             shutil.copytree(checkout, pristine, symlinks=True, ignore=_ignore_git(checkout))
             job_dir.mkdir()
             site = job.get("dependencies")
-            inner = {**job, "repo": WORK_MOUNT, "checkout": REPO_MOUNT, "nonce": nonce,
-                     "device": job.get("device", "auto"),
-                     "dependencies": DEPENDENCIES_MOUNT if site else None}
+            inner = {
+                **job,
+                "repo": WORK_MOUNT,
+                "checkout": REPO_MOUNT,
+                "nonce": nonce,
+                "device": job.get("device", "auto"),
+                "dependencies": DEPENDENCIES_MOUNT if site else None,
+            }
             (job_dir / "job.json").write_text(json.dumps(inner), encoding="utf-8")
             if not _hand_to_container(root):
                 warnings.append(
                     "the job's copies could not be given to the container's user (the worker "
-                    "is not root): they are readable by every local user while the job runs")
+                    "is not root): they are readable by every local user while the job runs"
+                )
             image, refused = self.image_choice(job)
             if refused:
                 warnings.append(refused)
-            spec = container_spec(image=image, checkout=str(pristine),
-                                  checkout_size=tree_size(pristine),
-                                  job_dir=str(job_dir), run_id=run_id,
-                                  worker_id=self.worker_id, limits=self.limits,
-                                  timeout=timeout, gpu=gpu, gpu_ids=self.gpu_ids,
-                                  dependencies=site)
+            spec = container_spec(
+                image=image,
+                checkout=str(pristine),
+                checkout_size=tree_size(pristine),
+                job_dir=str(job_dir),
+                run_id=run_id,
+                worker_id=self.worker_id,
+                limits=self.limits,
+                timeout=timeout,
+                gpu=gpu,
+                gpu_ids=self.gpu_ids,
+                dependencies=site,
+            )
             isolation["image"] = spec["image"]
             isolation["gpu"] = gpu
             return self._execute(client, spec, nonce, timeout, on_record, isolation)
         finally:
             shutil.rmtree(root, ignore_errors=True)
 
-    def _execute(self, client: Any, spec: dict[str, Any], nonce: str, timeout: float,
-                 on_record: OnRecord | None, isolation: dict[str, Any]) -> RunResult:
+    def _execute(
+        self,
+        client: Any,
+        spec: dict[str, Any],
+        nonce: str,
+        timeout: float,
+        on_record: OnRecord | None,
+        isolation: dict[str, Any],
+    ) -> RunResult:
         stream = RecordStream(nonce, self.limits.output_bytes, on_record)
         container = client.containers.create(**spec)
         timed_out = False
         try:
             container.start()
-            reader = threading.Thread(target=_read_stdout, args=(container, stream),
-                                      daemon=True)
+            reader = threading.Thread(target=_read_stdout, args=(container, stream), daemon=True)
             reader.start()
             deadline = time.monotonic() + timeout
             while True:
@@ -314,7 +370,7 @@ class DockerRunner:
             reader.join(timeout=5)
             stream.close()
             stderr = container.logs(stdout=False, stderr=True, tail=200)
-            stderr_text = stderr.decode("utf-8", "replace")[-self.limits.stderr_bytes:]
+            stderr_text = stderr.decode("utf-8", "replace")[-self.limits.stderr_bytes :]
         finally:
             with contextlib.suppress(Exception):
                 container.remove(force=True)
@@ -344,14 +400,16 @@ def _wait(container: Any) -> dict[str, Any]:
     return state
 
 
-def _classify(state: Mapping[str, Any], stream: RecordStream, timed_out: bool,
-              timeout: float, limits: Limits) -> tuple[Outcome, str]:
+def _classify(
+    state: Mapping[str, Any], stream: RecordStream, timed_out: bool, timeout: float, limits: Limits
+) -> tuple[Outcome, str]:
     status = int(state.get("ExitCode", -1))
     if timed_out:
         return "timeout", f"the container passed its {timeout:g} s limit and was killed"
     if stream.overflow:
-        return "crashed", (f"the harness wrote more than {limits.output_bytes} bytes of "
-                           "records and was stopped")
+        return "crashed", (
+            f"the harness wrote more than {limits.output_bytes} bytes of records and was stopped"
+        )
     if state.get("OOMKilled"):
         memory = limits.memory_bytes or 0
         return "out-of-memory", f"the container hit its memory limit ({memory // 2**20} MiB)"
@@ -364,8 +422,10 @@ def _classify(state: Mapping[str, Any], stream: RecordStream, timed_out: bool,
 
 def _ignore_git(checkout: str) -> Any:
     """copytree's ignore: the checkout's own top-level `.git`, nothing else."""
+
     def ignore(directory: str, names: list[str]) -> set[str]:
         return {".git"} & set(names) if os.path.samefile(directory, checkout) else set()
+
     return ignore
 
 
@@ -386,8 +446,9 @@ def _hand_to_container(root: Path) -> bool:
                     os.chmod(path, os.lstat(path).st_mode & 0o100 | 0o600)
             for name in dirs:
                 if os.path.islink(os.path.join(top, name)):
-                    os.chown(os.path.join(top, name), CONTAINER_UID, CONTAINER_GID,
-                             follow_symlinks=False)
+                    os.chown(
+                        os.path.join(top, name), CONTAINER_UID, CONTAINER_GID, follow_symlinks=False
+                    )
             dirs[:] = [name for name in dirs if not os.path.islink(os.path.join(top, name))]
         return True
     except PermissionError:
@@ -465,15 +526,23 @@ def runner_from_env(env: Mapping[str, str] | None = None) -> Any:
         if pair.strip():
             repository, sep, image = pair.partition("=")
             if not sep or not repository.strip() or not image.strip():
-                raise ValueError(f"NUMCHECK_RUNNER_IMAGES: {pair.strip()!r} is not "
-                                 "owner/name=image")
+                raise ValueError(
+                    f"NUMCHECK_RUNNER_IMAGES: {pair.strip()!r} is not owner/name=image"
+                )
             images[repository.strip()] = image.strip()
-    allowed = tuple(p.strip() for p in env.get("NUMCHECK_RUNNER_ALLOWED_IMAGES", "").split(",")
-                    if p.strip())
+    allowed = tuple(
+        p.strip() for p in env.get("NUMCHECK_RUNNER_ALLOWED_IMAGES", "").split(",") if p.strip()
+    )
     return DockerRunner(
-        images=images, allowed_images=allowed,
+        images=images,
+        allowed_images=allowed,
         default_image=env.get("NUMCHECK_RUNNER_IMAGE", "").strip() or DEFAULT_IMAGE,
         cuda_image=env.get("NUMCHECK_RUNNER_CUDA_IMAGE", "").strip() or DEFAULT_CUDA_IMAGE,
-        gpus=bool(gpus), gpu_ids=ids,
-        work_root=(env.get("NUMCHECK_RUNNER_WORK_ROOT", "").strip()
-                   or env.get("NUMCHECK_WORKSPACE_ROOT", "").strip() or None))
+        gpus=bool(gpus),
+        gpu_ids=ids,
+        work_root=(
+            env.get("NUMCHECK_RUNNER_WORK_ROOT", "").strip()
+            or env.get("NUMCHECK_WORKSPACE_ROOT", "").strip()
+            or None
+        ),
+    )

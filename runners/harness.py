@@ -40,9 +40,14 @@ from typing import Any
 # Keras 3 runs on TensorFlow here
 SUPPORTED_FRAMEWORKS = ("torch", "tensorflow", "keras", "jax", "numpy")
 # What `confirm` runs on, imported before the checkout is on sys.path (they import torch).
-OWN_IMPORTS = ("analyzers", "analyzers.dynamic.layout", "analyzers.dynamic.entries",
-               "analyzers.dynamic.localise", "analyzers.dynamic.reproducer",
-               "analyzers.dynamic.search")
+OWN_IMPORTS = (
+    "analyzers",
+    "analyzers.dynamic.layout",
+    "analyzers.dynamic.entries",
+    "analyzers.dynamic.localise",
+    "analyzers.dynamic.reproducer",
+    "analyzers.dynamic.search",
+)
 
 
 # The declared dependencies' folder when the job has one: the reproducer's child Python gets it
@@ -79,6 +84,7 @@ class FindingTimeout(BaseException):
 @contextlib.contextmanager
 def _deadline(seconds: float) -> Iterator[None]:
     """A hard stop for one finding, even when the PR's code loops forever in Python."""
+
     def expire(signum: int, frame: object) -> None:
         raise FindingTimeout(f"the code did not finish within {seconds:g} s")
 
@@ -95,14 +101,21 @@ def _run_reproducer(repo: Path, source: str) -> tuple[int | None, str]:
     """Run the script once in `repo`: (exit status, None on timeout; stderr's tail)."""
     from analyzers.dynamic.layout import search_path
 
-    with tempfile.NamedTemporaryFile("w", suffix="_numcheck_repro.py", dir=repo,
-                                     delete=False) as handle:
+    with tempfile.NamedTemporaryFile(
+        "w", suffix="_numcheck_repro.py", dir=repo, delete=False
+    ) as handle:
         handle.write(source)
         script = Path(handle.name)
     try:
         path = os.pathsep.join([*search_path(repo), *DEPENDENCY_PATHS])
-        proc = subprocess.run([sys.executable, str(script)], cwd=repo, capture_output=True,
-                              text=True, timeout=60, env={**os.environ, "PYTHONPATH": path})
+        proc = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": path},
+        )
     except subprocess.TimeoutExpired:
         return None, "the reproducer did not finish within 60 s"
     finally:
@@ -117,8 +130,9 @@ def _check_reproducer(repo: Path, source: str) -> tuple[bool, str]:
     return failed, stderr
 
 
-def _reproducer_that_loads(repo: Path, entry: Any, inputs: list[Any], target: Any,
-                           seed: int) -> tuple[dict[str, Any], str, bool, str, Any]:
+def _reproducer_that_loads(
+    repo: Path, entry: Any, inputs: list[Any], target: Any, seed: int
+) -> tuple[dict[str, Any], str, bool, str, Any]:
     """(plan, its script, whether it fails as it must, its stderr, the entry as the script
     loads it: the fix stage loads its patched copies the same way). A module the search
     found already imported (the tests' run loaded it) may not import in a fresh process:
@@ -137,21 +151,22 @@ def _reproducer_that_loads(repo: Path, entry: Any, inputs: list[Any], target: An
     fails, stderr = _check_reproducer(repo, script)
     # what the fresh process misses, stood in for as the search's loading would have
     for _ in range(MAX_STAND_INS if hasattr(entry, "stand_ins") else 0):
-        missing = None if fails or "AssertionError" in stderr else \
-            missing_in_traceback(stderr, package_base(repo, entry.target.split(":")[0]))
+        missing = (
+            None
+            if fails or "AssertionError" in stderr
+            else missing_in_traceback(stderr, package_base(repo, entry.target.split(":")[0]))
+        )
         if missing is None or missing in getattr(entry, "stand_ins", ()):
             break
-        entry = dataclasses.replace(entry, stand_ins=tuple(sorted({*entry.stand_ins,
-                                                                   missing})))
+        entry = dataclasses.replace(entry, stand_ins=tuple(sorted({*entry.stand_ins, missing})))
         plan, script = _written(entry, inputs, target, seed)
         fails, stderr = _check_reproducer(repo, script)
     loading = getattr(entry, "loading", "import")
     if fails or loading == "extracted" or "AssertionError" in stderr:
         return plan, script, fails, stderr, entry
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    why = entry.loading_why if loading != "import" else lines[-1][:200] if lines else \
-        "it fails"
-    for how in ("package-stubs", "extracted")[1 if loading == "package-stubs" else 0:]:
+    why = entry.loading_why if loading != "import" else lines[-1][:200] if lines else "it fails"
+    for how in ("package-stubs", "extracted")[1 if loading == "package-stubs" else 0 :]:
         loaded = dataclasses.replace(entry, loading=how, loading_why=why)
         again_plan, again = _written(loaded, inputs, target, seed)
         again_fails, again_stderr = _check_reproducer(repo, again)
@@ -172,13 +187,21 @@ def _harvested_entry(repo: Path, key: str, call: Any) -> Any:
         raise EntryError(f"recorded call of {key} cannot be replayed: {exc}") from exc
 
 
-def _script_entry(repo: Path, table: dict[str, Any], finding: dict[str, Any],
-                  lines: frozenset[int], seed: int) -> Any:
+def _script_entry(
+    repo: Path, table: dict[str, Any], finding: dict[str, Any], lines: frozenset[int], seed: int
+) -> Any:
     """Script mode: the configured script, recorded up to the finding's op."""
     from analyzers.dynamic.script import ScriptConfig, build_script_entry
 
-    return build_script_entry(repo, ScriptConfig.from_json(table), finding["path"], lines,
-                              finding["op"], seed, finding.get("framework", "torch"))
+    return build_script_entry(
+        repo,
+        ScriptConfig.from_json(table),
+        finding["path"],
+        lines,
+        finding["op"],
+        seed,
+        finding.get("framework", "torch"),
+    )
 
 
 def _minimise(entry: Any, inputs: list[Any], still_fails: Any) -> list[Any]:
@@ -215,20 +238,27 @@ def minimised_trigger(entry: Any, searcher: Any, outcome: Any) -> tuple[list[Any
     return small, shows or ""
 
 
-def _written(entry: Any, inputs: list[Any], target: Any, seed: int) -> tuple[dict[str, Any],
-                                                                             str]:
+def _written(entry: Any, inputs: list[Any], target: Any, seed: int) -> tuple[dict[str, Any], str]:
     """The reproducer's plan, as the host will read it (through JSON), and the text
     `writer.write` makes of it: the very text the host writes again from the record."""
     from analyzers.dynamic.reproducer import plan
     from analyzers.dynamic.script import ScriptEntry, script_plan
     from analyzers.dynamic.writer import written
 
-    return written(script_plan(entry, inputs, target, seed) if isinstance(entry, ScriptEntry)
-                   else plan(entry, inputs, target, seed), target)
+    return written(
+        script_plan(entry, inputs, target, seed)
+        if isinstance(entry, ScriptEntry)
+        else plan(entry, inputs, target, seed),
+        target,
+    )
 
 
-def confirm(job: dict[str, Any], finding: dict[str, Any],
-            harvested: Any = None, context: dict[str, Any] | None = None) -> dict[str, Any]:
+def confirm(
+    job: dict[str, Any],
+    finding: dict[str, Any],
+    harvested: Any = None,
+    context: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """One finding through entry building, search, minimisation and the reproducer.
     A confirmed finding leaves in `context` what the fix stage needs: its entry, the
     minimised trigger and the reproducer script."""
@@ -260,9 +290,12 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
     seed = int(job.get("seed", 0))
     base = {"fingerprint": finding["fingerprint"]}
     if finding["framework"] not in SUPPORTED_FRAMEWORKS:
-        return {**base, "status": "potential",
-                "error": f"dynamic confirmation of {finding['framework']} code is not "
-                         "supported yet; the finding stays a static one"}
+        return {
+            **base,
+            "status": "potential",
+            "error": f"dynamic confirmation of {finding['framework']} code is not "
+            "supported yet; the finding stays a static one",
+        }
     try:
         device = resolve_device(str(job.get("device", "auto")))
     except EntryError as exc:
@@ -270,35 +303,57 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
     path = str(repo / finding["path"])
     lines = frozenset(range(finding["line"], finding["end_line"] + 1))
     module = module_name_for(repo, finding["path"])
-    configured = [t for t in job.get("entries", [])
-                  if t["target"].split(":", 1)[0] == module]
+    configured = [t for t in job.get("entries", []) if t["target"].split(":", 1)[0] == module]
 
     def candidates() -> Iterator[Any]:
         """Configured entries of the finding's module, then calls recorded while the
         repository's tests ran, then a synthesised call, then the configured script run
         with its external values substituted."""
         for table in configured:
-            yield lambda table=table: build_configured(repo, EntryConfig(
-                table["target"], tuple(table["inputs"]), dict(table.get("init", {})),
-                table.get("dtype"), table.get("autocast"), table.get("weights")), seed, device)
+            yield lambda table=table: build_configured(
+                repo,
+                EntryConfig(
+                    table["target"],
+                    tuple(table["inputs"]),
+                    dict(table.get("init", {})),
+                    table.get("dtype"),
+                    table.get("autocast"),
+                    table.get("weights"),
+                ),
+                seed,
+                device,
+            )
         key = f"{module}:{finding['function']}"
         for call in harvested.calls.get(key, []) if harvested else []:
             yield lambda call=call, key=key: _harvested_entry(repo, key, call)
         operand = str(finding.get("operand", ""))
-        yield lambda: synthesise(repo, finding["path"], finding["function"], seed, device,
-                                 operand=operand, line=finding["line"])
+        yield lambda: synthesise(
+            repo,
+            finding["path"],
+            finding["function"],
+            seed,
+            device,
+            operand=operand,
+            line=finding["line"],
+        )
         # when the default shape never reaches the op: the shape the code's own error asks
         # for, then common shapes
         asked = shape_from_message(problems[-1]) if problems else None
         for shape in ([asked] if asked else []) + list(SHAPE_GUESSES):
-            yield lambda shape=shape: synthesise(repo, finding["path"], finding["function"],
-                                                 seed, device, shape, operand=operand,
-                                                 line=finding["line"])
+            yield lambda shape=shape: synthesise(
+                repo,
+                finding["path"],
+                finding["function"],
+                seed,
+                device,
+                shape,
+                operand=operand,
+                line=finding["line"],
+            )
         if job.get("script"):
             yield lambda: _script_entry(repo, job["script"], finding, lines, seed)
         elif is_program(repo / finding["path"]):  # a script nobody configured: run it as one
-            yield lambda: _script_entry(repo, {"command": [finding["path"]]}, finding, lines,
-                                        seed)
+            yield lambda: _script_entry(repo, {"command": [finding["path"]]}, finding, lines, seed)
 
     budget = Budget(seconds=float(job.get("search_seconds", 5.0)))
     last = None
@@ -312,13 +367,17 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         except Exception as exc:  # constructing the PR's objects can fail in any way
             problems.append(f"building the entry failed: {type(exc).__name__}: {exc}")
             continue
-        if finding["framework"] == "numpy" and entry.framework == "torch" \
-                and entry.source != "script":
+        if (
+            finding["framework"] == "numpy"
+            and entry.framework == "torch"
+            and entry.source != "script"
+        ):
             # diffusers' scheduler imports torch, but `np.log(sigma)` takes an array: the
             # inputs cross into NumPy (numpy_backend.py)
             entry.framework, entry.device = "numpy", "cpu"
-        entry, outcome, searcher = staged_search(entry, path, lines, finding["op"], seed,
-                                                 budget, shows_in_entry(entry))
+        entry, outcome, searcher = staged_search(
+            entry, path, lines, finding["op"], seed, budget, shows_in_entry(entry)
+        )
         last = (entry, outcome, searcher)
         if outcome.reached:
             break
@@ -326,24 +385,38 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         loading = getattr(entry, "loading", "import")
         stood = ", ".join(getattr(entry, "stand_ins", ()))
         if loading != "import" or stood:  # say why it was not simply imported
-            how = ("imported" if loading == "import" else loading) + \
-                (f" with stand-ins for {stood}" if stood else "")
+            how = ("imported" if loading == "import" else loading) + (
+                f" with stand-ins for {stood}" if stood else ""
+            )
             why = f": {entry.loading_why}" if entry.loading_why else ""
             problem += f" (the module was {how}{why})"
         problems.append(problem)
     if last is None or not last[1].reached:
-        return {**base, "status": "error",
-                "error": "no entry reaches the op: " + "; ".join(dict.fromkeys(problems))}
+        return {
+            **base,
+            "status": "error",
+            "error": "no entry reaches the op: " + "; ".join(dict.fromkeys(problems)),
+        }
     entry, outcome, searcher = last
     wanted = job.get("precisions")  # None: the declared ones, then the others
     searched: list[str] = []  # the low precisions searched as well
     if not outcome.triggered and wanted != []:
         # finite in float32 over the box: searched again in the precisions a model trains in
-        dtypes = precisions_to_try(declared_precisions(repo)) if wanted is None \
+        dtypes = (
+            precisions_to_try(declared_precisions(repo))
+            if wanted is None
             else [d for d in wanted if d in LOW_PRECISIONS]
-        low = low_precision_search(entry, path, lines, finding["op"], seed,
-                                   Budget(seconds=budget.seconds), shows_in_entry(entry),
-                                   dtypes)
+        )
+        low = low_precision_search(
+            entry,
+            path,
+            lines,
+            finding["op"],
+            seed,
+            Budget(seconds=budget.seconds),
+            shows_in_entry(entry),
+            dtypes,
+        )
         searched = low.searched
         if low.found is not None:  # the finding counts the float32 runs too
             entry, low_outcome, searcher = low.found
@@ -353,30 +426,56 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
         else:
             outcome.evaluations += low.evaluations
             outcome.seconds += low.seconds
-    box: dict[str, Any] = {"source": entry.source, "target": entry.target,
-                           "inputs": entry.describe_box()}
-    chosen = {name: value for name, value in getattr(entry, "passed", {}).items()
-              if isinstance(value, bool | int | float)}
+    box: dict[str, Any] = {
+        "source": entry.source,
+        "target": entry.target,
+        "inputs": entry.describe_box(),
+    }
+    chosen = {
+        name: value
+        for name, value in getattr(entry, "passed", {}).items()
+        if isinstance(value, bool | int | float)
+    }
     if chosen:  # values numcheck gave parameters (a fractional exponent, an epsilon): stated
         box["chosen"] = chosen
     if not outcome.triggered:
-        return {**base, "status": "not-triggered", "box": box,
-                "trigger": {"seconds": round(outcome.seconds, 4),
-                            "evaluations": outcome.evaluations, "seed": seed,
-                            "best_loss": outcome.best_loss, "device": entry.device,
-                            "low_precision": searched,
-                            "search_trace": outcome.search_trace}}
+        return {
+            **base,
+            "status": "not-triggered",
+            "box": box,
+            "trigger": {
+                "seconds": round(outcome.seconds, 4),
+                "evaluations": outcome.evaluations,
+                "seed": seed,
+                "best_loss": outcome.best_loss,
+                "device": entry.device,
+                "low_precision": searched,
+                "search_trace": outcome.search_trace,
+            },
+        }
 
     small, shows = minimised_trigger(entry, searcher, outcome)
     first = localise(entry, small, str(repo), where=outcome.where or "forward")
-    target = Target(finding["path"], finding["line"], finding["op"], finding["call"],
-                    outcome.where or "forward", shows)
+    target = Target(
+        finding["path"],
+        finding["line"],
+        finding["op"],
+        finding["call"],
+        outcome.where or "forward",
+        shows,
+    )
     trigger = {
-        "where": outcome.where, "stage": outcome.stage, "op": finding["op"],
-        "reaches_output": outcome.reaches_output, "shows": shows or None,
+        "where": outcome.where,
+        "stage": outcome.stage,
+        "op": finding["op"],
+        "reaches_output": outcome.reaches_output,
+        "shows": shows or None,
         "seconds": round(outcome.seconds, 4),
-        "evaluations": outcome.evaluations, "device": entry.device, "seed": seed,
-        "inputs": [_summary(x) for x in small], "trace": outcome.trace[-50:],
+        "evaluations": outcome.evaluations,
+        "device": entry.device,
+        "seed": seed,
+        "inputs": [_summary(x) for x in small],
+        "trace": outcome.trace[-50:],
         "first_nonfinite": first,
         "search_trace": outcome.search_trace,  # the report page's plot of the search
     }
@@ -389,29 +488,48 @@ def confirm(job: dict[str, Any], finding: dict[str, Any],
             context["precision"] = precision
     unscriptable = no_reproducer_reason(entry)
     if unscriptable is not None:  # proof needs a script anyone can run: not confirmed
-        return {**base, "status": "potential", "box": box, "trigger": trigger,
-                "error": "the search triggered it on the module the tests built, but no "
-                         f"standalone reproducer can rebuild that module: {unscriptable}"}
+        return {
+            **base,
+            "status": "potential",
+            "box": box,
+            "trigger": trigger,
+            "error": "the search triggered it on the module the tests built, but no "
+            f"standalone reproducer can rebuild that module: {unscriptable}",
+        }
     try:
-        plan, script, fails, stderr, entry = _reproducer_that_loads(repo, entry, small,
-                                                                    target, seed)
+        plan, script, fails, stderr, entry = _reproducer_that_loads(
+            repo, entry, small, target, seed
+        )
     except PlanError as exc:  # a name no script can write (a nested function's `<locals>`)
-        return {**base, "status": "potential", "box": box, "trigger": trigger,
-                "error": f"the search triggered it, but no standalone reproducer can be "
-                         f"written: {exc}"}
+        return {
+            **base,
+            "status": "potential",
+            "box": box,
+            "trigger": trigger,
+            "error": f"the search triggered it, but no standalone reproducer can be written: {exc}",
+        }
     except ValueError as exc:  # a constant the call needs that a script cannot spell
-        return {**base, "status": "potential", "box": box, "trigger": trigger,
-                "error": "the search triggered it, but no standalone reproducer can pass "
-                         f"the call's constants: one is {exc}, which a script cannot spell"}
+        return {
+            **base,
+            "status": "potential",
+            "box": box,
+            "trigger": trigger,
+            "error": "the search triggered it, but no standalone reproducer can pass "
+            f"the call's constants: one is {exc}, which a script cannot spell",
+        }
     if not fails:
-        return {**base, "status": "not-triggered", "box": box, "trigger": trigger,
-                "error": "the search found a trigger but its reproducer did not fail; not "
-                         f"reported as confirmed ({stderr.strip()[-300:]})"}
+        return {
+            **base,
+            "status": "not-triggered",
+            "box": box,
+            "trigger": trigger,
+            "error": "the search found a trigger but its reproducer did not fail; not "
+            f"reported as confirmed ({stderr.strip()[-300:]})",
+        }
     if context is not None:
         context.update(entry=entry, inputs=small, reproducer=script)
     # the plan, not the text: the host writes the reproducer again from it (runners/trusted.py)
-    return {**base, "status": "confirmed", "box": box, "trigger": trigger,
-            "reproducer_plan": plan}
+    return {**base, "status": "confirmed", "box": box, "trigger": trigger, "reproducer_plan": plan}
 
 
 # ---------------------------------------------------------------------------- the fix stage
@@ -423,8 +541,7 @@ SCRATCH_IGNORE = (".git", "__pycache__", "*.pyc", "*_numcheck_repro.py")
 def scratch_copy(repo: Path, into: Path) -> Path:
     """A private copy of the checkout for the patched candidates: the checkout itself is
     never written. Symbolic links are copied as links."""
-    shutil.copytree(repo, into, symlinks=True,
-                    ignore=shutil.ignore_patterns(*SCRATCH_IGNORE))
+    shutil.copytree(repo, into, symlinks=True, ignore=shutil.ignore_patterns(*SCRATCH_IGNORE))
     return into
 
 
@@ -463,15 +580,24 @@ def normal_inputs(entry: Any, seed: int, count: int = NORMAL_SAMPLES) -> list[An
                 return x
             return x.abs().clamp(max(spec.lo, 0.0), spec.hi)
 
-        magnitudes = [[positive(x, spec) for x, spec in zip(s, entry.specs, strict=True)]
-                      for s in samples]
+        magnitudes = [
+            [positive(x, spec) for x, spec in zip(s, entry.specs, strict=True)] for s in samples
+        ]
         kept += in_domain(lambda x: run_entry(entry, x), magnitudes, partial=True)
     return kept
 
 
-def fix_finding(repo: Path, finding: dict[str, Any], entry: Any, trigger: list[Any],
-                reproducer: str, *, seed: int = 0, search_seconds: float = 5.0,
-                dtype: str | None = None) -> dict[str, Any]:
+def fix_finding(
+    repo: Path,
+    finding: dict[str, Any],
+    entry: Any,
+    trigger: list[Any],
+    reproducer: str,
+    *,
+    seed: int = 0,
+    search_seconds: float = 5.0,
+    dtype: str | None = None,
+) -> dict[str, Any]:
     """The fix stage for one confirmed finding: candidates from the op catalogue, each
     validated on a scratch copy of `repo` (the reproducer script run there in a subprocess,
     the search re-run with its budget, the static re-scan, value equivalence and gradients in
@@ -487,9 +613,12 @@ def fix_finding(repo: Path, finding: dict[str, Any], entry: Any, trigger: list[A
     source = (repo / path).read_text(encoding="utf-8")
     cands = candidates(source, FixRequest.from_finding(finding))
     if not cands:
-        return {"status": "none-validated", "tried": [],
-                "reason": f"no candidate fix from the op catalogue applies to "
-                          f"`{finding.get('call', '')}`"}
+        return {
+            "status": "none-validated",
+            "tried": [],
+            "reason": f"no candidate fix from the op catalogue applies to "
+            f"`{finding.get('call', '')}`",
+        }
     script = isinstance(entry, ScriptEntry)
     budget = Budget(seconds=search_seconds)
     run_dtype = dtype or entry.dtype
@@ -516,14 +645,28 @@ def fix_finding(repo: Path, finding: dict[str, Any], entry: Any, trigger: list[A
                     returncode, stderr = _run_reproducer(scratch, reproducer)
                 finally:
                     target.write_text(source, encoding="utf-8")
-                return returncode != 0, stderr if returncode is not None else \
-                    "the reproducer did not finish within 60 s"
+                return (
+                    returncode != 0,
+                    stderr
+                    if returncode is not None
+                    else "the reproducer did not finish within 60 s",
+                )
 
-            return entry_hooks(candidate, entry, path=path, module_name=module_name_for(repo, path),
-                               trigger=trigger, normal_inputs=normal, directory=directory,
-                               budget=budget, seed=seed, dtype=run_dtype,
-                               reproducer=run_reproducer, original_source=source,
-                               on_copy=copy)
+            return entry_hooks(
+                candidate,
+                entry,
+                path=path,
+                module_name=module_name_for(repo, path),
+                trigger=trigger,
+                normal_inputs=normal,
+                directory=directory,
+                budget=budget,
+                seed=seed,
+                dtype=run_dtype,
+                reproducer=run_reproducer,
+                original_source=source,
+                on_copy=copy,
+            )
 
         chosen, records = choose(cands, hooks_for, op=finding["op"], dtype=run_dtype)
         record = fix_record(chosen, records)
@@ -531,17 +674,24 @@ def fix_finding(repo: Path, finding: dict[str, Any], entry: Any, trigger: list[A
     return record
 
 
-def _fix_stage(job: dict[str, Any], finding: dict[str, Any],
-               context: dict[str, Any]) -> dict[str, Any]:
+def _fix_stage(
+    job: dict[str, Any], finding: dict[str, Any], context: dict[str, Any]
+) -> dict[str, Any]:
     """`fix_finding` under its own deadline (`fix_timeout`); whatever goes wrong becomes a
     fix record with status error and the reason, never a lost confirmation."""
     started = time.perf_counter()
     seconds = float(job.get("fix_timeout", 60.0))
     try:
         with _deadline(seconds):
-            fix = fix_finding(Path(job["repo"]), finding, context["entry"], context["inputs"],
-                              context["reproducer"], seed=int(job.get("seed", 0)),
-                              search_seconds=float(job.get("search_seconds", 5.0)))
+            fix = fix_finding(
+                Path(job["repo"]),
+                finding,
+                context["entry"],
+                context["inputs"],
+                context["reproducer"],
+                seed=int(job.get("seed", 0)),
+                search_seconds=float(job.get("search_seconds", 5.0)),
+            )
     except FindingTimeout:
         fix = _fix_timeout(seconds)
     except MemoryError:
@@ -550,16 +700,24 @@ def _fix_stage(job: dict[str, Any], finding: dict[str, Any],
         fix = {"status": "error", "reason": f"the code exited with status {exc.code!r}"}
     except Exception as exc:
         # the deadline may strike inside an import or a class body, which wrap it
-        fix = _fix_timeout(seconds) if _caused_by(exc, FindingTimeout) else {
-            "status": "error", "reason": f"crashed: {type(exc).__name__}: {exc}"[:2000],
-            "traceback": traceback.format_exc(limit=5)[-2000:]}
+        fix = (
+            _fix_timeout(seconds)
+            if _caused_by(exc, FindingTimeout)
+            else {
+                "status": "error",
+                "reason": f"crashed: {type(exc).__name__}: {exc}"[:2000],
+                "traceback": traceback.format_exc(limit=5)[-2000:],
+            }
+        )
     fix["seconds"] = round(time.perf_counter() - started, 4)
     return fix
 
 
 def _fix_timeout(seconds: float) -> dict[str, Any]:
-    return {"status": "error",
-            "reason": f"timeout: the fix stage did not finish within {seconds:g} s"}
+    return {
+        "status": "error",
+        "reason": f"timeout: the fix stage did not finish within {seconds:g} s",
+    }
 
 
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
@@ -650,18 +808,30 @@ def work() -> int:
             with _deadline(seconds):
                 record = confirm(job, finding, harvested, context)
         except FindingTimeout as exc:
-            record = {"fingerprint": finding["fingerprint"], "status": "error",
-                      "error": f"timeout: {exc}"}
+            record = {
+                "fingerprint": finding["fingerprint"],
+                "status": "error",
+                "error": f"timeout: {exc}",
+            }
         except MemoryError:
-            record = {"fingerprint": finding["fingerprint"], "status": "error",
-                      "error": "out-of-memory while running the code"}
+            record = {
+                "fingerprint": finding["fingerprint"],
+                "status": "error",
+                "error": "out-of-memory while running the code",
+            }
         except SystemExit as exc:  # the PR's `exit()`: it ends this finding, not the harness
-            record = {"fingerprint": finding["fingerprint"], "status": "error",
-                      "error": f"the code exited with status {exc.code!r} before the op ran"}
+            record = {
+                "fingerprint": finding["fingerprint"],
+                "status": "error",
+                "error": f"the code exited with status {exc.code!r} before the op ran",
+            }
         except Exception as exc:
-            record = {"fingerprint": finding["fingerprint"], "status": "error",
-                      "error": f"crashed: {type(exc).__name__}: {exc}",
-                      "traceback": traceback.format_exc(limit=5)[-2000:]}
+            record = {
+                "fingerprint": finding["fingerprint"],
+                "status": "error",
+                "error": f"crashed: {type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc(limit=5)[-2000:],
+            }
         record["elapsed"] = round(time.perf_counter() - started, 4)
         _emit(record)
         if record.get("status") == "confirmed" and job.get("fix", True) and context:
@@ -672,8 +842,13 @@ def work() -> int:
         _begin(finding["fingerprint"], "fix", float(job.get("fix_timeout", 60.0)))
         if "precision" in context:  # as the host will read the finding (FixRequest)
             finding = {**finding, "trigger": {"precision": context["precision"]}}
-        _emit({"fingerprint": finding["fingerprint"], "stage": "fix",
-               "fix": _fix_stage(job, finding, context)})
+        _emit(
+            {
+                "fingerprint": finding["fingerprint"],
+                "stage": "fix",
+                "fix": _fix_stage(job, finding, context),
+            }
+        )
     _emit({"done": True})
     return 0
 

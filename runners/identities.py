@@ -51,11 +51,14 @@ def uid_range(text: str) -> range:
     try:
         first, last = int(low), int(high if sep else low)
     except ValueError:
-        raise ValueError(f"NUMCHECK_SANDBOX_UIDS={text!r}: expected FIRST-LAST, "
-                         "such as 640000-640255") from None
+        raise ValueError(
+            f"NUMCHECK_SANDBOX_UIDS={text!r}: expected FIRST-LAST, such as 640000-640255"
+        ) from None
     if first < 1000 or last < first:
-        raise ValueError(f"NUMCHECK_SANDBOX_UIDS={text!r}: the range must start at 1000 or "
-                         "above and not be empty")
+        raise ValueError(
+            f"NUMCHECK_SANDBOX_UIDS={text!r}: the range must start at 1000 or "
+            "above and not be empty"
+        )
     return range(first, last + 1)
 
 
@@ -67,15 +70,14 @@ def lock_dir() -> Path:
     with contextlib.suppress(FileExistsError):
         path.mkdir(mode=0o700)
     info = path.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() \
-            or info.st_mode & 0o022:
-        raise IdentityError(f"{path} is not a directory only this worker's user may write; "
-                            "remove it")
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise IdentityError(
+            f"{path} is not a directory only this worker's user may write; remove it"
+        )
     return path
 
 
-def lease(uids: range, directory: Path | None = None,
-          wait: float = WAIT_SECONDS) -> Lease:
+def lease(uids: range, directory: Path | None = None, wait: float = WAIT_SECONDS) -> Lease:
     """The first uid of `uids` no running job holds, waiting up to `wait` seconds."""
     directory = directory or lock_dir()
     deadline = time.monotonic() + wait
@@ -89,6 +91,8 @@ def lease(uids: range, directory: Path | None = None,
                 continue
             return Lease(uid, uid, fd)
         if time.monotonic() > deadline:
-            raise IdentityError(f"every sandbox uid ({uids.start}-{uids.stop - 1}) is held by "
-                                f"a running job; waited {wait:g} s")
+            raise IdentityError(
+                f"every sandbox uid ({uids.start}-{uids.stop - 1}) is held by "
+                f"a running job; waited {wait:g} s"
+            )
         time.sleep(0.2)

@@ -50,10 +50,15 @@ MS_RELATIME, MS_STRICTATIME = 1 << 21, 1 << 24
 MS_REC, MS_PRIVATE = 1 << 14, 1 << 18
 MNT_DETACH = 2
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 24, 38
-SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203,
-                  "s390x": 217}
-OPTION_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
-                "noatime": MS_NOATIME, "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
+OPTION_FLAGS = {
+    "nosuid": MS_NOSUID,
+    "nodev": MS_NODEV,
+    "noexec": MS_NOEXEC,
+    "noatime": MS_NOATIME,
+    "nodiratime": MS_NODIRATIME,
+    "relatime": MS_RELATIME,
+}
 # Left writable: the kernel's own filesystems (a fresh /proc comes from unshare) and /dev
 # itself (/dev/null, /dev/urandom, the GPU's device nodes); /dev/shm and the rest are not.
 SKIP_READONLY = ("/proc", "/sys", "/dev")
@@ -63,17 +68,40 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives")
 DEVICES = ("null", "zero", "full", "random", "urandom")
 GPU_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri")
-DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
-             "stderr": "/proc/self/fd/2"}
+DEV_LINKS = {
+    "fd": "/proc/self/fd",
+    "stdin": "/proc/self/fd/0",
+    "stdout": "/proc/self/fd/1",
+    "stderr": "/proc/self/fd/2",
+}
 # Without a minimal root: the host's directories that hold other jobs' files, service sockets,
 # homes and data, covered by an empty tmpfs (with the needed paths inside bound back).
-HOST_HIDDEN = ("/tmp", "/var/tmp", "/run", "/var/run", "/home", "/root", "/srv", "/mnt",
-               "/media", "/var/lib", "/var/spool", "/var/mail", "/var/backups", "/dev/shm")
+HOST_HIDDEN = (
+    "/tmp",
+    "/var/tmp",
+    "/run",
+    "/var/run",
+    "/home",
+    "/root",
+    "/srv",
+    "/mnt",
+    "/media",
+    "/var/lib",
+    "/var/spool",
+    "/var/mail",
+    "/var/backups",
+    "/dev/shm",
+)
 NO_MINIMAL_ROOT = "no minimal root"
-RLIMITS = {"as": resource.RLIMIT_AS, "data": resource.RLIMIT_DATA,
-           "cpu": resource.RLIMIT_CPU, "nproc": resource.RLIMIT_NPROC,
-           "fsize": resource.RLIMIT_FSIZE, "nofile": resource.RLIMIT_NOFILE,
-           "core": resource.RLIMIT_CORE}
+RLIMITS = {
+    "as": resource.RLIMIT_AS,
+    "data": resource.RLIMIT_DATA,
+    "cpu": resource.RLIMIT_CPU,
+    "nproc": resource.RLIMIT_NPROC,
+    "fsize": resource.RLIMIT_FSIZE,
+    "nofile": resource.RLIMIT_NOFILE,
+    "core": resource.RLIMIT_CORE,
+}
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -82,13 +110,13 @@ class JailError(Exception):
     pass
 
 
-def _mount(source: str | None, target: str, fstype: str | None, flags: int,
-           data: str | None = None) -> None:
+def _mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
     def enc(text: str | None) -> bytes | None:
         return None if text is None else os.fsencode(text)
 
-    if _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags),
-                   enc(data)) != 0:
+    if _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount {source} on {target}: {os.strerror(err)}")
 
@@ -139,8 +167,9 @@ def _inside(path: str, top: str) -> bool:
     return path == top or path.startswith(top.rstrip("/") + "/")
 
 
-def expose(paths: list[str], uid: int | None, gid: int | None,
-           hidden: list[str] | None = None) -> list[str]:
+def expose(
+    paths: list[str], uid: int | None, gid: int | None, hidden: list[str] | None = None
+) -> list[str]:
     """Make each path reachable at the same name while its closed parents (directories uid
     cannot pass through) and the hidden directories show nothing else: a tmpfs on each with
     bind mounts of just the needed paths. Hidden files get /dev/null bound over them.
@@ -276,8 +305,7 @@ def _dev(new: str, tmp_bytes: int) -> list[str]:
     for name, link in DEV_LINKS.items():
         os.symlink(link, f"{new}/dev/{name}")
     os.makedirs(f"{new}/dev/shm", mode=0o1777)
-    _mount("tmpfs", f"{new}/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
-           f"mode=1777,size={tmp_bytes}")
+    _mount("tmpfs", f"{new}/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={tmp_bytes}")
     return [*writable, "/dev/shm"]
 
 
@@ -293,8 +321,7 @@ def _cover(new: str, hidden: list[str], shown: list[str]) -> None:
         if os.path.islink(target):
             continue
         if os.path.isdir(target):
-            _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY,
-                   "mode=0755,size=4k")
+            _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0755,size=4k")
         else:
             _mount("/dev/null", target, None, MS_BIND)
 
@@ -321,8 +348,7 @@ def build_root(root: dict[str, Any], hidden: list[str]) -> list[str]:
     if os.path.isdir("/sys"):
         _bind("/sys", f"{new}/sys")
     os.makedirs(f"{new}/tmp", mode=0o1777, exist_ok=True)
-    _mount("tmpfs", f"{new}/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-           f"mode=1777,size={tmp_bytes}")
+    _mount("tmpfs", f"{new}/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={tmp_bytes}")
     writable.append("/tmp")
     outermost: list[str] = []  # a path inside another comes with it
     for path in sorted({os.path.normpath(p) for p in root["read_only"]}, key=len):
@@ -343,16 +369,19 @@ def build_root(root: dict[str, Any], hidden: list[str]) -> list[str]:
     for path in root.get("scratch", []):  # the workspace: a size- and file-capped tmpfs, not
         os.makedirs(new + path, mode=0o700, exist_ok=True)  # the host's disk
         owner = "" if root.get("uid") is None else f",uid={root['uid']},gid={root['gid']}"
-        _mount("tmpfs", new + path, "tmpfs", MS_NOSUID | MS_NODEV,
-               f"mode=0700,size={int(root['scratch_bytes'])},"
-               f"nr_inodes={SCRATCH_INODES}{owner}")
+        _mount(
+            "tmpfs",
+            new + path,
+            "tmpfs",
+            MS_NOSUID | MS_NODEV,
+            f"mode=0700,size={int(root['scratch_bytes'])},nr_inodes={SCRATCH_INODES}{owner}",
+        )
         shown.append(path)
         writable.append(path)
     for git in root.get("git", []):  # the checkout's own repository: remotes, tokens, history
         target = new + git
         if os.path.isdir(target) and not os.path.islink(target):
-            _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY,
-                   "mode=0755,size=4k")
+            _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0755,size=4k")
         elif os.path.lexists(target) and not os.path.islink(target):
             _mount("/dev/null", target, None, MS_BIND)
     _cover(new, hidden, shown)
@@ -369,9 +398,14 @@ def copy_onto_tmpfs(source: str, target: str, root: dict[str, Any]) -> None:
     os.makedirs(target, mode=0o755, exist_ok=True)
     uid, gid = root.get("uid"), root.get("gid")
     owner = "" if uid is None else f",uid={uid},gid={gid}"
-    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV,
-           f"mode=0755,size={size + int(root['scratch_bytes'])},"
-           f"nr_inodes={len(entries) + SCRATCH_INODES}{owner}")
+    _mount(
+        "tmpfs",
+        target,
+        "tmpfs",
+        MS_NOSUID | MS_NODEV,
+        f"mode=0755,size={size + int(root['scratch_bytes'])},"
+        f"nr_inodes={len(entries) + SCRATCH_INODES}{owner}",
+    )
     for rel, st in entries:
         src, dst = os.path.join(source, rel), os.path.join(target, rel)
         if stat.S_ISDIR(st.st_mode):
@@ -385,8 +419,13 @@ def copy_onto_tmpfs(source: str, target: str, root: dict[str, Any]) -> None:
         if uid is not None:
             os.lchown(dst, int(uid), int(gid or 0))
         if not stat.S_ISLNK(st.st_mode):
-            os.chmod(dst, stat.S_IMODE(st.st_mode) | stat.S_IRUSR | stat.S_IWUSR
-                     | (stat.S_IXUSR if stat.S_ISDIR(st.st_mode) else 0))
+            os.chmod(
+                dst,
+                stat.S_IMODE(st.st_mode)
+                | stat.S_IRUSR
+                | stat.S_IWUSR
+                | (stat.S_IXUSR if stat.S_ISDIR(st.st_mode) else 0),
+            )
 
 
 def _tree(top: str) -> Any:
@@ -471,9 +510,11 @@ def drop_privileges(uid: int | None, gid: int | None) -> None:
         os.setgroups([])
     except OSError:
         if [g for g in os.getgroups() if g != os.getgid()]:
-            _warn("the job keeps the worker's supplementary groups (a user namespace may not "
-                  "drop them); only what the job's view of the filesystem shows is reachable "
-                  "through them")
+            _warn(
+                "the job keeps the worker's supplementary groups (a user namespace may not "
+                "drop them); only what the job's view of the filesystem shows is reachable "
+                "through them"
+            )
 
 
 def _warn(text: str) -> None:
@@ -493,8 +534,10 @@ def _isolate_filesystem(spec: dict[str, Any], uid: int | None, gid: int | None) 
         except OSError as exc:
             os.chdir("/")
             _libc.umount2(os.fsencode(root["path"]), MNT_DETACH)
-            _warn(f"{NO_MINIMAL_ROOT} ({exc}): the job sees the host's filesystem read-only, "
-                  f"with {', '.join(HOST_HIDDEN)} and the checkout's .git covered")
+            _warn(
+                f"{NO_MINIMAL_ROOT} ({exc}): the job sees the host's filesystem read-only, "
+                f"with {', '.join(HOST_HIDDEN)} and the checkout's .git covered"
+            )
         else:
             seal(writable)
             print(f"numcheck-jail-root: {entered}", file=sys.stderr, flush=True)

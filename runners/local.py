@@ -83,8 +83,10 @@ JAIL_FAILED = 125
 OWN_PACKAGES = ("runners", "analyzers")
 # Started with `python -I` (no working directory on sys.path, no PYTHON* variables): numcheck's
 # harness from where the worker imported it, never a `runners/` the PR brings along.
-HARNESS_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
-                "from runners.harness import main; raise SystemExit(main())")
+HARNESS_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from runners.harness import main; raise SystemExit(main())"
+)
 TMP_BYTES = 64 * 1024**2  # the job's private /tmp and /dev/shm, each
 HEAD_BYTES = 4096  # the start of stderr, where the jail's own lines are
 EXIT_GRACE = 2.0  # seconds to drain the pipes after the job's main process is gone
@@ -92,12 +94,20 @@ EXIT_GRACE = 2.0  # seconds to drain the pipes after the job's main process is g
 
 def scrubbed_env(home: Path) -> dict[str, str]:
     env = {k: os.environ[k] for k in PASSED_THROUGH if k in os.environ}
-    env.update({"HOME": str(home), "TMPDIR": str(home), "PYTHONHASHSEED": "0",
-                "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
-                "MKL_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3",
-                # a training script's plots go nowhere: plt.show() returns at once
-                "MPLBACKEND": "Agg",
-                "CUDA_VISIBLE_DEVICES": os.environ.get("NUMCHECK_CUDA_DEVICES", "")})
+    env.update(
+        {
+            "HOME": str(home),
+            "TMPDIR": str(home),
+            "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "TF_CPP_MIN_LOG_LEVEL": "3",
+            # a training script's plots go nowhere: plt.show() returns at once
+            "MPLBACKEND": "Agg",
+            "CUDA_VISIBLE_DEVICES": os.environ.get("NUMCHECK_CUDA_DEVICES", ""),
+        }
+    )
     return env
 
 
@@ -134,21 +144,26 @@ def _probe(unshare: str, root: bool) -> Isolation:
     if not sys.platform.startswith("linux") or not os.access(unshare, os.X_OK):
         return Isolation(why_not=(f"no usable `unshare` ({unshare}) on {sys.platform}",))
     user = () if root else ("--user", "--map-root-user")
-    full = (unshare, *user, "--net", "--mount", "--pid", "--fork", "--kill-child",
-            "--mount-proc")
+    full = (unshare, *user, "--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc")
     net_only = (unshare, *user, "--net")
     errors = []
     for prefix, pid_mount in ((full, True), (net_only, False)):
         try:
-            proc = subprocess.run([*prefix, "--", "/bin/true"], capture_output=True,
-                                  timeout=10, env={"PATH": os.environ.get("PATH", "")})
+            proc = subprocess.run(
+                [*prefix, "--", "/bin/true"],
+                capture_output=True,
+                timeout=10,
+                env={"PATH": os.environ.get("PATH", "")},
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             errors.append(f"{' '.join(prefix[1:])}: {exc}")
             continue
         if proc.returncode == 0:
             return Isolation(prefix, True, pid_mount, pid_mount, not root, tuple(errors))
-        errors.append(f"unshare {' '.join(prefix[1:])}: "
-                      f"{proc.stderr.decode('utf-8', 'replace').strip()[-200:]}")
+        errors.append(
+            f"unshare {' '.join(prefix[1:])}: "
+            f"{proc.stderr.decode('utf-8', 'replace').strip()[-200:]}"
+        )
     return Isolation(why_not=tuple(errors))
 
 
@@ -167,15 +182,30 @@ def sandbox_identity(user: str | int | None = None) -> tuple[int, int, str, list
     except KeyError:
         useradd = shutil.which("useradd") or "/usr/sbin/useradd"
         with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run([useradd, "--system", "--user-group", "--no-create-home",
-                            "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin",
-                            wanted], capture_output=True, timeout=30)
+            subprocess.run(
+                [
+                    useradd,
+                    "--system",
+                    "--user-group",
+                    "--no-create-home",
+                    "--home-dir",
+                    "/nonexistent",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                    wanted,
+                ],
+                capture_output=True,
+                timeout=30,
+            )
         try:  # also when a concurrent worker created it first
             entry = pwd.getpwnam(wanted)
         except KeyError:
-            return FALLBACK_UID, FALLBACK_UID, str(FALLBACK_UID), [
-                f"could not create the user {wanted!r}; jobs run as the bare uid "
-                f"{FALLBACK_UID}"]
+            return (
+                FALLBACK_UID,
+                FALLBACK_UID,
+                str(FALLBACK_UID),
+                [f"could not create the user {wanted!r}; jobs run as the bare uid {FALLBACK_UID}"],
+            )
     if entry.pw_uid == 0:
         raise ValueError(f"the sandbox user {wanted!r} is root")
     return entry.pw_uid, entry.pw_gid, entry.pw_name, []
@@ -204,17 +234,26 @@ class LocalRunner:
         self.python = self.python or sys.executable
         self._output_cap = self.max_output_bytes or self.limits.output_bytes
 
-    def run(self, job: dict[str, Any], timeout: float,
-            on_record: OnRecord | None = None) -> RunResult:
+    def run(
+        self, job: dict[str, Any], timeout: float, on_record: OnRecord | None = None
+    ) -> RunResult:
         nonce = secrets.token_hex(16)  # records without it were not written by the harness
         job = {**job, "nonce": nonce}
-        isolation = (Isolation(why_not=("namespaces switched off",)) if self.unshare == ""
-                     else probe_isolation(self.unshare))
+        isolation = (
+            Isolation(why_not=("namespaces switched off",))
+            if self.unshare == ""
+            else probe_isolation(self.unshare)
+        )
         report = self._report(isolation)
         if not isolation.network and self.require_network_isolation:
-            return RunResult("isolation-unavailable", [], "no network namespace on this "
-                             "machine, and this runner requires one: "
-                             + "; ".join(isolation.why_not), "", report)
+            return RunResult(
+                "isolation-unavailable",
+                [],
+                "no network namespace on this "
+                "machine, and this runner requires one: " + "; ".join(isolation.why_not),
+                "",
+                report,
+            )
         root = os.geteuid() == 0
         leased = None
         identity: tuple[int, int, str, list[str]] | None = None
@@ -222,8 +261,7 @@ class LocalRunner:
             try:
                 leased = lease(self.uids)
             except (IdentityError, OSError) as exc:
-                return RunResult("isolation-unavailable", [], f"no sandbox uid: {exc}", "",
-                                 report)
+                return RunResult("isolation-unavailable", [], f"no sandbox uid: {exc}", "", report)
             _kill_uid(leased.uid)  # what a worker that died left running under this uid
             identity = (leased.uid, leased.gid, leased.name, [])
         elif root:
@@ -237,9 +275,16 @@ class LocalRunner:
             if leased is not None:
                 leased.release()
 
-    def _run(self, job: dict[str, Any], timeout: float, on_record: OnRecord | None,
-             nonce: str, isolation: Isolation, report: dict[str, Any],
-             identity: tuple[int, int, str, list[str]] | None) -> RunResult:
+    def _run(
+        self,
+        job: dict[str, Any],
+        timeout: float,
+        on_record: OnRecord | None,
+        nonce: str,
+        isolation: Isolation,
+        report: dict[str, Any],
+        identity: tuple[int, int, str, list[str]] | None,
+    ) -> RunResult:
         repo = Path(job["repo"]).resolve()
         workspace = Path(tempfile.mkdtemp(prefix="numcheck-sandbox-"))
         # Where the jail mounts the job's minimal root, in its own mount namespace only: here
@@ -252,13 +297,23 @@ class LocalRunner:
                 os.chown(workspace, identity[0], identity[1])
                 owners = _take_ownership(repo, identity[0], identity[1])
                 if not isolation.mount:
-                    closed = [p for p in _needed_paths(repo, workspace, str(self.python),
-                                                       _dependencies(job))
-                              if not _reachable(p, identity[0], identity[1])]
+                    closed = [
+                        p
+                        for p in _needed_paths(
+                            repo, workspace, str(self.python), _dependencies(job)
+                        )
+                        if not _reachable(p, identity[0], identity[1])
+                    ]
                     if closed:
-                        return RunResult("isolation-unavailable", [], "the sandbox user "
-                                         f"cannot reach {', '.join(closed)} and there is "
-                                         "no mount namespace to expose it", "", report)
+                        return RunResult(
+                            "isolation-unavailable",
+                            [],
+                            "the sandbox user "
+                            f"cannot reach {', '.join(closed)} and there is "
+                            "no mount namespace to expose it",
+                            "",
+                            report,
+                        )
             spec = self._spec(job, repo, workspace, identity, isolation, timeout, new_root)
             report["rlimits"] = spec["rlimits"]
             if os.geteuid() == 0:  # the job's processes together, whatever they fork
@@ -269,9 +324,16 @@ class LocalRunner:
                 report["cgroup"] = f"v{group.version}"
             jail = [sys.executable, "-I", "-S", str(JAIL), json.dumps(spec)]
             argv = [*isolation.prefix, "--", *jail] if isolation.prefix else jail
-            result = self._execute(argv, job, nonce, timeout, on_record, report,
-                                   identity[0] if identity and not isolation.pid else None,
-                                   group)
+            result = self._execute(
+                argv,
+                job,
+                nonce,
+                timeout,
+                on_record,
+                report,
+                identity[0] if identity and not isolation.pid else None,
+                group,
+            )
             if group is not None:  # processes killed for the job's memory, all together
                 report["cgroup_oom_kills"] = group.oom_kills()
             return result
@@ -289,55 +351,95 @@ class LocalRunner:
     def _report(self, isolation: Isolation) -> dict[str, Any]:
         warnings = []
         if not isolation.network:
-            warnings.append("network isolation unavailable: the job could reach the network ("
-                            + "; ".join(isolation.why_not) + ")")
+            warnings.append(
+                "network isolation unavailable: the job could reach the network ("
+                + "; ".join(isolation.why_not)
+                + ")"
+            )
         if not isolation.pid:
-            warnings.append("no pid namespace: processes the job leaves behind are killed by "
-                            "uid as root, and cannot be contained otherwise")
+            warnings.append(
+                "no pid namespace: processes the job leaves behind are killed by "
+                "uid as root, and cannot be contained otherwise"
+            )
         if not isolation.mount:
-            warnings.append("no mount namespace: the filesystem outside the workspace is "
-                            "protected by file permissions only")
-        return {"network": isolation.network, "pid_namespace": isolation.pid,
-                "mount_namespace": isolation.mount, "read_only_fs": isolation.mount,
-                "minimal_root": False,  # set from the jail's own line once it is built
-                "user_namespace": isolation.user_namespace, "user": None,
-                "warnings": warnings}
+            warnings.append(
+                "no mount namespace: the filesystem outside the workspace is "
+                "protected by file permissions only"
+            )
+        return {
+            "network": isolation.network,
+            "pid_namespace": isolation.pid,
+            "mount_namespace": isolation.mount,
+            "read_only_fs": isolation.mount,
+            "minimal_root": False,  # set from the jail's own line once it is built
+            "user_namespace": isolation.user_namespace,
+            "user": None,
+            "warnings": warnings,
+        }
 
-    def _spec(self, job: dict[str, Any], repo: Path, workspace: Path,
-              identity: tuple[int, int, str, list[str]] | None, isolation: Isolation,
-              timeout: float, new_root: Path | None = None) -> dict[str, Any]:
+    def _spec(
+        self,
+        job: dict[str, Any],
+        repo: Path,
+        workspace: Path,
+        identity: tuple[int, int, str, list[str]] | None,
+        isolation: Isolation,
+        timeout: float,
+        new_root: Path | None = None,
+    ) -> dict[str, Any]:
         env = scrubbed_env(workspace)
         if identity is not None:
             env.update({"USER": identity[2], "LOGNAME": identity[2]})
         limits = self.limits
         memory_key = "data" if env.get("CUDA_VISIBLE_DEVICES") else "as"  # CUDA maps a lot
-        rlimits = {memory_key: limits.memory_bytes, "cpu": limits.cpu_limit(timeout),
-                   "nproc": limits.processes, "fsize": limits.file_bytes,
-                   "nofile": limits.open_files, "core": 0}
+        rlimits = {
+            memory_key: limits.memory_bytes,
+            "cpu": limits.cpu_limit(timeout),
+            "nproc": limits.processes,
+            "fsize": limits.file_bytes,
+            "nofile": limits.open_files,
+            "core": 0,
+        }
         if identity is None and not isolation.user_namespace:
             rlimits["nproc"] = None  # it would count the worker's own processes too
         python = str(self.python)
         needed = _needed_paths(repo, workspace, python, _dependencies(job))
         writable = [str(repo), str(workspace)]
-        root = None if new_root is None else {
-            # the workspace (HOME, TMPDIR) is a tmpfs of its own in the minimal root, and the
-            # checkout a copy on one (jail.copy_onto_tmpfs): what the job writes is capped in
-            # size and files and never reaches the host's disk
-            "path": str(new_root), "writable": [] if self.checkout_copy else [str(repo)],
-            "copied": [str(repo)] if self.checkout_copy else [],
-            "scratch": [str(workspace)],
-            "scratch_bytes": limits.tmpfs_bytes, "git": [str(repo / ".git")],
-            "read_only": [p for p in needed if p not in writable] + list(self.expose),
-            "tmp_bytes": TMP_BYTES, "uid": identity[0] if identity else None,
-            "gid": identity[1] if identity else None,
-            "user": identity[2] if identity else None, "home": str(workspace)}
-        return {"uid": identity[0] if identity else None,
+        root = (
+            None
+            if new_root is None
+            else {
+                # the workspace (HOME, TMPDIR) is a tmpfs of its own in the minimal root, and the
+                # checkout a copy on one (jail.copy_onto_tmpfs): what the job writes is capped in
+                # size and files and never reaches the host's disk
+                "path": str(new_root),
+                "writable": [] if self.checkout_copy else [str(repo)],
+                "copied": [str(repo)] if self.checkout_copy else [],
+                "scratch": [str(workspace)],
+                "scratch_bytes": limits.tmpfs_bytes,
+                "git": [str(repo / ".git")],
+                "read_only": [p for p in needed if p not in writable] + list(self.expose),
+                "tmp_bytes": TMP_BYTES,
+                "uid": identity[0] if identity else None,
                 "gid": identity[1] if identity else None,
-                "mount_namespace": isolation.mount, "read_only": isolation.mount,
-                "root": root, "expose": needed, "writable": writable,
-                "hide": self._hidden(),
-                "rlimits": rlimits, "cwd": str(workspace), "env": env,
-                "argv": [python, "-I", "-c", HARNESS_BOOT, _own_root()]}
+                "user": identity[2] if identity else None,
+                "home": str(workspace),
+            }
+        )
+        return {
+            "uid": identity[0] if identity else None,
+            "gid": identity[1] if identity else None,
+            "mount_namespace": isolation.mount,
+            "read_only": isolation.mount,
+            "root": root,
+            "expose": needed,
+            "writable": writable,
+            "hide": self._hidden(),
+            "rlimits": rlimits,
+            "cwd": str(workspace),
+            "env": env,
+            "argv": [python, "-I", "-c", HARNESS_BOOT, _own_root()],
+        }
 
     def _hidden(self) -> list[str]:
         """What the job must not read even where file permissions would let it: the worker's
@@ -348,20 +450,33 @@ class LocalRunner:
                 hidden.append(os.environ[name])
         return [os.path.realpath(p) for p in hidden if p and os.path.isabs(p)]
 
-    def _execute(self, argv: list[str], job: dict[str, Any], nonce: str, timeout: float,
-                 on_record: OnRecord | None, report: dict[str, Any],
-                 sweep_uid: int | None, group: cgroups.JobCgroup | None = None) -> RunResult:
+    def _execute(
+        self,
+        argv: list[str],
+        job: dict[str, Any],
+        nonce: str,
+        timeout: float,
+        on_record: OnRecord | None,
+        report: dict[str, Any],
+        sweep_uid: int | None,
+        group: cgroups.JobCgroup | None = None,
+    ) -> RunResult:
         stream = RecordStream(nonce, self._output_cap, on_record)
         tail, head = bytearray(), bytearray()  # the jail's own lines come first
         keep = self.limits.stderr_bytes
         started = time.monotonic()
-        proc = subprocess.Popen(argv, cwd="/", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=scrubbed_env(Path("/nonexistent")),
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd="/",
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=scrubbed_env(Path("/nonexistent")),
+            start_new_session=True,
+        )
         if group is not None:
             group.add(proc.pid)  # `unshare` too; the jail joins again before it runs anything
-        feeder = threading.Thread(target=_feed, args=(proc, json.dumps(job).encode()),
-                                  daemon=True)
+        feeder = threading.Thread(target=_feed, args=(proc, json.dumps(job).encode()), daemon=True)
         feeder.start()
         timed_out = False
         assert proc.stdout is not None and proc.stderr is not None
@@ -393,7 +508,7 @@ class LocalRunner:
                         stream.feed(chunk)
                     else:
                         if len(head) < HEAD_BYTES:
-                            head += chunk[:HEAD_BYTES - len(head)]
+                            head += chunk[: HEAD_BYTES - len(head)]
                         tail += chunk
                         del tail[:-keep]
         finally:
@@ -408,25 +523,40 @@ class LocalRunner:
                 pipe.close()
         stream.close()
         stderr = tail.decode("utf-8", "replace")
-        jail_lines = [line for line in head.decode("utf-8", "replace").splitlines()
-                      if line.startswith("numcheck-jail")]
-        report["warnings"] += [line.split(":", 1)[1].strip() for line in jail_lines
-                               if line.startswith("numcheck-jail-warning:")]
+        jail_lines = [
+            line
+            for line in head.decode("utf-8", "replace").splitlines()
+            if line.startswith("numcheck-jail")
+        ]
+        report["warnings"] += [
+            line.split(":", 1)[1].strip()
+            for line in jail_lines
+            if line.startswith("numcheck-jail-warning:")
+        ]
         for line in jail_lines:  # how the jail entered the minimal root, where it did
             if line.startswith("numcheck-jail-root:"):
                 report["minimal_root"] = line.split(":", 1)[1].strip()
         add_sandbox_report(report, stream)
-        outcome, reason = self._classify(proc.returncode, stream, stderr, timed_out, timeout,
-                                         jail_lines)
+        outcome, reason = self._classify(
+            proc.returncode, stream, stderr, timed_out, timeout, jail_lines
+        )
         return RunResult(outcome, stream.records, reason, stderr[-4000:], report)
 
-    def _classify(self, status: int, stream: RecordStream, stderr: str, timed_out: bool,
-                  timeout: float, jail_lines: list[str]) -> tuple[Outcome, str]:
+    def _classify(
+        self,
+        status: int,
+        stream: RecordStream,
+        stderr: str,
+        timed_out: bool,
+        timeout: float,
+        jail_lines: list[str],
+    ) -> tuple[Outcome, str]:
         if timed_out:
             return "timeout", f"the sandboxed run passed its {timeout:g} s limit and was killed"
         if stream.overflow:
-            return "crashed", (f"the harness wrote more than {self._output_cap} bytes of "
-                               "records and was stopped")
+            return "crashed", (
+                f"the harness wrote more than {self._output_cap} bytes of records and was stopped"
+            )
         if status == 0 and stream.done:
             return "ok", ""
         failed = [line for line in jail_lines if line.startswith("numcheck-jail:")]
@@ -444,11 +574,15 @@ class LocalRunner:
             with contextlib.suppress(ValueError):
                 name = signal.Signals(number).name
                 if number == signal.SIGKILL:
-                    return "out-of-memory", "the harness was killed (SIGKILL), most likely by "\
-                                            "the kernel's out-of-memory killer"
+                    return (
+                        "out-of-memory",
+                        "the harness was killed (SIGKILL), most likely by "
+                        "the kernel's out-of-memory killer",
+                    )
                 return "crashed", f"the harness was killed by {name}"
         return "crashed", f"the harness exited with status {status}" + (
-            "" if status else " without finishing")
+            "" if status else " without finishing"
+        )
 
 
 def _own_root() -> str:
@@ -463,15 +597,15 @@ def _dependencies(job: dict[str, Any]) -> list[Path]:
     return [Path(site)] if isinstance(site, str) and os.path.isabs(site) else []
 
 
-def _needed_paths(repo: Path, workspace: Path, python: str,
-                  extra: list[Path] | None = None) -> list[str]:
+def _needed_paths(
+    repo: Path, workspace: Path, python: str, extra: list[Path] | None = None
+) -> list[str]:
     """What the sandbox user must reach: the checkout, the workspace, numcheck's code, the
     interpreter and its installation (a venv's python is often a link into a home
     directory that is closed to other users), and `extra` (the dependencies' folder)."""
     from runners.jail import _shebang
 
-    paths = [repo, workspace, *(Path(_own_root()) / name for name in OWN_PACKAGES),
-             *(extra or [])]
+    paths = [repo, workspace, *(Path(_own_root()) / name for name in OWN_PACKAGES), *(extra or [])]
     interpreters = [python, *_shebang(python)[:1]]  # a wrapper script: its interpreter too
     for interpreter in interpreters:
         real = Path(os.path.realpath(interpreter))

@@ -46,9 +46,14 @@ def default_runner() -> Runner:
     return LocalRunner()
 
 
-def analyze(repo_dir: Path, base_ref: str | None, head_ref: str | None, config: Config,
-            runner: Runner | None = None,
-            selected: Callable[[str], bool] | None = None) -> AnalysisResult:
+def analyze(
+    repo_dir: Path,
+    base_ref: str | None,
+    head_ref: str | None,
+    config: Config,
+    runner: Runner | None = None,
+    selected: Callable[[str], bool] | None = None,
+) -> AnalysisResult:
     """`selected`: a predicate on repository-relative paths (the Action's `paths` input);
     findings and file errors elsewhere are dropped before the dynamic pass spends time."""
     result = analyze_diff(repo_dir, base_ref, head_ref, config)
@@ -64,8 +69,13 @@ def keep_paths(result: AnalysisResult, selected: Callable[[str], bool]) -> None:
     result.errors = [e for e in result.errors if e.path is None or selected(e.path)]
 
 
-def scan(paths: list[Path], config: Config, root: Path,
-         runner: Runner | None = None, whole_root: bool = True) -> AnalysisResult:
+def scan(
+    paths: list[Path],
+    config: Config,
+    root: Path,
+    runner: Runner | None = None,
+    whole_root: bool = True,
+) -> AnalysisResult:
     """`numcheck scan`: whole files; the dynamic pass runs on a copy of the Python files
     under `root` (the code the findings import), or of `paths` alone when `whole_root` is
     False (files outside the working directory: their folder may be /tmp or a home)."""
@@ -74,19 +84,24 @@ def scan(paths: list[Path], config: Config, root: Path,
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="numcheck-scan-") as workspace:
             try:
-                _copy_python_tree([root] if whole_root else paths, root, Path(workspace),
-                                  config)
+                _copy_python_tree([root] if whole_root else paths, root, Path(workspace), config)
             except OSError as exc:
                 result.errors.append(StageError("dynamic", f"could not copy {root}: {exc}"))
             else:
                 runner = runner or default_runner()
-                environment = dependencies(root if whole_root else Path(workspace), config,
-                                           runner, result)
+                environment = dependencies(
+                    root if whole_root else Path(workspace), config, runner, result
+                )
                 job = _job(Path(workspace), result.findings, config, result.repo, environment)
                 sources = _sources(Path(workspace), result.findings)
                 roots = source_roots(Path(workspace))
-                _merge(result, runner.run(job, timeout=config.dynamic_timeout), sources,
-                       job.get("script"), roots)
+                _merge(
+                    result,
+                    runner.run(job, timeout=config.dynamic_timeout),
+                    sources,
+                    job.get("script"),
+                    roots,
+                )
                 name_missing(result, environment)
         result.timings["dynamic"] = round(time.perf_counter() - started, 4)
     return result
@@ -101,8 +116,11 @@ def _copy_python_tree(sources: list[Path], root: Path, into: Path, config: Confi
         files = sorted(source.rglob("*.py")) if source.is_dir() else [source]
         for path in files:
             path = path.resolve()
-            if path.is_relative_to(target_root) or not path.is_relative_to(root) \
-                    or not path.is_file():
+            if (
+                path.is_relative_to(target_root)
+                or not path.is_relative_to(root)
+                or not path.is_file()
+            ):
                 continue
             rel = path.relative_to(root).as_posix()
             if config.path_selected(rel):
@@ -111,13 +129,15 @@ def _copy_python_tree(sources: list[Path], root: Path, into: Path, config: Confi
                 target.write_bytes(path.read_bytes())
     for name in PACKAGING_FILES:  # where its packages live (a `src/` layout)
         packaging = root / name
-        if root in [Path(s).resolve() for s in sources] and packaging.is_file() \
-                and not packaging.is_symlink():
+        if (
+            root in [Path(s).resolve() for s in sources]
+            and packaging.is_file()
+            and not packaging.is_symlink()
+        ):
             (into / name).write_bytes(packaging.read_bytes())
 
 
-def confirm(repo_dir: Path, result: AnalysisResult, config: Config,
-            runner: Runner) -> None:
+def confirm(repo_dir: Path, result: AnalysisResult, config: Config, runner: Runner) -> None:
     """Run the dynamic pass on the head commit, exported to a private workspace."""
     started = time.perf_counter()
     try:
@@ -125,8 +145,13 @@ def confirm(repo_dir: Path, result: AnalysisResult, config: Config,
             left_out = export(repo_dir, result.head or "HEAD", Path(workspace))
             if left_out:
                 result.errors.append(StageError("dynamic", _left_out_sentence(left_out)))
-            environment = dependencies(Path(workspace), config, runner, result,
-                                       commit_time(repo_dir, result.head or "HEAD"))
+            environment = dependencies(
+                Path(workspace),
+                config,
+                runner,
+                result,
+                commit_time(repo_dir, result.head or "HEAD"),
+            )
             job = _job(Path(workspace), result.findings, config, result.repo, environment)
             sources = _sources(Path(workspace), result.findings)  # before the PR's code runs
             roots = source_roots(Path(workspace))
@@ -138,8 +163,13 @@ def confirm(repo_dir: Path, result: AnalysisResult, config: Config,
     result.timings["dynamic"] = round(time.perf_counter() - started, 4)
 
 
-def dependencies(checkout: Path, config: Config, runner: Runner,
-                 result: AnalysisResult, as_of: datetime | None = None) -> Environment:
+def dependencies(
+    checkout: Path,
+    config: Config,
+    runner: Runner,
+    result: AnalysisResult,
+    as_of: datetime | None = None,
+) -> Environment:
     """The checkout's declared dependencies, installed for the run (runners/dependencies.py)
     as of the reviewed commit's time; a failure costs the findings that need a missing
     package, never the run."""
@@ -185,21 +215,32 @@ def commit_time(repo_dir: Path, ref: str) -> datetime | None:
     """When `ref` was committed (the committer's time, with its offset); None when git cannot
     say. The dependency step resolves an old commit's requirements as of then."""
     try:
-        proc = subprocess.run(["git", "-C", str(repo_dir), "log", "-1", "--format=%cI",
-                               "--end-of-options", ref], capture_output=True, text=True,
-                              timeout=30)
+        proc = subprocess.run(
+            ["git", "-C", str(repo_dir), "log", "-1", "--format=%cI", "--end-of-options", ref],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         return datetime.fromisoformat(proc.stdout.strip()) if proc.returncode == 0 else None
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
 
 
-def export(repo_dir: Path, ref: str, into: Path, file_budget: int = FILE_BUDGET,
-           head_budget: int = HEAD_BUDGET) -> list[tuple[str, str]]:
+def export(
+    repo_dir: Path,
+    ref: str,
+    into: Path,
+    file_budget: int = FILE_BUDGET,
+    head_budget: int = HEAD_BUDGET,
+) -> list[tuple[str, str]]:
     """The head's committed files written into `into` (no .git, no local changes), as
     `git archive` would. Returns (path, why) for each file left out: too large, or missing
     from the clone."""
-    listing = subprocess.run(["git", "-C", str(repo_dir), "ls-tree", "-r", "-l", "-z", ref],
-                             check=True, capture_output=True).stdout
+    listing = subprocess.run(
+        ["git", "-C", str(repo_dir), "ls-tree", "-r", "-l", "-z", ref],
+        check=True,
+        capture_output=True,
+    ).stdout
     wanted: list[tuple[str, str, Path, bool]] = []  # (sha, path, target, executable)
     left_out: list[tuple[str, str]] = []
     total = 0
@@ -220,24 +261,31 @@ def export(repo_dir: Path, ref: str, into: Path, file_budget: int = FILE_BUDGET,
             continue
         total += int(size)
         if total > head_budget:
-            raise ExportError(f"the head's files pass {head_budget // 2**20} MiB; the dynamic "
-                              "pass does not export it")
+            raise ExportError(
+                f"the head's files pass {head_budget // 2**20} MiB; the dynamic "
+                "pass does not export it"
+            )
         wanted.append((sha, path, into.joinpath(*parts), mode == "100755"))
     if wanted:
         left_out += _write_blobs(repo_dir, wanted)
     return left_out
 
 
-def _write_blobs(repo_dir: Path, wanted: list[tuple[str, str, Path, bool]]) -> \
-        list[tuple[str, str]]:
+def _write_blobs(
+    repo_dir: Path, wanted: list[tuple[str, str, Path, bool]]
+) -> list[tuple[str, str]]:
     """Each blob through one `git cat-file --batch`, copied to its file in chunks."""
     missing: list[tuple[str, str]] = []
-    proc = subprocess.Popen(["git", "-C", str(repo_dir), "cat-file", "--batch"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["git", "-C", str(repo_dir), "cat-file", "--batch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     assert proc.stdin is not None and proc.stdout is not None
-    feeder = threading.Thread(target=_feed_shas, args=(proc.stdin, [w[0] for w in wanted]),
-                              daemon=True)
+    feeder = threading.Thread(
+        target=_feed_shas, args=(proc.stdin, [w[0] for w in wanted]), daemon=True
+    )
     feeder.start()
     try:
         for _, path, target, executable in wanted:
@@ -281,19 +329,27 @@ def _feed_shas(stdin: IO[bytes], shas: list[str]) -> None:
 def _left_out_sentence(left_out: list[tuple[str, str]]) -> str:
     shown = ", ".join(f"{path} ({why})" for path, why in left_out[:5])
     more = f" and {len(left_out) - 5} more" if len(left_out) > 5 else ""
-    return (f"left out of the sandbox's copy (non-Python files over {FILE_BUDGET // 2**20} "
-            f"MiB, or blobs the clone lacks): {shown}{more}; code that reads them will fail "
-            "there")
+    return (
+        f"left out of the sandbox's copy (non-Python files over {FILE_BUDGET // 2**20} "
+        f"MiB, or blobs the clone lacks): {shown}{more}; code that reads them will fail "
+        "there"
+    )
 
 
-def _job(workspace: Path, findings: list[Finding], config: Config,
-         repository: str = "", environment: Environment | None = None) -> dict[str, Any]:
+def _job(
+    workspace: Path,
+    findings: list[Finding],
+    config: Config,
+    repository: str = "",
+    environment: Environment | None = None,
+) -> dict[str, Any]:
     site = environment.site if environment is not None else None
     programs = any(is_program(workspace / path) for path in {f.path for f in findings})
     # a flagged file that does work at import runs as a script with the default limit when no
     # script is configured (runners/harness.py)
-    script_runs = SCRIPT_RUNS_SLACK * (config.script["run_seconds"] if config.script else
-                                       SCRIPT_RUN_SECONDS if programs else 0.0)
+    script_runs = SCRIPT_RUNS_SLACK * (
+        config.script["run_seconds"] if config.script else SCRIPT_RUN_SECONDS if programs else 0.0
+    )
     return {
         "repo": str(workspace),
         # the declared dependencies' folder, appended to the job's sys.path (read-only)
@@ -310,11 +366,11 @@ def _job(workspace: Path, findings: list[Finding], config: Config,
         "script": _script_job(config),
         # a search that finds nothing in float32 gets the same budget again in low precision
         "finding_timeout": config.search_seconds * (2 if config.low_precision else 1)
-        + FINDING_SECONDS_SLACK + script_runs,
+        + FINDING_SECONDS_SLACK
+        + script_runs,
         "fix": config.fix,
         # each candidate that gets as far as the search re-runs the script like a finding does
-        "fix_timeout": FIX_SECONDS_SLACK + FIX_SEARCH_RUNS * (config.search_seconds +
-                                                              script_runs),
+        "fix_timeout": FIX_SECONDS_SLACK + FIX_SEARCH_RUNS * (config.search_seconds + script_runs),
         # read by the Docker runner, which picks the image; never by the PR's code
         "runner_image": config.runner_image,
         "repository": repository,
@@ -338,8 +394,13 @@ def _sources(workspace: Path, findings: list[Finding]) -> dict[str, str]:
     return sources
 
 
-def _merge(result: AnalysisResult, run: RunResult, sources: dict[str, str],
-           script: dict[str, Any] | None = None, roots: tuple[str, ...] = ()) -> None:
+def _merge(
+    result: AnalysisResult,
+    run: RunResult,
+    sources: dict[str, str],
+    script: dict[str, Any] | None = None,
+    roots: tuple[str, ...] = (),
+) -> None:
     """The run's records onto the findings they name (`script`: the job's script settings,
     what a script reproducer may run; `roots`: the checkout's source roots, read before its
     code ran)."""
@@ -373,6 +434,10 @@ def _merge(result: AnalysisResult, run: RunResult, sources: dict[str, str],
             if finding.fingerprint not in done:
                 finding.status = "error"
                 finding.error = f"{run.outcome}: {run.reason}"
-        result.errors.append(StageError("dynamic", f"{run.outcome}: {run.reason}"
-                                        + (f"; stderr: {run.stderr[-500:]}" if run.stderr
-                                           else "")))
+        result.errors.append(
+            StageError(
+                "dynamic",
+                f"{run.outcome}: {run.reason}"
+                + (f"; stderr: {run.stderr[-500:]}" if run.stderr else ""),
+            )
+        )

@@ -41,8 +41,9 @@ REQUEST_SECONDS = 20.0
 WORKERS = 8
 
 
-def capped(requirements: Iterable[str], index: str | None, when: datetime,
-           deadline: float) -> dict[str, str]:
+def capped(
+    requirements: Iterable[str], index: str | None, when: datetime, deadline: float
+) -> dict[str, str]:
     """{requirement: the same requirement bounded above by the release current on `when`},
     for those whose specifier allows a later release; others are left out."""
     texts = list(dict.fromkeys(requirements))

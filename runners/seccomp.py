@@ -46,8 +46,12 @@ NR, ARCH, ARG0 = 0, 4, 16  # offsets; the low 32 bits of args[0] on a little-end
 
 
 class SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
-                ("k", ctypes.c_uint)]
+    _fields_ = [
+        ("code", ctypes.c_ushort),
+        ("jt", ctypes.c_ubyte),
+        ("jf", ctypes.c_ubyte),
+        ("k", ctypes.c_uint),
+    ]
 
 
 class SockFprog(ctypes.Structure):
@@ -59,18 +63,18 @@ def program(machine: str) -> list[tuple[int, int, int, int]]:
     instructions skipped after the one jumping."""
     arch, socket_nr, io_uring_nr = ARCHES[machine]
     return [
-        (LD_W_ABS, 0, 0, ARCH),                       # 0
-        (JEQ_K, 0, 8, arch),                          # 1: another ABI -> 10
-        (LD_W_ABS, 0, 0, NR),                         # 2
-        (JGE_K, 6, 0, X32_SYSCALL_BIT),               # 3: x32 numbers -> 10
-        (JEQ_K, 6, 0, io_uring_nr),                   # 4: io_uring_setup -> 11
-        (JEQ_K, 0, 3, socket_nr),                     # 5: not socket() -> 9
-        (LD_W_ABS, 0, 0, ARG0),                       # 6: the family
-        (JEQ_K, 1, 0, AF_UNIX),                       # 7: AF_UNIX -> 9
+        (LD_W_ABS, 0, 0, ARCH),  # 0
+        (JEQ_K, 0, 8, arch),  # 1: another ABI -> 10
+        (LD_W_ABS, 0, 0, NR),  # 2
+        (JGE_K, 6, 0, X32_SYSCALL_BIT),  # 3: x32 numbers -> 10
+        (JEQ_K, 6, 0, io_uring_nr),  # 4: io_uring_setup -> 11
+        (JEQ_K, 0, 3, socket_nr),  # 5: not socket() -> 9
+        (LD_W_ABS, 0, 0, ARG0),  # 6: the family
+        (JEQ_K, 1, 0, AF_UNIX),  # 7: AF_UNIX -> 9
         (RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT),  # 8
-        (RET_K, 0, 0, SECCOMP_RET_ALLOW),             # 9
-        (RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM),         # 10
-        (RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS),        # 11
+        (RET_K, 0, 0, SECCOMP_RET_ALLOW),  # 9
+        (RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM),  # 10
+        (RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS),  # 11
     ]
 
 
@@ -90,12 +94,13 @@ def install() -> str | None:
         prctl = libc.prctl
     except (OSError, AttributeError) as exc:
         return f"prctl is not available: {exc}"
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
-                      ctypes.c_ulong]
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     prctl.restype = ctypes.c_int
     if prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return f"prctl(PR_SET_NO_NEW_PRIVS) failed: {errno.errorcode.get(ctypes.get_errno())}"
     if prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) != 0:
-        return (f"prctl(PR_SET_SECCOMP) failed: {errno.errorcode.get(ctypes.get_errno())} "
-                "(a kernel without CONFIG_SECCOMP_FILTER, or a container that forbids it)")
+        return (
+            f"prctl(PR_SET_SECCOMP) failed: {errno.errorcode.get(ctypes.get_errno())} "
+            "(a kernel without CONFIG_SECCOMP_FILTER, or a container that forbids it)"
+        )
     return None

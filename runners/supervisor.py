@@ -89,13 +89,21 @@ class Ledger:
         fingerprint = record["fingerprint"]
         if record.get("stage") == "fix":
             fix = record.get("fix")
-            if stage.get("stage") != "fix" or fingerprint not in self.fixes_owed \
-                    or not isinstance(fix, dict) or fix.get("status") not in FIX_STATUSES:
+            if (
+                stage.get("stage") != "fix"
+                or fingerprint not in self.fixes_owed
+                or not isinstance(fix, dict)
+                or fix.get("status") not in FIX_STATUSES
+            ):
                 return False
             self.fixes_owed.discard(fingerprint)
             return True
-        if stage.get("stage") != "confirm" or fingerprint not in self.owed \
-                or record.get("status") not in STATUSES or "stage" in record:
+        if (
+            stage.get("stage") != "confirm"
+            or fingerprint not in self.owed
+            or record.get("status") not in STATUSES
+            or "stage" in record
+        ):
             return False
         self.owed.discard(fingerprint)
         if record["status"] == "confirmed" and self.fix:
@@ -115,26 +123,46 @@ class Ledger:
         elif name is None:  # nothing to blame: what is owed cannot be run again either
             for finding in self.todo():
                 self.owed.discard(finding["fingerprint"])
-                emit({"fingerprint": finding["fingerprint"], "status": "error",
-                      "error": f"not run: {why}"})
+                emit(
+                    {
+                        "fingerprint": finding["fingerprint"],
+                        "status": "error",
+                        "error": f"not run: {why}",
+                    }
+                )
         for owed in sorted(self.fixes_owed):
-            emit({"fingerprint": owed, "stage": "fix",
-                  "fix": {"status": "error", "reason": why if owed == fingerprint and
-                          name == "fix" else f"not run: the worker stopped ({why})"}})
+            emit(
+                {
+                    "fingerprint": owed,
+                    "stage": "fix",
+                    "fix": {
+                        "status": "error",
+                        "reason": why
+                        if owed == fingerprint and name == "fix"
+                        else f"not run: the worker stopped ({why})",
+                    },
+                }
+            )
         self.fixes_owed.clear()
 
 
 # The worker's start: isolated (`-I`: no working directory, no PYTHON* variables on its path),
 # importing the harness from where this supervisor's came from, never from the checkout.
-WORKER_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
-               "from runners.harness import main; raise SystemExit(main())")
+WORKER_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from runners.harness import main; raise SystemExit(main())"
+)
 OWN_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _worker(job: dict[str, Any]) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, "-I", "-c", WORKER_BOOT, OWN_ROOT, "--worker"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-c", WORKER_BOOT, OWN_ROOT, "--worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     assert proc.stdin is not None
     with contextlib.suppress(BrokenPipeError):
         proc.stdin.write(json.dumps(job).encode())
@@ -157,8 +185,10 @@ def _ended(returncode: int) -> str:
         except ValueError:
             name = f"signal {-returncode}"
         if -returncode == signal.SIGKILL:
-            name += (" (the job's memory limit, all its processes together, sends it, unless "
-                     "the code killed itself)")
+            name += (
+                " (the job's memory limit, all its processes together, sends it, unless "
+                "the code killed itself)"
+            )
         return f"crashed: the process running the code died of {name}"
     return f"crashed: the process running the code exited with status {returncode}"
 
@@ -188,8 +218,10 @@ class Output:
 
     def close(self) -> None:
         if self.dropped:
-            _write_stderr(f"\n[numcheck supervisor: {self.dropped} bytes of the code's output "
-                          "left out]\n".encode())
+            _write_stderr(
+                f"\n[numcheck supervisor: {self.dropped} bytes of the code's output "
+                "left out]\n".encode()
+            )
         _write_stderr(bytes(self.tail))
         self.tail.clear()
         self.dropped = 0
@@ -214,8 +246,9 @@ def _drain(err: int, output: Output) -> None:
         output.feed(text)
 
 
-def drive(proc: subprocess.Popen[bytes], ledger: Ledger, emit: Emit) -> tuple[
-        dict[str, Any] | None, str | None]:
+def drive(
+    proc: subprocess.Popen[bytes], ledger: Ledger, emit: Emit
+) -> tuple[dict[str, Any] | None, str | None]:
     """Relay one worker's records until it finishes (None, None), or stops or is stopped in a
     stage: (that stage, why). Its stderr, where there is a pipe for it, is passed on bounded
     (`Output`)."""
@@ -231,8 +264,9 @@ def drive(proc: subprocess.Popen[bytes], ledger: Ledger, emit: Emit) -> tuple[
         output.close()
 
 
-def _relay(proc: subprocess.Popen[bytes], ledger: Ledger, emit: Emit, output: Output,
-           err: int | None) -> tuple[dict[str, Any] | None, str | None]:
+def _relay(
+    proc: subprocess.Popen[bytes], ledger: Ledger, emit: Emit, output: Output, err: int | None
+) -> tuple[dict[str, Any] | None, str | None]:
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     stage: dict[str, Any] | None = None
@@ -244,10 +278,13 @@ def _relay(proc: subprocess.Popen[bytes], ledger: Ledger, emit: Emit, output: Ou
         if time.monotonic() >= deadline:  # checked on every turn: a flood keeps select busy
             _kill(proc)
             if stage is None:
-                return None, (f"the worker did nothing for {IDLE_SECONDS:g} s outside "
-                              "any finding (the supervisor stopped it)")
-            return stage, (f"timeout: the code did not finish within {limit:g} s (the "
-                           "supervisor stopped it)")
+                return None, (
+                    f"the worker did nothing for {IDLE_SECONDS:g} s outside "
+                    "any finding (the supervisor stopped it)"
+                )
+            return stage, (
+                f"timeout: the code did not finish within {limit:g} s (the supervisor stopped it)"
+            )
         watched = [fd] if err is None else [fd, err]
         ready, _, _ = select.select(watched, [], [], max(0.0, deadline - time.monotonic()))
         if err is not None and err in ready:
@@ -266,8 +303,9 @@ def _relay(proc: subprocess.Popen[bytes], ledger: Ledger, emit: Emit, output: Ou
             returncode = proc.wait()
             if done and returncode == 0:
                 return None, None
-            return stage, _ended(returncode) if returncode else \
-                "the worker ended without finishing its job"
+            return stage, _ended(
+                returncode
+            ) if returncode else "the worker ended without finishing its job"
         lines = (partial + chunk).split(b"\n")
         partial = lines.pop()
         if len(partial) > LINE_CAP:
@@ -290,15 +328,19 @@ def _relay(proc: subprocess.Popen[bytes], ledger: Ledger, emit: Emit, output: Ou
                 emit(message)
                 stage, deadline = None, time.monotonic() + IDLE_SECONDS
             else:
-                print(f"numcheck supervisor: dropped a record for "
-                      f"{str(message.get('fingerprint'))[:40]!r} outside its stage",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"numcheck supervisor: dropped a record for "
+                    f"{str(message.get('fingerprint'))[:40]!r} outside its stage",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
 
 def supervise(job: dict[str, Any], emit: Emit) -> None:
     """Run the job's findings through workers until every record owed is emitted."""
-    ledger = Ledger(list(job["findings"]), bool(job.get("fix", True)),
-                    harvest=bool(job.get("harvest", True)))
+    ledger = Ledger(
+        list(job["findings"]), bool(job.get("fix", True)), harvest=bool(job.get("harvest", True))
+    )
     for _ in range(len(ledger.findings) + 2):
         todo = ledger.todo()
         if not todo:

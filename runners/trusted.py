@@ -30,11 +30,24 @@ from analyzers.model import Finding
 
 # What fix_record copies from the chosen candidate's patch (analyzers/fix/patch.py): the
 # fields that are code or say where code goes. They must equal a candidate made here.
-PATCH_FIELDS = ("kind", "name", "path", "diff", "start_line", "end_line", "replacement",
-                "original", "suggestion_complete", "imports", "suggestion")
+PATCH_FIELDS = (
+    "kind",
+    "name",
+    "path",
+    "diff",
+    "start_line",
+    "end_line",
+    "replacement",
+    "original",
+    "suggestion_complete",
+    "imports",
+    "suggestion",
+)
 
-NOT_TRUSTED = ("the sandbox's fix record was not trusted: its patch is not one numcheck "
-               "makes from the op catalogue for this finding, so nothing is suggested")
+NOT_TRUSTED = (
+    "the sandbox's fix record was not trusted: its patch is not one numcheck "
+    "makes from the op catalogue for this finding, so nothing is suggested"
+)
 
 
 def trusted_fix(record: dict[str, Any], finding: Finding, source: str | None) -> dict[str, Any]:
@@ -48,14 +61,20 @@ def trusted_fix(record: dict[str, Any], finding: Finding, source: str | None) ->
     for candidate in candidates(source, FixRequest.from_finding(finding)):
         ours = {"kind": candidate.kind, "name": candidate.name, **candidate.patch.to_json()}
         if all(_same(record.get(key), ours.get(key)) for key in PATCH_FIELDS):
-            return {**record, **{key: ours[key] for key in PATCH_FIELDS if key in ours},
-                    "description": candidate.description}
+            return {
+                **record,
+                **{key: ours[key] for key in PATCH_FIELDS if key in ours},
+                "description": candidate.description,
+            }
     return _rejected(NOT_TRUSTED)
 
 
 # A precision block's words (analyzers/dynamic/precision.py; the schema's trigger.precision)
-PRECISION_WORDS = {"dtype": LOW_PRECISIONS, "mode": ("autocast", "cast", "policy"),
-                   "float32": ("finite", "fails", "unreached", "error")}
+PRECISION_WORDS = {
+    "dtype": LOW_PRECISIONS,
+    "mode": ("autocast", "cast", "policy"),
+    "float32": ("finite", "fails", "unreached", "error"),
+}
 
 
 def trusted_trigger(trigger: dict[str, Any]) -> dict[str, Any]:
@@ -64,8 +83,12 @@ def trusted_trigger(trigger: dict[str, Any]) -> dict[str, Any]:
     or not), so nothing else in them is passed on."""
     low = trigger.get("low_precision")
     if low is not None:  # the precisions searched as well, by name
-        trigger = {**trigger, "low_precision": [d for d in low if d in LOW_PRECISIONS]
-                   if isinstance(low, list) else []}
+        trigger = {
+            **trigger,
+            "low_precision": [d for d in low if d in LOW_PRECISIONS]
+            if isinstance(low, list)
+            else [],
+        }
     block = trigger.get("precision")
     if block is None:
         return trigger
@@ -85,9 +108,12 @@ def _rejected(reason: str) -> dict[str, Any]:
     return {"status": "error", "reason": reason, "tried": []}
 
 
-def trusted_reproducer(record: dict[str, Any], finding: Finding,
-                       script: dict[str, Any] | None = None,
-                       roots: tuple[str, ...] = ()) -> tuple[str | None, str | None]:
+def trusted_reproducer(
+    record: dict[str, Any],
+    finding: Finding,
+    script: dict[str, Any] | None = None,
+    roots: tuple[str, ...] = (),
+) -> tuple[str | None, str | None]:
     """(the reproducer written here from the record's plan, or None; why there is none when
     a confirmation came without one this side can write). `script`: the job's script
     settings, the only command a script reproducer may run (else the flagged file itself,
@@ -100,14 +126,16 @@ def trusted_reproducer(record: dict[str, Any], finding: Finding,
         return None, None
     try:
         expected_plan(plan, finding, script, roots)
-        return written_reproducer(record, finding.path, finding.line, finding.op,
-                                  finding.call), None
+        return written_reproducer(
+            record, finding.path, finding.line, finding.op, finding.call
+        ), None
     except (PlanError, LookupError, SyntaxError, OSError) as exc:
         return None, f"the sandbox's reproducer plan was not written: {exc}"
 
 
-def expected_plan(plan: Any, finding: Finding, script: dict[str, Any] | None,
-                  roots: tuple[str, ...] = ()) -> None:
+def expected_plan(
+    plan: Any, finding: Finding, script: dict[str, Any] | None, roots: tuple[str, ...] = ()
+) -> None:
     """PlanError unless the plan reproduces this finding: an entry of the finding's own
     module, or a run of the job's command watching lines of the finding. Names alone could
     otherwise make a reproducer of `subprocess.Popen(args=..., shell=True)`; so could a PR
@@ -120,26 +148,35 @@ def expected_plan(plan: Any, finding: Finding, script: dict[str, Any] | None,
         if plan.get("module") != module:
             raise PlanError("the plan's module is not the finding's")
         if module.split(".")[0] in sys.stdlib_module_names:
-            raise PlanError(f"the finding's module is named like the standard library's "
-                            f"{module.split('.')[0]}")
+            raise PlanError(
+                f"the finding's module is named like the standard library's {module.split('.')[0]}"
+            )
     elif plan.get("kind") == "script":
         command = script["command"] if script else [finding.path]
         if plan.get("argv") != list(script_argv(command)):
             raise PlanError("the plan's command is not the job's")
         lines = plan.get("lines")
-        if plan.get("path") != finding.path or not isinstance(lines, list) or not all(
-                type(n) is int and finding.line <= n <= finding.end_line for n in lines):
+        if (
+            plan.get("path") != finding.path
+            or not isinstance(lines, list)
+            or not all(type(n) is int and finding.line <= n <= finding.end_line for n in lines)
+        ):
             raise PlanError("the plan watches other lines than the finding's")
     else:
         raise PlanError("the plan is neither an entry's nor a script run's")
 
 
-def written_reproducer(record: dict[str, Any], path: str, line: int, op: str,
-                       call: str) -> str:
+def written_reproducer(record: dict[str, Any], path: str, line: int, op: str, call: str) -> str:
     """The reproducer of a record's plan, for the finding at `path:line` (its op and call
     as the static pass found them); PlanError when the plan is not one numcheck makes."""
     trigger = record.get("trigger")
     trigger = trigger if isinstance(trigger, dict) else {}
-    target = Target(path, line, op, call, str(trigger.get("where") or "forward"),
-                    str(trigger.get("shows") or ""))
+    target = Target(
+        path,
+        line,
+        op,
+        call,
+        str(trigger.get("where") or "forward"),
+        str(trigger.get("shows") or ""),
+    )
     return write(record.get("reproducer_plan"), target)

@@ -59,10 +59,27 @@ def ensure_redis() -> str:
             raise RuntimeError("Redis is down and redis-server is not installed")
         Path("/var/lib/redis").mkdir(parents=True, exist_ok=True)
         Path("/var/log/redis").mkdir(parents=True, exist_ok=True)
-        subprocess.run(["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1",
-                        "--port", str(REDIS_PORT), "--save", "", "--appendonly", "no",
-                        "--dir", "/var/lib/redis", "--logfile", "/var/log/redis/ci.log"],
-                       check=True)
+        subprocess.run(
+            [
+                "redis-server",
+                "--daemonize",
+                "yes",
+                "--bind",
+                "127.0.0.1",
+                "-::1",
+                "--port",
+                str(REDIS_PORT),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                "/var/lib/redis",
+                "--logfile",
+                "/var/log/redis/ci.log",
+            ],
+            check=True,
+        )
         if not _wait_port(REDIS_HOST, REDIS_PORT, 15):
             raise RuntimeError("Redis did not start on 127.0.0.1:6379")
     return f"redis://{REDIS_HOST}:{REDIS_PORT}/0"
@@ -86,8 +103,9 @@ def ensure_postgres() -> None:
     versions = sorted(os.listdir("/etc/postgresql")) if os.path.isdir("/etc/postgresql") else []
     if not versions:
         raise RuntimeError("PostgreSQL is down and no cluster is configured")
-    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main",
-                    "start"], check=True)
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "start"], check=True
+    )
     if not _wait_port("127.0.0.1", 5432, 30):
         raise RuntimeError("PostgreSQL did not start on 127.0.0.1:5432")
 
@@ -99,8 +117,7 @@ def postgres_database() -> Iterator[str]:
 
     ensure_postgres()
     name = f"numcheck_test_{secrets.token_hex(6)}"
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres",
-                         autocommit=True) as conn:
+    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
         yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
@@ -108,29 +125,45 @@ def postgres_database() -> Iterator[str]:
         from bot.db import engine_for
 
         engine_for.cache_clear()
-        with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres",
-                             autocommit=True) as conn:
+        with psycopg.connect(
+            "host=127.0.0.1 user=postgres dbname=postgres", autocommit=True
+        ) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def make_key(where: Path) -> tuple[Path, str]:
     """(private key path, public key PEM) for a test App."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     path = where / "app.pem"
     path.write_bytes(pem)
-    public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     return path, public.decode("ascii")
 
 
-def app_env(*, key_path: Path, api_url: str, database_url: str, broker_url: str,
-            prefix: str = "", **extra: str) -> dict[str, str]:
-    env = {"NUMCHECK_APP_ID": str(APP_ID), "NUMCHECK_PRIVATE_KEY": str(key_path),
-           "NUMCHECK_WEBHOOK_SECRET": SECRET, "NUMCHECK_BROKER_URL": broker_url,
-           "NUMCHECK_DATABASE_URL": database_url, "NUMCHECK_GITHUB_API_URL": api_url,
-           "NUMCHECK_WRITE_INTERVAL": "0", "NUMCHECK_RETRY_BASE_SECONDS": "0.3"}
+def app_env(
+    *,
+    key_path: Path,
+    api_url: str,
+    database_url: str,
+    broker_url: str,
+    prefix: str = "",
+    **extra: str,
+) -> dict[str, str]:
+    env = {
+        "NUMCHECK_APP_ID": str(APP_ID),
+        "NUMCHECK_PRIVATE_KEY": str(key_path),
+        "NUMCHECK_WEBHOOK_SECRET": SECRET,
+        "NUMCHECK_BROKER_URL": broker_url,
+        "NUMCHECK_DATABASE_URL": database_url,
+        "NUMCHECK_GITHUB_API_URL": api_url,
+        "NUMCHECK_WRITE_INTERVAL": "0",
+        "NUMCHECK_RETRY_BASE_SECONDS": "0.3",
+    }
     if prefix:
         env["NUMCHECK_BROKER_PREFIX"] = prefix
     env.update(extra)
@@ -156,8 +189,13 @@ class WebServer:
 class Worker:
     """`celery worker` in a subprocess, on the queues the App uses."""
 
-    def __init__(self, env: dict[str, str], log_path: Path, queues: str = "static,dynamic",
-                 concurrency: int = 1) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        log_path: Path,
+        queues: str = "static,dynamic",
+        concurrency: int = 1,
+    ) -> None:
         self.env = {**os.environ, **env}
         self.log_path = log_path
         self.queues, self.concurrency = queues, concurrency
@@ -166,12 +204,30 @@ class Worker:
     def start(self, timeout: float = 60) -> Worker:
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "bot.tasks:celery_app", "worker",
-             "-Q", self.queues, "-c", str(self.concurrency), "--without-gossip",
-             "--without-mingle",
-             "-l", "info", "-n", f"test-{secrets.token_hex(4)}@%h"],
-            env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-            start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "bot.tasks:celery_app",
+                "worker",
+                "-Q",
+                self.queues,
+                "-c",
+                str(self.concurrency),
+                "--without-gossip",
+                "--without-mingle",
+                "-l",
+                "info",
+                "-n",
+                f"test-{secrets.token_hex(4)}@%h",
+            ],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if " ready." in self.log():
@@ -182,8 +238,11 @@ class Worker:
         raise RuntimeError(f"the worker did not start:\n{self.log()[-4000:]}")
 
     def log(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace") \
-            if self.log_path.exists() else ""
+        return (
+            self.log_path.read_text(encoding="utf-8", errors="replace")
+            if self.log_path.exists()
+            else ""
+        )
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -199,11 +258,23 @@ def load_payload(relative: str) -> dict[str, Any]:
     return json.loads((WEBHOOKS / relative).read_text(encoding="utf-8"))
 
 
-def pull_payload(action: str, *, repo: str, number: int, head: str, base: str,
-                 installation: int, api_url: str, draft: bool = False) -> dict[str, Any]:
+def pull_payload(
+    action: str,
+    *,
+    repo: str,
+    number: int,
+    head: str,
+    base: str,
+    installation: int,
+    api_url: str,
+    draft: bool = False,
+) -> dict[str, Any]:
     """GitHub's own `pull_request` example, pointed at the test's repository and commits."""
-    name = {"synchronize": "synchronize.payload.json", "opened": "opened.payload.json",
-            "closed": "closed.payload.json"}[action]
+    name = {
+        "synchronize": "synchronize.payload.json",
+        "opened": "opened.payload.json",
+        "closed": "closed.payload.json",
+    }[action]
     payload = copy.deepcopy(load_payload(f"pull_request/{name}"))
     retarget(payload, repo, api_url)
     payload["action"] = action
@@ -219,8 +290,16 @@ def pull_payload(action: str, *, repo: str, number: int, head: str, base: str,
     return payload
 
 
-def comment_payload(body: str, *, repo: str, number: int, installation: int, api_url: str,
-                    login: str = "Codertocat", association: str = "OWNER") -> dict[str, Any]:
+def comment_payload(
+    body: str,
+    *,
+    repo: str,
+    number: int,
+    installation: int,
+    api_url: str,
+    login: str = "Codertocat",
+    association: str = "OWNER",
+) -> dict[str, Any]:
     """GitHub's issue_comment example, extended into a comment on a PR (README's recipe)."""
     payload = copy.deepcopy(load_payload("issue_comment/created.with-installation.payload.json"))
     retarget(payload, repo, api_url)
@@ -231,7 +310,9 @@ def comment_payload(body: str, *, repo: str, number: int, installation: int, api
         "url": f"{api_url}/repos/{repo}/pulls/{number}",
         "html_url": f"https://github.com/{repo}/pull/{number}",
         "diff_url": f"https://github.com/{repo}/pull/{number}.diff",
-        "patch_url": f"https://github.com/{repo}/pull/{number}.patch", "merged_at": None}
+        "patch_url": f"https://github.com/{repo}/pull/{number}.patch",
+        "merged_at": None,
+    }
     comment = payload["comment"]
     comment["id"] = int(secrets.randbelow(10**9))
     comment["body"] = body
@@ -261,20 +342,28 @@ def retarget(payload: dict[str, Any], repo: str, api_url: str) -> None:
     fix(payload)
 
 
-def deliver(url: str, event: str, payload: dict[str, Any] | bytes, *,
-            delivery: str | None = None, secret: str = SECRET,
-            sign: bool = True, signature_header: str | None = None
-            ) -> tuple[int, dict[str, Any]]:
+def deliver(
+    url: str,
+    event: str,
+    payload: dict[str, Any] | bytes,
+    *,
+    delivery: str | None = None,
+    secret: str = SECRET,
+    sign: bool = True,
+    signature_header: str | None = None,
+) -> tuple[int, dict[str, Any]]:
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    headers = {"Content-Type": "application/json", "X-GitHub-Event": event,
-               "X-GitHub-Delivery": delivery or secrets.token_hex(16),
-               "User-Agent": "GitHub-Hookshot/test"}
+    headers = {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery or secrets.token_hex(16),
+        "User-Agent": "GitHub-Hookshot/test",
+    }
     if signature_header is not None:
         headers["X-Hub-Signature-256"] = signature_header
     elif sign:
         headers["X-Hub-Signature-256"] = signature(secret.encode(), body)
-    request = urllib.request.Request(f"{url}/webhook", data=body, headers=headers,
-                                     method="POST")
+    request = urllib.request.Request(f"{url}/webhook", data=body, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read() or b"{}")
@@ -282,16 +371,19 @@ def deliver(url: str, event: str, payload: dict[str, Any] | bytes, *,
         return exc.code, json.loads(exc.read() or b"{}")
 
 
-def wait_for(condition: Callable[[], Any], timeout: float = 60, what: str = "condition",
-             on_fail: Callable[[], str] | None = None) -> Any:
+def wait_for(
+    condition: Callable[[], Any],
+    timeout: float = 60,
+    what: str = "condition",
+    on_fail: Callable[[], str] | None = None,
+) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
         time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}"
-                         + (f"\n{on_fail()}" if on_fail else ""))
+    raise AssertionError(f"timed out waiting for {what}" + (f"\n{on_fail()}" if on_fail else ""))
 
 
 COMPOSE = ROOT / "docker" / "compose.yml"
@@ -305,7 +397,7 @@ def compose_web_command(port: int) -> list[str]:
     command = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]["web"]["command"]
     assert command[0] == "gunicorn"
     at = command.index("--bind")
-    command = [*command[:at + 1], f"127.0.0.1:{port}", *command[at + 2:]]
+    command = [*command[: at + 1], f"127.0.0.1:{port}", *command[at + 2 :]]
     return [sys.executable, "-m", "gunicorn", *command[1:]]
 
 
@@ -329,8 +421,13 @@ class ComposeWeb:
         import urllib.request
 
         with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(compose_web_command(self.port), env=self.env,
-                                         stdout=log, stderr=subprocess.STDOUT, cwd=self.cwd)
+            self.proc = subprocess.Popen(
+                compose_web_command(self.port),
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.cwd,
+            )
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -339,9 +436,10 @@ class ComposeWeb:
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.__exit__()
-                    raise RuntimeError("the web did not answer /healthz within 60 s:\n"
-                                       + self.log_path.read_text(errors="replace")[-4000:]
-                                       ) from None
+                    raise RuntimeError(
+                        "the web did not answer /healthz within 60 s:\n"
+                        + self.log_path.read_text(errors="replace")[-4000:]
+                    ) from None
                 time.sleep(0.3)
 
     def __exit__(self, *exc: object) -> None:

@@ -27,11 +27,13 @@ def _git_env() -> dict[str, str]:
     """The caller's environment without anything that would make git act on another repo, or
     read the developer's own config (signing, hooks, default branch)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update({
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_TERMINAL_PROMPT": "0",
-    })
+    env.update(
+        {
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_TERMINAL_PROMPT": "0",
+        }
+    )
     return env
 
 
@@ -49,11 +51,13 @@ class GitRepo:
         self.git("config", "commit.gpgsign", "false")
 
     def git(self, *args: str) -> str:
-        proc = subprocess.run(["git", "-C", str(self.root), *args], capture_output=True,
-                              env=_git_env(), check=False)
+        proc = subprocess.run(
+            ["git", "-C", str(self.root), *args], capture_output=True, env=_git_env(), check=False
+        )
         if proc.returncode != 0:
-            raise AssertionError(f"git {' '.join(args)} failed: "
-                                 f"{proc.stderr.decode('utf-8', 'replace')}")
+            raise AssertionError(
+                f"git {' '.join(args)} failed: {proc.stderr.decode('utf-8', 'replace')}"
+            )
         return proc.stdout.decode("utf-8", "replace").strip()
 
     def write(self, files: Mapping[str, FileContent]) -> None:
@@ -69,8 +73,9 @@ class GitRepo:
             else:
                 path.write_text(content, encoding="utf-8")
 
-    def commit(self, files: Mapping[str, FileContent] | None = None,
-               message: str = "change") -> str:
+    def commit(
+        self, files: Mapping[str, FileContent] | None = None, message: str = "change"
+    ) -> str:
         """Apply `files` and commit everything; returns the new commit's SHA."""
         self.write(files or {})
         self.git("add", "-A")
@@ -85,10 +90,13 @@ class GitRepo:
 
 
 class GitRepoFactory(Protocol):
-    def __call__(self, main: Mapping[str, FileContent],
-                 feature: Mapping[str, FileContent] | None = None, *,
-                 name: str = "repo") -> GitRepo: ...
-
+    def __call__(
+        self,
+        main: Mapping[str, FileContent],
+        feature: Mapping[str, FileContent] | None = None,
+        *,
+        name: str = "repo",
+    ) -> GitRepo: ...
 
 
 # Test tiers, one per file (`pytest -m static`, `-m "not app"`, ...). `static` needs neither
@@ -96,29 +104,76 @@ class GitRepoFactory(Protocol):
 # asked for, the other files are not even imported. tests/test_tiers.py checks that every
 # test file is in exactly one tier.
 TIERS: dict[str, tuple[str, ...]] = {
-    "static": ("test_aliases", "test_app_manifest", "test_bench_programs", "test_branches",
-               "test_bench_realworld", "test_config", "test_usage",
-               "test_corpus", "test_declared", "test_deep_files", "test_diffscope",
-               "test_docs", "test_feeds", "test_identities", "test_imports", "test_layout",
-               "test_report",
-               "test_rules", "test_seccomp", "test_siblings", "test_standins",
-               "test_static_precision",
-               "test_supervisor",
-               "test_suppression",
-               "test_tiers", "test_trusted"),
-    "dynamic": ("test_bench_dynamic", "test_bench_static_torch", "test_catalogue", "test_cli",
-                "test_cuda", "test_dependencies", "test_dynamic", "test_fix_report",
-                "test_fix_stage", "test_fix_transforms", "test_fix_validate", "test_harness",
-                "test_harvest_methods", "test_loading", "test_localise", "test_numerics_doc",
-                "test_object_entries", "test_usage_entries",
-                "test_pipeline", "test_precision", "test_precommit", "test_report_units",
-                "test_reproducer_checks", "test_sandbox", "test_script_mode",
-                "test_script_programs",
-                "test_search_stages", "test_static_dtype", "test_weight_ranges"),
+    "static": (
+        "test_aliases",
+        "test_app_manifest",
+        "test_bench_programs",
+        "test_branches",
+        "test_bench_realworld",
+        "test_config",
+        "test_usage",
+        "test_corpus",
+        "test_declared",
+        "test_deep_files",
+        "test_diffscope",
+        "test_docs",
+        "test_feeds",
+        "test_identities",
+        "test_imports",
+        "test_layout",
+        "test_report",
+        "test_rules",
+        "test_seccomp",
+        "test_siblings",
+        "test_standins",
+        "test_static_precision",
+        "test_supervisor",
+        "test_suppression",
+        "test_tiers",
+        "test_trusted",
+    ),
+    "dynamic": (
+        "test_bench_dynamic",
+        "test_bench_static_torch",
+        "test_catalogue",
+        "test_cli",
+        "test_cuda",
+        "test_dependencies",
+        "test_dynamic",
+        "test_fix_report",
+        "test_fix_stage",
+        "test_fix_transforms",
+        "test_fix_validate",
+        "test_harness",
+        "test_harvest_methods",
+        "test_loading",
+        "test_localise",
+        "test_numerics_doc",
+        "test_object_entries",
+        "test_usage_entries",
+        "test_pipeline",
+        "test_precision",
+        "test_precommit",
+        "test_report_units",
+        "test_reproducer_checks",
+        "test_sandbox",
+        "test_script_mode",
+        "test_script_programs",
+        "test_search_stages",
+        "test_static_dtype",
+        "test_weight_ranges",
+    ),
     "tf": ("test_harvest_keras", "test_localise_tf", "test_precision_tf", "test_script_mode_tf"),
     "jax": ("test_jax_dynamic", "test_numpy_dynamic"),
-    "app": ("test_action", "test_app_e2e", "test_app_outbox", "test_app_serve", "test_app_units",
-            "test_app_web", "test_policy"),
+    "app": (
+        "test_action",
+        "test_app_e2e",
+        "test_app_outbox",
+        "test_app_serve",
+        "test_app_units",
+        "test_app_web",
+        "test_policy",
+    ),
     "browser": ("test_report_pages",),
     "docker": ("test_docker_runner",),
     "lint": ("test_lint",),
@@ -128,8 +183,11 @@ TIER_OF = {module: tier for tier, modules in TIERS.items() for module in modules
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """With `-m static` alone, files of other tiers are not imported (they need torch)."""
-    if config.option.markexpr.strip() == "static" and collection_path.suffix == ".py" \
-            and collection_path.stem.startswith("test_"):
+    if (
+        config.option.markexpr.strip() == "static"
+        and collection_path.suffix == ".py"
+        and collection_path.stem.startswith("test_")
+    ):
         return TIER_OF.get(collection_path.stem) != "static"
     return None
 
@@ -140,6 +198,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if tier is not None:
             item.add_marker(getattr(pytest.mark, tier))
 
+
 @pytest.fixture
 def git_repo(tmp_path: Path) -> GitRepoFactory:
     """Factory: `git_repo(main_files, feature_files)` commits `main_files` on `main`, then
@@ -148,8 +207,12 @@ def git_repo(tmp_path: Path) -> GitRepoFactory:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
 
-    def make(main: Mapping[str, FileContent], feature: Mapping[str, FileContent] | None = None,
-             *, name: str = "repo") -> GitRepo:
+    def make(
+        main: Mapping[str, FileContent],
+        feature: Mapping[str, FileContent] | None = None,
+        *,
+        name: str = "repo",
+    ) -> GitRepo:
         repo = GitRepo(tmp_path / name)
         repo.commit(main, "base")
         repo.checkout("feature", create=True)
@@ -158,7 +221,6 @@ def git_repo(tmp_path: Path) -> GitRepoFactory:
         return repo
 
     return make
-
 
 
 @pytest.fixture
@@ -171,6 +233,7 @@ def clean_modules(tmp_path: Path) -> Iterator[None]:
     roots = {p.stem for p in tmp_path.iterdir()}
     for name in [n for n in sys.modules if n.split(".")[0] in roots]:
         del sys.modules[name]
+
 
 @pytest.fixture(scope="session")
 def numcheck_exe() -> str:
@@ -189,13 +252,23 @@ RunCli = Callable[..., subprocess.CompletedProcess[str]]
 def run_cli(numcheck_exe: str) -> RunCli:
     """Run the real `numcheck` executable; returns the completed process (text mode)."""
 
-    def run(*args: str | os.PathLike[str], cwd: Path | None = None,
-            env: Mapping[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str | os.PathLike[str],
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 120,
+    ) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "NO_COLOR": "1", **(env or {})}
         env.pop("GIT_DIR", None)
-        return subprocess.run([numcheck_exe, *map(str, args)], capture_output=True, text=True,
-                              cwd=cwd, env=env, timeout=timeout, check=False)
+        return subprocess.run(
+            [numcheck_exe, *map(str, args)],
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            env=env,
+            timeout=timeout,
+            check=False,
+        )
 
     return run
 

@@ -18,8 +18,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 
-def make_wheel(folder: Path, name: str, version: str, files: Mapping[str, str],
-               requires: Iterable[str] = ()) -> Path:
+def make_wheel(
+    folder: Path, name: str, version: str, files: Mapping[str, str], requires: Iterable[str] = ()
+) -> Path:
     """A pure-Python wheel with a valid RECORD, as a build backend would write it."""
     folder.mkdir(parents=True, exist_ok=True)
     dist = f"{name.replace('-', '_')}-{version}"
@@ -27,9 +28,11 @@ def make_wheel(folder: Path, name: str, version: str, files: Mapping[str, str],
     contents = dict(files)
     contents[f"{dist}.dist-info/METADATA"] = (
         f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-        + "".join(f"Requires-Dist: {r}\n" for r in requires))
-    contents[f"{dist}.dist-info/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: numcheck-tests\n"
-                                           "Root-Is-Purelib: true\nTag: py3-none-any\n")
+        + "".join(f"Requires-Dist: {r}\n" for r in requires)
+    )
+    contents[f"{dist}.dist-info/WHEEL"] = (
+        "Wheel-Version: 1.0\nGenerator: numcheck-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
     record = []
     for path, text in contents.items():
         data = text.encode()
@@ -48,9 +51,13 @@ def make_sdist(folder: Path, name: str, version: str, setup_py: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     sdist = folder / f"{name}-{version}.tar.gz"
     with tarfile.open(sdist, "w:gz") as archive:
-        for path, text in ((f"{name}-{version}/setup.py", setup_py),
-                           (f"{name}-{version}/PKG-INFO",
-                            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")):
+        for path, text in (
+            (f"{name}-{version}/setup.py", setup_py),
+            (
+                f"{name}-{version}/PKG-INFO",
+                f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+            ),
+        ):
             data = text.encode()
             info = tarfile.TarInfo(path)
             info.size = len(data)
@@ -100,10 +107,21 @@ def _project_page(folder: Path, project: str, uploaded: Mapping[str, str]) -> di
     def canonical(name: str) -> str:
         return re.sub(r"[-_.]+", "-", name).lower()
 
-    files = [path for path in sorted(folder.iterdir())
-             if canonical(re.split(r"-\d", path.name, maxsplit=1)[0]) == canonical(project)]
-    return {"meta": {"api-version": "1.1"}, "name": canonical(project),
-            "files": [{"filename": path.name, "url": f"/files/{path.name}",
-                       "hashes": {"sha256": hashlib.sha256(path.read_bytes()).hexdigest()},
-                       **({"upload-time": uploaded[path.name]} if path.name in uploaded else {})}
-                      for path in files]}
+    files = [
+        path
+        for path in sorted(folder.iterdir())
+        if canonical(re.split(r"-\d", path.name, maxsplit=1)[0]) == canonical(project)
+    ]
+    return {
+        "meta": {"api-version": "1.1"},
+        "name": canonical(project),
+        "files": [
+            {
+                "filename": path.name,
+                "url": f"/files/{path.name}",
+                "hashes": {"sha256": hashlib.sha256(path.read_bytes()).hexdigest()},
+                **({"upload-time": uploaded[path.name]} if path.name in uploaded else {}),
+            }
+            for path in files
+        ],
+    }

@@ -24,8 +24,13 @@ BUILD_SECONDS = 1800
 def ensure_engine() -> str:
     """The DOCKER_HOST of an engine that answers, started if need be; also set in os.environ
     so the SDK's from_env() and the docker command find it."""
-    proc = subprocess.run([str(ROOT / "scripts" / "docker-engine")], capture_output=True,
-                          text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [str(ROOT / "scripts" / "docker-engine")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"no Docker engine could be started: {proc.stderr.strip()}")
     host = proc.stdout.strip().splitlines()[-1]
@@ -45,11 +50,16 @@ def client() -> Any:
 def image_inputs_digest() -> str:
     """What the image holds: the Dockerfile, the pins and numcheck's packaged files."""
     digest = hashlib.sha256()
-    files = [ROOT / "docker" / "runner-cpu.Dockerfile", ROOT / "docker" / "runner-cpu.txt",
-             ROOT / "docker" / "build-runner-image", ROOT / "pyproject.toml"]
+    files = [
+        ROOT / "docker" / "runner-cpu.Dockerfile",
+        ROOT / "docker" / "runner-cpu.txt",
+        ROOT / "docker" / "build-runner-image",
+        ROOT / "pyproject.toml",
+    ]
     for package in ("analyzers", "runners", "bot"):
-        files += sorted(p for p in (ROOT / package).rglob("*")
-                        if p.is_file() and "__pycache__" not in p.parts)
+        files += sorted(
+            p for p in (ROOT / package).rglob("*") if p.is_file() and "__pycache__" not in p.parts
+        )
     for path in files:
         digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
@@ -70,8 +80,13 @@ def runner_image(engine: Any) -> str:
         return tag
     except Exception:  # docker.errors.ImageNotFound
         pass
-    proc = subprocess.run([str(ROOT / "docker" / "build-runner-image"), "--tag", tag],
-                          capture_output=True, text=True, timeout=BUILD_SECONDS, check=False)
+    proc = subprocess.run(
+        [str(ROOT / "docker" / "build-runner-image"), "--tag", tag],
+        capture_output=True,
+        text=True,
+        timeout=BUILD_SECONDS,
+        check=False,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"building the runner image failed:\n{proc.stderr[-4000:]}")
     for image in engine.images.list(name=IMAGE_REPOSITORY):

@@ -26,13 +26,26 @@ class DirectRunner:
         self.jobs.append(job)
         nonce = secrets.token_hex(8)
         with tempfile.TemporaryDirectory(prefix="numcheck-fixtest-home-") as home:
-            env = {"PATH": os.environ.get("PATH", ""), "HOME": home, "TMPDIR": home,
-                   "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1",
-                   "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
+            env = {
+                "PATH": os.environ.get("PATH", ""),
+                "HOME": home,
+                "TMPDIR": home,
+                "PYTHONPATH": str(ROOT),
+                "PYTHONHASHSEED": "0",
+                "OMP_NUM_THREADS": "1",
+                "TF_CPP_MIN_LOG_LEVEL": "3",
+                "CUDA_VISIBLE_DEVICES": "",
+            }
             try:
-                proc = subprocess.run([sys.executable, "-m", "runners.harness"],
-                                      cwd=job["repo"], input=json.dumps({**job, "nonce": nonce}),
-                                      capture_output=True, text=True, timeout=timeout, env=env)
+                proc = subprocess.run(
+                    [sys.executable, "-m", "runners.harness"],
+                    cwd=job["repo"],
+                    input=json.dumps({**job, "nonce": nonce}),
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout,
+                    env=env,
+                )
             except subprocess.TimeoutExpired as exc:
                 return RunResult("timeout", [], str(exc), "")
         records: list[dict[str, Any]] = []

@@ -33,22 +33,37 @@ class Run:
 
     def record(self, function: str, stage: str | None = None) -> dict[str, Any]:
         """The finding's record of the dynamic pass (`stage=None`), or of the fix stage."""
-        (found,) = [r for r in self.result.records
-                    if r["fingerprint"] == self.fingerprints[function]
-                    and r.get("stage") == stage]
+        (found,) = [
+            r
+            for r in self.result.records
+            if r["fingerprint"] == self.fingerprints[function] and r.get("stage") == stage
+        ]
         return found
 
 
-def run_findings(repo: Path, path: str, functions: list[str], *, finding_timeout: float,
-                 timeout: float, search_seconds: float = 3.0) -> Run:
+def run_findings(
+    repo: Path,
+    path: str,
+    functions: list[str],
+    *,
+    finding_timeout: float,
+    timeout: float,
+    search_seconds: float = 3.0,
+) -> Run:
     """Every finding of `path` through the harness, after checking the static pass flags
     exactly `functions` (sorted) there."""
     scan = scan_source((repo / path).read_text(encoding="utf-8"), path)
     assert scan.error is None, scan.error
     findings = [f.to_json() for f in scan.findings]
     assert sorted(f["function"] for f in findings) == functions
-    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
-           "search_seconds": search_seconds, "finding_timeout": finding_timeout}
+    job = {
+        "repo": str(repo),
+        "findings": findings,
+        "entries": [],
+        "seed": 0,
+        "search_seconds": search_seconds,
+        "finding_timeout": finding_timeout,
+    }
     result = with_reproducers(LocalRunner().run(job, timeout=timeout), findings)
     assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
     return Run(repo, result, {f["function"]: f["fingerprint"] for f in findings})
@@ -61,8 +76,9 @@ def with_reproducers(result: RunResult, findings: list[dict[str, Any]]) -> RunRe
     for record in result.records:
         if "reproducer_plan" in record and record.get("stage") is None:
             found = by_fingerprint[record["fingerprint"]]
-            record["reproducer"] = written_reproducer(record, found["path"], found["line"],
-                                                      found["op"], found["call"])
+            record["reproducer"] = written_reproducer(
+                record, found["path"], found["line"], found["op"], found["call"]
+            )
     return result
 
 
@@ -72,9 +88,14 @@ def run_script(repo: Path, source: str, timeout: float = 180) -> subprocess.Comp
     script = repo / "repro_check.py"
     script.write_text(source, encoding="utf-8")
     try:
-        return subprocess.run([sys.executable, str(script)], cwd=repo, capture_output=True,
-                              text=True, timeout=timeout,
-                              env={**os.environ, "PYTHONPATH": str(repo)})
+        return subprocess.run(
+            [sys.executable, str(script)],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "PYTHONPATH": str(repo)},
+        )
     finally:
         script.unlink()
 

@@ -22,7 +22,7 @@ OTHER_CHECKOUT_TEXT = "planted-other-checkout-token"
 DATABASE_TEXT = "planted-database-row"
 SOCKET_TEXT = "outside"
 
-PROBE_SOCKET = '''\
+PROBE_SOCKET = """\
 import socket
 
 import torch
@@ -45,9 +45,9 @@ probe()
 def through_socket(x: Tensor) -> Tensor:
     probe()  # also when the module is loaded without running its top level
     return torch.log(x)
-'''
+"""
 
-PROBE_FILES = '''\
+PROBE_FILES = """\
 import glob
 import json
 import os
@@ -101,9 +101,9 @@ probe()
 def through_files(x: Tensor) -> Tensor:
     probe()  # also when the module is loaded without running its top level
     return torch.log(x)
-'''
+"""
 
-ORDINARY = '''\
+ORDINARY = """\
 import torch
 from torch import Tensor
 
@@ -111,9 +111,9 @@ from torch import Tensor
 def log_of_softmax(logits: Tensor) -> Tensor:
     probs = torch.softmax(logits, dim=-1)
     return torch.log(probs)
-'''
+"""
 
-FAKE_HARNESS = '''\
+FAKE_HARNESS = """\
 import json
 import sys
 from pathlib import Path
@@ -123,13 +123,13 @@ for finding in job["findings"]:
     print(json.dumps({"fingerprint": finding["fingerprint"], "status": "not-triggered",
                       "forged": True, "nonce": job["nonce"]}), flush=True)
 print(json.dumps({"done": True, "nonce": job["nonce"]}), flush=True)
-'''
+"""
 
-FAKE_ANALYZERS = '''\
+FAKE_ANALYZERS = """\
 from pathlib import Path
 
 (Path(__file__).resolve().parent.parent / "analyzers-shadowed").write_text("yes")
-'''
+"""
 
 
 def seen_by_probe(error: str) -> dict[str, Any]:
@@ -176,7 +176,7 @@ class SocketService:
 # A finding whose code blocks the worker's own deadline signal and loops, and one whose code
 # segfaults: only the supervisor (runners/supervisor.py) can end the first, and the second
 # must cost only its own finding.
-UNRULY_FUNCTIONS = '''
+UNRULY_FUNCTIONS = """
 
 def blocker(x: Tensor) -> Tensor:
     import signal
@@ -193,11 +193,12 @@ def segfault(x: Tensor) -> Tensor:
 
     ctypes.string_at(0)
     return torch.log(x)
-'''
+"""
 
 
-def write_modules(repo: Path, modules: dict[str, str]) -> tuple[dict[str, str],
-                                                                 list[dict[str, Any]]]:
+def write_modules(
+    repo: Path, modules: dict[str, str]
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """Write `modules` (path: source) into `repo` and scan them: each flagged function's
     fingerprint, and the findings as a job carries them, in the modules' order."""
     fingerprints, findings = {}, []

@@ -26,8 +26,9 @@ def op_line(root: Path, name: str, marker: str = "# the op") -> frozenset[int]:
     return frozenset(i + 1 for i, line in enumerate(lines) if marker in line)
 
 
-def build(root: Path, name: str, op: str = "log", framework: str = "torch",
-          **settings: object) -> ScriptEntry:
+def build(
+    root: Path, name: str, op: str = "log", framework: str = "torch", **settings: object
+) -> ScriptEntry:
     """The entry of `name`'s run (its `args`, then the ScriptConfig `settings`), seed 0.
 
     The per-run limit defaults to a minute, not the product's 10 s: a fresh-clone CI run on a

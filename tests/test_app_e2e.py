@@ -43,13 +43,17 @@ INSTALLATION = 4242
 BROKER_PREFIX = f"numcheck-test-{secrets.token_hex(4)}:"
 BASE_FILES = {
     # static only, commenting on every finding: these tests are about how comments are posted
-    ".numcheck.toml": "dynamic = false\ncomment_on = \"potential\"\n",
+    ".numcheck.toml": 'dynamic = false\ncomment_on = "potential"\n',
     "model/loss.py": "import torch\n\n\ndef loss(p):\n    return p.sum()\n",
 }
-HEAD = ("import torch\n\n\ndef loss(p, q):\n    a = torch.log(p)\n    b = p / q.norm()\n"
-        "    return a.sum() + b.sum()\n")
-HEAD_FIXED = ("import torch\n\n\ndef loss(p, q):\n    a = torch.log(p.clamp_min(1e-6))\n"
-              "    b = p / q.norm()\n    return a.sum() + b.sum()\n")
+HEAD = (
+    "import torch\n\n\ndef loss(p, q):\n    a = torch.log(p)\n    b = p / q.norm()\n"
+    "    return a.sum() + b.sum()\n"
+)
+HEAD_FIXED = (
+    "import torch\n\n\ndef loss(p, q):\n    a = torch.log(p.clamp_min(1e-6))\n"
+    "    b = p / q.norm()\n    return a.sum() + b.sum()\n"
+)
 
 
 @dataclass
@@ -61,8 +65,13 @@ class Stack:
     worker: Worker
     tmp: Path
 
-    def repo(self, name: str, number: int, base: dict[str, str | bytes | None] | None = None,
-             head: dict[str, str | bytes | None] | None = None) -> tuple[GitRepo, str]:
+    def repo(
+        self,
+        name: str,
+        number: int,
+        base: dict[str, str | bytes | None] | None = None,
+        head: dict[str, str | bytes | None] | None = None,
+    ) -> tuple[GitRepo, str]:
         repo = GitRepo(self.tmp / name.replace("/", "_") / secrets.token_hex(3))
         repo.commit(base or BASE_FILES, "base")
         repo.checkout("feature", create=True)
@@ -71,39 +80,70 @@ class Stack:
         self.fake.add_pull(FakePull(name, number, "main", "feature"))
         return repo, name
 
-    def push_event(self, repo: GitRepo, name: str, number: int,
-                   action: str = "synchronize", **kw: Any) -> tuple[int, dict[str, Any]]:
-        payload = pull_payload(action, repo=name, number=number, head=repo.sha("feature"),
-                               base=repo.sha("main"), installation=INSTALLATION,
-                               api_url=self.fake.api_url)
+    def push_event(
+        self, repo: GitRepo, name: str, number: int, action: str = "synchronize", **kw: Any
+    ) -> tuple[int, dict[str, Any]]:
+        payload = pull_payload(
+            action,
+            repo=name,
+            number=number,
+            head=repo.sha("feature"),
+            base=repo.sha("main"),
+            installation=INSTALLATION,
+            api_url=self.fake.api_url,
+        )
         return deliver(self.web.url, "pull_request", payload, **kw)
 
     def completed_run(self, name: str, head: str) -> dict[str, Any] | None:
         with self.fake.lock:
-            return next((r for r in self.fake.state.check_runs if r["repo"] == name
-                         and r["head_sha"] == head and r["status"] == "completed"), None)
+            return next(
+                (
+                    r
+                    for r in self.fake.state.check_runs
+                    if r["repo"] == name and r["head_sha"] == head and r["status"] == "completed"
+                ),
+                None,
+            )
 
     def wait_published(self, name: str, head: str, timeout: float = 60) -> dict[str, Any]:
-        run = wait_for(lambda: self.completed_run(name, head), timeout,
-                       f"a completed check run on {head[:8]}", self.worker.log)
+        run = wait_for(
+            lambda: self.completed_run(name, head),
+            timeout,
+            f"a completed check run on {head[:8]}",
+            self.worker.log,
+        )
 
         def published() -> bool:
             with session_scope(self.settings.database_url) as s:
-                return s.scalar(select(func.count()).select_from(Analysis).where(
-                    Analysis.repo == name, Analysis.head_sha == head,
-                    Analysis.status == "published")) > 0
+                return (
+                    s.scalar(
+                        select(func.count())
+                        .select_from(Analysis)
+                        .where(
+                            Analysis.repo == name,
+                            Analysis.head_sha == head,
+                            Analysis.status == "published",
+                        )
+                    )
+                    > 0
+                )
+
         wait_for(published, timeout, "the analysis to be marked published", self.worker.log)
         return run  # type: ignore[no-any-return]
 
     def comments(self, name: str, top_level: bool = True) -> list[dict[str, Any]]:
         with self.fake.lock:
-            return [c for c in self.fake.state.review_comments if c["repo"] == name
-                    and (not top_level or "in_reply_to_id" not in c)]
+            return [
+                c
+                for c in self.fake.state.review_comments
+                if c["repo"] == name and (not top_level or "in_reply_to_id" not in c)
+            ]
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-          ) -> Iterator[Stack]:
+def stack(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp(f"app-{request.param}")
     key_path, public = make_key(tmp)
     broker = ensure_redis()
@@ -116,11 +156,16 @@ def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
             context = nullcontext(f"sqlite:///{tmp / 'numcheck.db'}")
         with context as database_url:
-            env = app_env(key_path=key_path, api_url=fake.api_url, database_url=database_url,
-                          broker_url=broker, prefix=BROKER_PREFIX,
-                          NUMCHECK_WORKSPACE_ROOT=str(tmp / "workspaces"),
-                          NUMCHECK_PUBLIC_URL="https://numcheck.example.com",
-                          NUMCHECK_REPORT_SECRET="report-secret")
+            env = app_env(
+                key_path=key_path,
+                api_url=fake.api_url,
+                database_url=database_url,
+                broker_url=broker,
+                prefix=BROKER_PREFIX,
+                NUMCHECK_WORKSPACE_ROOT=str(tmp / "workspaces"),
+                NUMCHECK_PUBLIC_URL="https://numcheck.example.com",
+                NUMCHECK_REPORT_SECRET="report-secret",
+            )
             settings = from_env(env)
             app = create_app(settings)
             worker = Worker(env, tmp / "worker.log").start()
@@ -152,7 +197,9 @@ def test_push_review_then_fix_updates_instead_of_duplicating(stack: Stack) -> No
     assert review_post["event"] == "COMMENT"
     comments = stack.comments(name)
     assert sorted((c["path"], c["line"], c["side"]) for c in comments) == [
-        ("model/loss.py", 5, "RIGHT"), ("model/loss.py", 6, "RIGHT")]
+        ("model/loss.py", 5, "RIGHT"),
+        ("model/loss.py", 6, "RIGHT"),
+    ]
     assert all("<!-- numcheck:fingerprint=" in c["body"] for c in comments)
     assert "log" in next(c for c in comments if c["line"] == 5)["body"]
     # the worker minted its own token with a well-formed App JWT
@@ -160,8 +207,7 @@ def test_push_review_then_fix_updates_instead_of_duplicating(stack: Stack) -> No
     assert claims["iss"] == str(APP_ID) and claims["exp"] - claims["iat"] <= 660
     # a redelivery of an event is acknowledged and not run again
     with session_scope(stack.settings.database_url) as s:
-        analyses = s.scalar(select(func.count()).select_from(Analysis).where(
-            Analysis.repo == name))
+        analyses = s.scalar(select(func.count()).select_from(Analysis).where(Analysis.repo == name))
         rows = s.scalars(select(FindingRow).join(Analysis).where(Analysis.repo == name)).all()
         assert {r.comment_id for r in rows} == {c["id"] for c in comments}
 
@@ -182,8 +228,10 @@ def test_push_review_then_fix_updates_instead_of_duplicating(stack: Stack) -> No
     assert f"Resolved in {head2[:12]}" in replies[0]["body"]
     assert len([r for r in stack.fake.state.reviews if r["repo"] == name]) == 1
     with session_scope(stack.settings.database_url) as s:
-        assert s.scalar(select(func.count()).select_from(Analysis).where(
-            Analysis.repo == name)) == analyses + 1
+        assert (
+            s.scalar(select(func.count()).select_from(Analysis).where(Analysis.repo == name))
+            == analyses + 1
+        )
 
 
 def test_rerun_command_checks_write_access(stack: Stack) -> None:
@@ -192,73 +240,134 @@ def test_rerun_command_checks_write_access(stack: Stack) -> None:
     stack.fake.set_permission(name, "maintainer", "write")
     stack.fake.set_permission(name, "visitor", "read")
 
-    refused = comment_payload("/numcheck rerun", repo=name, number=9,
-                              installation=INSTALLATION, api_url=stack.fake.api_url,
-                              login="visitor", association="CONTRIBUTOR")
+    refused = comment_payload(
+        "/numcheck rerun",
+        repo=name,
+        number=9,
+        installation=INSTALLATION,
+        api_url=stack.fake.api_url,
+        login="visitor",
+        association="CONTRIBUTOR",
+    )
     status, body = deliver(stack.web.url, "issue_comment", refused)
     assert status == 202 and body["status"] == "queued command rerun", body
-    wait_for(lambda: [c for c in stack.fake.state.issue_comments if c["repo"] == name],
-             30, "a polite refusal", stack.worker.log)
+    wait_for(
+        lambda: [c for c in stack.fake.state.issue_comments if c["repo"] == name],
+        30,
+        "a polite refusal",
+        stack.worker.log,
+    )
     reply = [c for c in stack.fake.state.issue_comments if c["repo"] == name]
     assert len(reply) == 1 and "Sorry @visitor" in reply[0]["body"]
     assert not stack.fake.state.check_runs or all(
-        r["repo"] != name for r in stack.fake.state.check_runs)
+        r["repo"] != name for r in stack.fake.state.check_runs
+    )
 
-    accepted = comment_payload("/numcheck rerun", repo=name, number=9,
-                               installation=INSTALLATION, api_url=stack.fake.api_url,
-                               login="maintainer", association="MEMBER")
+    accepted = comment_payload(
+        "/numcheck rerun",
+        repo=name,
+        number=9,
+        installation=INSTALLATION,
+        api_url=stack.fake.api_url,
+        login="maintainer",
+        association="MEMBER",
+    )
     status, _ = deliver(stack.web.url, "issue_comment", accepted)
     assert status == 202
-    again = comment_payload("/numcheck rerun", repo=name, number=9, installation=INSTALLATION,
-                            api_url=stack.fake.api_url, login="maintainer", association="MEMBER")
+    again = comment_payload(
+        "/numcheck rerun",
+        repo=name,
+        number=9,
+        installation=INSTALLATION,
+        api_url=stack.fake.api_url,
+        login="maintainer",
+        association="MEMBER",
+    )
     assert deliver(stack.web.url, "issue_comment", again)[0] == 202  # coalesced with the first
     run = stack.wait_published(name, head)
     assert run["conclusion"] == "neutral"
-    reactions = {r["content"] for r in stack.fake.state.reactions
-                 if r["comment_id"] == accepted["comment"]["id"]}
+    reactions = {
+        r["content"]
+        for r in stack.fake.state.reactions
+        if r["comment_id"] == accepted["comment"]["id"]
+    }
     assert reactions == {"eyes", "+1"}
     assert stack.fake.calls("GET", rf"/repos/{name}/collaborators/maintainer/permission$")
-    wait_for(lambda: {"eyes", "+1"} <= {r["content"] for r in stack.fake.state.reactions
-                                         if r["comment_id"] == again["comment"]["id"]},
-             30, "the second command to be acknowledged", stack.worker.log)
+    wait_for(
+        lambda: (
+            {"eyes", "+1"}
+            <= {
+                r["content"]
+                for r in stack.fake.state.reactions
+                if r["comment_id"] == again["comment"]["id"]
+            }
+        ),
+        30,
+        "the second command to be acknowledged",
+        stack.worker.log,
+    )
     with session_scope(stack.settings.database_url) as s:
-        assert s.scalar(select(func.count()).select_from(Analysis).where(
-            Analysis.repo == name)) == 1
+        assert (
+            s.scalar(select(func.count()).select_from(Analysis).where(Analysis.repo == name)) == 1
+        )
 
-    helped = comment_payload("/numcheck help", repo=name, number=9, installation=INSTALLATION,
-                             api_url=stack.fake.api_url)
+    helped = comment_payload(
+        "/numcheck help", repo=name, number=9, installation=INSTALLATION, api_url=stack.fake.api_url
+    )
     deliver(stack.web.url, "issue_comment", helped)
-    wait_for(lambda: len([c for c in stack.fake.state.issue_comments
-                          if c["repo"] == name]) == 2, 30, "the help reply", stack.worker.log)
+    wait_for(
+        lambda: len([c for c in stack.fake.state.issue_comments if c["repo"] == name]) == 2,
+        30,
+        "the help reply",
+        stack.worker.log,
+    )
     assert "/numcheck rerun" in stack.fake.state.issue_comments[-1]["body"]
 
 
 @pytest.mark.parametrize("stack", ["sqlite"], indirect=True)
 def test_forged_unsigned_and_malformed_deliveries_touch_nothing(stack: Stack) -> None:
     repo, name = stack.repo("octo/forged", 11)
-    payload = pull_payload("synchronize", repo=name, number=11, head=repo.sha("feature"),
-                           base=repo.sha("main"), installation=INSTALLATION,
-                           api_url=stack.fake.api_url)
+    payload = pull_payload(
+        "synchronize",
+        repo=name,
+        number=11,
+        head=repo.sha("feature"),
+        base=repo.sha("main"),
+        installation=INSTALLATION,
+        api_url=stack.fake.api_url,
+    )
     assert deliver(stack.web.url, "pull_request", payload, sign=False)[0] == 401
     assert deliver(stack.web.url, "pull_request", payload, secret="guess")[0] == 401
-    assert deliver(stack.web.url, "pull_request", payload,
-                   signature_header="sha256=" + "0" * 64)[0] == 401
+    assert (
+        deliver(stack.web.url, "pull_request", payload, signature_header="sha256=" + "0" * 64)[0]
+        == 401
+    )
     assert deliver(stack.web.url, "pull_request", b"{not json")[0] == 400
     assert deliver(stack.web.url, "pull_request", b"[1, 2]")[0] == 400
     with session_scope(stack.settings.database_url) as s:
-        assert s.scalar(select(func.count()).select_from(Analysis).where(
-            Analysis.repo == name)) == 0
+        assert (
+            s.scalar(select(func.count()).select_from(Analysis).where(Analysis.repo == name)) == 0
+        )
     # drafts and bots are acknowledged and skipped
-    draft = pull_payload("opened", repo=name, number=11, head=repo.sha("feature"),
-                         base=repo.sha("main"), installation=INSTALLATION,
-                         api_url=stack.fake.api_url, draft=True)
-    assert deliver(stack.web.url, "pull_request", draft)[1]["status"] == \
-        "ignored: draft pull request"
+    draft = pull_payload(
+        "opened",
+        repo=name,
+        number=11,
+        head=repo.sha("feature"),
+        base=repo.sha("main"),
+        installation=INSTALLATION,
+        api_url=stack.fake.api_url,
+        draft=True,
+    )
+    assert (
+        deliver(stack.web.url, "pull_request", draft)[1]["status"] == "ignored: draft pull request"
+    )
     bot = dict(payload, sender={"login": "dependabot[bot]", "type": "Bot"})
     assert deliver(stack.web.url, "pull_request", bot)[1]["status"] == "ignored: sent by a bot"
     with session_scope(stack.settings.database_url) as s:
-        assert s.scalar(select(func.count()).select_from(Analysis).where(
-            Analysis.repo == name)) == 0
+        assert (
+            s.scalar(select(func.count()).select_from(Analysis).where(Analysis.repo == name)) == 0
+        )
 
 
 @pytest.mark.parametrize("stack", ["sqlite"], indirect=True)
@@ -289,8 +398,10 @@ def test_installation_events_ping_and_healthz(stack: Stack) -> None:
 
     from app_support import load_payload
 
-    assert deliver(stack.web.url, "ping", load_payload("ping/with-app_id.payload.json"))[1][
-        "status"] == "pong"
+    assert (
+        deliver(stack.web.url, "ping", load_payload("ping/with-app_id.payload.json"))[1]["status"]
+        == "pong"
+    )
     created = load_payload("installation/created.payload.json")
     assert deliver(stack.web.url, "installation", created)[0] == 202
     added = load_payload("installation_repositories/added.payload.json")
@@ -325,8 +436,12 @@ def test_a_newer_push_supersedes_and_close_cancels(stack: Stack) -> None:
     head1 = repo.sha("feature")
     stack.fake.fail("GET", rf"/repos/{name}/pulls/15/files$", 0, delay=2.0)
     assert stack.push_event(repo, name, 15, action="opened")[0] == 202
-    wait_for(lambda: stack.fake.calls("GET", rf"/repos/{name}/pulls/15/files$"), 30,
-             "the first analysis to start", stack.worker.log)
+    wait_for(
+        lambda: stack.fake.calls("GET", rf"/repos/{name}/pulls/15/files$"),
+        30,
+        "the first analysis to start",
+        stack.worker.log,
+    )
     repo.commit({"model/loss.py": HEAD_FIXED}, "clamp the log")
     head2 = repo.sha("feature")
     assert stack.push_event(repo, name, 15)[0] == 202
@@ -340,24 +455,38 @@ def test_a_newer_push_supersedes_and_close_cancels(stack: Stack) -> None:
 
     # closing the PR while a re-run waits cancels it
     stack.fake.fail("GET", rf"/repos/{name}/pulls/15$", 0, delay=2.0)
-    rerun = comment_payload("/numcheck rerun", repo=name, number=15,
-                            installation=INSTALLATION, api_url=stack.fake.api_url)
+    rerun = comment_payload(
+        "/numcheck rerun",
+        repo=name,
+        number=15,
+        installation=INSTALLATION,
+        api_url=stack.fake.api_url,
+    )
     stack.fake.set_permission(name, "Codertocat", "admin")
     deliver(stack.web.url, "issue_comment", rerun)
 
     def queued() -> bool:
         with session_scope(stack.settings.database_url) as s:
-            return s.scalar(select(func.count()).select_from(Analysis).where(
-                Analysis.repo == name, Analysis.reason == "command.rerun")) == 1
+            return (
+                s.scalar(
+                    select(func.count())
+                    .select_from(Analysis)
+                    .where(Analysis.repo == name, Analysis.reason == "command.rerun")
+                )
+                == 1
+            )
+
     wait_for(queued, 30, "the re-run to be queued", stack.worker.log)
     status, body = stack.push_event(repo, name, 15, action="closed")
     assert status == 202 and body["status"].startswith("cancelled"), body
 
     def settled() -> bool:
         with session_scope(stack.settings.database_url) as s:
-            row = s.scalars(select(Analysis).where(Analysis.repo == name, Analysis.reason
-                                                   == "command.rerun")).one()
+            row = s.scalars(
+                select(Analysis).where(Analysis.repo == name, Analysis.reason == "command.rerun")
+            ).one()
             return row.status == "cancelled"
+
     wait_for(settled, 30, "the re-run to be cancelled", stack.worker.log)
     assert len([r for r in stack.fake.state.reviews if r["repo"] == name]) == 1
 
@@ -373,8 +502,10 @@ def test_rerequested_checks_find_their_pull_request(stack: Stack) -> None:
     retarget(suite, name, stack.fake.api_url)
     suite["installation"]["id"] = INSTALLATION
     suite["check_suite"]["head_sha"], suite["check_suite"]["pull_requests"] = head, []
-    assert deliver(stack.web.url, "check_suite", suite)[1]["status"] == \
-        "queued a search for the pull request"
+    assert (
+        deliver(stack.web.url, "check_suite", suite)[1]["status"]
+        == "queued a search for the pull request"
+    )
     stack.wait_published(name, head)
     with stack.fake.lock:
         (first,) = [dict(r) for r in stack.fake.state.check_runs if r["repo"] == name]
@@ -389,8 +520,15 @@ def test_rerequested_checks_find_their_pull_request(stack: Stack) -> None:
 
     def two_published() -> bool:
         with session_scope(stack.settings.database_url) as s:
-            return s.scalar(select(func.count()).select_from(Analysis).where(
-                Analysis.repo == name, Analysis.status == "published")) == 2
+            return (
+                s.scalar(
+                    select(func.count())
+                    .select_from(Analysis)
+                    .where(Analysis.repo == name, Analysis.status == "published")
+                )
+                == 2
+            )
+
     wait_for(two_published, 60, "the re-run to be published", stack.worker.log)
     with stack.fake.lock:
         runs = [dict(r) for r in stack.fake.state.check_runs if r["repo"] == name]
@@ -402,14 +540,20 @@ def test_rerequested_checks_find_their_pull_request(stack: Stack) -> None:
 
     # `/numcheck rerun`: a third check run, the first two untouched
     stack.fake.set_permission(name, "Codertocat", "admin")
-    command = comment_payload("/numcheck rerun", repo=name, number=17,
-                              installation=INSTALLATION, api_url=stack.fake.api_url)
+    command = comment_payload(
+        "/numcheck rerun",
+        repo=name,
+        number=17,
+        installation=INSTALLATION,
+        api_url=stack.fake.api_url,
+    )
     assert deliver(stack.web.url, "issue_comment", command)[0] == 202
 
     def three_completed() -> list[dict[str, Any]]:
         with stack.fake.lock:
             done = [dict(r) for r in stack.fake.state.check_runs if r["repo"] == name]
         return done if len(done) == 3 and done[2]["status"] == "completed" else []
+
     again = wait_for(three_completed, 60, "the command's check run", stack.worker.log)
     assert again[:2] == runs and again[2]["head_sha"] == head
     assert again[2]["conclusion"] == first["conclusion"]
@@ -426,8 +570,12 @@ def test_a_worker_killed_mid_task_redelivers_and_publishes_once(stack: Stack) ->
     head = repo.sha("feature")
     stack.fake.fail("GET", rf"/repos/{name}/pulls/19/files$", 0, delay=3.0)
     assert stack.push_event(repo, name, 19, action="opened")[0] == 202
-    wait_for(lambda: stack.fake.calls("GET", rf"/repos/{name}/pulls/19/files$"), 30,
-             "the analysis to start", stack.worker.log)
+    wait_for(
+        lambda: stack.fake.calls("GET", rf"/repos/{name}/pulls/19/files$"),
+        30,
+        "the analysis to start",
+        stack.worker.log,
+    )
     assert stack.worker.proc is not None
     children = _children(stack.worker.proc.pid)
     assert children, "the prefork worker has no pool process"
@@ -461,15 +609,20 @@ assert not (Path(__file__).resolve().parent.parent / ".git").exists(), "git meta
 
 @pytest.mark.parametrize("stack", ["sqlite"], indirect=True)
 def test_the_dynamic_pass_runs_on_its_own_queue_and_confirms(stack: Stack) -> None:
-    base = {".numcheck.toml": DYNAMIC_CONFIG, "model/__init__.py": SANDBOX_CHECK,
-            "model/loss.py": BASE_FILES["model/loss.py"]}
+    base = {
+        ".numcheck.toml": DYNAMIC_CONFIG,
+        "model/__init__.py": SANDBOX_CHECK,
+        "model/loss.py": BASE_FILES["model/loss.py"],
+    }
     repo, name = stack.repo("octo/dynamic", 21, base=base)
     head = repo.sha("feature")
     assert stack.push_event(repo, name, 21, action="opened")[0] == 202
     run = stack.wait_published(name, head, timeout=120)
-    progress = [p.body["output"]["summary"] for p in
-                stack.fake.calls("PATCH", rf"/repos/{name}/check-runs/{run['id']}$")
-                if p.body.get("status") == "in_progress"]
+    progress = [
+        p.body["output"]["summary"]
+        for p in stack.fake.calls("PATCH", rf"/repos/{name}/check-runs/{run['id']}$")
+        if p.body.get("status") == "in_progress"
+    ]
     assert any("Static pass: 2 potential finding(s)" in text for text in progress), progress
     assert run["output"]["title"] == "2 potential NaN/Inf risks, 2 confirmed", run["output"]
     comments = stack.comments(name)
@@ -489,7 +642,7 @@ def test_the_dynamic_pass_runs_on_its_own_queue_and_confirms(stack: Stack) -> No
     assert link.startswith(f"https://numcheck.example.com/report/{row.id}?exp=")
     assert "&sig=" in link
     assert all(f"{link}#finding-" in c["body"] for c in comments)
-    local = stack.web.url + link[len("https://numcheck.example.com"):]
+    local = stack.web.url + link[len("https://numcheck.example.com") :]
     with urllib.request.urlopen(local, timeout=10) as response:
         page = response.read().decode()
     assert "confirmed" in page and page.count('class="download reproducer-link"') == 2
@@ -524,8 +677,10 @@ def test_a_pull_request_cannot_rewrite_the_policy_it_is_judged_by(stack: Stack) 
     failing check neutral. Policy comes from the base; the head's entry is used; the review
     and the check run say what was ignored and which limit was lowered."""
     base = {".numcheck.toml": POLICY_BASE, "model/loss.py": BASE_FILES["model/loss.py"]}
-    head_files = {".numcheck.toml": POLICY_HEAD, "model/loss.py":
-                  "import torch\n\n\ndef loss(p):\n    return torch.log(p).sum()\n"}
+    head_files = {
+        ".numcheck.toml": POLICY_HEAD,
+        "model/loss.py": "import torch\n\n\ndef loss(p):\n    return torch.log(p).sum()\n",
+    }
     repo, name = stack.repo("octo/policy", 31, base=base, head=head_files)
     head = repo.sha("feature")
     assert stack.push_event(repo, name, 31, action="opened")[0] == 202
@@ -535,12 +690,14 @@ def test_a_pull_request_cannot_rewrite_the_policy_it_is_judged_by(stack: Stack) 
     review = next(r for r in stack.fake.state.reviews if r["repo"] == name)
     for text in (run["output"]["summary"], review["body"]):
         assert "**Settings.**" in text
-        for ignored in ('`check_failure` = `"never"` (base: `"confirmed"`)',
-                        "`dynamic` = `false` (base: `true`)", '`disable` = `["log"]`',
-                        '`include` = `["docs/**"]`'):
+        for ignored in (
+            '`check_failure` = `"never"` (base: `"confirmed"`)',
+            "`dynamic` = `false` (base: `true`)",
+            '`disable` = `["log"]`',
+            '`include` = `["docs/**"]`',
+        ):
             assert ignored in text, (ignored, text)
-        assert "`dynamic_timeout` = `100000` is above this App's limit; `600` was used." \
-            in text
+        assert "`dynamic_timeout` = `100000` is above this App's limit; `600` was used." in text
     (comment,) = stack.comments(name)
     assert "confirmed" in comment["body"] and comment["line"] == 5
     with session_scope(stack.settings.database_url) as s:
@@ -581,9 +738,15 @@ def test_concurrent_deliveries_are_acknowledged_fast(stack: Stack) -> None:
     name = "octo/burst"  # unknown to the test server: the worker's tasks end at once
 
     def one(number: int) -> tuple[int, float, float]:
-        payload = pull_payload("synchronize", repo=name, number=number, head="a" * 40,
-                               base="b" * 40, installation=INSTALLATION,
-                               api_url=stack.fake.api_url)
+        payload = pull_payload(
+            "synchronize",
+            repo=name,
+            number=number,
+            head="a" * 40,
+            base="b" * 40,
+            installation=INSTALLATION,
+            api_url=stack.fake.api_url,
+        )
         started = time.perf_counter()
         status, body = deliver(stack.web.url, "pull_request", payload)
         return status, float(body.get("ms", 1e9)), (time.perf_counter() - started) * 1000
@@ -594,20 +757,22 @@ def test_concurrent_deliveries_are_acknowledged_fast(stack: Stack) -> None:
     assert {status for status, _, _ in one_by_one + burst} == {202}
     alone = statistics.median(ms for _, ms, _ in one_by_one)
     crowded = sorted(ms for _, ms, _ in burst)
-    print(f"webhook ack: alone p50 {alone:.1f} ms; 30 at once p50 "
-          f"{statistics.median(crowded):.1f} ms, max {crowded[-1]:.1f} ms (one web process)")
+    print(
+        f"webhook ack: alone p50 {alone:.1f} ms; 30 at once p50 "
+        f"{statistics.median(crowded):.1f} ms, max {crowded[-1]:.1f} ms (one web process)"
+    )
     assert alone < 100 and crowded[-1] < 5000
     with session_scope(stack.settings.database_url) as s:
-        assert s.scalar(select(func.count()).select_from(Analysis).where(
-            Analysis.repo == name)) == 40
+        assert (
+            s.scalar(select(func.count()).select_from(Analysis).where(Analysis.repo == name)) == 40
+        )
 
 
 @pytest.mark.parametrize("stack", ["sqlite"], indirect=True)
 def test_an_oversized_pull_request_is_analysed_whole(stack: Stack) -> None:
     """GitHub lists at most 3000 files: what lies beyond is still analysed (from git) and
     reported in the review body and the annotations, just not commented inline."""
-    head_files: dict[str, str | bytes | None] = {
-        f"docs/n{i:04}.txt": f"{i}\n" for i in range(2999)}
+    head_files: dict[str, str | bytes | None] = {f"docs/n{i:04}.txt": f"{i}\n" for i in range(2999)}
     head_files["model/loss.py"] = HEAD
     head_files["zz/loss.py"] = HEAD
     repo, name = stack.repo("octo/huge", 23, head=head_files)
@@ -636,9 +801,15 @@ def test_a_fork_pull_request_is_fetched_through_its_pull_ref(stack: Stack) -> No
     head = fork.commit({"model/loss.py": HEAD}, "from a fork")
     stack.fake.add_repo(name, upstream.root)
     stack.fake.add_pull(FakePull(name, 25, "main", "feature", fork=fork.root))
-    payload = pull_payload("opened", repo=name, number=25, head=head,
-                           base=upstream.sha("main"), installation=INSTALLATION,
-                           api_url=stack.fake.api_url)
+    payload = pull_payload(
+        "opened",
+        repo=name,
+        number=25,
+        head=head,
+        base=upstream.sha("main"),
+        installation=INSTALLATION,
+        api_url=stack.fake.api_url,
+    )
     assert deliver(stack.web.url, "pull_request", payload)[0] == 202
     run = stack.wait_published(name, head)
     assert run["conclusion"] == "neutral" and len(stack.comments(name)) == 2
@@ -652,8 +823,7 @@ def test_a_bad_repository_config_fails_the_check_run_with_the_reason(stack: Stac
     repo, name = stack.repo("octo/badconfig", 27, base=base)
     head = repo.sha("feature")
     assert stack.push_event(repo, name, 27, action="opened")[0] == 202
-    run = wait_for(lambda: stack.completed_run(name, head), 60, "the check run",
-                   stack.worker.log)
+    run = wait_for(lambda: stack.completed_run(name, head), 60, "the check run", stack.worker.log)
     assert run["conclusion"] == "failure"
     assert run["output"]["title"] == "numcheck configuration error"
     assert "dynamc" in run["output"]["summary"] and "dynamic" in run["output"]["summary"]
@@ -662,7 +832,8 @@ def test_a_bad_repository_config_fails_the_check_run_with_the_reason(stack: Stac
 
 @pytest.mark.parametrize("stack", ["sqlite"], indirect=True)
 def test_a_worker_that_keeps_crashing_gets_three_deliveries_then_a_failed_check_run(
-        stack: Stack) -> None:
+    stack: Stack,
+) -> None:
     """The pool process running the analysis dies by SIGSEGV, as on a native parser crash;
     Celery puts the task back each time. The fourth delivery completes the check run with the
     reason instead of analysing again, and nothing is delivered after it."""
@@ -688,8 +859,9 @@ def test_a_worker_that_keeps_crashing_gets_three_deliveries_then_a_failed_check_
         assert children, "the prefork worker has no pool process"
         for pid in children:
             os.kill(pid, signal.SIGSEGV)
-    run = wait_for(lambda: stack.completed_run(name, head), 60, "the check run to complete",
-                   stack.worker.log)
+    run = wait_for(
+        lambda: stack.completed_run(name, head), 60, "the check run to complete", stack.worker.log
+    )
     assert run["conclusion"] == "neutral", run
     assert run["output"]["title"] == "numcheck could not finish"
     assert f"died {MAX_DELIVERIES} times" in run["output"]["summary"], run["output"]

@@ -12,9 +12,20 @@ import pytest
 
 MANIFEST = Path(__file__).resolve().parent.parent / "app.yml"
 # Keys GitHub's manifest flow accepts ("Registering a GitHub App from a manifest").
-MANIFEST_KEYS = {"name", "url", "hook_attributes", "redirect_url", "callback_urls", "setup_url",
-                 "description", "public", "default_events", "default_permissions",
-                 "request_oauth_on_install", "setup_on_update"}
+MANIFEST_KEYS = {
+    "name",
+    "url",
+    "hook_attributes",
+    "redirect_url",
+    "callback_urls",
+    "setup_url",
+    "description",
+    "public",
+    "default_events",
+    "default_permissions",
+    "request_oauth_on_install",
+    "setup_on_update",
+}
 ACCESS = {"read", "write", "admin"}
 
 
@@ -70,8 +81,12 @@ def test_events(manifest: dict[str, Any]) -> None:
 
 def test_events_have_the_permissions_they_need(manifest: dict[str, Any]) -> None:
     """GitHub only delivers an event when the App holds a permission that covers it."""
-    needs = {"pull_request": {"pull_requests"}, "issue_comment": {"issues", "pull_requests"},
-             "check_run": {"checks"}, "check_suite": {"checks"}}
+    needs = {
+        "pull_request": {"pull_requests"},
+        "issue_comment": {"issues", "pull_requests"},
+        "check_run": {"checks"},
+        "check_suite": {"checks"},
+    }
     granted = set(manifest["default_permissions"])
     for event in manifest["default_events"]:
         assert needs[event] & granted, event

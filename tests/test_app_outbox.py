@@ -46,28 +46,44 @@ from bot.models import Analysis, Delivery, FindingRow
 from bot.settings import SettingsError, from_env
 
 INSTALLATION = 3
-BASE = {".numcheck.toml": "dynamic = false\ncomment_on = \"potential\"\n",
-        "m.py": "import torch\n\n\ndef f(x):\n    return x\n"}
+BASE = {
+    ".numcheck.toml": 'dynamic = false\ncomment_on = "potential"\n',
+    "m.py": "import torch\n\n\ndef f(x):\n    return x\n",
+}
 HEAD = {"m.py": "import torch\n\n\ndef f(x):\n    return torch.log(x)\n"}
 
 
 @contextmanager
-def serve(exe: str, tmp: Path, fake: FakeGitHub, key_path: Path, broker: str, port: int = 0,
-          **extra: str) -> Iterator[tuple[subprocess.Popen[str], Path, list[str]]]:
+def serve(
+    exe: str, tmp: Path, fake: FakeGitHub, key_path: Path, broker: str, port: int = 0, **extra: str
+) -> Iterator[tuple[subprocess.Popen[str], Path, list[str]]]:
     """`numcheck serve` as a user starts it; yields the process, its data directory and the
     lines it printed so far (read on a thread)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMCHECK_")}
-    env.update({"NUMCHECK_APP_ID": str(APP_ID), "NUMCHECK_PRIVATE_KEY": str(key_path),
-                "NUMCHECK_WEBHOOK_SECRET": SECRET, "NUMCHECK_GITHUB_API_URL": fake.api_url,
-                "NUMCHECK_WRITE_INTERVAL": "0", "NUMCHECK_BOT_LOGIN": "numcheck[bot]", **extra})
+    env.update(
+        {
+            "NUMCHECK_APP_ID": str(APP_ID),
+            "NUMCHECK_PRIVATE_KEY": str(key_path),
+            "NUMCHECK_WEBHOOK_SECRET": SECRET,
+            "NUMCHECK_GITHUB_API_URL": fake.api_url,
+            "NUMCHECK_WRITE_INTERVAL": "0",
+            "NUMCHECK_BOT_LOGIN": "numcheck[bot]",
+            **extra,
+        }
+    )
     prefix = ""
     if broker == "redis":
         prefix = f"numcheck-outbox-{secrets.token_hex(4)}:"
         env.update(NUMCHECK_BROKER_URL=ensure_redis(), NUMCHECK_BROKER_PREFIX=prefix)
     data = tmp / "data"
-    proc = subprocess.Popen([exe, "serve", "--port", str(port), "--data-dir", str(data)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [exe, "serve", "--port", str(port), "--data-dir", str(data)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     lines: list[str] = []
 
     def read() -> None:
@@ -113,7 +129,8 @@ def broker(request: pytest.FixtureRequest) -> str:
 
 
 def test_deliveries_sent_as_the_port_opens_are_reviewed(
-        tmp_path: Path, git_repo: GitRepoFactory, broker: str, numcheck_exe: str) -> None:
+    tmp_path: Path, git_repo: GitRepoFactory, broker: str, numcheck_exe: str
+) -> None:
     key_path, public = make_key(tmp_path)
     name = "octo/startup"
     numbers = range(1, 4)
@@ -135,9 +152,21 @@ def test_deliveries_sent_as_the_port_opens_are_reviewed(
             answers: list[tuple[int, dict[str, Any]]] = []
 
             def send(number: int) -> None:
-                answers.append(deliver(url, "pull_request", pull_payload(
-                    "opened", repo=name, number=number, head=repo.sha("feature"),
-                    base=repo.sha("main"), installation=INSTALLATION, api_url=fake.api_url)))
+                answers.append(
+                    deliver(
+                        url,
+                        "pull_request",
+                        pull_payload(
+                            "opened",
+                            repo=name,
+                            number=number,
+                            head=repo.sha("feature"),
+                            base=repo.sha("main"),
+                            installation=INSTALLATION,
+                            api_url=fake.api_url,
+                        ),
+                    )
+                )
 
             senders = [threading.Thread(target=send, args=(n,)) for n in numbers]
             for sender in senders:
@@ -147,8 +176,12 @@ def test_deliveries_sent_as_the_port_opens_are_reviewed(
             first_ack_ms = (time.monotonic() - opened) * 1000
             assert [status for status, _ in answers] == [202] * len(numbers), answers
             assert all(body["status"].startswith("queued analysis") for _, body in answers)
-            wait_for(lambda: len(_reviews(fake, name)) == len(numbers), 90,
-                     "a review of every pull request", lambda: "".join(lines))
+            wait_for(
+                lambda: len(_reviews(fake, name)) == len(numbers),
+                90,
+                "a review of every pull request",
+                lambda: "".join(lines),
+            )
             assert sorted(r["number"] for r in _reviews(fake, name)) == list(numbers)
             runs = _runs(fake, name)  # one head: its check run is shared by the three PRs
             assert len(runs) == 1 and runs[0]["status"] == "completed", runs
@@ -160,9 +193,17 @@ def _insert_lost(database_url: str, name: str, number: int, head: str, base: str
     engine = create_engine(database_url)
     try:
         with Session(engine) as s:
-            row = Analysis(installation_id=INSTALLATION, repo=name, pr_number=number,
-                           head_sha=head, base_sha=base, status="queued",
-                           reason="pull_request.opened", timings={}, publish_state={})
+            row = Analysis(
+                installation_id=INSTALLATION,
+                repo=name,
+                pr_number=number,
+                head_sha=head,
+                base_sha=base,
+                status="queued",
+                reason="pull_request.opened",
+                timings={},
+                publish_state={},
+            )
             s.add(row)
             s.flush()
             row.task_id = f"numcheck-analysis-{row.id}-static"
@@ -182,24 +223,45 @@ def _row(database_url: str, analysis_id: int) -> Analysis | None:
 
 
 def test_an_analysis_whose_message_was_lost_is_reaped_and_reviewed_once(
-        tmp_path: Path, git_repo: GitRepoFactory, broker: str, numcheck_exe: str) -> None:
+    tmp_path: Path, git_repo: GitRepoFactory, broker: str, numcheck_exe: str
+) -> None:
     key_path, public = make_key(tmp_path)
     name = "octo/lost"
     with FakeGitHub(APP_ID, public) as fake:
         repo = _repo(git_repo, fake, name, range(7, 8))
-        with serve(numcheck_exe, tmp_path, fake, key_path, broker, NUMCHECK_REAP_AFTER="2",
-                   NUMCHECK_REAP_INTERVAL="0.3") as (proc, data, lines):
-            wait_for(lambda: any("listening on" in line for line in lines), 60,
-                     "serve to listen", lambda: "".join(lines))
+        with serve(
+            numcheck_exe,
+            tmp_path,
+            fake,
+            key_path,
+            broker,
+            NUMCHECK_REAP_AFTER="2",
+            NUMCHECK_REAP_INTERVAL="0.3",
+        ) as (proc, data, lines):
+            wait_for(
+                lambda: any("listening on" in line for line in lines),
+                60,
+                "serve to listen",
+                lambda: "".join(lines),
+            )
             database_url = f"sqlite:///{data / 'numcheck.db'}"
-            analysis_id = _insert_lost(database_url, name, 7, repo.sha("feature"),
-                                       repo.sha("main"))
+            analysis_id = _insert_lost(database_url, name, 7, repo.sha("feature"), repo.sha("main"))
             time.sleep(1.0)
             assert not _runs(fake, name), "nothing may run before the deadline"
-            wait_for(lambda: _reviews(fake, name), 60, "the reaper's recovery to be reviewed",
-                     lambda: "".join(lines))
-            wait_for(lambda: (row := _row(database_url, analysis_id)) is not None
-                     and row.status == "published", 30, "the analysis to be published")
+            wait_for(
+                lambda: _reviews(fake, name),
+                60,
+                "the reaper's recovery to be reviewed",
+                lambda: "".join(lines),
+            )
+            wait_for(
+                lambda: (
+                    (row := _row(database_url, analysis_id)) is not None
+                    and row.status == "published"
+                ),
+                30,
+                "the analysis to be published",
+            )
             time.sleep(3.0)  # past the deadline again: a second reap must change nothing
             assert proc.poll() is None
             row = _row(database_url, analysis_id)
@@ -222,10 +284,17 @@ def bound(tmp_path: Path) -> Iterator[tuple[Any, FakeGitHub, str]]:
     prefix = f"numcheck-outbox-{secrets.token_hex(4)}:"
     redis_url = ensure_redis()
     with FakeGitHub(APP_ID, public) as fake:
-        settings = from_env(app_env(key_path=key_path, api_url=fake.api_url,
-                                    database_url=f"sqlite:///{tmp_path / 'n.db'}",
-                                    broker_url=redis_url, prefix=prefix,
-                                    NUMCHECK_REAP_AFTER="60", NUMCHECK_RETENTION_DAYS="30"))
+        settings = from_env(
+            app_env(
+                key_path=key_path,
+                api_url=fake.api_url,
+                database_url=f"sqlite:///{tmp_path / 'n.db'}",
+                broker_url=redis_url,
+                prefix=prefix,
+                NUMCHECK_REAP_AFTER="60",
+                NUMCHECK_RETENTION_DAYS="30",
+            )
+        )
         create_app(settings)  # binds the settings, migrates the database
         try:
             yield settings, fake, prefix
@@ -234,7 +303,8 @@ def bound(tmp_path: Path) -> Iterator[tuple[Any, FakeGitHub, str]]:
 
 
 def test_the_reaper_takes_a_row_once_per_deadline_and_gives_up_visibly(
-        bound: tuple[Any, FakeGitHub, str], git_repo: GitRepoFactory) -> None:
+    bound: tuple[Any, FakeGitHub, str], git_repo: GitRepoFactory
+) -> None:
     import redis
 
     from bot.analyses import MAX_DELIVERIES
@@ -242,8 +312,9 @@ def test_the_reaper_takes_a_row_once_per_deadline_and_gives_up_visibly(
 
     settings, fake, prefix = bound
     repo = _repo(git_repo, fake, "octo/given-up", range(3, 4))
-    analysis_id = _insert_lost(settings.database_url, "octo/given-up", 3, repo.sha("feature"),
-                               repo.sha("main"))
+    analysis_id = _insert_lost(
+        settings.database_url, "octo/given-up", 3, repo.sha("feature"), repo.sha("main")
+    )
     queue = redis.Redis.from_url(settings.broker_url)
     now = datetime.now(UTC)
     assert reap(settings, now) == []  # not stuck yet
@@ -256,7 +327,8 @@ def test_the_reaper_takes_a_row_once_per_deadline_and_gives_up_visibly(
         assert message["headers"]["id"] == f"numcheck-analysis-{analysis_id}-static"
     now += timedelta(seconds=61)
     assert reap(settings, now) == [
-        f"analysis {analysis_id}: failed after {MAX_DELIVERIES} re-enqueues"]
+        f"analysis {analysis_id}: failed after {MAX_DELIVERIES} re-enqueues"
+    ]
     row = _row(settings.database_url, analysis_id)
     assert row is not None and row.status == "failed" and "enqueued 4 times" in row.error
     (run,) = _runs(fake, "octo/given-up")
@@ -268,7 +340,8 @@ def test_the_reaper_takes_a_row_once_per_deadline_and_gives_up_visibly(
 
 
 def test_old_deliveries_and_finished_analyses_are_pruned(
-        bound: tuple[Any, FakeGitHub, str]) -> None:
+    bound: tuple[Any, FakeGitHub, str],
+) -> None:
     from bot.outbox import prune
 
     settings, _, _ = bound
@@ -277,25 +350,45 @@ def test_old_deliveries_and_finished_analyses_are_pruned(
     engine = create_engine(settings.database_url)
     try:
         with Session(engine) as s:
-            s.add_all([Delivery(id="old", event="ping", received_at=old),
-                       Delivery(id="recent", event="ping", received_at=recent)])
+            s.add_all(
+                [
+                    Delivery(id="old", event="ping", received_at=old),
+                    Delivery(id="recent", event="ping", received_at=recent),
+                ]
+            )
 
             def analysis(status: str, when: datetime) -> Analysis:
-                return Analysis(installation_id=1, repo="o/r", pr_number=1, head_sha="a" * 40,
-                                status=status, timings={}, publish_state={}, created_at=when,
-                                updated_at=when)
+                return Analysis(
+                    installation_id=1,
+                    repo="o/r",
+                    pr_number=1,
+                    head_sha="a" * 40,
+                    status=status,
+                    timings={},
+                    publish_state={},
+                    created_at=when,
+                    updated_at=when,
+                )
+
             gone = analysis("published", old)
-            gone.findings.append(FindingRow(fingerprint="f", path="m.py", line=1, op="log",
-                                            status="potential"))
-            s.add_all([gone, analysis("published", recent), analysis("failed", old),
-                       analysis("queued", old), analysis("running", old)])
+            gone.findings.append(
+                FindingRow(fingerprint="f", path="m.py", line=1, op="log", status="potential")
+            )
+            s.add_all(
+                [
+                    gone,
+                    analysis("published", recent),
+                    analysis("failed", old),
+                    analysis("queued", old),
+                    analysis("running", old),
+                ]
+            )
             s.commit()
         assert prune(settings, now) == (1, 2)
         assert prune(settings, now) == (0, 0)
         with Session(engine) as s:
             assert s.scalars(select(Delivery.id)).all() == ["recent"]
-            assert sorted(s.scalars(select(Analysis.status))) == ["published", "queued",
-                                                                  "running"]
+            assert sorted(s.scalars(select(Analysis.status))) == ["published", "queued", "running"]
             assert s.scalar(select(func.count()).select_from(FindingRow)) == 0
     finally:
         engine.dispose()
@@ -303,13 +396,23 @@ def test_old_deliveries_and_finished_analyses_are_pruned(
 
 def test_outbox_settings_are_read_and_checked(tmp_path: Path) -> None:
     key_path, _ = make_key(tmp_path)
-    env = app_env(key_path=key_path, api_url="http://127.0.0.1:1",
-                  database_url="sqlite:///x.db", broker_url="redis://127.0.0.1:6379/0")
+    env = app_env(
+        key_path=key_path,
+        api_url="http://127.0.0.1:1",
+        database_url="sqlite:///x.db",
+        broker_url="redis://127.0.0.1:6379/0",
+    )
     defaults = from_env(env)
     assert defaults.reap_deadline == defaults.hard_time_limit + 240
     assert (defaults.reap_interval, defaults.retention_days) == (60.0, 90.0)
-    tuned = from_env({**env, "NUMCHECK_REAP_AFTER": "5", "NUMCHECK_REAP_INTERVAL": "1",
-                      "NUMCHECK_RETENTION_DAYS": "7"})
+    tuned = from_env(
+        {
+            **env,
+            "NUMCHECK_REAP_AFTER": "5",
+            "NUMCHECK_REAP_INTERVAL": "1",
+            "NUMCHECK_RETENTION_DAYS": "7",
+        }
+    )
     assert (tuned.reap_deadline, tuned.reap_interval, tuned.retention_days) == (5, 1, 7)
     with pytest.raises(SettingsError, match="NUMCHECK_RETENTION_DAYS"):
         from_env({**env, "NUMCHECK_RETENTION_DAYS": "-1"})
@@ -326,12 +429,17 @@ def test_the_embedded_broker_never_hands_out_a_half_written_message(tmp_path: Pa
 
     folder = tmp_path / "broker"
     (folder / "control").mkdir(parents=True)
-    options = {"data_folder_in": str(folder), "data_folder_out": str(folder),
-               "control_folder": str(folder / "control"), "store_processed": False}
+    options = {
+        "data_folder_in": str(folder),
+        "data_folder_out": str(folder),
+        "control_folder": str(folder / "control"),
+        "store_processed": False,
+    }
     queue = Queue("static", Exchange("static"), "static")
-    with Connection("filesystem://", transport=TRANSPORT, transport_options=options) as one, \
-            Connection("filesystem://", transport=TRANSPORT,
-                       transport_options=options) as two:
+    with (
+        Connection("filesystem://", transport=TRANSPORT, transport_options=options) as one,
+        Connection("filesystem://", transport=TRANSPORT, transport_options=options) as two,
+    ):
         queue.bind(one.default_channel).declare()
         table = (folder / "control" / "static.exchange").read_text()
         queue.bind(two.default_channel).declare()
@@ -339,13 +447,13 @@ def test_the_embedded_broker_never_hands_out_a_half_written_message(tmp_path: Pa
         (folder / f".{secrets.token_hex(4)}.static.msg.part").write_bytes(b"")  # mid-write
         with one.Producer() as producer:
             producer.publish({"n": 1}, exchange="static", routing_key="static")
-        assert not [p for p in folder.iterdir() if p.name.endswith(".part")
-                    and p.stat().st_size]
+        assert not [p for p in folder.iterdir() if p.name.endswith(".part") and p.stat().st_size]
         got = two.SimpleQueue(queue).get(timeout=2)
         assert got.payload == {"n": 1}
         got.ack()
-        assert re.fullmatch(r"\.[0-9a-f]+\.static\.msg\.part",
-                            next(p.name for p in folder.iterdir() if p.is_file()))
+        assert re.fullmatch(
+            r"\.[0-9a-f]+\.static\.msg\.part", next(p.name for p in folder.iterdir() if p.is_file())
+        )
 
 
 def _drain_while_publishing(folder: Path, transport: str, count: int) -> list[int]:
@@ -353,21 +461,27 @@ def _drain_while_publishing(folder: Path, transport: str, count: int) -> list[in
     from kombu import Connection, Exchange, Queue
 
     (folder / "control").mkdir(parents=True)
-    options = {"data_folder_in": str(folder), "data_folder_out": str(folder),
-               "control_folder": str(folder / "control"), "store_processed": False,
-               "polling_interval": 0.0}
+    options = {
+        "data_folder_in": str(folder),
+        "data_folder_out": str(folder),
+        "control_folder": str(folder / "control"),
+        "store_processed": False,
+        "polling_interval": 0.0,
+    }
     queue = Queue("static", Exchange("static"), "static")
     got: list[int] = []
-    with Connection("filesystem://", transport=transport, transport_options=options) as one, \
-            Connection("filesystem://", transport=transport,
-                       transport_options=options) as two:
+    with (
+        Connection("filesystem://", transport=transport, transport_options=options) as one,
+        Connection("filesystem://", transport=transport, transport_options=options) as two,
+    ):
         queue.bind(one.default_channel).declare()
 
         def publish() -> None:
             with one.Producer() as producer:
                 for i in range(count):
-                    producer.publish({"i": i, "pad": "x" * 20000}, exchange="static",
-                                     routing_key="static")
+                    producer.publish(
+                        {"i": i, "pad": "x" * 20000}, exchange="static", routing_key="static"
+                    )
 
         publisher = threading.Thread(target=publish)
         publisher.start()
@@ -388,8 +502,7 @@ def _drain_while_publishing(folder: Path, transport: str, count: int) -> list[in
     return got
 
 
-def test_the_embedded_broker_loses_nothing_to_a_consumer_polling_mid_write(
-        tmp_path: Path) -> None:
+def test_the_embedded_broker_loses_nothing_to_a_consumer_polling_mid_write(tmp_path: Path) -> None:
     """kombu's filesystem channel creates a message file before writing it: a worker polling
     at that moment takes the empty file and the message is gone (the lost first delivery of
     `numcheck serve`). Ours renames a whole file into place."""
@@ -400,7 +513,8 @@ def test_the_embedded_broker_loses_nothing_to_a_consumer_polling_mid_write(
 
 
 def test_a_delivery_while_the_broker_is_down_is_acknowledged_and_enqueued_later(
-        tmp_path: Path, git_repo: GitRepoFactory) -> None:
+    tmp_path: Path, git_repo: GitRepoFactory
+) -> None:
     """The row is the record: with the broker unreachable the delivery is still answered 202
     (GitHub would not send it again), and the reaper enqueues it once the broker is back."""
     import redis
@@ -415,16 +529,30 @@ def test_a_delivery_while_the_broker_is_down_is_acknowledged_and_enqueued_later(
     redis_url = ensure_redis()
     with FakeGitHub(APP_ID, public) as fake:
         repo = _repo(git_repo, fake, "octo/down", range(5, 6))
-        env = app_env(key_path=key_path, api_url=fake.api_url,
-                      database_url=f"sqlite:///{tmp_path / 'n.db'}",
-                      broker_url="redis://127.0.0.1:1/0", prefix=prefix,
-                      NUMCHECK_REAP_AFTER="60")
+        env = app_env(
+            key_path=key_path,
+            api_url=fake.api_url,
+            database_url=f"sqlite:///{tmp_path / 'n.db'}",
+            broker_url="redis://127.0.0.1:1/0",
+            prefix=prefix,
+            NUMCHECK_REAP_AFTER="60",
+        )
         down = from_env(env)
         try:
             with WebServer(create_app(down)) as web:
-                status, body = deliver(web.url, "pull_request", pull_payload(
-                    "opened", repo="octo/down", number=5, head=repo.sha("feature"),
-                    base=repo.sha("main"), installation=INSTALLATION, api_url=fake.api_url))
+                status, body = deliver(
+                    web.url,
+                    "pull_request",
+                    pull_payload(
+                        "opened",
+                        repo="octo/down",
+                        number=5,
+                        head=repo.sha("feature"),
+                        base=repo.sha("main"),
+                        installation=INSTALLATION,
+                        api_url=fake.api_url,
+                    ),
+                )
             assert status == 202 and body["status"].startswith("queued analysis"), body
             analysis_id = int(body["status"].split()[-1])
             row = _row(down.database_url, analysis_id)
@@ -442,7 +570,8 @@ def test_a_delivery_while_the_broker_is_down_is_acknowledged_and_enqueued_later(
 
 
 def test_an_installation_at_its_share_waits_while_another_is_queued(
-        bound: tuple[Any, FakeGitHub, str]) -> None:
+    bound: tuple[Any, FakeGitHub, str],
+) -> None:
     """Fairness between installations (bot/scheduling.py defer_for_fairness): a noisy
     installation with one analysis running waits when a quiet one has work queued, and uses
     every worker when it is alone."""
@@ -455,9 +584,15 @@ def test_an_installation_at_its_share_waits_while_another_is_queued(
 
     def add(installation: int, status: str, number: int) -> Analysis:
         with Session(engine, expire_on_commit=False) as s:
-            row = Analysis(installation_id=installation, repo=f"o/r{installation}",
-                           pr_number=number, head_sha=f"{number:040d}", status=status,
-                           timings={}, publish_state={})
+            row = Analysis(
+                installation_id=installation,
+                repo=f"o/r{installation}",
+                pr_number=number,
+                head_sha=f"{number:040d}",
+                status=status,
+                timings={},
+                publish_state={},
+            )
             s.add(row)
             s.commit()
             return row
@@ -470,16 +605,15 @@ def test_an_installation_at_its_share_waits_while_another_is_queued(
         assert defer_for_fairness(settings, noisy_next)
         quiet = add(8, "queued", 2)
         assert not defer_for_fairness(settings, quiet)  # the quiet one has nothing running
-        assert not defer_for_fairness(replace(settings, installation_concurrency=2),
-                                      noisy_next)
-        assert not defer_for_fairness(replace(settings, installation_concurrency=0),
-                                      noisy_next)
+        assert not defer_for_fairness(replace(settings, installation_concurrency=2), noisy_next)
+        assert not defer_for_fairness(replace(settings, installation_concurrency=0), noisy_next)
     finally:
         engine.dispose()
 
 
 def test_a_stopped_analysis_is_never_brought_back_by_its_worker(
-        bound: tuple[Any, FakeGitHub, str]) -> None:
+    bound: tuple[Any, FakeGitHub, str],
+) -> None:
     """A close or a newer push marks the row cancelled or superseded while a worker still runs
     it; that worker's later `running`, `analysed` or `published` must not overwrite it (seen
     under load: a re-run cancelled by a close was published anyway)."""

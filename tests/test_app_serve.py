@@ -16,23 +16,39 @@ from conftest import GitRepoFactory
 from github_fake import FakeGitHub, FakePull
 
 
-def test_serve_runs_the_app_without_redis(tmp_path: Path, numcheck_exe: str,
-                                          git_repo: GitRepoFactory) -> None:
+def test_serve_runs_the_app_without_redis(
+    tmp_path: Path, numcheck_exe: str, git_repo: GitRepoFactory
+) -> None:
     key_path, public = make_key(tmp_path)
-    repo = git_repo({".numcheck.toml": "dynamic = false\ncomment_on = \"potential\"\n",
-                     "m.py": "import torch\n\n\ndef f(x):\n    return x\n"},
-                    {"m.py": "import torch\n\n\ndef f(x):\n    return torch.log(x)\n"})
+    repo = git_repo(
+        {
+            ".numcheck.toml": 'dynamic = false\ncomment_on = "potential"\n',
+            "m.py": "import torch\n\n\ndef f(x):\n    return x\n",
+        },
+        {"m.py": "import torch\n\n\ndef f(x):\n    return torch.log(x)\n"},
+    )
     with FakeGitHub(APP_ID, public) as fake:
         fake.add_repo("octo/serve", repo.root)
         fake.add_pull(FakePull("octo/serve", 5, "main", "feature"))
         env = {k: v for k, v in os.environ.items() if not k.startswith("NUMCHECK_")}
-        env.update({"NUMCHECK_APP_ID": str(APP_ID), "NUMCHECK_PRIVATE_KEY": str(key_path),
-                    "NUMCHECK_WEBHOOK_SECRET": SECRET, "NUMCHECK_GITHUB_API_URL": fake.api_url,
-                    "NUMCHECK_WRITE_INTERVAL": "0"})
+        env.update(
+            {
+                "NUMCHECK_APP_ID": str(APP_ID),
+                "NUMCHECK_PRIVATE_KEY": str(key_path),
+                "NUMCHECK_WEBHOOK_SECRET": SECRET,
+                "NUMCHECK_GITHUB_API_URL": fake.api_url,
+                "NUMCHECK_WRITE_INTERVAL": "0",
+            }
+        )
         data = tmp_path / "data"
-        proc = subprocess.Popen([numcheck_exe, "serve", "--port", "0", "--data-dir", str(data)],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            [numcheck_exe, "serve", "--port", "0", "--data-dir", str(data)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         try:
             assert proc.stdout is not None
             line = ""
@@ -44,14 +60,24 @@ def test_serve_runs_the_app_without_redis(tmp_path: Path, numcheck_exe: str,
             url = f"http://127.0.0.1:{match.group(1)}"
             with urllib.request.urlopen(f"{url}/healthz", timeout=10) as response:
                 assert json.loads(response.read())["status"] == "ok"
-            payload = pull_payload("opened", repo="octo/serve", number=5,
-                                   head=repo.sha("feature"), base=repo.sha("main"),
-                                   installation=3, api_url=fake.api_url)
+            payload = pull_payload(
+                "opened",
+                repo="octo/serve",
+                number=5,
+                head=repo.sha("feature"),
+                base=repo.sha("main"),
+                installation=3,
+                api_url=fake.api_url,
+            )
             status, body = deliver(url, "pull_request", payload)
             assert status == 202 and body["status"].startswith("queued analysis"), body
-            run = wait_for(lambda: next((r for r in fake.state.check_runs
-                                         if r["status"] == "completed"), None), 60,
-                           "the check run to complete")
+            run = wait_for(
+                lambda: next(
+                    (r for r in fake.state.check_runs if r["status"] == "completed"), None
+                ),
+                60,
+                "the check run to complete",
+            )
             assert run["conclusion"] == "neutral"
             wait_for(lambda: fake.state.reviews, 30, "the review")
             assert len(fake.state.review_comments) == 1

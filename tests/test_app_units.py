@@ -26,8 +26,10 @@ from bot.settings import SettingsError, from_env
 from bot.webhooks import Event, Router, dispatch, signature, verify_signature
 
 LOSS_BASE = "import torch\n\n\ndef loss(p):\n    return p.sum()\n"
-LOSS_HEAD = ("import torch\n\n\ndef loss(p, q):\n    a = torch.log(p)\n    b = p / q.norm()\n"
-             "    return a.sum() + b.sum()\n")
+LOSS_HEAD = (
+    "import torch\n\n\ndef loss(p, q):\n    a = torch.log(p)\n    b = p / q.norm()\n"
+    "    return a.sum() + b.sum()\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +43,14 @@ def fake(key: tuple[Path, str]) -> Iterator[FakeGitHub]:
         yield server
 
 
-def _env(key: tuple[Path, str], api: str = "http://127.0.0.1:9", **extra: str
-         ) -> dict[str, str]:
-    return app_env(key_path=key[0], api_url=api, database_url="sqlite:///x.db",
-                   broker_url="redis://127.0.0.1:6379/0", **extra)
+def _env(key: tuple[Path, str], api: str = "http://127.0.0.1:9", **extra: str) -> dict[str, str]:
+    return app_env(
+        key_path=key[0],
+        api_url=api,
+        database_url="sqlite:///x.db",
+        broker_url="redis://127.0.0.1:6379/0",
+        **extra,
+    )
 
 
 # --- settings ---------------------------------------------------------------------------------
@@ -59,29 +65,31 @@ def test_settings_read_from_the_environment(key: tuple[Path, str]) -> None:
     assert pg.database_url == "postgresql+psycopg://u@h/db"
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"NUMCHECK_APP_ID": ""}, "NUMCHECK_APP_ID is not set"),
-    ({"NUMCHECK_APP_ID": "abc"}, "must be a positive integer"),
-    ({"NUMCHECK_PRIVATE_KEY": "/nonexistent/key.pem"}, "no such file"),
-    ({"NUMCHECK_WEBHOOK_SECRET": ""}, "NUMCHECK_WEBHOOK_SECRET is not set"),
-    ({"NUMCHECK_BROKER_URL": "http://x"}, "NUMCHECK_BROKER_URL='http://x' is not a supported"),
-    ({"NUMCHECK_BROKER_URL": ""}, "NUMCHECK_BROKER_URL is not set"),
-    ({"NUMCHECK_DATABASE_URL": "mysql://x"}, "NUMCHECK_DATABASE_URL"),
-    ({"NUMCHECK_GITHUB_API_URL": "ftp://x"}, "NUMCHECK_GITHUB_API_URL"),
-    ({"NUMCHECK_TIME_LIMIT": "soon"}, "is not a number"),
-    ({"NUMCHECK_PUBLIC_URL": "https://x.example"}, "NUMCHECK_REPORT_SECRET is not"),
-    ({"NUMCHECK_PUBLIC_URL": "x.example", "NUMCHECK_REPORT_SECRET": "s"}, "not an http"),
-    ({"NUMCHECK_ANALYZE_DRAFTS": "perhaps"}, "is not a boolean"),
-])
-def test_a_missing_or_wrong_setting_is_a_clear_error(key: tuple[Path, str],
-                                                      change: dict[str, str],
-                                                      message: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"NUMCHECK_APP_ID": ""}, "NUMCHECK_APP_ID is not set"),
+        ({"NUMCHECK_APP_ID": "abc"}, "must be a positive integer"),
+        ({"NUMCHECK_PRIVATE_KEY": "/nonexistent/key.pem"}, "no such file"),
+        ({"NUMCHECK_WEBHOOK_SECRET": ""}, "NUMCHECK_WEBHOOK_SECRET is not set"),
+        ({"NUMCHECK_BROKER_URL": "http://x"}, "NUMCHECK_BROKER_URL='http://x' is not a supported"),
+        ({"NUMCHECK_BROKER_URL": ""}, "NUMCHECK_BROKER_URL is not set"),
+        ({"NUMCHECK_DATABASE_URL": "mysql://x"}, "NUMCHECK_DATABASE_URL"),
+        ({"NUMCHECK_GITHUB_API_URL": "ftp://x"}, "NUMCHECK_GITHUB_API_URL"),
+        ({"NUMCHECK_TIME_LIMIT": "soon"}, "is not a number"),
+        ({"NUMCHECK_PUBLIC_URL": "https://x.example"}, "NUMCHECK_REPORT_SECRET is not"),
+        ({"NUMCHECK_PUBLIC_URL": "x.example", "NUMCHECK_REPORT_SECRET": "s"}, "not an http"),
+        ({"NUMCHECK_ANALYZE_DRAFTS": "perhaps"}, "is not a boolean"),
+    ],
+)
+def test_a_missing_or_wrong_setting_is_a_clear_error(
+    key: tuple[Path, str], change: dict[str, str], message: str
+) -> None:
     with pytest.raises(SettingsError, match=message):
         from_env({**_env(key), **change})
 
 
-def test_a_private_key_that_is_not_a_key_is_refused(tmp_path: Path,
-                                                    key: tuple[Path, str]) -> None:
+def test_a_private_key_that_is_not_a_key_is_refused(tmp_path: Path, key: tuple[Path, str]) -> None:
     bad = tmp_path / "bad.pem"
     bad.write_text("hello")
     with pytest.raises(SettingsError, match="not a PEM private key"):
@@ -126,15 +134,20 @@ def test_routers_match_event_and_action() -> None:
 def test_app_jwt_claims(key: tuple[Path, str]) -> None:
     settings = from_env(_env(key))
     now = time.time()
-    claims = jwt.decode(app_jwt(APP_ID, settings.private_key, now), key[1],
-                        algorithms=["RS256"], options={"verify_exp": False})
+    claims = jwt.decode(
+        app_jwt(APP_ID, settings.private_key, now),
+        key[1],
+        algorithms=["RS256"],
+        options={"verify_exp": False},
+    )
     assert claims["iss"] == str(APP_ID)
     assert claims["iat"] == int(now) - 60
     assert 0 < claims["exp"] - int(now) <= 600
 
 
-def test_installation_token_is_minted_once_and_cached(key: tuple[Path, str],
-                                                      fake: FakeGitHub) -> None:
+def test_installation_token_is_minted_once_and_cached(
+    key: tuple[Path, str], fake: FakeGitHub
+) -> None:
     settings = from_env(_env(key, fake.api_url))
     tokens = TokenCache(settings)
     first = tokens.token(7)
@@ -146,8 +159,9 @@ def test_installation_token_is_minted_once_and_cached(key: tuple[Path, str],
     assert tokens.token(7) != first and tokens.minted == 2
 
 
-def test_the_bot_login_comes_from_get_app_with_the_jwt_once(key: tuple[Path, str],
-                                                            fake: FakeGitHub) -> None:
+def test_the_bot_login_comes_from_get_app_with_the_jwt_once(
+    key: tuple[Path, str], fake: FakeGitHub
+) -> None:
     fake.state.app_slug = "numerics-checker"
     settings = from_env(_env(key, fake.api_url))
     tokens = TokenCache(settings)
@@ -160,8 +174,9 @@ def test_the_bot_login_comes_from_get_app_with_the_jwt_once(key: tuple[Path, str
     assert call.status == 200 and fake.state.jwt_claims[-1]["iss"] == str(APP_ID)
 
 
-def test_a_jwt_signed_with_another_key_is_refused(tmp_path: Path, key: tuple[Path, str],
-                                                  fake: FakeGitHub) -> None:
+def test_a_jwt_signed_with_another_key_is_refused(
+    tmp_path: Path, key: tuple[Path, str], fake: FakeGitHub
+) -> None:
     other, _ = make_key(tmp_path)
     settings = from_env(_env(key, fake.api_url, NUMCHECK_PRIVATE_KEY=str(other)))
     with pytest.raises(GithubException) as info:
@@ -169,8 +184,13 @@ def test_a_jwt_signed_with_another_key_is_refused(tmp_path: Path, key: tuple[Pat
     assert info.value.status == 401
 
 
-def _repo_with_pull(git_repo: GitRepoFactory, fake: FakeGitHub, files: int = 0,
-                    name: str = "octo/numlib", number: int = 3) -> GitRepo:
+def _repo_with_pull(
+    git_repo: GitRepoFactory,
+    fake: FakeGitHub,
+    files: int = 0,
+    name: str = "octo/numlib",
+    number: int = 3,
+) -> GitRepo:
     feature: dict[str, str | bytes | None] = {"model/loss.py": LOSS_HEAD}
     feature.update({f"extra/f{i:03}.py": f"x = {i}\n" for i in range(files)})
     repo = git_repo({"model/loss.py": LOSS_BASE}, feature)
@@ -179,11 +199,13 @@ def _repo_with_pull(git_repo: GitRepoFactory, fake: FakeGitHub, files: int = 0,
     return repo
 
 
-def test_pull_files_follow_link_pagination(key: tuple[Path, str], fake: FakeGitHub,
-                                           git_repo: GitRepoFactory) -> None:
+def test_pull_files_follow_link_pagination(
+    key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory
+) -> None:
     _repo_with_pull(git_repo, fake, files=150)
-    client = GitHubClient(from_env(_env(key, fake.api_url)), TokenCache(
-        from_env(_env(key, fake.api_url))), 7)
+    client = GitHubClient(
+        from_env(_env(key, fake.api_url)), TokenCache(from_env(_env(key, fake.api_url))), 7
+    )
     pull = client.pull("octo/numlib", 3)
     files = client.pull_files(pull)
     assert len(files) == 151
@@ -193,9 +215,9 @@ def test_pull_files_follow_link_pagination(key: tuple[Path, str], fake: FakeGitH
     assert {5, 6, 7} <= lines["model/loss.py"]
 
 
-def test_transient_errors_are_retried_and_others_are_not(key: tuple[Path, str],
-                                                         fake: FakeGitHub,
-                                                         git_repo: GitRepoFactory) -> None:
+def test_transient_errors_are_retried_and_others_are_not(
+    key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory
+) -> None:
     _repo_with_pull(git_repo, fake)
     settings = from_env(_env(key, fake.api_url, NUMCHECK_RETRY_BASE_SECONDS="0.1"))
     client = GitHubClient(settings, TokenCache(settings), 7)
@@ -218,16 +240,30 @@ def test_transient_errors_are_retried_and_others_are_not(key: tuple[Path, str],
     assert time.monotonic() - started >= 0.5
 
 
-def _finding(line: int, call: str, op: str = "log", end_line: int | None = None,
-             status: Status = "confirmed") -> Finding:
+def _finding(
+    line: int, call: str, op: str = "log", end_line: int | None = None, status: Status = "confirmed"
+) -> Finding:
     """A finding the publishing policy comments on (confirmed) unless told otherwise."""
-    return Finding(path="model/loss.py", line=line, column=8, end_line=end_line or line,
-                   end_column=20, function="loss", op=op, framework="torch", call=call,
-                   operand="p", why=f"`{call}` can be NaN", rule=f"{op}-domain", status=status)
+    return Finding(
+        path="model/loss.py",
+        line=line,
+        column=8,
+        end_line=end_line or line,
+        end_column=20,
+        function="loss",
+        op=op,
+        framework="torch",
+        call=call,
+        operand="p",
+        why=f"`{call}` can be NaN",
+        rule=f"{op}-domain",
+        status=status,
+    )
 
 
 def test_publish_comments_on_proven_findings_and_holds_back_the_rest(
-        key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory) -> None:
+    key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory
+) -> None:
     repo = _repo_with_pull(git_repo, fake)
     settings = from_env(_env(key, fake.api_url))
     client = GitHubClient(settings, TokenCache(settings), 7)
@@ -237,12 +273,26 @@ def test_publish_comments_on_proven_findings_and_holds_back_the_rest(
     definite = _finding(7, "torch.log(torch.softmax(z, -1))", status="not-triggered")
     definite.rule, definite.fingerprint = "log-softmax", ""
     definite.__post_init__()
-    result = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
-                            findings=[proven, suspicion, definite], files_analyzed=1)
+    result = AnalysisResult(
+        repo="octo/numlib",
+        base=None,
+        head=head,
+        config={},
+        findings=[proven, suspicion, definite],
+        files_analyzed=1,
+    )
     run = client.create_check_run("octo/numlib", {"name": "numcheck", "head_sha": head})
-    out = publish(client, repo="octo/numlib", number=3, result=result, check_run_id=run["id"],
-                  lines={"model/loss.py": {5, 6, 7}}, state={}, save=lambda s: None,
-                  bot_login="numcheck[bot]")
+    out = publish(
+        client,
+        repo="octo/numlib",
+        number=3,
+        result=result,
+        check_run_id=run["id"],
+        lines={"model/loss.py": {5, 6, 7}},
+        state={},
+        save=lambda s: None,
+        bot_login="numcheck[bot]",
+    )
     assert sorted(c["line"] for c in fake.state.review_comments) == [5, 7]
     assert out.body_only == []  # held back is not "over the cap"
     review = fake.state.reviews[0]["body"]
@@ -255,32 +305,58 @@ def test_publish_comments_on_proven_findings_and_holds_back_the_rest(
 
     # the repository asks for every finding inline: the suspicion gets its comment too
     fake.state.reviews.clear()
-    every = AnalysisResult(repo="octo/numlib", base=None, head=head,
-                           config={"comment_on": "potential"},
-                           findings=[proven, suspicion, definite], files_analyzed=1)
-    publish(client, repo="octo/numlib", number=3, result=every, check_run_id=run["id"],
-            lines={"model/loss.py": {5, 6, 7}}, state={}, save=lambda s: None,
-            bot_login="numcheck[bot]")
+    every = AnalysisResult(
+        repo="octo/numlib",
+        base=None,
+        head=head,
+        config={"comment_on": "potential"},
+        findings=[proven, suspicion, definite],
+        files_analyzed=1,
+    )
+    publish(
+        client,
+        repo="octo/numlib",
+        number=3,
+        result=every,
+        check_run_id=run["id"],
+        lines={"model/loss.py": {5, 6, 7}},
+        state={},
+        save=lambda s: None,
+        bot_login="numcheck[bot]",
+    )
     assert sorted(c["line"] for c in fake.state.review_comments) == [5, 6, 7]
 
 
-def test_publish_twice_posts_each_comment_once(key: tuple[Path, str], fake: FakeGitHub,
-                                               git_repo: GitRepoFactory) -> None:
+def test_publish_twice_posts_each_comment_once(
+    key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory
+) -> None:
     repo = _repo_with_pull(git_repo, fake)
     settings = from_env(_env(key, fake.api_url))
     client = GitHubClient(settings, TokenCache(settings), 7)
     head = repo.sha("feature")
-    result = AnalysisResult(repo="octo/numlib", base=repo.sha("main"), head=head, config={},
-                            findings=[_finding(5, "torch.log(p)"),
-                                      _finding(6, "p / q.norm()", "div", end_line=7)],
-                            files_analyzed=1)
+    result = AnalysisResult(
+        repo="octo/numlib",
+        base=repo.sha("main"),
+        head=head,
+        config={},
+        findings=[_finding(5, "torch.log(p)"), _finding(6, "p / q.norm()", "div", end_line=7)],
+        files_analyzed=1,
+    )
     lines = commentable_lines(client.pull_files(client.pull("octo/numlib", 3)))
     run = client.create_check_run("octo/numlib", {"name": "numcheck", "head_sha": head})
     state: dict[str, Any] = {}
     for _ in range(2):  # a retried publish
-        out = publish(client, repo="octo/numlib", number=3, result=result,
-                      check_run_id=run["id"], lines=lines, state=state,
-                      save=lambda s: None, bot_login="numcheck[bot]")
+        out = publish(
+            client,
+            repo="octo/numlib",
+            number=3,
+            result=result,
+            check_run_id=run["id"],
+            lines=lines,
+            state=state,
+            save=lambda s: None,
+            bot_login="numcheck[bot]",
+        )
     assert len(fake.state.reviews) == 1 and len(fake.state.review_comments) == 2
     multi = [c for c in fake.state.review_comments if c["start_line"]]
     assert multi and multi[0]["start_line"] == 6 and multi[0]["line"] == 7
@@ -289,37 +365,61 @@ def test_publish_twice_posts_each_comment_once(key: tuple[Path, str], fake: Fake
     assert set(out.comment_ids) == {f.fingerprint for f in result.findings}
 
     # the file no longer parses: its findings are not "resolved", they were not looked at
-    broken = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
-                            errors=[StageError("static", "does not parse", "model/loss.py")])
-    fixed = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
-                           files_analyzed=1)
+    broken = AnalysisResult(
+        repo="octo/numlib",
+        base=None,
+        head=head,
+        config={},
+        errors=[StageError("static", "does not parse", "model/loss.py")],
+    )
+    fixed = AnalysisResult(repo="octo/numlib", base=None, head=head, config={}, files_analyzed=1)
     replies = []
     for later in (broken, fixed, fixed):
-        publish(client, repo="octo/numlib", number=3, result=later, check_run_id=run["id"],
-                lines=lines, state={}, save=lambda s: None, bot_login="numcheck[bot]")
+        publish(
+            client,
+            repo="octo/numlib",
+            number=3,
+            result=later,
+            check_run_id=run["id"],
+            lines=lines,
+            state={},
+            save=lambda s: None,
+            bot_login="numcheck[bot]",
+        )
         replies.append(len([c for c in fake.state.review_comments if "in_reply_to_id" in c]))
     assert replies == [0, 2, 2]
-    assert all("Resolved in" in c["body"] for c in fake.state.review_comments
-               if "in_reply_to_id" in c)
+    assert all(
+        "Resolved in" in c["body"] for c in fake.state.review_comments if "in_reply_to_id" in c
+    )
     assert len(fake.state.review_comments) == 4  # nothing deleted
 
 
 def test_a_suggestion_block_covers_exactly_the_commented_lines(
-        key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory) -> None:
+    key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory
+) -> None:
     repo = _repo_with_pull(git_repo, fake)
     settings = from_env(_env(key, fake.api_url))
     client = GitHubClient(settings, TokenCache(settings), 7)
     head = repo.sha("feature")
     finding = _finding(6, "p / q.norm()", "div", end_line=7)
-    finding.fix = {"kind": "epsilon", "replacement": [
-        "    b = p / (q.norm() + 1e-6)", "    return a.sum() + b.sum()"],
-        "validation": {"reproducer_passes": True}}
-    result = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
-                            findings=[finding])
+    finding.fix = {
+        "kind": "epsilon",
+        "replacement": ["    b = p / (q.norm() + 1e-6)", "    return a.sum() + b.sum()"],
+        "validation": {"reproducer_passes": True},
+    }
+    result = AnalysisResult(repo="octo/numlib", base=None, head=head, config={}, findings=[finding])
     run = client.create_check_run("octo/numlib", {"name": "numcheck", "head_sha": head})
-    publish(client, repo="octo/numlib", number=3, result=result, check_run_id=run["id"],
-            lines={"model/loss.py": {5, 6, 7}}, state={}, save=lambda s: None,
-            bot_login="numcheck[bot]")
+    publish(
+        client,
+        repo="octo/numlib",
+        number=3,
+        result=result,
+        check_run_id=run["id"],
+        lines={"model/loss.py": {5, 6, 7}},
+        state={},
+        save=lambda s: None,
+        bot_login="numcheck[bot]",
+    )
     (comment,) = fake.state.review_comments
     assert (comment["start_line"], comment["line"], comment["side"]) == (6, 7, "RIGHT")
     block = comment["body"].split("```suggestion\n", 1)[1].split("\n```", 1)[0]
@@ -328,8 +428,8 @@ def test_a_suggestion_block_covers_exactly_the_commented_lines(
 
 @pytest.mark.parametrize("commentable", [{4, 5, 6, 7}, {6, 7}])
 def test_a_fix_wider_than_its_finding_widens_the_comment_where_github_allows(
-        key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory,
-        commentable: set[int]) -> None:
+    key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory, commentable: set[int]
+) -> None:
     """A masked fill fixed two lines above the softmax: the block must replace lines 5-7, so
     the comment covers 5-7 when those lines are in the diff, else it stays on the finding's
     own lines and shows the fix as a diff (a block there would replace the wrong lines)."""
@@ -338,17 +438,32 @@ def test_a_fix_wider_than_its_finding_widens_the_comment_where_github_allows(
     client = GitHubClient(settings, TokenCache(settings), 7)
     head = repo.sha("feature")
     finding = _finding(6, "p / q.norm()", "div", end_line=7)
-    finding.fix = {"status": "validated", "kind": "epsilon", "start_line": 5, "end_line": 7,
-                   "replacement": ["    a = p", "    b = p / (q.norm() + 1e-6)",
-                                   "    return a.sum() + b.sum()"],
-                   "diff": "--- a/model/loss.py\n+++ b/model/loss.py\n@@ -6 +6 @@\n-x\n+y\n",
-                   "validation": {"reproducer_passes": True}}
-    result = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
-                            findings=[finding])
+    finding.fix = {
+        "status": "validated",
+        "kind": "epsilon",
+        "start_line": 5,
+        "end_line": 7,
+        "replacement": [
+            "    a = p",
+            "    b = p / (q.norm() + 1e-6)",
+            "    return a.sum() + b.sum()",
+        ],
+        "diff": "--- a/model/loss.py\n+++ b/model/loss.py\n@@ -6 +6 @@\n-x\n+y\n",
+        "validation": {"reproducer_passes": True},
+    }
+    result = AnalysisResult(repo="octo/numlib", base=None, head=head, config={}, findings=[finding])
     run = client.create_check_run("octo/numlib", {"name": "numcheck", "head_sha": head})
-    publish(client, repo="octo/numlib", number=3, result=result, check_run_id=run["id"],
-            lines={"model/loss.py": commentable}, state={}, save=lambda s: None,
-            bot_login="numcheck[bot]")
+    publish(
+        client,
+        repo="octo/numlib",
+        number=3,
+        result=result,
+        check_run_id=run["id"],
+        lines={"model/loss.py": commentable},
+        state={},
+        save=lambda s: None,
+        bot_login="numcheck[bot]",
+    )
     (comment,) = fake.state.review_comments
     if 5 in commentable:
         assert (comment["start_line"], comment["line"]) == (5, 7)
@@ -359,26 +474,44 @@ def test_a_fix_wider_than_its_finding_widens_the_comment_where_github_allows(
         assert "```suggestion" not in comment["body"] and "+y" in comment["body"]
 
 
-def test_a_lost_answer_is_not_posted_twice(key: tuple[Path, str], fake: FakeGitHub,
-                                           git_repo: GitRepoFactory) -> None:
+def test_a_lost_answer_is_not_posted_twice(
+    key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory
+) -> None:
     """GitHub did the work but the answer was a 500: the retry reads back what went out."""
     repo = _repo_with_pull(git_repo, fake)
     settings = from_env(_env(key, fake.api_url))
     client = GitHubClient(settings, TokenCache(settings), 7)
     head = repo.sha("feature")
-    result = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
-                            findings=[_finding(5, "torch.log(p)")])
+    result = AnalysisResult(
+        repo="octo/numlib", base=None, head=head, config={}, findings=[_finding(5, "torch.log(p)")]
+    )
     run = client.create_check_run("octo/numlib", {"name": "numcheck", "head_sha": head})
     fake.fail("POST", r"/pulls/3/reviews$", 500, after=True)
     state: dict[str, Any] = {}
     with pytest.raises(GithubException):
-        publish(client, repo="octo/numlib", number=3, result=result, check_run_id=run["id"],
-                lines={"model/loss.py": {5}}, state=state, save=lambda s: None,
-                bot_login="numcheck[bot]")
+        publish(
+            client,
+            repo="octo/numlib",
+            number=3,
+            result=result,
+            check_run_id=run["id"],
+            lines={"model/loss.py": {5}},
+            state=state,
+            save=lambda s: None,
+            bot_login="numcheck[bot]",
+        )
     assert len(fake.state.reviews) == 1  # it did go out
-    out = publish(client, repo="octo/numlib", number=3, result=result, check_run_id=run["id"],
-                  lines={"model/loss.py": {5}}, state=state, save=lambda s: None,
-                  bot_login="numcheck[bot]")
+    out = publish(
+        client,
+        repo="octo/numlib",
+        number=3,
+        result=result,
+        check_run_id=run["id"],
+        lines={"model/loss.py": {5}},
+        state=state,
+        save=lambda s: None,
+        bot_login="numcheck[bot]",
+    )
     assert len(fake.state.reviews) == 1 and len(fake.state.review_comments) == 1
     assert out.review_id == fake.state.reviews[0]["id"]
     # a check run whose creation answer was lost is found again by head SHA and name
@@ -392,19 +525,28 @@ def test_a_lost_answer_is_not_posted_twice(key: tuple[Path, str], fake: FakeGitH
     assert len([r for r in fake.state.check_runs if r["head_sha"] == other]) == 1
 
 
-def test_annotations_go_in_batches_of_fifty(key: tuple[Path, str], fake: FakeGitHub,
-                                            git_repo: GitRepoFactory) -> None:
+def test_annotations_go_in_batches_of_fifty(
+    key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory
+) -> None:
     repo = _repo_with_pull(git_repo, fake)
     settings = from_env(_env(key, fake.api_url))
     client = GitHubClient(settings, TokenCache(settings), 7)
     head = repo.sha("feature")
     findings = [_finding(5, f"torch.log(p{i})") for i in range(120)]
-    result = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
-                            findings=findings)
+    result = AnalysisResult(repo="octo/numlib", base=None, head=head, config={}, findings=findings)
     run = client.create_check_run("octo/numlib", {"name": "numcheck", "head_sha": head})
-    publish(client, repo="octo/numlib", number=3, result=result, check_run_id=run["id"],
-            lines={"model/loss.py": {5}}, state={}, save=lambda s: None, max_inline=30,
-            bot_login="numcheck[bot]")
+    publish(
+        client,
+        repo="octo/numlib",
+        number=3,
+        result=result,
+        check_run_id=run["id"],
+        lines={"model/loss.py": {5}},
+        state={},
+        save=lambda s: None,
+        max_inline=30,
+        bot_login="numcheck[bot]",
+    )
     patches = fake.calls("PATCH", rf"/check-runs/{run['id']}$")
     assert [len(p.body["output"].get("annotations", [])) for p in patches] == [50, 50, 20]
     assert len(fake.state.annotations[run["id"]]) == 120
@@ -437,17 +579,24 @@ def test_migrations_on_postgresql() -> None:
 
 
 def test_healthz_reports_an_unreachable_broker_and_the_web_rejects_before_parsing(
-        tmp_path: Path, key: tuple[Path, str]) -> None:
+    tmp_path: Path, key: tuple[Path, str]
+) -> None:
     from bot.web import create_app
 
-    env = app_env(key_path=key[0], api_url="http://127.0.0.1:9",
-                  database_url=f"sqlite:///{tmp_path / 'h.db'}",
-                  broker_url="redis://127.0.0.1:1/0")
+    env = app_env(
+        key_path=key[0],
+        api_url="http://127.0.0.1:9",
+        database_url=f"sqlite:///{tmp_path / 'h.db'}",
+        broker_url="redis://127.0.0.1:1/0",
+    )
     client = create_app(from_env(env)).test_client()
     response = client.get("/healthz")
     assert response.status_code == 503
-    assert response.json == {"status": "degraded", "database": "ok",
-                             "broker": response.json["broker"]}
+    assert response.json == {
+        "status": "degraded",
+        "database": "ok",
+        "broker": response.json["broker"],
+    }
     assert response.json["broker"].startswith("unreachable")
     body = b'{"zen": "Keep it logically awesome."}'
     headers = {"X-GitHub-Event": "ping", "X-GitHub-Delivery": "d-1"}
@@ -466,8 +615,9 @@ def test_the_routers_handle_the_events_the_manifest_subscribes_to() -> None:
     from bot.features import routers
 
     text = (Path(__file__).resolve().parent.parent / "app.yml").read_text(encoding="utf-8")
-    manifest = json.loads("\n".join(line for line in text.splitlines()
-                                    if not line.lstrip().startswith("#")))
+    manifest = json.loads(
+        "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    )
     handled = set().union(*(router.events() for router in routers()))
     always = {"ping", "installation", "installation_repositories"}  # sent to every App
     assert handled == set(manifest["default_events"]) | always
@@ -480,31 +630,43 @@ def test_the_check_run_fails_only_on_confirmed_findings_and_only_when_asked() ->
     confirmed = dataclasses.replace(_finding(5, "torch.log(q)"), status="confirmed")
 
     def result(findings: list[Finding], **config: str) -> AnalysisResult:
-        return AnalysisResult(repo="octo/numlib", base=None, head="h", config=dict(config),
-                              findings=findings)
+        return AnalysisResult(
+            repo="octo/numlib", base=None, head="h", config=dict(config), findings=findings
+        )
 
     assert conclusion(result([])) == "success"
     assert conclusion(result([potential, confirmed])) == "neutral"
     assert conclusion(result([potential], check_failure="confirmed")) == "neutral"
     assert conclusion(result([potential, confirmed], check_failure="confirmed")) == "failure"
     # a proof that had to cancel the code's own epsilon (`q + 1e-8` below 0) blocks nothing
-    guarded = dataclasses.replace(_finding(7, "torch.log(q + 1e-8)"), status="confirmed",
-                                  operand="q + 1e-8", trigger={"box": {"source": "synthesised"}})
+    guarded = dataclasses.replace(
+        _finding(7, "torch.log(q + 1e-8)"),
+        status="confirmed",
+        operand="q + 1e-8",
+        trigger={"box": {"source": "synthesised"}},
+    )
     assert conclusion(result([potential, guarded], check_failure="confirmed")) == "neutral"
 
 
 # --- deliveries -------------------------------------------------------------------------------
 @pytest.fixture
-def bound(tmp_path: Path, key: tuple[Path, str], fake: FakeGitHub,
-          monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def bound(
+    tmp_path: Path, key: tuple[Path, str], fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
     """The worker's settings bound to a fresh SQLite database and the test server; the
     database URL."""
     from bot import worker
 
     url = f"sqlite:///{tmp_path / 'tasks.db'}"
     db.upgrade(url)
-    settings = from_env(app_env(key_path=key[0], api_url=fake.api_url, database_url=url,
-                                broker_url="redis://127.0.0.1:1/0"))
+    settings = from_env(
+        app_env(
+            key_path=key[0],
+            api_url=fake.api_url,
+            database_url=url,
+            broker_url="redis://127.0.0.1:1/0",
+        )
+    )
     monkeypatch.setattr(worker, "_bound", settings)
     worker._tokens.cache_clear()
     yield url
@@ -517,15 +679,24 @@ def _analysis_row(url: str, head: str) -> int:
     from bot.models import Analysis
 
     with session_scope(url) as s:
-        row = Analysis(installation_id=7, repo="octo/numlib", pr_number=3, head_sha=head,
-                       status="running", reason="test", timings={}, publish_state={})
+        row = Analysis(
+            installation_id=7,
+            repo="octo/numlib",
+            pr_number=3,
+            head_sha=head,
+            status="running",
+            reason="test",
+            timings={},
+            publish_state={},
+        )
         s.add(row)
         s.flush()
         return row.id
 
 
 def test_an_analysis_whose_worker_died_three_times_fails_visibly_and_stops(
-        bound: str, fake: FakeGitHub, git_repo: GitRepoFactory) -> None:
+    bound: str, fake: FakeGitHub, git_repo: GitRepoFactory
+) -> None:
     """The cap on the attempt counter, driven through the real task (in process): three
     deliveries that started and never ended are what a worker process dying mid-analysis
     leaves behind (tests/test_app_e2e.py kills real pool processes for the same)."""
@@ -551,8 +722,9 @@ def test_an_analysis_whose_worker_died_three_times_fails_visibly_and_stops(
     assert len(fake.state.requests) == calls and len(fake.state.check_runs) == 1
 
 
-def test_a_delivery_that_ends_in_python_is_not_counted(bound: str, fake: FakeGitHub,
-                                                       git_repo: GitRepoFactory) -> None:
+def test_a_delivery_that_ends_in_python_is_not_counted(
+    bound: str, fake: FakeGitHub, git_repo: GitRepoFactory
+) -> None:
     from bot import analyses, tasks
 
     _repo_with_pull(git_repo, fake)
@@ -563,8 +735,9 @@ def test_a_delivery_that_ends_in_python_is_not_counted(bound: str, fake: FakeGit
     assert row is not None and row.deliveries == 0 and row.status == "superseded"
 
 
-def test_a_signed_body_nested_too_deep_gets_400_not_500(tmp_path: Path,
-                                                         key: tuple[Path, str]) -> None:
+def test_a_signed_body_nested_too_deep_gets_400_not_500(
+    tmp_path: Path, key: tuple[Path, str]
+) -> None:
     """Regression: json.loads raised RecursionError on a correctly signed, deeply nested body
     and the web answered 500. The depth is checked on the bytes, before parsing; nothing is
     recorded, so a corrected redelivery with the same id still runs."""
@@ -575,31 +748,43 @@ def test_a_signed_body_nested_too_deep_gets_400_not_500(tmp_path: Path,
     from bot.web import create_app
     from bot.webhooks import MAX_JSON_DEPTH, json_too_deep
 
-    env = app_env(key_path=key[0], api_url="http://127.0.0.1:9",
-                  database_url=f"sqlite:///{tmp_path / 'deep.db'}",
-                  broker_url="redis://127.0.0.1:1/0")
+    env = app_env(
+        key_path=key[0],
+        api_url="http://127.0.0.1:9",
+        database_url=f"sqlite:///{tmp_path / 'deep.db'}",
+        broker_url="redis://127.0.0.1:1/0",
+    )
     settings = from_env(env)
     deep = b'{"zen": "x", "hook": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
-    within = (b'{"zen": "[[[[ {{ not brackets \\" [[", "hook": '
-              + b"[" * (MAX_JSON_DEPTH - 2) + b"{}" + b"]" * (MAX_JSON_DEPTH - 2) + b"}")
+    within = (
+        b'{"zen": "[[[[ {{ not brackets \\" [[", "hook": '
+        + b"[" * (MAX_JSON_DEPTH - 2)
+        + b"{}"
+        + b"]" * (MAX_JSON_DEPTH - 2)
+        + b"}"
+    )
     assert json_too_deep(deep) and not json_too_deep(within)
     assert json_too_deep(b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1))
     assert not json_too_deep(b"]]][[[")  # not JSON, and json.loads says so
     with WebServer(create_app(settings)) as web:
         status, body = deliver(web.url, "ping", deep, delivery="deep-1")
         assert status == 400 and body["error"] == (
-            f"the body nests JSON deeper than {MAX_JSON_DEPTH} levels")
+            f"the body nests JSON deeper than {MAX_JSON_DEPTH} levels"
+        )
         status, body = deliver(web.url, "ping", within, delivery="deep-2")
         assert status == 202 and body["status"] == "pong", body
         assert deliver(web.url, "ping", b"[[[", delivery="deep-3") == (
-            400, {"error": "the body is not JSON"})
+            400,
+            {"error": "the body is not JSON"},
+        )
     with db.session_scope(settings.database_url) as s:
         assert set(s.scalars(select(Delivery.id))) == {"deep-2"}
 
 
 @pytest.mark.parametrize("broker", ["redis", "filesystem"])
 def test_outsiders_get_one_command_reply_per_pull_request_in_the_window(
-        broker: str, fake: FakeGitHub, key: tuple[Path, str], tmp_path: Path) -> None:
+    broker: str, fake: FakeGitHub, key: tuple[Path, str], tmp_path: Path
+) -> None:
     """Regression: every outsider's `/numcheck ...` cost a reaction and a bot comment. Now
     one per user and PR in NUMCHECK_COMMAND_REPLY_MINUTES; people with write access are not
     limited, and a retried task (the same comment) still gets its reply out."""
@@ -607,20 +792,36 @@ def test_outsiders_get_one_command_reply_per_pull_request_in_the_window(
 
     from bot.features.commands import run_command
 
-    extra = {"NUMCHECK_BROKER_PREFIX": f"numcheck-test-{secrets.token_hex(4)}:",
-             "NUMCHECK_COMMAND_REPLY_MINUTES": "0.02"}  # 1.2 s
+    extra = {
+        "NUMCHECK_BROKER_PREFIX": f"numcheck-test-{secrets.token_hex(4)}:",
+        "NUMCHECK_COMMAND_REPLY_MINUTES": "0.02",
+    }  # 1.2 s
     if broker == "filesystem":
-        extra.update(NUMCHECK_BROKER_URL="filesystem://",
-                     NUMCHECK_BROKER_FOLDER=str(tmp_path / "broker"))
+        extra.update(
+            NUMCHECK_BROKER_URL="filesystem://", NUMCHECK_BROKER_FOLDER=str(tmp_path / "broker")
+        )
     settings = from_env(_env(key, fake.api_url, **extra))
     client = GitHubClient(settings, TokenCache(settings), 7)
     ids = iter(range(500, 600))
 
-    def command(login: str, number: int = 3, association: str = "CONTRIBUTOR",
-                comment_id: int | None = None, body: str = "/numcheck help") -> str:
-        job = {"installation": {"id": 7}, "repository": "octo/cmd", "number": number,
-               "comment": {"id": comment_id or next(ids), "body": body, "user": login,
-                           "author_association": association}}
+    def command(
+        login: str,
+        number: int = 3,
+        association: str = "CONTRIBUTOR",
+        comment_id: int | None = None,
+        body: str = "/numcheck help",
+    ) -> str:
+        job = {
+            "installation": {"id": 7},
+            "repository": "octo/cmd",
+            "number": number,
+            "comment": {
+                "id": comment_id or next(ids),
+                "body": body,
+                "user": login,
+                "author_association": association,
+            },
+        }
         return run_command(settings, job, client)
 
     def answers() -> int:
@@ -642,9 +843,17 @@ def test_outsiders_get_one_command_reply_per_pull_request_in_the_window(
         assert "Sorry @visitor" in fake.state.issue_comments[-1]["body"]
         unlimited = dataclasses.replace(settings, command_reply_minutes=0)
         for _ in range(2):
-            job = {"installation": {"id": 7}, "repository": "octo/cmd", "number": 3,
-                   "comment": {"id": next(ids), "body": "/numcheck help", "user": "visitor",
-                               "author_association": "NONE"}}
+            job = {
+                "installation": {"id": 7},
+                "repository": "octo/cmd",
+                "number": 3,
+                "comment": {
+                    "id": next(ids),
+                    "body": "/numcheck help",
+                    "user": "visitor",
+                    "author_association": "NONE",
+                },
+            }
             assert run_command(unlimited, job, client) == "help"
         assert answers() == 9
     finally:

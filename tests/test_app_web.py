@@ -40,8 +40,13 @@ def _get(url: str, timeout: float) -> float:
 def web(tmp_path: Path) -> Iterator[str]:
     key, _ = make_key(tmp_path)
     with postgres_database() as database:
-        env = app_env(key_path=key, api_url="http://127.0.0.1:9", database_url=database,
-                      broker_url=ensure_redis(), prefix=f"numcheck-web-{tmp_path.name}-")
+        env = app_env(
+            key_path=key,
+            api_url="http://127.0.0.1:9",
+            database_url=database,
+            broker_url=ensure_redis(),
+            prefix=f"numcheck-web-{tmp_path.name}-",
+        )
         with ComposeWeb(env, tmp_path / "gunicorn.log", tmp_path) as server:
             yield server.url
 
@@ -49,8 +54,10 @@ def web(tmp_path: Path) -> Iterator[str]:
 def _trickle(port: int, stop: threading.Event) -> None:
     """A webhook delivery that announces 1 KB and sends one byte every 2 s."""
     with socket.create_connection(("127.0.0.1", port), timeout=60) as conn:
-        conn.sendall(b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     b"X-GitHub-Event: ping\r\nContent-Length: 1000\r\n\r\n")
+        conn.sendall(
+            b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"X-GitHub-Event: ping\r\nContent-Length: 1000\r\n\r\n"
+        )
         while not stop.wait(2.0):
             try:
                 conn.sendall(b" ")
@@ -61,16 +68,21 @@ def _trickle(port: int, stop: threading.Event) -> None:
 def test_slow_clients_do_not_stop_the_web(web: str) -> None:
     port = int(web.rsplit(":", 1)[1])
     stop = threading.Event()
-    clients = [threading.Thread(target=_trickle, args=(port, stop), daemon=True)
-               for _ in range(SLOW_CLIENTS)]
+    clients = [
+        threading.Thread(target=_trickle, args=(port, stop), daemon=True)
+        for _ in range(SLOW_CLIENTS)
+    ]
     for client in clients:
         client.start()
     try:
         time.sleep(1.0)  # every slow client is connected and mid-body
         latencies = [_get(f"{web}/healthz", timeout=8) for _ in range(10)]
         request = urllib.request.Request(
-            f"{web}/webhook", data=json.dumps({"zen": "hi"}).encode(), method="POST",
-            headers={"Content-Type": "application/json", "X-GitHub-Event": "ping"})
+            f"{web}/webhook",
+            data=json.dumps({"zen": "hi"}).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json", "X-GitHub-Event": "ping"},
+        )
         started = time.perf_counter()
         try:  # unsigned: refused, but answered at once rather than queued behind the slow ones
             urllib.request.urlopen(request, timeout=8)

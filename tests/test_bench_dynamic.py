@@ -10,13 +10,30 @@ from bench.dynamic import main
 
 def test_bench_confirms_buggy_cases_and_spares_fixed_twins(tmp_path: Path) -> None:
     out = tmp_path / "dynamic.json"
-    code = main(["-k", "p08_log_softmax_label_smoothing", "-k", "p03_tabular_standardize_std",
-                 "-k", "p02_ntxent_manual_normalize", "-k", "p05_trajectory_heading_atan2",
-                 "--budget", "1.5", "--json", str(out)])
+    code = main(
+        [
+            "-k",
+            "p08_log_softmax_label_smoothing",
+            "-k",
+            "p03_tabular_standardize_std",
+            "-k",
+            "p02_ntxent_manual_normalize",
+            "-k",
+            "p05_trajectory_heading_atan2",
+            "--budget",
+            "1.5",
+            "--json",
+            str(out),
+        ]
+    )
     data = json.loads(out.read_text(encoding="utf-8"))
     rows = {row["case"]: row for row in data["rows"]}
-    assert set(rows) == {"p08_log_softmax_label_smoothing", "p03_tabular_standardize_std",
-                         "p02_ntxent_manual_normalize", "p05_trajectory_heading_atan2"}
+    assert set(rows) == {
+        "p08_log_softmax_label_smoothing",
+        "p03_tabular_standardize_std",
+        "p02_ntxent_manual_normalize",
+        "p05_trajectory_heading_atan2",
+    }
     # atan2 just off the origin (both operands ~1e-20) used to be out of the search's reach
     assert all(row["confirmed"] for row in rows.values()), rows
     summary = data["summary"]

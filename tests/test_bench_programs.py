@@ -48,12 +48,15 @@ def test_inserted_blocks_are_blanked_line_for_line() -> None:
 
 
 def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(cwd), "-c", "user.name=t", "-c", "user.email=t@t",
-                           *args], capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(cwd), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
-def test_a_programs_repository_adds_the_program_as_its_author_wrote_it(
-        tmp_path: Path) -> None:
+def test_a_programs_repository_adds_the_program_as_its_author_wrote_it(tmp_path: Path) -> None:
     mirror = tmp_path / "mirror"
     folder = mirror / "study" / "ID_1"
     folder.mkdir(parents=True)
@@ -63,8 +66,17 @@ def test_a_programs_repository_adds_the_program_as_its_author_wrote_it(
     _git(mirror, "init", "-q")
     _git(mirror, "add", "-A")
     _git(mirror, "commit", "-q", "-m", "subjects")
-    program = Program("demo-1", "demo", "someone/artifact", _git(mirror, "rev-parse", "HEAD"),
-                      "study/ID_1", "train.py", 8, 8, "log")
+    program = Program(
+        "demo-1",
+        "demo",
+        "someone/artifact",
+        _git(mirror, "rev-parse", "HEAD"),
+        "study/ID_1",
+        "train.py",
+        8,
+        8,
+        "log",
+    )
     repo = tmp_path / "repo"
     base, head, missing = build_repository(program, mirror, repo)
     assert missing == []
@@ -72,25 +84,49 @@ def test_a_programs_repository_adds_the_program_as_its_author_wrote_it(
     assert sorted(added) == ["myutil.py", "train.py"]  # the instrumented twin is left out
     assert (repo / "train.py").read_text(encoding="utf-8") == blank_inserted(PROGRAM)
     with pytest.raises(ValueError, match="has no nothere.py"):
-        build_repository(Program("demo-2", "demo", "someone/artifact", program.commit,
-                                 "study/ID_1", "nothere.py", 1, 1, "log"),
-                         mirror, tmp_path / "repo2")
+        build_repository(
+            Program(
+                "demo-2",
+                "demo",
+                "someone/artifact",
+                program.commit,
+                "study/ID_1",
+                "nothere.py",
+                1,
+                1,
+                "log",
+            ),
+            mirror,
+            tmp_path / "repo2",
+        )
 
 
 def test_the_summary_counts_confirmations_and_the_baseline() -> None:
     program = Program("p", "p", "r/r", "0" * 40, "f", "s.py", 1, 1, "log")
 
     def row(outcome: str, search: int, random: int | None, steps: int = 1) -> Row:
-        baseline = {"search": {"triggered": True, "evaluations": search},
-                    "random": {"triggered": random is not None,
-                               "evaluations": random or 999}}
-        return Row(program, outcome, wall_seconds=40.0, trigger_seconds=0.5,
-                   evaluations=search, steps=steps, baseline=baseline,
-                   timings={"fix": 30.0})
+        baseline = {
+            "search": {"triggered": True, "evaluations": search},
+            "random": {"triggered": random is not None, "evaluations": random or 999},
+        }
+        return Row(
+            program,
+            outcome,
+            wall_seconds=40.0,
+            trigger_seconds=0.5,
+            evaluations=search,
+            steps=steps,
+            baseline=baseline,
+            timings={"fix": 30.0},
+        )
 
-    rows = [row("confirmed", 10, 100), row("confirmed", 20, 40, steps=3),
-            row("confirmed", 10, None), Row(program, "error", "no entry"),
-            Row(program, "missing", "no clone")]
+    rows = [
+        row("confirmed", 10, 100),
+        row("confirmed", 20, 40, steps=3),
+        row("confirmed", 10, None),
+        Row(program, "error", "no entry"),
+        Row(program, "missing", "no clone"),
+    ]
     text = "\n".join(summary(rows))
     assert "confirmed at the line: 3/4 (75 %)" in text  # a missing program is not counted
     assert "without the fix stage 10.00 s" in text

@@ -34,11 +34,24 @@ def _bug() -> Bug:
     return Bug("b", "o/r", "torch", "f" * 40, "e" * 40, "m.py", 10, "log-softmax", "x", "y")
 
 
-def _finding(line: int, op: str = "log", rule: str = "log-softmax",
-             status: str = "potential") -> Finding:
-    return Finding(path="m.py", line=line, column=0, end_line=line, end_column=5,
-                   function="f", op=op, framework="torch", call=f"c{line}", operand="x",
-                   why="", rule=rule, status=status)  # type: ignore[arg-type]
+def _finding(
+    line: int, op: str = "log", rule: str = "log-softmax", status: str = "potential"
+) -> Finding:
+    return Finding(
+        path="m.py",
+        line=line,
+        column=0,
+        end_line=line,
+        end_column=5,
+        function="f",
+        op=op,
+        framework="torch",
+        call=f"c{line}",
+        operand="x",
+        why="",
+        rule=rule,
+        status=status,
+    )  # type: ignore[arg-type]
 
 
 def test_scoring_counts_the_bug_line_inline_comments_and_judgements() -> None:
@@ -46,8 +59,11 @@ def test_scoring_counts_the_bug_line_inline_comments_and_judgements() -> None:
     bug_line.fix = {"status": "validated"}
     unproven = _finding(20, op="div", rule="unguarded-domain")
     definite = _finding(30, rule="eps-absorbed")
-    scored = score(_bug(), [bug_line, unproven, definite],
-                   {("b", "m.py", 20, "div"): "noise", ("b", "m.py", 30, "log"): "borderline"})
+    scored = score(
+        _bug(),
+        [bug_line, unproven, definite],
+        {("b", "m.py", 20, "div"): "noise", ("b", "m.py", 30, "log"): "borderline"},
+    )
     assert scored.flagged and scored.op_agrees and scored.proven and scored.fix_validated
     assert (scored.findings, scored.inline, scored.inline_proven_or_definite) == (3, 2, 2)
     assert scored.inline_judged == {"real": 1, "borderline": 1}  # the bug's own line is real

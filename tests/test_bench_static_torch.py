@@ -57,14 +57,14 @@ def tree(tmp_path: Path) -> Path:
 
 def run_bench(tree: Path, tmp_path: Path, *extra: str) -> tuple[dict[str, Any], str]:
     out = tmp_path / "out" / "bench.json"
-    argv = ["--root", str(tree), "--sample-every", "1", "--repeat", "2", "--json", str(out),
-            *extra]
+    argv = ["--root", str(tree), "--sample-every", "1", "--repeat", "2", "--json", str(out), *extra]
     assert main(argv) == 0
     return json.loads(out.read_text(encoding="utf-8")), str(out)
 
 
-def test_metrics_are_consistent(tree: Path, tmp_path: Path,
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_metrics_are_consistent(
+    tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data, _ = run_bench(tree, tmp_path)
     printed = capsys.readouterr().out
 
@@ -111,7 +111,9 @@ def test_findings_sample_is_seeded(tree: Path, tmp_path: Path) -> None:
     (tree / "more.py").write_text(
         "import torch\n\n\ndef f(x, y):\n"
         + "".join(f"    a{i} = torch.sqrt(x) / y + torch.log(y)\n" for i in range(8))
-        + "    return a0\n", encoding="utf-8")
+        + "    return a0\n",
+        encoding="utf-8",
+    )
     first, _ = run_bench(tree, tmp_path, "--findings-sample", "4", "--seed", "7")
     again, _ = run_bench(tree, tmp_path, "--findings-sample", "4", "--seed", "7")
     assert first["findings_total"] > 4
@@ -128,8 +130,9 @@ def test_sample_every_takes_every_nth_sorted_file() -> None:
     assert sample_files(files, 0) == files
 
 
-def test_analyser_crash_costs_one_file(tree: Path, tmp_path: Path,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_analyser_crash_costs_one_file(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import analyzers.static
 
     real = analyzers.static.scan_source

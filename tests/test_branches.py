@@ -35,10 +35,12 @@ def chained(x, fast=False, exact=True, legacy=False):  # type: ignore[no-untyped
                 if not legacy:
                     x = math.log(x)  # under a loop, a try and a handler
         return x
+
     def inner(fast=True):  # noqa: E306 - its own parameters are not the function's
         if fast:
             return math.log(x)
         return x
+
     return inner()
 
 
@@ -59,13 +61,13 @@ def _line(fn, text: str) -> int:  # type: ignore[no-untyped-def]
 def test_the_else_of_a_flag_needs_it_false() -> None:
     line = _line(probs_and_logits, "math.log(ps) - math.log1p(-ps)")
     assert branch_values(probs_and_logits, line) == {"is_multidimensional": False}
-    assert branch_values(probs_and_logits, _line(probs_and_logits, "logits = math.log(ps)\n")) \
-        == {"is_multidimensional": True}
+    assert branch_values(probs_and_logits, _line(probs_and_logits, "logits = math.log(ps)\n")) == {
+        "is_multidimensional": True
+    }
 
 
 def test_and_or_not_elif_loops_and_handlers() -> None:
-    assert branch_values(chained, _line(chained, "return x\n")) == {"fast": True,
-                                                                    "exact": False}
+    assert branch_values(chained, _line(chained, "return x\n")) == {"fast": True, "exact": False}
     # the elif: the first test false says nothing of an `and`; `legacy or exact` is not one
     # value; `not legacy` inside the handler is
     assert branch_values(chained, _line(chained, "x = math.log(x)")) == {"legacy": False}
@@ -74,19 +76,22 @@ def test_and_or_not_elif_loops_and_handlers() -> None:
 
 
 def test_a_mode_compared_with_a_constant_takes_that_constant() -> None:
-    assert branch_values(reduce, _line(reduce, "return confmat[1][1]")) == {
-        "average": "binary"}
+    assert branch_values(reduce, _line(reduce, "return confmat[1][1]")) == {"average": "binary"}
     assert branch_values(reduce, _line(reduce, "return 1 / confmat")) == {
-        "average": "micro", "ignore": 3}
+        "average": "micro",
+        "ignore": 3,
+    }
     assert branch_values(reduce, _line(reduce, "return confmat\n")) == {}
 
 
+# fmt: off
 def focal(inp, target, alpha=0.25, gamma=2.0, order=2):  # type: ignore[no-untyped-def]
     """kornia's binary focal loss, as the bug's commit had it (torch spelled as a method)."""
     probs = inp
     loss = -alpha * (1.0 - probs).pow(gamma) * target \
         - (1 - alpha) * probs ** gamma * (1.0 - target)  # a power spread over two lines
     return loss + abs(inp) ** order + pow(inp, alpha)
+# fmt: on
 
 
 def test_a_float_exponent_on_the_line_is_made_fractional() -> None:
@@ -95,10 +100,10 @@ def test_a_float_exponent_on_the_line_is_made_fractional() -> None:
     from analyzers.dynamic.branches import FRACTIONAL_EXPONENT, exponent_values
 
     assert exponent_values(focal, _line(focal, "(1.0 - probs).pow(gamma)")) == {
-        "gamma": FRACTIONAL_EXPONENT}
+        "gamma": FRACTIONAL_EXPONENT
+    }
     assert exponent_values(focal, _line(focal, "probs ** gamma")) == {"gamma": 0.5}
     # `order` is the exponent too, and `alpha` the builtin pow's: the caller keeps an int
     # default (signatures._fits); both are on another line than the ones above
-    assert exponent_values(focal, _line(focal, "abs(inp) ** order")) == {
-        "order": 0.5, "alpha": 0.5}
+    assert exponent_values(focal, _line(focal, "abs(inp) ** order")) == {"order": 0.5, "alpha": 0.5}
     assert exponent_values(focal, _line(focal, "probs = inp")) == {}

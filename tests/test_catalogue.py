@@ -10,13 +10,46 @@ import torch
 from analyzers.catalogue import CATALOGUE, KNOWN_OPS, normalise_qualname
 from analyzers.dtypes import DTYPES, add_in, round_to
 
-NUMERICS_OPS = {"log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "div", "exp",
-                "expm1", "cosh", "sinh", "softplus", "pow", "acos", "asin", "atanh", "lgamma",
-                "digamma", "arange", "cross_entropy", "log_softmax", "softmax", "atan2",
-                "norm", "std", "binary_cross_entropy", "logsumexp", "xlogy", "cdist", "where",
-                "linalg"}
-TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16,
-                "float32": torch.float32, "float64": torch.float64}
+NUMERICS_OPS = {
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "div",
+    "exp",
+    "expm1",
+    "cosh",
+    "sinh",
+    "softplus",
+    "pow",
+    "acos",
+    "asin",
+    "atanh",
+    "lgamma",
+    "digamma",
+    "arange",
+    "cross_entropy",
+    "log_softmax",
+    "softmax",
+    "atan2",
+    "norm",
+    "std",
+    "binary_cross_entropy",
+    "logsumexp",
+    "xlogy",
+    "cdist",
+    "where",
+    "linalg",
+}
+TORCH_DTYPES = {
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+}
 
 
 def _resolve(qualname: str) -> object:
@@ -48,14 +81,16 @@ def test_every_risky_op_says_how_it_fails_and_what_to_minimise() -> None:
                 assert set(spec.thresholds) == set(DTYPES), spec.op
 
 
-@pytest.mark.parametrize("qualname", sorted(q for s in CATALOGUE.entries
-                                            for f, q in s.qualnames() if f == "torch"))
+@pytest.mark.parametrize(
+    "qualname", sorted(q for s in CATALOGUE.entries for f, q in s.qualnames() if f == "torch")
+)
 def test_torch_names_exist_in_installed_torch(qualname: str) -> None:
     assert callable(_resolve(qualname))
 
 
-@pytest.mark.parametrize("method", sorted({m for s in CATALOGUE.entries for m in s.methods
-                                           if s.qualnames()}))
+@pytest.mark.parametrize(
+    "method", sorted({m for s in CATALOGUE.entries for m in s.methods if s.qualnames()})
+)
 def test_tensor_methods_exist(method: str) -> None:
     known_elsewhere = {"logit", "clip", "arctan2"}
     assert hasattr(torch.Tensor, method) or method in known_elsewhere, method
@@ -78,8 +113,10 @@ def test_dtype_limits_match_torch_finfo(name: str) -> None:
     assert lim.max == pytest.approx(info.max)
     assert lim.tiny == pytest.approx(info.tiny)
     assert lim.eps == pytest.approx(info.eps)
-    assert lim.smallest_subnormal == pytest.approx(info.smallest_normal * info.eps, rel=0.01) \
+    assert (
+        lim.smallest_subnormal == pytest.approx(info.smallest_normal * info.eps, rel=0.01)
         or name == "bfloat16"
+    )
     assert lim.exp_max == pytest.approx(math.log(info.max), rel=1e-6)
 
 
@@ -101,8 +138,10 @@ def test_softmax_gap_where_a_probability_becomes_exactly_zero(name: str) -> None
     assert before[1].item() > 0.0
 
 
-@pytest.mark.parametrize("value", [1e-8, 1e-10, 3e-8, 6e-8, 1e-4, 0.1, 1.0 + 1e-3, 65519.0,
-                                   70000.0, 3.14159, -2.5e-5, 1e38])
+@pytest.mark.parametrize(
+    "value",
+    [1e-8, 1e-10, 3e-8, 6e-8, 1e-4, 0.1, 1.0 + 1e-3, 65519.0, 70000.0, 3.14159, -2.5e-5, 1e38],
+)
 @pytest.mark.parametrize("name", ["float16", "bfloat16", "float32"])
 def test_rounding_matches_torch(value: float, name: str) -> None:
     expected = torch.tensor(value, dtype=TORCH_DTYPES[name]).item()
@@ -126,8 +165,12 @@ def _lookup_path(root: object, parts: list[str]) -> bool:
     return callable(obj)
 
 
-TF_NAMES = sorted(q for s in CATALOGUE.entries for _, q in s.qualnames()
-                  if q.split(".")[0] in ("tensorflow", "keras"))
+TF_NAMES = sorted(
+    q
+    for s in CATALOGUE.entries
+    for _, q in s.qualnames()
+    if q.split(".")[0] in ("tensorflow", "keras")
+)
 
 
 @pytest.mark.parametrize("qualname", TF_NAMES)
@@ -149,8 +192,9 @@ def test_tensorflow_and_keras_names_exist(qualname: str) -> None:
     assert any(_lookup_path(root, rest) for root, rest in roots), qualname
 
 
-NUMPY_MATH_NAMES = sorted(q for s in CATALOGUE.entries for _, q in s.qualnames()
-                          if q.split(".")[0] in ("numpy", "math"))
+NUMPY_MATH_NAMES = sorted(
+    q for s in CATALOGUE.entries for _, q in s.qualnames() if q.split(".")[0] in ("numpy", "math")
+)
 
 
 @pytest.mark.parametrize("qualname", NUMPY_MATH_NAMES)
@@ -198,9 +242,11 @@ def test_the_static_pass_knows_tensorflow_flushes_exp_to_zero() -> None:
     where sqrt's gradient is then inf."""
     from analyzers.static import scan_source
 
-    code = ("import tensorflow as tf\nimport torch\n"
-            "def f(z):\n    return tf.sqrt(tf.exp(tf.clip_by_value(z, -100.0, 87.0)))\n"
-            "def g(z):\n    return torch.sqrt(torch.exp(torch.clamp(z, -100.0, 87.0)))\n")
+    code = (
+        "import tensorflow as tf\nimport torch\n"
+        "def f(z):\n    return tf.sqrt(tf.exp(tf.clip_by_value(z, -100.0, 87.0)))\n"
+        "def g(z):\n    return torch.sqrt(torch.exp(torch.clamp(z, -100.0, 87.0)))\n"
+    )
     scan = scan_source(code, "m.py")
     assert [(f.line, f.op) for f in scan.findings] == [(4, "sqrt")]
     assert "flushes its subnormal results" in scan.findings[0].why

@@ -34,18 +34,24 @@ def old_loss(x):
     return torch.log(x)
 """
 # Lines 8-9 are new: a second unguarded log, in a function of its own.
-MODEL_RISKY = MODEL_MAIN + """\
+MODEL_RISKY = (
+    MODEL_MAIN
+    + """\
 
 
 def new_loss(p):
     return torch.log(p)
 """
-MODEL_SAFE = MODEL_MAIN + """\
+)
+MODEL_SAFE = (
+    MODEL_MAIN
+    + """\
 
 
 def scale(x):
     return torch.log(x.clamp_min(1e-6)) * 2 + 1
 """
+)
 
 
 @pytest.fixture
@@ -79,7 +85,8 @@ def test_review_reports_only_added_lines(risky_pr: GitRepo, run_cli: RunCli) -> 
     assert proc.returncode == 1, proc.stderr
     findings = parse_json(proc)["findings"]
     assert [(f["path"], f["line"], f["function"], f["op"]) for f in findings] == [
-        ("model.py", 9, "new_loss", "log")]
+        ("model.py", 9, "new_loss", "log")
+    ]
 
 
 def test_review_text_names_file_and_line(risky_pr: GitRepo, run_cli: RunCli) -> None:
@@ -100,8 +107,9 @@ def test_review_clean_diff_exits_0(git_repo: GitRepoFactory, run_cli: RunCli) ->
     assert data["files_analyzed"] == 1
 
 
-def test_review_defaults_to_head_and_merge_base_with_main(risky_pr: GitRepo,
-                                                          run_cli: RunCli) -> None:
+def test_review_defaults_to_head_and_merge_base_with_main(
+    risky_pr: GitRepo, run_cli: RunCli
+) -> None:
     """`numcheck review` inside a checkout on the PR branch: REPO ., base = merge base."""
     proc = run_cli("review", "--format", "json", cwd=risky_pr.root)
     assert proc.returncode == 1, proc.stderr
@@ -139,8 +147,9 @@ def test_missing_directory_exits_2(tmp_path: Path, run_cli: RunCli) -> None:
 
 def test_config_with_unknown_key_exits_2(git_repo: GitRepoFactory, run_cli: RunCli) -> None:
     pyproject = '[project]\nname = "m"\n\n[tool.numcheck]\nexlude = ["vendor/**"]\n'
-    repo = git_repo({"model.py": MODEL_MAIN, "pyproject.toml": pyproject},
-                    {"model.py": MODEL_RISKY})
+    repo = git_repo(
+        {"model.py": MODEL_MAIN, "pyproject.toml": pyproject}, {"model.py": MODEL_RISKY}
+    )
     proc = run_cli(*review(repo))
     assert proc.returncode == 2
     assert "exlude" in proc.stderr
@@ -186,13 +195,15 @@ def test_json_matches_schema_and_contract(risky_pr: GitRepo, run_cli: RunCli) ->
     assert set(data["timings"]) >= {"diff", "static", "dynamic"}
 
 
-def test_json_paths_are_relative_in_subdirectories(git_repo: GitRepoFactory,
-                                                   run_cli: RunCli) -> None:
+def test_json_paths_are_relative_in_subdirectories(
+    git_repo: GitRepoFactory, run_cli: RunCli
+) -> None:
     repo = git_repo({"README": "x\n"}, {"src/pkg/model.py": MODEL_MAIN})
     proc = run_cli(*review(repo, "--format", "json"))
     assert proc.returncode == 1, proc.stderr
     assert [(f["path"], f["line"]) for f in parse_json(proc)["findings"]] == [
-        ("src/pkg/model.py", 5)]
+        ("src/pkg/model.py", 5)
+    ]
 
 
 def test_sarif(risky_pr: GitRepo, run_cli: RunCli) -> None:
@@ -263,13 +274,15 @@ def test_scan_of_a_file_outside_the_working_directory(tmp_path: Path, run_cli: R
     elsewhere.mkdir()
     work.mkdir()
     (elsewhere / "model.py").write_text(
-        "import torch\n\n\ndef rate(x: torch.Tensor) -> torch.Tensor:\n"
-        "    return torch.log(x)\n", encoding="utf-8")
+        "import torch\n\n\ndef rate(x: torch.Tensor) -> torch.Tensor:\n    return torch.log(x)\n",
+        encoding="utf-8",
+    )
     proc = run_cli("scan", elsewhere / "model.py", "--format", "json", cwd=work, timeout=300)
     assert proc.returncode == 1, proc.stderr
     data = parse_json(proc)
-    assert [(f["path"], f["line"], f["status"]) for f in data["findings"]] == \
-        [("model.py", 5, "confirmed")], data["errors"]
+    assert [(f["path"], f["line"], f["status"]) for f in data["findings"]] == [
+        ("model.py", 5, "confirmed")
+    ], data["errors"]
 
 
 def test_scan_clean_file_exits_0(tmp_path: Path, run_cli: RunCli) -> None:
@@ -278,16 +291,18 @@ def test_scan_clean_file_exits_0(tmp_path: Path, run_cli: RunCli) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def test_scan_missing_path_is_an_error_entry(tmp_path: Path, run_main: RunMain,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_scan_missing_path_is_an_error_entry(
+    tmp_path: Path, run_main: RunMain, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The missing path is recorded per path; a real file next to it is still analysed, and
     the exit status says an error stopped part of the run."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "top.py").write_text(MODEL_MAIN, encoding="utf-8")
     code, out, _ = run_main(["scan", "missing.py", "top.py", "--format", "json"])
     data = json.loads(out)
-    assert data["errors"] == [{"stage": "static", "message": "no such file or directory",
-                               "path": "missing.py"}]
+    assert data["errors"] == [
+        {"stage": "static", "message": "no such file or directory", "path": "missing.py"}
+    ]
     assert [f["line"] for f in data["findings"]] == [5]
     assert code == 2
 
@@ -319,15 +334,14 @@ def test_demo_reports_sample_pr(run_cli: RunCli, tmp_path: Path) -> None:
     assert data["errors"] == []
 
 
-def test_demo_text_holds_back_the_unproven_and_cleans_up(run_cli: RunCli,
-                                                         tmp_path: Path) -> None:
+def test_demo_text_holds_back_the_unproven_and_cleans_up(run_cli: RunCli, tmp_path: Path) -> None:
     env = temp_env(tmp_path)
     proc = run_cli("demo", env=env)
     assert proc.returncode == 1, proc.stderr
     assert "model/losses.py:" in proc.stdout
     # what the App would comment inline, and what it would only list (not proven)
-    summary = proc.stdout[proc.stdout.index("on a pull request: "):]
-    assert "held back from inline comments (comment_on = \"proven\")" in summary
+    summary = proc.stdout[proc.stdout.index("on a pull request: ") :]
+    assert 'held back from inline comments (comment_on = "proven")' in summary
     assert "    held back: model/losses.py:" in summary
     assert list(Path(env["TMPDIR"]).iterdir()) == []  # without --keep nothing is left
 
@@ -343,8 +357,9 @@ def test_demo_keep_leaves_a_repository(tmp_path: Path, run_main: RunMain) -> Non
     data = json.loads(out)
     assert data["base"] == repo.sha("main") and data["head"] == repo.sha("feature")
     # The kept repository reviews the same way from the command line afterwards.
-    code, out, err = run_main(["review", str(where), "--base", "main", "--head", "feature",
-                               "--format", "json"])
+    code, out, err = run_main(
+        ["review", str(where), "--base", "main", "--head", "feature", "--format", "json"]
+    )
     assert code == 1, err
 
     def stable(findings: list[dict[str, object]]) -> list[tuple[object, ...]]:
@@ -368,16 +383,23 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 PROGRESS_LINE = re.compile(r"^numcheck \[\s*\d+\.\ds\] ", re.M)
 
 
-def run_on_terminal(exe: str, *args: str, cwd: Path, env: dict[str, str] | None = None,
-                    timeout: float = 180) -> tuple[int, str, str]:
+def run_on_terminal(
+    exe: str, *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 180
+) -> tuple[int, str, str]:
     """The real executable with stdout and stderr each on a terminal of its own (two ptys),
     so what it prints on each can be told apart. Returns (status, stdout, stderr)."""
     full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM")}
     full_env.update({"TERM": "xterm-256color", **(env or {})})
     out_master, out_slave = pty.openpty()
     err_master, err_slave = pty.openpty()
-    proc = subprocess.Popen([exe, *args], stdin=subprocess.DEVNULL, stdout=out_slave,
-                            stderr=err_slave, cwd=cwd, env=full_env)
+    proc = subprocess.Popen(
+        [exe, *args],
+        stdin=subprocess.DEVNULL,
+        stdout=out_slave,
+        stderr=err_slave,
+        cwd=cwd,
+        env=full_env,
+    )
     os.close(out_slave)
     os.close(err_slave)
     data = {out_master: b"", err_master: b""}
@@ -415,10 +437,12 @@ def test_help_has_examples(run_cli: RunCli) -> None:
     assert top.returncode == 0
     assert "examples:" in top.stdout and "numcheck review --fix" in top.stdout
     assert "exit status: 0 no findings, 1 findings, 2 an error stopped the run" in top.stdout
-    for command, example in (("review", "numcheck review --base origin/main"),
-                             ("scan", "numcheck scan --static-only src/"),
-                             ("action", "numcheck action --stages confirm"),
-                             ("demo", "numcheck demo --keep")):
+    for command, example in (
+        ("review", "numcheck review --base origin/main"),
+        ("scan", "numcheck scan --static-only src/"),
+        ("action", "numcheck action --stages confirm"),
+        ("demo", "numcheck demo --keep"),
+    ):
         sub = run_cli(command, "--help")
         assert sub.returncode == 0, sub.stderr
         assert "examples:" in sub.stdout and example in sub.stdout, command
@@ -427,8 +451,9 @@ def test_help_has_examples(run_cli: RunCli) -> None:
 
 def test_progress_and_colour_on_a_terminal(tmp_path: Path, numcheck_exe: str) -> None:
     (tmp_path / "top.py").write_text(MODEL_RISKY, encoding="utf-8")
-    status, out, err = run_on_terminal(numcheck_exe, "scan", "top.py", "--static-only",
-                                       cwd=tmp_path)
+    status, out, err = run_on_terminal(
+        numcheck_exe, "scan", "top.py", "--static-only", cwd=tmp_path
+    )
     assert status == 1, err
     assert "\x1b[" in out and "\x1b[" in err  # colour on both terminals
     plain_out, plain_err = ANSI.sub("", out), ANSI.sub("", err)
@@ -436,21 +461,28 @@ def test_progress_and_colour_on_a_terminal(tmp_path: Path, numcheck_exe: str) ->
     progress = PROGRESS_LINE.findall(plain_err)
     assert len(progress) == 2, plain_err
     assert re.search(r"^numcheck \[\s*\d+\.\ds\] scanning: top\.py$", plain_err, re.M)
-    assert re.search(r"^numcheck \[\s*\d+\.\ds\] done: 2 findings \(2 potential\) in "
-                     r"\d+\.\d s \(static \d+\.\d\d s\)$", plain_err, re.M)  # per stage
+    assert re.search(
+        r"^numcheck \[\s*\d+\.\ds\] done: 2 findings \(2 potential\) in "
+        r"\d+\.\d s \(static \d+\.\d\d s\)$",
+        plain_err,
+        re.M,
+    )  # per stage
     assert "numcheck [" not in plain_out  # progress never mixes with the report
 
 
-def test_no_colour_with_no_color_and_no_progress_with_quiet(tmp_path: Path,
-                                                             numcheck_exe: str) -> None:
+def test_no_colour_with_no_color_and_no_progress_with_quiet(
+    tmp_path: Path, numcheck_exe: str
+) -> None:
     (tmp_path / "top.py").write_text(MODEL_RISKY, encoding="utf-8")
-    status, out, err = run_on_terminal(numcheck_exe, "scan", "top.py", "--static-only",
-                                       cwd=tmp_path, env={"NO_COLOR": "1"})
+    status, out, err = run_on_terminal(
+        numcheck_exe, "scan", "top.py", "--static-only", cwd=tmp_path, env={"NO_COLOR": "1"}
+    )
     assert status == 1
     assert "\x1b[" not in out + err
     assert PROGRESS_LINE.search(err)  # still progress, only without colour
-    status, out, err = run_on_terminal(numcheck_exe, "scan", "top.py", "--static-only",
-                                       "--quiet", cwd=tmp_path)
+    status, out, err = run_on_terminal(
+        numcheck_exe, "scan", "top.py", "--static-only", "--quiet", cwd=tmp_path
+    )
     assert status == 1
     assert err == ""
     assert "top.py:5:12:" in ANSI.sub("", out)
@@ -464,25 +496,37 @@ def test_no_progress_off_a_terminal(tmp_path: Path, run_cli: RunCli) -> None:
     assert "\x1b[" not in proc.stdout  # NO_COLOR empty does not switch colour on in a pipe
 
 
-def test_scan_fix_shows_each_finding_and_writes_the_fix(tmp_path: Path, numcheck_exe: str,
-                                                        run_cli: RunCli) -> None:
+def test_scan_fix_shows_each_finding_and_writes_the_fix(
+    tmp_path: Path, numcheck_exe: str, run_cli: RunCli
+) -> None:
     """What the numcheck-fix pre-commit hook runs, on a terminal: progress per finding with
     elapsed time, then the validated fix written into the file."""
     model = tmp_path / "model.py"
     model.write_text(MODEL_RISKY, encoding="utf-8")
-    status, out, err = run_on_terminal(numcheck_exe, "scan", "model.py", "--fix",
-                                       cwd=tmp_path)
+    status, out, err = run_on_terminal(numcheck_exe, "scan", "model.py", "--fix", cwd=tmp_path)
     plain_err = ANSI.sub("", err)
     assert status == 1, plain_err
-    assert re.search(r"^numcheck \[\s*\d+\.\ds\] dynamic pass: running the code in the "
-                     r"sandbox", plain_err, re.M)
-    confirmed = re.findall(r"^numcheck \[\s*\d+\.\ds\] (\d)/2 model\.py:(\d+) log: confirmed "
-                           r"\(\d+\.\d s\)$", plain_err, re.M)
+    assert re.search(
+        r"^numcheck \[\s*\d+\.\ds\] dynamic pass: running the code in the "
+        r"sandbox",
+        plain_err,
+        re.M,
+    )
+    confirmed = re.findall(
+        r"^numcheck \[\s*\d+\.\ds\] (\d)/2 model\.py:(\d+) log: confirmed "
+        r"\(\d+\.\d s\)$",
+        plain_err,
+        re.M,
+    )
     assert confirmed == [("1", "5"), ("2", "9")], plain_err
     assert len(re.findall(r"fix for model\.py:\d+ log: validated", plain_err)) == 2
     assert "numcheck: fixed 2 findings in model.py" in plain_err
-    done = re.search(r"^numcheck \[\s*\d+\.\ds\] done: 2 findings \(2 confirmed\) in "
-                     r"\d+\.\d s \((.*)\)$", plain_err, re.M)
+    done = re.search(
+        r"^numcheck \[\s*\d+\.\ds\] done: 2 findings \(2 confirmed\) in "
+        r"\d+\.\d s \((.*)\)$",
+        plain_err,
+        re.M,
+    )
     assert done, plain_err
     assert re.search(r"\bdynamic \d+\.\d\d s", done.group(1))
     assert re.search(r"\bfix \d+\.\d\d s", done.group(1))
@@ -495,7 +539,8 @@ def test_scan_fix_shows_each_finding_and_writes_the_fix(tmp_path: Path, numcheck
 
 
 def test_without_torch_the_dynamic_pass_says_what_to_install(
-        tmp_path: Path, run_main: RunMain, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, run_main: RunMain, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import bot.cli
 
     monkeypatch.setattr(bot.cli, "dynamic_frameworks", lambda: [])
@@ -526,8 +571,9 @@ def test_without_torch_the_dynamic_pass_says_what_to_install(
     assert (tmp_path / "top.py").read_text(encoding="utf-8") == MODEL_MAIN
 
 
-def test_errors_say_what_to_do_next(risky_pr: GitRepo, git_repo: GitRepoFactory,
-                                    tmp_path: Path, run_cli: RunCli) -> None:
+def test_errors_say_what_to_do_next(
+    risky_pr: GitRepo, git_repo: GitRepoFactory, tmp_path: Path, run_cli: RunCli
+) -> None:
     unknown = run_cli("review", risky_pr.root, "--base", "origin/trunk", "--head", "feature")
     assert unknown.returncode == 2
     assert "git fetch origin origin/trunk" in unknown.stderr
@@ -537,11 +583,13 @@ def test_errors_say_what_to_do_next(risky_pr: GitRepo, git_repo: GitRepoFactory,
     plain.mkdir()
     not_git = run_cli("review", plain, "--base", "main")
     assert not_git.returncode == 2
-    assert "run numcheck inside a checkout or give the checkout's path as REPO" in \
-        not_git.stderr
+    assert "run numcheck inside a checkout or give the checkout's path as REPO" in not_git.stderr
 
-    repo = git_repo({"model.py": MODEL_MAIN, ".numcheck.toml": 'dtype = "fp16"\n'},
-                    {"model.py": MODEL_RISKY}, name="configured")
+    repo = git_repo(
+        {"model.py": MODEL_MAIN, ".numcheck.toml": 'dtype = "fp16"\n'},
+        {"model.py": MODEL_RISKY},
+        name="configured",
+    )
     bad_config = run_cli(*review(repo))
     assert bad_config.returncode == 2
     assert "'dtype' in .numcheck.toml" in bad_config.stderr

@@ -45,7 +45,9 @@ def test_pyproject_without_table_gives_defaults(tmp_path: Path) -> None:
 
 
 def test_pyproject_table(tmp_path: Path) -> None:
-    write(tmp_path / "pyproject.toml", """
+    write(
+        tmp_path / "pyproject.toml",
+        """
 [tool.numcheck]
 enable = ["log", "div"]
 disable = ["div"]
@@ -59,7 +61,8 @@ exclude = ["src/vendor/**"]
 
 [tool.numcheck.severity]
 log = "error"
-""")
+""",
+    )
     config = load_config(tmp_path, known_ops=KNOWN)
     assert config.enable == ("log", "div") and config.disable == ("div",)
     assert (config.dtype, config.scope, config.context_lines) == ("bfloat16", "diff_context", 5)
@@ -148,14 +151,18 @@ def test_unknown_key_suggests_closest(tmp_path: Path) -> None:
     write(tmp_path / "pyproject.toml", '[tool.numcheck]\nexlude = ["x/**"]\n')
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path)
-    assert str(info.value) == ("unknown key 'exlude' in [tool.numcheck] of pyproject.toml "
-                               "(did you mean 'exclude'?)")
+    assert str(info.value) == (
+        "unknown key 'exlude' in [tool.numcheck] of pyproject.toml (did you mean 'exclude'?)"
+    )
 
 
 def test_unknown_key_without_close_match_lists_keys(tmp_path: Path) -> None:
-    write(tmp_path / ".numcheck.toml", 'zzz = 1\n')
-    with pytest.raises(ConfigError, match=r"unknown key 'zzz' in \.numcheck\.toml \(known keys: "
-                                          r"enable, disable"):
+    write(tmp_path / ".numcheck.toml", "zzz = 1\n")
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown key 'zzz' in \.numcheck\.toml \(known keys: "
+        r"enable, disable",
+    ):
         load_config(tmp_path)
 
 
@@ -207,8 +214,9 @@ def test_unknown_ops(tmp_path: Path) -> None:
     write(tmp_path / "pyproject.toml", '[tool.numcheck]\ndisable = ["lgo"]\n')
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path, known_ops=KNOWN)
-    assert str(info.value) == ("unknown op 'lgo' in 'disable' of [tool.numcheck] of "
-                               "pyproject.toml (did you mean 'log'?)")
+    assert str(info.value) == (
+        "unknown op 'lgo' in 'disable' of [tool.numcheck] of pyproject.toml (did you mean 'log'?)"
+    )
     config = load_config(tmp_path)  # without known_ops nothing is checked yet
     with pytest.raises(ConfigError, match="did you mean 'log'"):
         config.validate_ops(KNOWN)
@@ -248,15 +256,35 @@ def test_to_json_is_plain() -> None:
     assert json.loads(json.dumps(data)) == data
     assert data["severity"] == {"log": "error"}
     assert data["include"] == ["**/*.py"] and data["source"] == "x"
-    assert set(data) == {"enable", "disable", "include", "exclude", "dtype", "scope",
-                         "context_lines", "severity", "max_file_bytes", "fail_on", "check_failure",
-                         "comment_on",
-                         "dynamic",
-                         "search_seconds", "dynamic_timeout", "seed", "harvest",
-                         "harvest_seconds", "device", "fix", "low_precision", "dependencies",
-                         "runner_image",
-                         "entries", "script",
-                         "source", "notes"}
+    assert set(data) == {
+        "enable",
+        "disable",
+        "include",
+        "exclude",
+        "dtype",
+        "scope",
+        "context_lines",
+        "severity",
+        "max_file_bytes",
+        "fail_on",
+        "check_failure",
+        "comment_on",
+        "dynamic",
+        "search_seconds",
+        "dynamic_timeout",
+        "seed",
+        "harvest",
+        "harvest_seconds",
+        "device",
+        "fix",
+        "low_precision",
+        "dependencies",
+        "runner_image",
+        "entries",
+        "script",
+        "source",
+        "notes",
+    }
 
 
 def test_config_is_hashable_and_comparable() -> None:
@@ -372,30 +400,47 @@ def test_globs_from_a_pull_request_cannot_cost_minutes() -> None:
 
 
 def test_entries_are_validated_and_normalised() -> None:
-    config = config_from_mapping({"entries": [
-        {"target": "model.losses:ce", "inputs": ["float32[4,10] in [-100, 100]", "int64[4]"]},
-        {"target": "model.attn:Attention", "inputs": ["float32[2,5,16]"], "init": {"dim": 16}},
-    ]}, "pyproject.toml")
+    config = config_from_mapping(
+        {
+            "entries": [
+                {
+                    "target": "model.losses:ce",
+                    "inputs": ["float32[4,10] in [-100, 100]", "int64[4]"],
+                },
+                {
+                    "target": "model.attn:Attention",
+                    "inputs": ["float32[2,5,16]"],
+                    "init": {"dim": 16},
+                },
+            ]
+        },
+        "pyproject.toml",
+    )
     assert config.entries[0]["target"] == "model.losses:ce"
     assert config.entries[1]["init"] == {"dim": 16}
     assert config.to_json()["entries"][0]["inputs"][1] == "int64[4]"
     hash(config)
 
 
-@pytest.mark.parametrize(("entry", "message"), [
-    ({"target": "no_colon"}, "package.module:name"),
-    ({"target": "m:f", "inputs": ["float32[4 in [0, 1]"]}, "cannot read input spec"),
-    ({"target": "m:f", "inputs": ["complex64[4]"]}, "unknown dtype"),
-    ({"target": "m:f", "inptus": []}, "did you mean 'inputs'"),
-    ({"target": "m:f", "inputs": ["float32[2] in [5, 1]"]}, "empty box"),
-])
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"target": "no_colon"}, "package.module:name"),
+        ({"target": "m:f", "inputs": ["float32[4 in [0, 1]"]}, "cannot read input spec"),
+        ({"target": "m:f", "inputs": ["complex64[4]"]}, "unknown dtype"),
+        ({"target": "m:f", "inptus": []}, "did you mean 'inputs'"),
+        ({"target": "m:f", "inputs": ["float32[2] in [5, 1]"]}, "empty box"),
+    ],
+)
 def test_bad_entries_are_clear_errors(entry: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         config_from_mapping({"entries": [entry]}, "pyproject.toml")
 
 
 def test_script_table_in_pyproject_is_validated_and_normalised(tmp_path: Path) -> None:
-    write(tmp_path / "pyproject.toml", """
+    write(
+        tmp_path / "pyproject.toml",
+        """
 [tool.numcheck]
 seed = 3
 
@@ -404,12 +449,16 @@ command = "python train.py --epochs 2 --name 'a b'"
 run-seconds = 4
 max_values = 3
 bounds = { data = [-1, 1], "train.py:41" = [0, 0.5] }
-""")
+""",
+    )
     config = load_config(tmp_path)
     assert config.script is not None
     assert config.to_json()["script"] == {
-        "command": ["train.py", "--epochs", "2", "--name", "a b"], "run_seconds": 4.0,
-        "max_values": 3, "bounds": {"data": [-1.0, 1.0], "train.py:41": [0.0, 0.5]}}
+        "command": ["train.py", "--epochs", "2", "--name", "a b"],
+        "run_seconds": 4.0,
+        "max_values": 3,
+        "bounds": {"data": [-1.0, 1.0], "train.py:41": [0.0, 0.5]},
+    }
     assert json.loads(json.dumps(config.to_json())) == config.to_json()
     hash(config)
     again = dataclasses.replace(config, seed=4)  # re-validated, and still the same table
@@ -421,52 +470,75 @@ def test_script_table_in_numcheck_toml(tmp_path: Path) -> None:
     write(tmp_path / ".numcheck.toml", '[script]\ncommand = ["-m", "pkg.train", "--fast"]\n')
     config = load_config(tmp_path)
     assert config.script is not None
-    assert (config.script["command"], config.script["run_seconds"],
-            config.script["max_values"], dict(config.script["bounds"])) == (
-        ["-m", "pkg.train", "--fast"], 10.0, 8, {})
+    assert (
+        config.script["command"],
+        config.script["run_seconds"],
+        config.script["max_values"],
+        dict(config.script["bounds"]),
+    ) == (["-m", "pkg.train", "--fast"], 10.0, 8, {})
 
 
-@pytest.mark.parametrize(("script", "message"), [
-    ("train.py", "'script' in pyproject.toml must be a table ([tool.numcheck.script])"),
-    ({}, "needs command = \"train.py --steps 2\""),
-    ({"comand": "train.py"}, "unknown key 'comand' in [script] in pyproject.toml "
-                             "(did you mean 'command'?)"),
-    ({"command": "train.py", "run_seconds": 1, "run-seconds": 2}, "sets both"),
-    ({"command": 3}, "must be a string or a list of strings"),
-    ({"command": ""}, "it is empty"),
-    ({"command": "train.sh"}, "'train.sh' must be a .py file given relative to the repository"),
-    ({"command": "/abs/train.py"}, "must be a .py file given relative"),
-    ({"command": "../other/train.py"}, "must be a .py file given relative"),
-    ({"command": "-m"}, "-m needs a module name"),
-    ({"command": "train.py 'unclosed"}, "cannot split"),
-    ({"command": "train.py", "run_seconds": 0}, "'run_seconds' in [script] in pyproject.toml "
-                                                "must be a number in (0, 600]"),
-    ({"command": "train.py", "run_seconds": True}, "'run_seconds'"),
-    ({"command": "train.py", "max_values": 0}, "'max_values' in [script] in pyproject.toml "
-                                               "must be an integer >= 1"),
-    ({"command": "train.py", "bounds": [0, 1]}, "'bounds' in [script] in pyproject.toml must be "
-                                                "a table"),
-    ({"command": "train.py", "bounds": {"dta": [0, 1]}}, "unknown value 'dta' in 'bounds' of "
-                                                         "[script] in pyproject.toml: use a kind "
-                                                         "(data, random) or a call site "
-                                                         "\"path.py:LINE\" (did you mean "
-                                                         "'data'?)"),
-    ({"command": "train.py", "bounds": {"train.py:0": [0, 1]}}, "unknown value 'train.py:0'"),
-    ({"command": "train.py", "bounds": {"data": [0]}}, "bounds.data in [script] in "
-                                                       "pyproject.toml must be [lo, hi]"),
-    ({"command": "train.py", "bounds": {"data": [0, "inf"]}}, "two finite numbers"),
-    ({"command": "train.py", "bounds": {"random": [0, float("inf")]}}, "two finite numbers"),
-    ({"command": "train.py", "bounds": {"data": [2, 1]}}, "bounds.data in [script] in "
-                                                          "pyproject.toml is empty: 2 > 1"),
-])
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        ("train.py", "'script' in pyproject.toml must be a table ([tool.numcheck.script])"),
+        ({}, 'needs command = "train.py --steps 2"'),
+        (
+            {"comand": "train.py"},
+            "unknown key 'comand' in [script] in pyproject.toml (did you mean 'command'?)",
+        ),
+        ({"command": "train.py", "run_seconds": 1, "run-seconds": 2}, "sets both"),
+        ({"command": 3}, "must be a string or a list of strings"),
+        ({"command": ""}, "it is empty"),
+        ({"command": "train.sh"}, "'train.sh' must be a .py file given relative to the repository"),
+        ({"command": "/abs/train.py"}, "must be a .py file given relative"),
+        ({"command": "../other/train.py"}, "must be a .py file given relative"),
+        ({"command": "-m"}, "-m needs a module name"),
+        ({"command": "train.py 'unclosed"}, "cannot split"),
+        (
+            {"command": "train.py", "run_seconds": 0},
+            "'run_seconds' in [script] in pyproject.toml must be a number in (0, 600]",
+        ),
+        ({"command": "train.py", "run_seconds": True}, "'run_seconds'"),
+        (
+            {"command": "train.py", "max_values": 0},
+            "'max_values' in [script] in pyproject.toml must be an integer >= 1",
+        ),
+        (
+            {"command": "train.py", "bounds": [0, 1]},
+            "'bounds' in [script] in pyproject.toml must be a table",
+        ),
+        (
+            {"command": "train.py", "bounds": {"dta": [0, 1]}},
+            "unknown value 'dta' in 'bounds' of "
+            "[script] in pyproject.toml: use a kind "
+            "(data, random) or a call site "
+            '"path.py:LINE" (did you mean '
+            "'data'?)",
+        ),
+        ({"command": "train.py", "bounds": {"train.py:0": [0, 1]}}, "unknown value 'train.py:0'"),
+        (
+            {"command": "train.py", "bounds": {"data": [0]}},
+            "bounds.data in [script] in pyproject.toml must be [lo, hi]",
+        ),
+        ({"command": "train.py", "bounds": {"data": [0, "inf"]}}, "two finite numbers"),
+        ({"command": "train.py", "bounds": {"random": [0, float("inf")]}}, "two finite numbers"),
+        (
+            {"command": "train.py", "bounds": {"data": [2, 1]}},
+            "bounds.data in [script] in pyproject.toml is empty: 2 > 1",
+        ),
+    ],
+)
 def test_bad_script_tables_are_clear_errors(script: object, message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         config_from_mapping({"script": script}, "pyproject.toml")
 
 
 def test_misspelt_script_table_is_named() -> None:
-    with pytest.raises(ConfigError, match=re.escape("unknown key 'scrpit' in pyproject.toml "
-                                                    "(did you mean 'script'?)")):
+    with pytest.raises(
+        ConfigError,
+        match=re.escape("unknown key 'scrpit' in pyproject.toml (did you mean 'script'?)"),
+    ):
         config_from_mapping({"scrpit": {"command": "train.py"}}, "pyproject.toml")
 
 

@@ -66,8 +66,9 @@ def test_snippet_findings_match_labels(path: Path) -> None:
     _check_snippet(path, CORPUS_DIR)
 
 
-@pytest.mark.parametrize("path", HOLDOUT_PATHS,
-                         ids=[case_id(p, HOLDOUT_DIR) for p in HOLDOUT_PATHS])
+@pytest.mark.parametrize(
+    "path", HOLDOUT_PATHS, ids=[case_id(p, HOLDOUT_DIR) for p in HOLDOUT_PATHS]
+)
 def test_holdout_snippet_findings_match_labels(path: Path) -> None:
     """The held-out set was written blind to the analyser and measured before any tuning
     (see tests/corpus_holdout/README.md); it now guards against regressions."""
@@ -128,15 +129,22 @@ def test_every_rule_has_invalid_and_valid_files() -> None:
         target = valid if case.kind == VALID else invalid
         rules = case.covers if case.kind == VALID else {e.rule for e in case.expectations}
         target.update(r for r in rules if r)
-    short = [f"{rule}: {invalid[rule]} INVALID, {valid[rule]} VALID" for rule in RULES
-             if invalid[rule] < MIN_PER_RULE or valid[rule] < MIN_PER_RULE]
+    short = [
+        f"{rule}: {invalid[rule]} INVALID, {valid[rule]} VALID"
+        for rule in RULES
+        if invalid[rule] < MIN_PER_RULE or valid[rule] < MIN_PER_RULE
+    ]
     assert not short, "rules with too few files: " + "; ".join(short)
 
 
 def test_every_pattern_has_invalid_and_valid_files() -> None:
     seen = {(c.pattern, c.kind) for c in load_corpus() if c.group == "patterns"}
-    missing = [f"p{n:02d} {kind}" for n in PATTERN_NUMBERS for kind in (INVALID, VALID)
-               if (n, kind) not in seen]
+    missing = [
+        f"p{n:02d} {kind}"
+        for n in PATTERN_NUMBERS
+        for kind in (INVALID, VALID)
+        if (n, kind) not in seen
+    ]
     assert not missing, "patterns without files: " + ", ".join(missing)
 
 
@@ -147,8 +155,11 @@ def test_valid_files_carry_no_expectations() -> None:
 
 def test_no_stray_files_in_corpus() -> None:
     allowed = {".py", ".md"}
-    stray = [p.relative_to(CORPUS_DIR).as_posix() for p in CORPUS_DIR.rglob("*")
-             if p.is_file() and p.suffix not in allowed and "__pycache__" not in p.parts]
+    stray = [
+        p.relative_to(CORPUS_DIR).as_posix()
+        for p in CORPUS_DIR.rglob("*")
+        if p.is_file() and p.suffix not in allowed and "__pycache__" not in p.parts
+    ]
     assert not stray
 
 
@@ -163,19 +174,21 @@ def test_parse_labels_reads_comments_only() -> None:
         "# covers: log-softmax\n"
     )
     expectations, covers = parse_labels(source)
-    assert expectations == (Expectation(3, "div", None),
-                            Expectation(3, "log", "unguarded-domain"))
+    assert expectations == (Expectation(3, "div", None), Expectation(3, "log", "unguarded-domain"))
     assert covers == ("log-softmax",)
 
 
-@pytest.mark.parametrize("label", [
-    "# expect: logarithm",
-    "# expect: log/no-such-rule",
-    "# expect:",
-    "# expect: log, log",
-    "# covers: nothing-like-this",
-    "# expects: log",
-])
+@pytest.mark.parametrize(
+    "label",
+    [
+        "# expect: logarithm",
+        "# expect: log/no-such-rule",
+        "# expect:",
+        "# expect: log, log",
+        "# covers: nothing-like-this",
+        "# expects: log",
+    ],
+)
 def test_parse_labels_rejects_bad_labels(label: str) -> None:
     with pytest.raises(CorpusError):
         parse_labels(f"x = 1  {label}\n")

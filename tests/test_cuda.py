@@ -87,8 +87,9 @@ def test_an_unknown_device_is_a_clear_error() -> None:
 
 def test_entries_on_the_cpu_keep_their_inputs_where_they_are(tmp_path: Path) -> None:
     _write(tmp_path)
-    entry = build_configured(tmp_path, EntryConfig("cudapkg.models:Scorer",
-                                                   ("float32[2,8] in [-1, 1]",)), seed=0)
+    entry = build_configured(
+        tmp_path, EntryConfig("cudapkg.models:Scorer", ("float32[2,8] in [-1, 1]",)), seed=0
+    )
     assert entry.device == "cpu"
     assert next(entry.fn.parameters()).device.type == "cpu"
 
@@ -96,9 +97,12 @@ def test_entries_on_the_cpu_keep_their_inputs_where_they_are(tmp_path: Path) -> 
 @needs_cuda
 def test_a_configured_module_is_searched_on_cuda(tmp_path: Path) -> None:
     path = _write(tmp_path)
-    entry = build_configured(tmp_path, EntryConfig("cudapkg.models:Scorer",
-                                                   ("float32[4,8] in [-100, 100]",)),
-                             seed=0, device="cuda")
+    entry = build_configured(
+        tmp_path,
+        EntryConfig("cudapkg.models:Scorer", ("float32[4,8] in [-100, 100]",)),
+        seed=0,
+        device="cuda",
+    )
     assert next(entry.fn.parameters()).device.type == "cuda"
     lines = frozenset({_line(path, "torch.log(probs)")})
     searcher = Searcher(entry, str(path), lines, "log", seed=0, budget=Budget(seconds=20))
@@ -120,11 +124,17 @@ def test_float16_autocast_on_cuda_loses_the_epsilon_float32_keeps(tmp_path: Path
     lines = frozenset({_line(path, "h / (scale + 1e-8)")})
     results = {}
     for autocast in (None, "float16"):
-        entry = build_configured(tmp_path, EntryConfig(
-            "cudapkg.models:Normaliser", ("float32[4,8] in [-30, 30]",), autocast=autocast),
-            seed=0, device="cuda")
-        searcher = Searcher(entry, str(path), lines, "div", dtype=entry.dtype, seed=0,
-                            budget=Budget(seconds=3))
+        entry = build_configured(
+            tmp_path,
+            EntryConfig(
+                "cudapkg.models:Normaliser", ("float32[4,8] in [-30, 30]",), autocast=autocast
+            ),
+            seed=0,
+            device="cuda",
+        )
+        searcher = Searcher(
+            entry, str(path), lines, "div", dtype=entry.dtype, seed=0, budget=Budget(seconds=3)
+        )
         results[autocast] = searcher.run()
     assert results["float16"].triggered
     assert results["float16"].where == "forward"
@@ -134,17 +144,25 @@ def test_float16_autocast_on_cuda_loses_the_epsilon_float32_keeps(tmp_path: Path
 def _render(entry: Any, inputs: list[torch.Tensor], path: Path, op: str, text: str) -> str:
     from analyzers.dynamic.reproducer import Target, render
 
-    return render(entry, inputs, Target(str(path.relative_to(path.parents[1])),
-                                        _line(path, text), op, text, "forward"), seed=0)
+    return render(
+        entry,
+        inputs,
+        Target(str(path.relative_to(path.parents[1])), _line(path, text), op, text, "forward"),
+        seed=0,
+    )
 
 
 def test_a_cuda_entry_writes_a_reproducer_that_runs_on_cuda(tmp_path: Path) -> None:
     """Rendering only (runs everywhere): the script builds the model and the inputs on the
     device the trigger was found on, and autocasts for that device type."""
     path = _write(tmp_path)
-    entry = build_configured(tmp_path, EntryConfig(
-        "cudapkg.models:Normaliser", ("float32[2,3] in [-30, 30]",), autocast="float16"),
-        seed=0)
+    entry = build_configured(
+        tmp_path,
+        EntryConfig(
+            "cudapkg.models:Normaliser", ("float32[2,3] in [-30, 30]",), autocast="float16"
+        ),
+        seed=0,
+    )
     entry.device = "cuda"  # as build_configured(device="cuda") sets it on a GPU machine
     source = _render(entry, [torch.zeros(2, 3)], path, "div", "h / (scale + 1e-8)")
     assert "model = Normaliser().to('cuda')" in source
@@ -155,15 +173,25 @@ def test_a_cuda_entry_writes_a_reproducer_that_runs_on_cuda(tmp_path: Path) -> N
 @needs_cuda
 def test_the_cuda_reproducer_fails_on_the_gpu(tmp_path: Path) -> None:
     path = _write(tmp_path)
-    entry = build_configured(tmp_path, EntryConfig(
-        "cudapkg.models:Normaliser", ("float32[4,8] in [-30, 30]",), autocast="float16"),
-        seed=0, device="cuda")
+    entry = build_configured(
+        tmp_path,
+        EntryConfig(
+            "cudapkg.models:Normaliser", ("float32[4,8] in [-30, 30]",), autocast="float16"
+        ),
+        seed=0,
+        device="cuda",
+    )
     source = _render(entry, [torch.zeros(4, 8)], path, "div", "h / (scale + 1e-8)")
     script = tmp_path / "repro.py"
     script.write_text(source, encoding="utf-8")
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)},
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        timeout=300,
+    )
     assert proc.returncode != 0 and "AssertionError" in proc.stderr, proc.stderr[-2000:]
 
 
@@ -177,16 +205,25 @@ def _harness_run(tmp_path: Path, device: str) -> dict[str, Any]:
     scan = scan_source(path.read_text(encoding="utf-8"), "cudapkg/models.py")
     found = [f.to_json() for f in scan.findings if f.function == "Scorer.forward"]
     assert len(found) == 1, [(f.function, f.op) for f in scan.findings]
-    job = {"repo": str(tmp_path), "findings": found, "entries": [], "seed": 0,
-           "search_seconds": 5.0, "finding_timeout": 120.0, "harvest": False,
-           "device": device, "fix": False}
+    job = {
+        "repo": str(tmp_path),
+        "findings": found,
+        "entries": [],
+        "seed": 0,
+        "search_seconds": 5.0,
+        "finding_timeout": 120.0,
+        "harvest": False,
+        "device": device,
+        "fix": False,
+    }
     result = with_reproducers(LocalRunner().run(job, timeout=300), found)
     assert len(result.records) == 1, result.stderr[-2000:]
     return result.records[0]
 
 
 def test_the_harness_refuses_cuda_when_the_runner_shows_it_no_gpu(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The local runner hides GPUs unless NUMCHECK_CUDA_DEVICES names some: asking for CUDA
     then is an error for the finding, on any machine, never a CPU run called CUDA."""
     monkeypatch.delenv("NUMCHECK_CUDA_DEVICES", raising=False)
@@ -196,7 +233,8 @@ def test_the_harness_refuses_cuda_when_the_runner_shows_it_no_gpu(
 
 @needs_cuda
 def test_the_harness_confirms_on_the_gpu_it_is_shown(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("NUMCHECK_CUDA_DEVICES", "0")
     record = _harness_run(tmp_path, "auto")
     assert record["status"] == "confirmed", record

@@ -15,9 +15,11 @@ from runners.declared import NOT_FROM_THE_INDEX, declared_requirements
 def test_each_declaration_file_is_read(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "mylib"\ndependencies = ["einops>=0.6", "numpy"]\n'
-        '[project.optional-dependencies]\ntest = ["pytest-mock"]\ndocs = ["sphinx"]\n')
+        '[project.optional-dependencies]\ntest = ["pytest-mock"]\ndocs = ["sphinx"]\n'
+    )
     (tmp_path / "setup.cfg").write_text(
-        "[metadata]\nname = mylib\n[options]\ninstall_requires =\n    chex\n    decorator\n")
+        "[metadata]\nname = mylib\n[options]\ninstall_requires =\n    chex\n    decorator\n"
+    )
     (tmp_path / "requirements.txt").write_text("tqdm  # progress bars\n\n# a comment\n")
     (tmp_path / "requirements").mkdir()
     (tmp_path / "requirements" / "test.txt").write_text("graphviz==0.20\n")
@@ -25,7 +27,14 @@ def test_each_declaration_file_is_read(tmp_path: Path) -> None:
     (tmp_path / "requirements-jax-cuda.txt").write_text("jax[cuda12]\n")
     declared = declared_requirements(tmp_path)
     assert [text for text, _ in declared.requirements] == [
-        "einops>=0.6", "numpy", "pytest-mock", "chex", "decorator", "graphviz==0.20", "tqdm"]
+        "einops>=0.6",
+        "numpy",
+        "pytest-mock",
+        "chex",
+        "decorator",
+        "graphviz==0.20",
+        "tqdm",
+    ]
     assert dict(declared.requirements)["chex"] == "setup.cfg"
     assert dict(declared.requirements)["graphviz==0.20"] == "requirements/test.txt"
     assert "sphinx" not in declared.names()  # only the test extras
@@ -39,24 +48,30 @@ def test_setup_py_is_read_as_a_literal_and_never_run(tmp_path: Path) -> None:
         '_jax = ">=0.4.14"\n'
         'BASE = ["tqdm", f"jax{_jax}"]\n'
         "setup(name='numpyro', install_requires=BASE + ['multipledispatch', compute()],\n"
-        "      extras_require={'test': ['pyro-api>=0.1.1'], 'doc': ['sphinx']})\n")
+        "      extras_require={'test': ['pyro-api>=0.1.1'], 'doc': ['sphinx']})\n"
+    )
     declared = declared_requirements(tmp_path)
     assert not marker.exists()
     # the list with a call in it is not a literal: nothing of it is guessed
     assert [text for text, _ in declared.requirements] == ["pyro-api>=0.1.1"]
     (tmp_path / "setup.py").write_text(
         '_jax = ">=0.4.14"\nBASE = ["tqdm", f"jax{_jax}"]\n'
-        "setup(name='numpyro', install_requires=BASE + ['numpyro', 'multipledispatch'])\n")
+        "setup(name='numpyro', install_requires=BASE + ['numpyro', 'multipledispatch'])\n"
+    )
     declared = declared_requirements(tmp_path)
-    assert [text for text, _ in declared.requirements] == ["tqdm", "jax>=0.4.14",
-                                                           "multipledispatch"]
+    assert [text for text, _ in declared.requirements] == [
+        "tqdm",
+        "jax>=0.4.14",
+        "multipledispatch",
+    ]
     assert declared.project_names == {"numpyro"}  # the checkout is the project
 
 
 def test_what_could_fetch_from_elsewhere_is_refused_with_a_reason(tmp_path: Path) -> None:
     (tmp_path / "requirements.txt").write_text(
         "-e .\n--index-url https://evil.example/simple\n-r other.txt\n"
-        "mypkg @ git+https://evil.example/mypkg.git\n./vendor/pkg\nok-pkg<2\n")
+        "mypkg @ git+https://evil.example/mypkg.git\n./vendor/pkg\nok-pkg<2\n"
+    )
     (tmp_path / "other.txt").write_text("never-read\n")
     declared = declared_requirements(tmp_path)
     assert [text for text, _ in declared.requirements] == ["ok-pkg<2"]
@@ -71,12 +86,13 @@ def test_poetry_dependencies_become_requirements(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text(
         '[tool.poetry]\nname = "x"\n[tool.poetry.dependencies]\npython = "^3.9"\n'
         'einops = "^0.6"\nrich = "*"\nattrs = {version = "~23.1"}\n'
-        'mine = {git = "https://evil.example/mine.git"}\n')
+        'mine = {git = "https://evil.example/mine.git"}\n'
+    )
     declared = declared_requirements(tmp_path)
-    assert [text for text, _ in declared.requirements] == ["einops>=0.6", "rich",
-                                                           "attrs>=23.1"]
+    assert [text for text, _ in declared.requirements] == ["einops>=0.6", "rich", "attrs>=23.1"]
     assert [(line, why) for line, _, why in declared.rejected] == [
-        ("mine (a git, path or URL source)", NOT_FROM_THE_INDEX)]
+        ("mine (a git, path or URL source)", NOT_FROM_THE_INDEX)
+    ]
 
 
 # ---------------------------------------------------------------- nothing declared: imports
@@ -88,7 +104,8 @@ def test_a_checkout_that_declares_nothing_gets_what_its_files_import(tmp_path: P
         "import os, json\nimport numpy as np\nimport torch.nn as nn\n"
         "import matplotlib.pyplot as plt\nfrom sklearn.metrics import f1_score\n"
         "import myutil\nfrom helpers.io import load\nfrom . import sibling\n"
-        "from google.protobuf import text_format\n")
+        "from google.protobuf import text_format\n"
+    )
     (tmp_path / "tutorial" / "myutil.py").write_text("import tqdm\nimport matplotlib\n")
     (tmp_path / "helpers").mkdir()
     (tmp_path / "helpers" / "io.py").write_text("def load(): ...\n")
@@ -97,9 +114,13 @@ def test_a_checkout_that_declares_nothing_gets_what_its_files_import(tmp_path: P
     assert dict(declared.requirements) == {
         "matplotlib": "import matplotlib in tutorial/myutil.py",  # files in path order
         "scikit-learn": "import sklearn in tutorial/train.py",
-        "tqdm": "import tqdm in tutorial/myutil.py"}
-    assert declared.imported == {"matplotlib": "matplotlib", "scikit-learn": "sklearn",
-                                 "tqdm": "tqdm"}
+        "tqdm": "import tqdm in tutorial/myutil.py",
+    }
+    assert declared.imported == {
+        "matplotlib": "matplotlib",
+        "scikit-learn": "sklearn",
+        "tqdm": "tqdm",
+    }
 
 
 def test_imports_are_not_read_when_anything_is_declared(tmp_path: Path) -> None:
@@ -111,16 +132,20 @@ def test_imports_are_not_read_when_anything_is_declared(tmp_path: Path) -> None:
 
 
 def test_a_module_environments_once_provided_is_asked_for_whatever_is_declared(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """torchmetrics' `utilities/imports.py` imports pkg_resources, which left setuptools in
     release 81: the checkout gets the last release that had it, declared or not."""
     (tmp_path / "src" / "tm").mkdir(parents=True)
     (tmp_path / "src" / "tm" / "imports.py").write_text(
-        "from pkg_resources import DistributionNotFound, get_distribution\n")
+        "from pkg_resources import DistributionNotFound, get_distribution\n"
+    )
     (tmp_path / "requirements.txt").write_text("tqdm\n")
     declared = declared_requirements(tmp_path)
-    assert declared.requirements == [("tqdm", "requirements.txt"),
-                                     ("setuptools<81", "import pkg_resources in src/tm/imports.py")]
+    assert declared.requirements == [
+        ("tqdm", "requirements.txt"),
+        ("setuptools<81", "import pkg_resources in src/tm/imports.py"),
+    ]
     assert declared.provides == {"setuptools<81": "pkg_resources"} and declared.imported == {}
     (tmp_path / "requirements.txt").unlink()  # nothing declared: the same, once
     declared = declared_requirements(tmp_path)
@@ -129,21 +154,37 @@ def test_a_module_environments_once_provided_is_asked_for_whatever_is_declared(
     assert declared_requirements(tmp_path).provides == {}
 
 
-@pytest.mark.parametrize(("why", "named"), [
-    # allennlp's requirements.txt, resolved against today's index
-    ('Could not find a version that satisfies the requirement jsonnet==0.10.0; '
-     'sys_platform != "win32" (from the requirements (line 3)) (from versions: 0.21.0)',
-     ['jsonnet==0.10.0; sys_platform != "win32"']),
-    ("Could not find a version that satisfies the requirement jsondiff==1.1.1 (from moto) "
-     "(from versions: 2.0.0, 2.1.1)", ["moto==1.3.4"]),
-    ("conflicts with numcheck's environment: awscli 1.15.85 depends on PyYAML<=3.13 and "
-     ">=3.10; numcheck's environment has PyYAML==6.0.2", ["awscli<=1.15.85,>=1.11.91"]),
-    ("No matching distribution found for overrides", ["overrides"]),
-    ("pip did not finish within the dependency step's time limit", []),
-])
+@pytest.mark.parametrize(
+    ("why", "named"),
+    [
+        # allennlp's requirements.txt, resolved against today's index
+        (
+            "Could not find a version that satisfies the requirement jsonnet==0.10.0; "
+            'sys_platform != "win32" (from the requirements (line 3)) (from versions: 0.21.0)',
+            ['jsonnet==0.10.0; sys_platform != "win32"'],
+        ),
+        (
+            "Could not find a version that satisfies the requirement jsondiff==1.1.1 (from moto) "
+            "(from versions: 2.0.0, 2.1.1)",
+            ["moto==1.3.4"],
+        ),
+        (
+            "conflicts with numcheck's environment: awscli 1.15.85 depends on PyYAML<=3.13 and "
+            ">=3.10; numcheck's environment has PyYAML==6.0.2",
+            ["awscli<=1.15.85,>=1.11.91"],
+        ),
+        ("No matching distribution found for overrides", ["overrides"]),
+        ("pip did not finish within the dependency step's time limit", []),
+    ],
+)
 def test_the_requirement_pip_fails_on_is_set_aside(why: str, named: list[str]) -> None:
     from runners.dependencies import culprits
 
-    wanted = ['jsonnet==0.10.0; sys_platform != "win32"', "moto==1.3.4",
-              "awscli<=1.15.85,>=1.11.91", "overrides", "pyyaml"]
+    wanted = [
+        'jsonnet==0.10.0; sys_platform != "win32"',
+        "moto==1.3.4",
+        "awscli<=1.15.85,>=1.11.91",
+        "overrides",
+        "pyyaml",
+    ]
     assert culprits(why, wanted) == named

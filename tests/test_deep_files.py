@@ -34,24 +34,40 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """`python -m bot.cli` of this checkout, in a child process."""
     env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
     env.pop("GIT_DIR", None)
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+        check=False,
+    )
 
 
 def _errors(data: dict[str, Any]) -> dict[str, str]:
     return {e["path"]: e["message"] for e in data["errors"]}
 
 
-def test_a_review_reports_the_deep_files_and_still_the_others(git_repo: GitRepoFactory
-                                                              ) -> None:
-    repo = git_repo({"README.md": "x\n"},
-                    {"deep.py": DEEP, "plus.py": PLUS_ONLY, "risky.py": RISKY})
-    proc = _cli("review", str(repo.root), "--base", "main", "--head", "feature",
-                "--static-only", "--format", "json", cwd=repo.root)
+def test_a_review_reports_the_deep_files_and_still_the_others(git_repo: GitRepoFactory) -> None:
+    repo = git_repo(
+        {"README.md": "x\n"}, {"deep.py": DEEP, "plus.py": PLUS_ONLY, "risky.py": RISKY}
+    )
+    proc = _cli(
+        "review",
+        str(repo.root),
+        "--base",
+        "main",
+        "--head",
+        "feature",
+        "--static-only",
+        "--format",
+        "json",
+        cwd=repo.root,
+    )
     assert proc.returncode == 1, (proc.returncode, proc.stderr[-3000:])  # findings: 1
     data = json.loads(proc.stdout)
-    assert [(f["path"], f["line"], f["op"]) for f in data["findings"]] == \
-        [("risky.py", 5, "log")]
+    assert [(f["path"], f["line"], f["op"]) for f in data["findings"]] == [("risky.py", 5, "log")]
     errors = _errors(data)
     assert set(errors) == {"deep.py", "plus.py"}
     assert "deep.py:5: too deeply nested for the static pass (10,00" in errors["deep.py"]
@@ -75,13 +91,16 @@ def _at(levels: int, source: str) -> int:
     return measure(ast.parse(source), source).levels - levels
 
 
-@pytest.mark.parametrize("expr, grows", [
-    (" and ".join(["x"] * 400), 399),  # libcst nests n - 1 BooleanOperations
-    (" + ".join(["x"] * 400), 399),
-    ("x" + ".a" * 400, 400),
-    ("'a' " * 400, 399),  # one ast Constant, 400 nested ConcatenatedStrings in libcst
-    (" < ".join(["x"] * 400), 1),  # flat in both trees: one Compare above its operands
-])
+@pytest.mark.parametrize(
+    "expr, grows",
+    [
+        (" and ".join(["x"] * 400), 399),  # libcst nests n - 1 BooleanOperations
+        (" + ".join(["x"] * 400), 399),
+        ("x" + ".a" * 400, 400),
+        ("'a' " * 400, 399),  # one ast Constant, 400 nested ConcatenatedStrings in libcst
+        (" < ".join(["x"] * 400), 1),  # flat in both trees: one Compare above its operands
+    ],
+)
 def test_the_measure_counts_libcst_levels(expr: str, grows: int) -> None:
     base = measure(ast.parse("y = x\n"), "y = x\n").levels
     source = f"y = {expr}\n"
@@ -90,8 +109,9 @@ def test_the_measure_counts_libcst_levels(expr: str, grows: int) -> None:
 
 def test_a_chain_within_the_limit_is_analysed(tmp_path: Path) -> None:
     chain = " + ".join(["x"] * (MAX_NESTING_LEVELS - 10))
-    scan = scan_source(f"import torch\n\n\ndef f(x):\n    y = {chain}\n"
-                       "    return torch.log(y)\n", "ok.py")
+    scan = scan_source(
+        f"import torch\n\n\ndef f(x):\n    y = {chain}\n    return torch.log(y)\n", "ok.py"
+    )
     assert scan.error is None and [f.op for f in scan.findings] == ["log"]
     over = " + ".join(["x"] * (MAX_NESTING_LEVELS + 10))
     assert "too deeply nested" in (scan_source(f"y = {over}\n", "no.py").error or "")
@@ -108,14 +128,17 @@ AT_LIMIT = {
     "conditional": "y = " + "x if x else " * (MAX_NESTING_LEVELS - 3) + "x",
     "brackets": "y = " + "f(" * 190 + "x" + ")" * 190,
     # CPython's 100 indented blocks, 25 KiB of libcst's stack each, then brackets
-    "blocks": "".join(" " * i + "if x:\n" for i in range(98)) + " " * 98 + "y = " +
-              "f(" * (MAX_NESTING_LEVELS // 2 - 2) + "x" + ")" * (MAX_NESTING_LEVELS // 2 - 2),
+    "blocks": "".join(" " * i + "if x:\n" for i in range(98))
+    + " " * 98
+    + "y = "
+    + "f(" * (MAX_NESTING_LEVELS // 2 - 2)
+    + "x"
+    + ")" * (MAX_NESTING_LEVELS // 2 - 2),
 }
 
 
 @pytest.mark.parametrize("kind", sorted(AT_LIMIT))
-def test_libcst_parses_the_deepest_admitted_trees_on_half_the_default_stack(
-        kind: str) -> None:
+def test_libcst_parses_the_deepest_admitted_trees_on_half_the_default_stack(kind: str) -> None:
     """The margin of the bound: the deepest trees it lets through parse inline (no thread of
     our own) in a process whose main thread has 4 MiB of stack, half of Linux's default."""
     source = AT_LIMIT[kind] + "\n"
@@ -124,23 +147,29 @@ def test_libcst_parses_the_deepest_admitted_trees_on_half_the_default_stack(
     def small_stack() -> None:
         resource.setrlimit(resource.RLIMIT_STACK, (4 * 1024 * 1024, 4 * 1024 * 1024))
 
-    proc = subprocess.run([sys.executable, "-c",
-                           "import sys, libcst; libcst.parse_module(sys.stdin.read())"],
-                          input=source, capture_output=True, text=True, timeout=120,
-                          preexec_fn=small_stack, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys, libcst; libcst.parse_module(sys.stdin.read())"],
+        input=source,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_stack,
+        check=False,
+    )
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
 
 
-def test_any_exception_out_of_one_file_is_that_files_error(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_any_exception_out_of_one_file_is_that_files_error(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(*args: object, **kwargs: object) -> None:
         raise KeyError("a node")
 
     monkeypatch.setattr(scanner.FunctionAnalyzer, "run_function", broken)
     scan = scan_source(RISKY, "risky.py")
     assert scan.findings == []
-    assert scan.error == ("risky.py: the static pass failed on this file (KeyError: 'a node'); "
-                          "the other files were analysed")
+    assert scan.error == (
+        "risky.py: the static pass failed on this file (KeyError: 'a node'); "
+        "the other files were analysed"
+    )
 
     class SoftTimeLimitExceeded(Exception):  # noqa: N818 - Celery's name, matched by name
         pass

@@ -28,22 +28,30 @@ def index(tmp_path: Path) -> Path:
     """An index on disk: tinydep (needs tinybase), tinybase, needsoldnumpy (needs numpy<1),
     and evilsrc, a source archive only, whose setup.py would write a marker."""
     folder = tmp_path / "index"
-    make_wheel(folder, "tinydep", "1.2", {"tinydep/__init__.py":
-                                         "from tinybase import BASE\nSCALE = BASE * 2.0\n"},
-               requires=["tinybase>=1"])
+    make_wheel(
+        folder,
+        "tinydep",
+        "1.2",
+        {"tinydep/__init__.py": "from tinybase import BASE\nSCALE = BASE * 2.0\n"},
+        requires=["tinybase>=1"],
+    )
     make_wheel(folder, "tinybase", "1.0", {"tinybase/__init__.py": "BASE = 0.5\n"})
-    make_wheel(folder, "needsoldnumpy", "1.0", {"needsoldnumpy/__init__.py": ""},
-               requires=["numpy<1"])
+    make_wheel(
+        folder, "needsoldnumpy", "1.0", {"needsoldnumpy/__init__.py": ""}, requires=["numpy<1"]
+    )
     make_wheel(folder, "typing", "3.7.4.3", {"typing.py": "raise ImportError('backport')\n"})
-    make_sdist(folder, "evilsrc", "1.0",
-               f"open({str(tmp_path / 'built')!r}, 'w').close()\n"
-               "from setuptools import setup\nsetup(name='evilsrc', version='1.0')\n")
+    make_sdist(
+        folder,
+        "evilsrc",
+        "1.0",
+        f"open({str(tmp_path / 'built')!r}, 'w').close()\n"
+        "from setuptools import setup\nsetup(name='evilsrc', version='1.0')\n",
+    )
     return folder
 
 
 def settings(tmp_path: Path, index: Path, **changes: object) -> DependencySettings:
-    return DependencySettings(cache=tmp_path / "cache", index=str(index), seconds=120,
-                              **changes)  # type: ignore[arg-type]
+    return DependencySettings(cache=tmp_path / "cache", index=str(index), seconds=120, **changes)  # type: ignore[arg-type]
 
 
 def test_declared_wheels_are_installed_once_and_cached(tmp_path: Path, index: Path) -> None:
@@ -62,8 +70,9 @@ def test_declared_wheels_are_installed_once_and_cached(tmp_path: Path, index: Pa
     assert again.seconds < env.seconds
 
 
-def test_what_cannot_come_from_a_wheel_is_named_and_never_built(tmp_path: Path,
-                                                                index: Path) -> None:
+def test_what_cannot_come_from_a_wheel_is_named_and_never_built(
+    tmp_path: Path, index: Path
+) -> None:
     checkout = tmp_path / "checkout"
     checkout.mkdir()
     (checkout / "requirements.txt").write_text("tinydep\nevilsrc\nneedsoldnumpy\nnosuchpkg\n")
@@ -88,11 +97,13 @@ def test_an_old_commit_gets_the_releases_current_on_its_day(tmp_path: Path) -> N
     make_sdist(folder, "laterwheel", "1.0", "raise SystemExit('never built')\n")
     make_wheel(folder, "laterwheel", "1.5", {"laterwheel/__init__.py": ""})
     make_wheel(folder, "laterwheel", "2.0", {"laterwheel/__init__.py": ""})
-    uploaded = {"datedlib-1.0-py3-none-any.whl": "2018-05-01T10:00:00.000000Z",
-                "datedlib-2.0-py3-none-any.whl": "2024-01-01T10:00:00.000000Z",
-                "laterwheel-1.0.tar.gz": "2018-05-01T10:00:00Z",
-                "laterwheel-1.5-py3-none-any.whl": "2020-02-01T10:00:00Z",
-                "laterwheel-2.0-py3-none-any.whl": "2024-01-01T10:00:00Z"}
+    uploaded = {
+        "datedlib-1.0-py3-none-any.whl": "2018-05-01T10:00:00.000000Z",
+        "datedlib-2.0-py3-none-any.whl": "2024-01-01T10:00:00.000000Z",
+        "laterwheel-1.0.tar.gz": "2018-05-01T10:00:00Z",
+        "laterwheel-1.5-py3-none-any.whl": "2020-02-01T10:00:00Z",
+        "laterwheel-2.0-py3-none-any.whl": "2024-01-01T10:00:00Z",
+    }
     checkout = tmp_path / "checkout"
     checkout.mkdir()
     (checkout / "requirements.txt").write_text("datedlib\nlaterwheel\n")
@@ -102,10 +113,10 @@ def test_an_old_commit_gets_the_releases_current_on_its_day(tmp_path: Path) -> N
         old = prepare(checkout, settings=dated, as_of=then)
         # laterwheel had only a source archive then: the first release with a wheel after it
         assert old.installed == ("datedlib==1.0", "laterwheel==1.5") and old.failed == ()
-        assert prepare(checkout, settings=dated).installed == ("datedlib==2.0",
-                                                               "laterwheel==2.0")
-        assert capped(["datedlib", "datedlib==2.0", "datedlib<0.5"], url, then,
-                      time.monotonic() + 60) == {"datedlib": "datedlib<=1.0"}
+        assert prepare(checkout, settings=dated).installed == ("datedlib==2.0", "laterwheel==2.0")
+        assert capped(
+            ["datedlib", "datedlib==2.0", "datedlib<0.5"], url, then, time.monotonic() + 60
+        ) == {"datedlib": "datedlib<=1.0"}
         assert release_for(url, "laterwheel", then, time.monotonic() + 60) == Version("1.5")
         assert release_for(url, "nosuchpkg", then, time.monotonic() + 60) is None
     # a folder of wheels cannot say when a file was uploaded: nothing is capped
@@ -113,8 +124,9 @@ def test_an_old_commit_gets_the_releases_current_on_its_day(tmp_path: Path) -> N
     assert plain.installed == ("datedlib==2.0", "laterwheel==2.0")
 
 
-def test_the_project_itself_is_never_installed_over_the_checkout(tmp_path: Path,
-                                                                  index: Path) -> None:
+def test_the_project_itself_is_never_installed_over_the_checkout(
+    tmp_path: Path, index: Path
+) -> None:
     """tinydep needs tinybase, and the checkout is tinybase: the PR's code must be imported,
     not a release of it that a dependency pulled in (a test extra's flax pulls in optax)."""
     checkout = tmp_path / "checkout"
@@ -129,16 +141,19 @@ def test_the_project_itself_is_never_installed_over_the_checkout(tmp_path: Path,
     assert named.installed == ("tinydep==1.2",)
 
 
-def test_a_script_folder_gets_what_it_imports_less_what_numcheck_has(tmp_path: Path,
-                                                                   index: Path) -> None:
+def test_a_script_folder_gets_what_it_imports_less_what_numcheck_has(
+    tmp_path: Path, index: Path
+) -> None:
     """Nothing declared: the imports are the requirements, less what numcheck's interpreter
     imports already: torch, typing_extensions (its distribution's name), markdown_it (from
     markdown-it-py, a name the import does not spell). A name the index lacks is named, not
     fatal."""
     checkout = tmp_path / "checkout"
     checkout.mkdir()
-    (checkout / "train.py").write_text("import torch\nimport tinydep\nimport nosuchpkg\n"
-                                       "import typing_extensions\nimport markdown_it\n")
+    (checkout / "train.py").write_text(
+        "import torch\nimport tinydep\nimport nosuchpkg\n"
+        "import typing_extensions\nimport markdown_it\n"
+    )
     env = prepare(checkout, settings=settings(tmp_path, index))
     assert env.installed == ("tinybase==1.0", "tinydep==1.2")
     assert {"typing-extensions", "markdown-it"} <= set(env.provided)
@@ -156,7 +171,8 @@ from vendored_text import yield_lines  # noqa: E402
 
 
 def test_a_module_that_left_the_environment_comes_from_its_last_release(
-        tmp_path: Path, index: Path) -> None:
+    tmp_path: Path, index: Path
+) -> None:
     """The checkout imports pkg_resources, which numcheck's setuptools (81 and later) lacks:
     setuptools<81 is resolved apart from the interpreter's own setuptools, and only what
     pkg_resources needs stays: the interpreter's `import setuptools` is never replaced."""
@@ -165,11 +181,17 @@ def test_a_module_that_left_the_environment_comes_from_its_last_release(
 
     from runners.dependencies import importable_names
 
-    make_wheel(index, "setuptools", "80.0", {
-        "pkg_resources/__init__.py": PKG_RESOURCES,
-        "setuptools/__init__.py": "raise ImportError('an old setuptools stood in')\n",
-        "setuptools/_vendor/vendored_text.py": "def yield_lines(text):\n    return [text]\n",
-        "_distutils_hack/__init__.py": ""})
+    make_wheel(
+        index,
+        "setuptools",
+        "80.0",
+        {
+            "pkg_resources/__init__.py": PKG_RESOURCES,
+            "setuptools/__init__.py": "raise ImportError('an old setuptools stood in')\n",
+            "setuptools/_vendor/vendored_text.py": "def yield_lines(text):\n    return [text]\n",
+            "_distutils_hack/__init__.py": "",
+        },
+    )
     checkout = tmp_path / "checkout"
     checkout.mkdir()
     (checkout / "requirements.txt").write_text("tinydep\n")
@@ -183,18 +205,20 @@ def test_a_module_that_left_the_environment_comes_from_its_last_release(
     assert env.site is not None and (env.site / "pkg_resources").is_dir()
     assert sorted(p.name for p in (env.site / "setuptools").iterdir()) == ["_vendor"]
     assert not (env.site / "_distutils_hack").exists()
-    probe = ("import sys; sys.path.append(sys.argv[1]); import pkg_resources; "
-             "print(pkg_resources.yield_lines('ok')); import setuptools; "
-             "print(getattr(setuptools, '__file__', None) or 'namespace')")
-    done = subprocess.run([sys.executable, "-c", probe, str(env.site)], capture_output=True,
-                          text=True, timeout=60)
+    probe = (
+        "import sys; sys.path.append(sys.argv[1]); import pkg_resources; "
+        "print(pkg_resources.yield_lines('ok')); import setuptools; "
+        "print(getattr(setuptools, '__file__', None) or 'namespace')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(env.site)], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     said = done.stdout.split("\n")
     assert said[0] == "['ok']" and str(env.site) not in said[1], done.stdout
 
 
-def test_nothing_declared_or_switched_off_installs_nothing(tmp_path: Path,
-                                                          index: Path) -> None:
+def test_nothing_declared_or_switched_off_installs_nothing(tmp_path: Path, index: Path) -> None:
     checkout = tmp_path / "checkout"
     checkout.mkdir()
     assert prepare(checkout, settings=settings(tmp_path, index)).site is None
@@ -215,14 +239,21 @@ def test_a_cache_others_can_write_is_refused(tmp_path: Path, index: Path) -> Non
 
 
 def test_operator_settings_come_from_the_environment(tmp_path: Path) -> None:
-    read = DependencySettings.from_env({"NUMCHECK_DEPENDENCIES": "off",
-                                        "NUMCHECK_DEPENDENCY_CACHE": str(tmp_path),
-                                        "NUMCHECK_PACKAGE_INDEX": "https://pypi.example/simple",
-                                        "NUMCHECK_DEPENDENCY_SECONDS": "30"})
+    read = DependencySettings.from_env(
+        {
+            "NUMCHECK_DEPENDENCIES": "off",
+            "NUMCHECK_DEPENDENCY_CACHE": str(tmp_path),
+            "NUMCHECK_PACKAGE_INDEX": "https://pypi.example/simple",
+            "NUMCHECK_DEPENDENCY_SECONDS": "30",
+        }
+    )
     assert not read.enabled and read.cache == tmp_path and read.seconds == 30
     assert read.index_args() == ["--index-url", "https://pypi.example/simple"]
     assert DependencySettings(index=str(tmp_path)).index_args() == [
-        "--no-index", "--find-links", str(tmp_path.resolve())]
+        "--no-index",
+        "--find-links",
+        str(tmp_path.resolve()),
+    ]
     with pytest.raises(DependencyError, match="install or off"):
         DependencySettings.from_env({"NUMCHECK_DEPENDENCIES": "maybe"})
 
@@ -246,10 +277,11 @@ def scaled_log(x: torch.Tensor) -> torch.Tensor:
 
 
 def test_a_finding_behind_a_declared_import_is_confirmed(
-        git_repo: GitRepoFactory, tmp_path: Path, index: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    repo = git_repo({"requirements.txt": "tinydep\n", "model.py": "import torch\n"},
-                    {"model.py": MODEL})
+    git_repo: GitRepoFactory, tmp_path: Path, index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = git_repo(
+        {"requirements.txt": "tinydep\n", "model.py": "import torch\n"}, {"model.py": MODEL}
+    )
     monkeypatch.setenv("NUMCHECK_PACKAGE_INDEX", str(index))
     monkeypatch.setenv("NUMCHECK_DEPENDENCY_CACHE", str(tmp_path / "cache"))
     config = Config(search_seconds=2.0, fix=False, harvest=False, dynamic_timeout=240)
@@ -260,22 +292,33 @@ def test_a_finding_behind_a_declared_import_is_confirmed(
     [installed] = (tmp_path / "cache").glob("*/site/tinydep/__init__.py")
     assert "TAMPERED" not in installed.read_text()  # read-only for the job
 
-    off = analyze(repo.root, "main", "feature", Config(
-        search_seconds=2.0, fix=False, harvest=False, dynamic_timeout=240, dependencies=False))
+    off = analyze(
+        repo.root,
+        "main",
+        "feature",
+        Config(
+            search_seconds=2.0, fix=False, harvest=False, dynamic_timeout=240, dependencies=False
+        ),
+    )
     assert off.findings[0].status == "error"
     assert "tinydep" in (off.findings[0].error or "")
 
 
 def test_an_import_that_could_not_be_installed_names_why(
-        git_repo: GitRepoFactory, tmp_path: Path, index: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    git_repo: GitRepoFactory, tmp_path: Path, index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model = MODEL.replace("tinydep", "nosuchpkg")
-    repo = git_repo({"requirements.txt": "nosuchpkg\n", "model.py": "import torch\n"},
-                    {"model.py": model})
+    repo = git_repo(
+        {"requirements.txt": "nosuchpkg\n", "model.py": "import torch\n"}, {"model.py": model}
+    )
     monkeypatch.setenv("NUMCHECK_PACKAGE_INDEX", str(index))
     monkeypatch.setenv("NUMCHECK_DEPENDENCY_CACHE", str(tmp_path / "cache"))
-    result = analyze(repo.root, "main", "feature", Config(
-        search_seconds=1.0, fix=False, harvest=False, dynamic_timeout=240))
+    result = analyze(
+        repo.root,
+        "main",
+        "feature",
+        Config(search_seconds=1.0, fix=False, harvest=False, dynamic_timeout=240),
+    )
     [finding] = result.findings
     assert finding.status == "error"
     assert "No module named 'nosuchpkg'" in (finding.error or "")
@@ -285,8 +328,9 @@ def test_an_import_that_could_not_be_installed_names_why(
     assert json.dumps(result.to_json())  # still a plain result
 
 
-def test_the_dependency_step_is_dated_by_the_reviewed_commit(git_repo: GitRepoFactory,
-                                                            tmp_path: Path) -> None:
+def test_the_dependency_step_is_dated_by_the_reviewed_commit(
+    git_repo: GitRepoFactory, tmp_path: Path
+) -> None:
     """`runners.pipeline.commit_time`: the committer's time of the head, with its offset; a
     ref that looks like an option is a ref (`--end-of-options`), never an option of git."""
     repo = git_repo({"a.py": "x = 1\n"}, {"a.py": "x = 2\n"})

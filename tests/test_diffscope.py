@@ -35,8 +35,9 @@ class Repo:
 
     def git(self, *args: str) -> str:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-        proc = subprocess.run(["git", "-C", str(self.root), *args], capture_output=True,
-                              check=True, env=env)
+        proc = subprocess.run(
+            ["git", "-C", str(self.root), *args], capture_output=True, check=True, env=env
+        )
         return proc.stdout.decode().strip()
 
     def write(self, rel: str, content: str | bytes) -> None:
@@ -284,8 +285,11 @@ def test_default_branch_base_prefers_origin_head(repo: Repo, tmp_path: Path) -> 
     repo.git("checkout", "-q", "-b", "pr", "develop")
     repo.commit("pr")
     clone = tmp_path / "clone"
-    subprocess.run(["git", "clone", "-q", "--no-checkout", str(repo.root), str(clone)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--no-checkout", str(repo.root), str(clone)],
+        check=True,
+        capture_output=True,
+    )
     cloned = Repo.__new__(Repo)
     cloned.root = clone
     cloned.git("remote", "set-head", "origin", "develop")

@@ -45,15 +45,30 @@ from runners.docker import (
     wants_gpu,
 )
 
-LIMITS = Limits(memory_bytes=2 * 1024**3, processes=128, file_bytes=64 * 1024**2,
-                open_files=512, cpus=1.5, tmpfs_bytes=128 * 1024**2, output_bytes=8 * 1024**2)
+LIMITS = Limits(
+    memory_bytes=2 * 1024**3,
+    processes=128,
+    file_bytes=64 * 1024**2,
+    open_files=512,
+    cpus=1.5,
+    tmpfs_bytes=128 * 1024**2,
+    output_bytes=8 * 1024**2,
+)
 
 
 def spec(**overrides: Any) -> dict[str, Any]:
     arguments: dict[str, Any] = {
-        "image": "numcheck/runner-cpu:test", "checkout": "/srv/checkout",
-        "job_dir": "/srv/job", "run_id": "r1", "worker_id": "w1", "checkout_size": (40960, 7),
-        "limits": LIMITS, "timeout": 100.0, "gpu": False, "now": 1000.0}
+        "image": "numcheck/runner-cpu:test",
+        "checkout": "/srv/checkout",
+        "job_dir": "/srv/job",
+        "run_id": "r1",
+        "worker_id": "w1",
+        "checkout_size": (40960, 7),
+        "limits": LIMITS,
+        "timeout": 100.0,
+        "gpu": False,
+        "now": 1000.0,
+    }
     arguments.update(overrides)
     return container_spec(**arguments)
 
@@ -76,8 +91,10 @@ def test_checkout_read_only_and_a_writable_scratch_copy_on_a_capped_tmpfs() -> N
     assert volumes["/srv/checkout"] == {"bind": "/repo", "mode": "ro"}
     assert volumes["/srv/job"] == {"bind": "/job", "mode": "ro"}
     assert not any(v["bind"] == "/work" for v in volumes.values())  # not the worker's disk
-    assert built["tmpfs"]["/work"] == (f"rw,exec,nosuid,nodev,uid=10001,gid=10001,mode=0700,"
-                                       f"size={40960 + 128 * 1024**2},nr_inodes={7 + 65536}")
+    assert built["tmpfs"]["/work"] == (
+        f"rw,exec,nosuid,nodev,uid=10001,gid=10001,mode=0700,"
+        f"size={40960 + 128 * 1024**2},nr_inodes={7 + 65536}"
+    )
     # the container's paths, spelt in parts: tests/test_docs.py refuses a literal that looks
     # like a path of this machine
     work = "/work"
@@ -88,8 +105,7 @@ def test_checkout_read_only_and_a_writable_scratch_copy_on_a_capped_tmpfs() -> N
 
 def test_declared_dependencies_are_mounted_read_only_only_when_there_are_some() -> None:
     assert "/srv/deps" not in spec()["volumes"]
-    assert spec(dependencies="/srv/deps")["volumes"]["/srv/deps"] == {"bind": "/deps",
-                                                                      "mode": "ro"}
+    assert spec(dependencies="/srv/deps")["volumes"]["/srv/deps"] == {"bind": "/deps", "mode": "ro"}
 
 
 def test_unprivileged() -> None:
@@ -118,8 +134,10 @@ def test_rlimits() -> None:
 
 
 def test_output_cap_on_the_logs() -> None:
-    assert spec()["log_config"] == {"type": "json-file",
-                                    "config": {"max-size": str(8 * 1024**2), "max-file": "1"}}
+    assert spec()["log_config"] == {
+        "type": "json-file",
+        "config": {"max-size": str(8 * 1024**2), "max-file": "1"},
+    }
 
 
 def test_labels_for_the_sweep() -> None:
@@ -156,8 +174,11 @@ def test_gpu_device_request_only_when_asked() -> None:
 
 
 def test_limits_switched_off_are_absent() -> None:
-    built = spec(limits=Limits(memory_bytes=None, processes=None, file_bytes=None,
-                               open_files=None, cpus=None))
+    built = spec(
+        limits=Limits(
+            memory_bytes=None, processes=None, file_bytes=None, open_files=None, cpus=None
+        )
+    )
     assert "mem_limit" not in built and "nano_cpus" not in built
     assert built["pids_limit"] == -1
     assert {u["name"] for u in built["ulimits"]} == {"core", "cpu"}
@@ -168,13 +189,21 @@ def test_sdk_accepts_the_specification() -> None:
     docker = pytest.importorskip("docker")
     built = spec(gpu=True)
     host = docker.types.HostConfig(
-        version="1.44", binds=[f"{k}:{v['bind']}:{v['mode']}" for k, v in built["volumes"].items()],
-        tmpfs=built["tmpfs"], read_only=True, cap_drop=built["cap_drop"],
-        security_opt=built["security_opt"], pids_limit=built["pids_limit"],
-        ulimits=built["ulimits"], mem_limit=built["mem_limit"],
-        memswap_limit=built["memswap_limit"], nano_cpus=built["nano_cpus"],
-        network_mode="none", log_config=built["log_config"],
-        device_requests=built["device_requests"])
+        version="1.44",
+        binds=[f"{k}:{v['bind']}:{v['mode']}" for k, v in built["volumes"].items()],
+        tmpfs=built["tmpfs"],
+        read_only=True,
+        cap_drop=built["cap_drop"],
+        security_opt=built["security_opt"],
+        pids_limit=built["pids_limit"],
+        ulimits=built["ulimits"],
+        mem_limit=built["mem_limit"],
+        memswap_limit=built["memswap_limit"],
+        nano_cpus=built["nano_cpus"],
+        network_mode="none",
+        log_config=built["log_config"],
+        device_requests=built["device_requests"],
+    )
     assert host["ReadonlyRootfs"] is True and host["NetworkMode"] == "none"
     assert {u["Name"] for u in host["Ulimits"]} == {"core", "fsize", "nofile", "cpu", "data"}
     assert host["DeviceRequests"][0]["Capabilities"] == [["gpu"]]
@@ -207,8 +236,7 @@ def test_the_operators_image_wins_over_a_repositorys_own() -> None:
     chosen, warning = runner.image_choice({"runner_image": "evil/x:1", "repository": "x/y"})
     assert chosen == DEFAULT_IMAGE and "NUMCHECK_RUNNER_ALLOWED_IMAGES" in str(warning)
     allowing = DockerRunner(allowed_images=("ghcr.io/acme/*",), client=object())
-    assert allowing.image_choice({"runner_image": "ghcr.io/acme/r:2"}) == ("ghcr.io/acme/r:2",
-                                                                          None)
+    assert allowing.image_choice({"runner_image": "ghcr.io/acme/r:2"}) == ("ghcr.io/acme/r:2", None)
     assert allowing.image_for({"runner_image": "ghcr.io/evil/r:2"}) == DEFAULT_IMAGE
     assert runner.image_choice({"repository": "acme/models"}) == ("acme/runner:3", None)
 
@@ -255,12 +283,19 @@ def test_no_engine_is_isolation_unavailable(tmp_path: Path) -> None:
 # runner image built from this checkout when missing (tests/docker_support.py); these tests
 # fail, never skip, without.
 
-LIVE_LIMITS = Limits(memory_bytes=2 * 1024**3, processes=100, file_bytes=16 * 1024**2,
-                     open_files=256, stderr_bytes=16 * 1024)
-PLANTED_ENV = {"GITHUB_TOKEN": "ghs_plantedInTheWorker0123456789",
-               "NUMCHECK_WEBHOOK_SECRET": "planted-webhook-secret"}
+LIVE_LIMITS = Limits(
+    memory_bytes=2 * 1024**3,
+    processes=100,
+    file_bytes=16 * 1024**2,
+    open_files=256,
+    stderr_bytes=16 * 1024,
+)
+PLANTED_ENV = {
+    "GITHUB_TOKEN": "ghs_plantedInTheWorker0123456789",
+    "NUMCHECK_WEBHOOK_SECRET": "planted-webhook-secret",
+}
 
-ATTACKS = '''\
+ATTACKS = """\
 import json
 import os
 import socket
@@ -371,9 +406,18 @@ def printer(x: Tensor) -> Tensor:
         sys.stdout.write(chunk)
         sys.stderr.write(chunk)
     return torch.log(x)
-'''
-ATTACK_NAMES = ("dial", "snoop", "scribble", "fork_storm", "hog", "spin", "blocker", "segfault",
-                "printer")
+"""
+ATTACK_NAMES = (
+    "dial",
+    "snoop",
+    "scribble",
+    "fork_storm",
+    "hog",
+    "spin",
+    "blocker",
+    "segfault",
+    "printer",
+)
 
 
 def _seen(record: dict[str, Any]) -> dict[str, Any]:
@@ -411,7 +455,8 @@ def contained(live: tuple[Any, str], tmp_path_factory: pytest.TempPathFactory) -
     work_root.mkdir()
     (repo / ".git").mkdir(parents=True)
     (repo / ".git" / "config").write_text(
-        f'[remote "origin"]\n\turl = https://x-access-token:{GIT_TOKEN}@github.com/o/r\n')
+        f'[remote "origin"]\n\turl = https://x-access-token:{GIT_TOKEN}@github.com/o/r\n'
+    )
     (repo / "runners").mkdir()
     (repo / "runners" / "__init__.py").write_text("")
     (repo / "runners" / "harness.py").write_text(FAKE_HARNESS)
@@ -427,13 +472,16 @@ def contained(live: tuple[Any, str], tmp_path_factory: pytest.TempPathFactory) -
     files = [str(repo / ".git" / "config"), str(other_job / "model.py"), "/etc/shadow"]
     modules = {
         "hostile/__init__.py": "",
-        "hostile/attacks.py": ATTACKS.replace("PORT", str(listener.getsockname()[1]))
-                                    .replace("UNRULY_FUNCTIONS", UNRULY_FUNCTIONS.strip()),
+        "hostile/attacks.py": ATTACKS.replace("PORT", str(listener.getsockname()[1])).replace(
+            "UNRULY_FUNCTIONS", UNRULY_FUNCTIONS.strip()
+        ),
         "probes/__init__.py": "",
         "probes/sock.py": PROBE_SOCKET.replace("SOCKET_PATH", repr(service.path)),
-        "probes/files.py": PROBE_FILES.replace("FILES", repr(files))
-                                      .replace("HOST_TOKEN", "numcheck-no-such-process"),
-        "probes/ordinary.py": ORDINARY}
+        "probes/files.py": PROBE_FILES.replace("FILES", repr(files)).replace(
+            "HOST_TOKEN", "numcheck-no-such-process"
+        ),
+        "probes/ordinary.py": ORDINARY,
+    }
     fingerprints, findings = write_modules(repo, modules)
     wanted = {*ATTACK_NAMES, "through_socket", "through_files", "log_of_softmax"}
     assert wanted <= set(fingerprints), sorted(fingerprints)
@@ -447,10 +495,19 @@ def contained(live: tuple[Any, str], tmp_path_factory: pytest.TempPathFactory) -
                 info = (top / part).stat()
                 tree[part] = (info.st_uid, oct(info.st_mode & 0o777))
 
-    runner = DockerRunner(client=client, default_image=image, limits=LIVE_LIMITS,
-                          work_root=str(work_root))
-    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
-           "search_seconds": 1.0, "finding_timeout": 20.0, "harvest": False, "fix": False}
+    runner = DockerRunner(
+        client=client, default_image=image, limits=LIVE_LIMITS, work_root=str(work_root)
+    )
+    job = {
+        "repo": str(repo),
+        "findings": findings,
+        "entries": [],
+        "seed": 0,
+        "search_seconds": 1.0,
+        "finding_timeout": 20.0,
+        "harvest": False,
+        "fix": False,
+    }
     try:
         with pytest.MonkeyPatch.context() as patch:
             for name, value in PLANTED_ENV.items():
@@ -466,8 +523,7 @@ def contained(live: tuple[Any, str], tmp_path_factory: pytest.TempPathFactory) -
     assert list(work_root.iterdir()) == []
 
 
-def test_live_the_ordinary_finding_is_confirmed_beside_the_attacks(
-        contained: Contained) -> None:
+def test_live_the_ordinary_finding_is_confirmed_beside_the_attacks(contained: Contained) -> None:
     result = contained.result
     assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
     assert contained.record("log_of_softmax")["status"] == "confirmed"
@@ -532,8 +588,7 @@ def test_live_an_endless_loop_is_that_findings_timeout(contained: Contained) -> 
     assert record["status"] == "error" and record["error"].startswith("timeout"), record
 
 
-def test_live_a_blocked_deadline_signal_is_stopped_by_the_supervisor(
-        contained: Contained) -> None:
+def test_live_a_blocked_deadline_signal_is_stopped_by_the_supervisor(contained: Contained) -> None:
     record = contained.record("blocker")
     assert record["status"] == "error" and "supervisor" in record["error"], record
 
@@ -563,8 +618,13 @@ def test_live_host_sockets_files_and_processes_are_out_of_reach(contained: Conta
     # the harness's seccomp filter holds in the container too (runners/seccomp.py)
     assert contained.result.isolation["seccomp"] is True, contained.result.isolation
     refused = errno.EAFNOSUPPORT
-    assert seen["sockets"] == {"inet": refused, "inet6": refused, "netlink": refused,
-                               "packet": refused, "pair": "x"}, seen["sockets"]
+    assert seen["sockets"] == {
+        "inet": refused,
+        "inet6": refused,
+        "netlink": refused,
+        "packet": refused,
+        "pair": "x",
+    }, seen["sockets"]
 
 
 # ---------------------------------------------------------------- images and compose
@@ -600,8 +660,11 @@ def test_the_offline_runner_image_is_pinned_multi_stage_and_unprivileged() -> No
             assert sep and version.strip(), f"not pinned: {line}"
             pins[name.strip()] = version.strip()
     project = tomllib.loads((DOCKER_DIR.parent / "pyproject.toml").read_text())["project"]
-    declared = [*project["dependencies"], *project["optional-dependencies"]["torch"],
-                *project["optional-dependencies"]["tensorflow"]]
+    declared = [
+        *project["dependencies"],
+        *project["optional-dependencies"]["torch"],
+        *project["optional-dependencies"]["tensorflow"],
+    ]
     for requirement in declared:
         name, sep, version = requirement.partition("==")
         if sep:
@@ -613,8 +676,14 @@ def test_compose_runs_the_whole_app_with_health_checks() -> None:
     yaml = pytest.importorskip("yaml")
     compose = yaml.safe_load((DOCKER_DIR / "compose.yml").read_text(encoding="utf-8"))
     services = compose["services"]
-    assert set(services) == {"web", "worker-static", "worker-dynamic", "worker-gpu", "redis",
-                             "postgres"}
+    assert set(services) == {
+        "web",
+        "worker-static",
+        "worker-dynamic",
+        "worker-gpu",
+        "redis",
+        "postgres",
+    }
     for name, service in services.items():
         assert "healthcheck" in service, name
     assert "bot.web:create_app()" in services["web"]["command"]
@@ -636,8 +705,9 @@ def _compose_command() -> list[str]:
     plugin = subprocess.run(["docker", "compose", "version"], capture_output=True, check=False)
     if plugin.returncode == 0:
         return ["docker", "compose"]
-    assert shutil.which("docker-compose"), \
+    assert shutil.which("docker-compose"), (
         "neither `docker compose` nor docker-compose: apt-get install -y docker-compose"
+    )
     return ["docker-compose"]
 
 
@@ -648,15 +718,30 @@ def test_compose_config_validates(tmp_path: Path) -> None:
     (tmp_path / "numcheck.env").write_text("NUMCHECK_APP_ID=1\n")
     (tmp_path / "secrets").mkdir()
     (tmp_path / "secrets" / "numcheck-app.pem").write_text("not a key\n")
-    command = [*_compose_command(), "-p", "numcheck", "-f", str(tmp_path / "compose.yml"),
-               "--profile", "gpu"]
-    checked = subprocess.run([*command, "config", "-q"], capture_output=True, text=True,
-                             check=False)
+    command = [
+        *_compose_command(),
+        "-p",
+        "numcheck",
+        "-f",
+        str(tmp_path / "compose.yml"),
+        "--profile",
+        "gpu",
+    ]
+    checked = subprocess.run(
+        [*command, "config", "-q"], capture_output=True, text=True, check=False
+    )
     assert checked.returncode == 0, checked.stderr
-    listed = subprocess.run([*command, "config", "--services"], capture_output=True,
-                            text=True, check=True)
-    assert set(listed.stdout.split()) == {"web", "worker-static", "worker-dynamic",
-                                          "worker-gpu", "redis", "postgres"}
+    listed = subprocess.run(
+        [*command, "config", "--services"], capture_output=True, text=True, check=True
+    )
+    assert set(listed.stdout.split()) == {
+        "web",
+        "worker-static",
+        "worker-dynamic",
+        "worker-gpu",
+        "redis",
+        "postgres",
+    }
 
 
 def test_runner_from_the_worker_settings() -> None:
@@ -665,20 +750,28 @@ def test_runner_from_the_worker_settings() -> None:
 
     assert isinstance(runner_from_env({}), LocalRunner)
     assert runner_from_env({"NUMCHECK_REQUIRE_ISOLATION": "true"}).require_network_isolation
-    assert runner_from_env({"NUMCHECK_SANDBOX_UIDS": "700000-700009"}).uids == \
-        range(700000, 700010)
+    assert runner_from_env({"NUMCHECK_SANDBOX_UIDS": "700000-700009"}).uids == range(700000, 700010)
     assert runner_from_env({}).uids == range(640000, 640256)
-    gpu = runner_from_env({"NUMCHECK_RUNNER": "docker", "NUMCHECK_RUNNER_GPUS": "0,1",
-                           "NUMCHECK_RUNNER_IMAGE": "acme/runner:1",
-                           "NUMCHECK_WORKSPACE_ROOT": "/var/lib/numcheck/work"})
+    gpu = runner_from_env(
+        {
+            "NUMCHECK_RUNNER": "docker",
+            "NUMCHECK_RUNNER_GPUS": "0,1",
+            "NUMCHECK_RUNNER_IMAGE": "acme/runner:1",
+            "NUMCHECK_WORKSPACE_ROOT": "/var/lib/numcheck/work",
+        }
+    )
     assert isinstance(gpu, DockerRunner) and gpu.gpus and gpu.gpu_ids == ["0", "1"]
     assert gpu.default_image == "acme/runner:1" and gpu.work_root == "/var/lib/numcheck/work"
     cpu = runner_from_env({"NUMCHECK_RUNNER": "docker"})
     assert not cpu.gpus and cpu.default_image == DEFAULT_IMAGE and cpu.work_root is None
     assert cpu.images == {} and cpu.allowed_images == ()
-    mapped = runner_from_env({"NUMCHECK_RUNNER": "docker",
-                              "NUMCHECK_RUNNER_IMAGES": "a/b=img:1, c/d = img:2",
-                              "NUMCHECK_RUNNER_ALLOWED_IMAGES": "ghcr.io/a/*, img:*"})
+    mapped = runner_from_env(
+        {
+            "NUMCHECK_RUNNER": "docker",
+            "NUMCHECK_RUNNER_IMAGES": "a/b=img:1, c/d = img:2",
+            "NUMCHECK_RUNNER_ALLOWED_IMAGES": "ghcr.io/a/*, img:*",
+        }
+    )
     assert mapped.images == {"a/b": "img:1", "c/d": "img:2"}
     assert mapped.allowed_images == ("ghcr.io/a/*", "img:*")
     with pytest.raises(ValueError, match="owner/name=image"):
@@ -697,12 +790,14 @@ def test_a_repositorys_configured_image_reaches_the_docker_runner(tmp_path: Path
 
     config = config_from_mapping({"runner_image": "ghcr.io/octo/runner:7"}, "x")
     job = _job(tmp_path, [], config, "octo/numlib")
-    runner = DockerRunner(images={"octo/numlib": "mapped:1"}, default_image="default:1",
-                          allowed_images=("ghcr.io/octo/*",))
+    runner = DockerRunner(
+        images={"octo/numlib": "mapped:1"},
+        default_image="default:1",
+        allowed_images=("ghcr.io/octo/*",),
+    )
     assert runner.image_for(job) == "mapped:1"
     other = _job(tmp_path, [], config, "octo/other")
     assert runner.image_for(other) == "ghcr.io/octo/runner:7"
     plain = _job(tmp_path, [], config_from_mapping({}, "x"), "octo/numlib")
     assert runner.image_for(plain) == "mapped:1"
-    assert runner.image_for(_job(tmp_path, [], config_from_mapping({}, "x"), "a/b")) == \
-        "default:1"
+    assert runner.image_for(_job(tmp_path, [], config_from_mapping({}, "x"), "a/b")) == "default:1"

@@ -36,8 +36,9 @@ DOCS = ROOT / "docs"
 
 def test_committed_docs_are_current() -> None:
     stale = docs.stale(DOCS)
-    assert stale == [], (f"stale: {', '.join(stale)}; run `.venv/bin/python -m analyzers.docs` "
-                         "and commit docs/")
+    assert stale == [], (
+        f"stale: {', '.join(stale)}; run `.venv/bin/python -m analyzers.docs` and commit docs/"
+    )
 
 
 def test_check_command_fails_on_a_stale_page_and_write_fixes_it(tmp_path: Path) -> None:
@@ -95,15 +96,15 @@ def test_ops_page_lists_fixes_in_the_order_the_fix_stage_ranks_them() -> None:
     text = docs.ops_markdown()
     for spec in CATALOGUE.entries:
         entries = fix_order(spec)
-        names = re.findall(r"^\d+\. [a-z-]+ \((t_[a-z0-9_]+)\)", _op_section(text, spec.op),
-                           re.M)
+        names = re.findall(r"^\d+\. [a-z-]+ \((t_[a-z0-9_]+)\)", _op_section(text, spec.op), re.M)
         assert list(dict.fromkeys(names)) == [e.function.__name__ for e in entries], spec.op
         ranks = [min(rank(e.kind, n) for n in e.names) for e in entries]
         assert ranks == sorted(ranks), spec.op
     log = [e.function.__name__ for e in fix_order(CATALOGUE.by_op["log"])]
     assert log.index("t_log_softmax") < log.index("t_epsilon") < log.index("t_clamp")
-    assert "t_float32_eps" not in [e.function.__name__
-                                   for e in fix_order(CATALOGUE.by_op["softmax"])]
+    assert "t_float32_eps" not in [
+        e.function.__name__ for e in fix_order(CATALOGUE.by_op["softmax"])
+    ]
 
 
 def test_ops_page_states_the_invalid_domain_per_dtype() -> None:
@@ -115,8 +116,10 @@ def test_ops_page_states_the_invalid_domain_per_dtype() -> None:
     cosh = _op_section(text, "cosh")
     assert re.search(r"\| float32 \| \\\|x\\\| > 89\.41", cosh)  # |x| escaped in the table
     log = _op_section(text, "log")
-    assert "| float16 | x <= 0 (-inf at 0, NaN below); 0 < \\|x\\| ≤ 2.98023e-08 is stored " \
-           "as 0 |" in log
+    assert (
+        "| float16 | x <= 0 (-inf at 0, NaN below); 0 < \\|x\\| ≤ 2.98023e-08 is stored "
+        "as 0 |" in log
+    )
 
 
 @pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "float64"])
@@ -143,10 +146,8 @@ def test_every_key_the_parser_accepts_is_documented_and_nothing_else() -> None:
     documented = set(re.findall(r"^### `([^`]+)`$", text, re.M))
     top = {k for k in documented if "." not in k}
     assert top == set(_KEYS)
-    assert {k.split(".", 1)[1] for k in documented if k.startswith("entries.")} == \
-        set(ENTRY_KEYS)
-    assert {k.split(".", 1)[1] for k in documented if k.startswith("script.")} == \
-        set(SCRIPT_KEYS)
+    assert {k.split(".", 1)[1] for k in documented if k.startswith("entries.")} == set(ENTRY_KEYS)
+    assert {k.split(".", 1)[1] for k in documented if k.startswith("script.")} == set(SCRIPT_KEYS)
     with pytest.raises(ConfigError, match="unknown key 'undocumented'"):
         config_from_mapping({"undocumented": 1})
     with pytest.raises(ConfigError, match="unknown key 'undocumented'"):
@@ -158,8 +159,11 @@ def _load(snippet: str) -> Config:
     return config_from_mapping(table, "the example", known_ops=KNOWN_OPS)
 
 
-@pytest.mark.parametrize("spec", [*CONFIG_KEYS, *ENTRY_KEY_SPECS, *SCRIPT_KEY_SPECS],
-                         ids=lambda s: f"{s.table}.{s.name}".lstrip("."))
+@pytest.mark.parametrize(
+    "spec",
+    [*CONFIG_KEYS, *ENTRY_KEY_SPECS, *SCRIPT_KEY_SPECS],
+    ids=lambda s: f"{s.table}.{s.name}".lstrip("."),
+)
 def test_every_example_loads_and_sets_its_key(spec: docs.KeySpec) -> None:
     example = docs.key_example(spec)
     assert f"```toml\n{example}\n```" in docs.configuration_markdown()
@@ -179,7 +183,7 @@ def test_every_example_loads_and_sets_its_key(spec: docs.KeySpec) -> None:
         else:
             assert got == value
     elif spec.name == "extend_exclude":
-        assert config.exclude[-len(raw[spec.name]):] == tuple(raw[spec.name])
+        assert config.exclude[-len(raw[spec.name]) :] == tuple(raw[spec.name])
     elif spec.name in ("entries", "script"):
         assert config.to_json()[spec.name] not in (None, [])
     else:
@@ -191,8 +195,7 @@ def test_documented_defaults_are_the_parsers() -> None:
     text = docs.configuration_markdown()
     defaults = Config().to_json()
     for spec in CONFIG_KEYS:
-        section = re.search(rf"^### `{spec.name}`\n(.*?)(?=^### |^## |\Z)", text,
-                            re.S | re.M)
+        section = re.search(rf"^### `{spec.name}`\n(.*?)(?=^### |^## |\Z)", text, re.S | re.M)
         assert section, spec.name
         line = next(ln for ln in section.group(1).splitlines() if ln.startswith("- default:"))
         if spec.name in ("exclude",):
@@ -225,16 +228,20 @@ def test_readme_links_the_reference_pages() -> None:
 # What a clone from GitHub does not have: the design and numerics notes and the `shared`
 # folder beside the repository, and paths of one machine. Written as regular expressions, so
 # this file does not match itself.
-OUTSIDE = (r"\bDESIGN\.md", r"\bNUMERICS\.md", r"\.\./shared\b", r"\bshared/github-webhooks",
-           r"[\"']shared[\"']",  # as a path part in code
-           r"(?<![\w.~/-])/(?:work|root)/")
+OUTSIDE = (
+    r"\bDESIGN\.md",
+    r"\bNUMERICS\.md",
+    r"\.\./shared\b",
+    r"\bshared/github-webhooks",
+    r"[\"']shared[\"']",  # as a path part in code
+    r"(?<![\w.~/-])/(?:work|root)/",
+)
 
 
 def test_the_repository_names_nothing_outside_it() -> None:
     """No tracked file cites or reads a file outside the repository: docs/architecture.md and
     docs/numerics.md hold the design and the facts, tests/fixtures/ the webhook payloads."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
-                            check=False)
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=False)
     if listed.returncode != 0:
         pytest.skip("not a git checkout")
     pattern = re.compile("|".join(OUTSIDE))
@@ -244,6 +251,9 @@ def test_the_repository_names_nothing_outside_it() -> None:
         if not name or not path.is_file():
             continue
         text = path.read_bytes().decode("utf-8", "replace")
-        hits += [f"{name}:{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), 1)
-                 if pattern.search(line)]
+        hits += [
+            f"{name}:{n}: {line.strip()}"
+            for n, line in enumerate(text.splitlines(), 1)
+            if pattern.search(line)
+        ]
     assert hits == [], "names files outside the repository:\n" + "\n".join(hits)

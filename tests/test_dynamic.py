@@ -68,14 +68,22 @@ def marker_line(rel: str, marker: str) -> int:
     return found[0]
 
 
-def searcher(entry: Entry, rel: str, marker: str, op: str, seed: int = 0,
-             budget: Budget | None = None) -> Searcher:
-    return Searcher(entry, str(FIXTURES / rel), frozenset({marker_line(rel, marker)}), op,
-                    seed=seed, budget=budget)
+def searcher(
+    entry: Entry, rel: str, marker: str, op: str, seed: int = 0, budget: Budget | None = None
+) -> Searcher:
+    return Searcher(
+        entry,
+        str(FIXTURES / rel),
+        frozenset({marker_line(rel, marker)}),
+        op,
+        seed=seed,
+        budget=budget,
+    )
 
 
-def search(function: str, marker: str, op: str, seed: int = 0,
-           budget: Budget | None = None) -> tuple[Entry, Searcher, Outcome]:
+def search(
+    function: str, marker: str, op: str, seed: int = 0, budget: Budget | None = None
+) -> tuple[Entry, Searcher, Outcome]:
     entry = synthesise(FIXTURES, SEARCH, function, seed)
     found = searcher(entry, SEARCH, marker, op, seed, budget)
     return entry, found, found.run()
@@ -84,14 +92,17 @@ def search(function: str, marker: str, op: str, seed: int = 0,
 # ---------------------------------------------------------------- specs
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("float32[4,10] in [-100, 100]", InputSpec("float32", (4, 10), -100.0, 100.0, "config")),
-    ("int64[4] in [0, 9]", InputSpec("int64", (4,), 0.0, 9.0, "config")),
-    ("float64[ 2 , 5 ]in[-1e3,2.5e3]", InputSpec("float64", (2, 5), -1000.0, 2500.0, "config")),
-    ("bool[2,3]", InputSpec("bool", (2, 3), 0.0, 1.0, "default")),
-    ("float32[]", InputSpec("float32", (), DEFAULT_LO, DEFAULT_HI, "default")),
-    ("float16[8]", InputSpec("float16", (8,), DEFAULT_LO, DEFAULT_HI, "default")),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("float32[4,10] in [-100, 100]", InputSpec("float32", (4, 10), -100.0, 100.0, "config")),
+        ("int64[4] in [0, 9]", InputSpec("int64", (4,), 0.0, 9.0, "config")),
+        ("float64[ 2 , 5 ]in[-1e3,2.5e3]", InputSpec("float64", (2, 5), -1000.0, 2500.0, "config")),
+        ("bool[2,3]", InputSpec("bool", (2, 3), 0.0, 1.0, "default")),
+        ("float32[]", InputSpec("float32", (), DEFAULT_LO, DEFAULT_HI, "default")),
+        ("float16[8]", InputSpec("float16", (8,), DEFAULT_LO, DEFAULT_HI, "default")),
+    ],
+)
 def test_parse_spec_reads_the_documented_forms(text: str, expected: InputSpec) -> None:
     """Without `in [lo, hi]` the box is the stated default, and says so (source)."""
     assert parse_spec(text) == expected
@@ -106,10 +117,18 @@ def test_spec_survives_describe_and_json() -> None:
     assert default_spec().describe() == "float32[4,8] in [-100, 100]"
 
 
-@pytest.mark.parametrize("text", [
-    "", "float32", "float32(4,10)", "float32[4,x]", "float32[4,10] in [-1]",
-    "float32[4,10] between 0 and 1", "float32[4,10] in [0, 1] extra",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "float32",
+        "float32(4,10)",
+        "float32[4,x]",
+        "float32[4,10] in [-1]",
+        "float32[4,10] between 0 and 1",
+        "float32[4,10] in [0, 1] extra",
+    ],
+)
 def test_parse_spec_rejects_malformed_text_with_the_accepted_form(text: str) -> None:
     with pytest.raises(SpecError) as info:
         parse_spec(text)
@@ -164,13 +183,31 @@ def test_sample_stays_in_the_box_with_inclusive_integer_ends() -> None:
 
 # op -> (operand in the invalid domain, a safe operand); the loss must be <= 0 and > 0.
 DOMAIN_CASES: dict[str, tuple[Any, Any]] = {
-    "log": (0.0, 1.0), "log2": (0.0, 1.0), "log10": (0.0, 1.0), "log1p": (-1.0, 0.0),
-    "logit": (0.0, 0.5), "sqrt": (0.0, 4.0), "rsqrt": (0.0, 4.0), "reciprocal": (0.0, 2.0),
-    "div": (0.0, 2.0), "fmod": (0.0, 2.0), "exp": (200.0, 1.0), "exp2": (200.0, 1.0),
-    "expm1": (200.0, 1.0), "cosh": (-200.0, 1.0), "sinh": (200.0, -1.0), "pow": (-1.0, 4.0),
-    "acos": (1.0, 0.5), "asin": (-1.0, 0.5), "atanh": (1.0, 0.0), "erfinv": (-1.0, 0.5),
-    "acosh": (0.5, 2.0), "lgamma": (-2.0, 1.5), "digamma": (-3.0, 1.5),
-    "binary_cross_entropy": (1.0, 0.5), "kl_div": (0.0, 1.0),
+    "log": (0.0, 1.0),
+    "log2": (0.0, 1.0),
+    "log10": (0.0, 1.0),
+    "log1p": (-1.0, 0.0),
+    "logit": (0.0, 0.5),
+    "sqrt": (0.0, 4.0),
+    "rsqrt": (0.0, 4.0),
+    "reciprocal": (0.0, 2.0),
+    "div": (0.0, 2.0),
+    "fmod": (0.0, 2.0),
+    "exp": (200.0, 1.0),
+    "exp2": (200.0, 1.0),
+    "expm1": (200.0, 1.0),
+    "cosh": (-200.0, 1.0),
+    "sinh": (200.0, -1.0),
+    "pow": (-1.0, 4.0),
+    "acos": (1.0, 0.5),
+    "asin": (-1.0, 0.5),
+    "atanh": (1.0, 0.0),
+    "erfinv": (-1.0, 0.5),
+    "acosh": (0.5, 2.0),
+    "lgamma": (-2.0, 1.5),
+    "digamma": (-3.0, 1.5),
+    "binary_cross_entropy": (1.0, 0.5),
+    "kl_div": (0.0, 1.0),
     "arange": (0.0, 2.0),
     "atan2": (0.0, 1.0),  # the operand alone (y); with x too: tests/test_search_stages.py
     "cdist": ([[0.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [1.0, 1.0]]),  # rows as points
@@ -182,15 +219,17 @@ DOMAIN_CASES: dict[str, tuple[Any, Any]] = {
 # (the harness says so) until suspect.py implements them.
 NOT_SEARCHED: set[str] = set()
 NEEDS_THE_CALL = {"cross_entropy"}  # counts targets: tests/test_search_stages.py
-RISKY_WITH_LOSS = sorted(op for op, spec in CATALOGUE.by_op.items()
-                         if spec.kind == "risky" and has_loss(op))
+RISKY_WITH_LOSS = sorted(
+    op for op, spec in CATALOGUE.by_op.items() if spec.kind == "risky" and has_loss(op)
+)
 
 
 def test_every_risky_op_with_a_suspect_loss_has_an_implementation_and_a_case() -> None:
     """A catalogue entry naming a loss that suspect.py does not implement would make the
     search skip the op silently; a new op without a case here would go untested."""
-    named = {op for op, spec in CATALOGUE.by_op.items() if spec.kind == "risky"
-             and spec.suspect_loss}
+    named = {
+        op for op, spec in CATALOGUE.by_op.items() if spec.kind == "risky" and spec.suspect_loss
+    }
     assert {op for op in named if not has_loss(op)} == NOT_SEARCHED
     assert set(RISKY_WITH_LOSS) == set(DOMAIN_CASES) | NEEDS_THE_CALL
 
@@ -205,8 +244,10 @@ def test_suspect_loss_is_nonpositive_exactly_in_the_invalid_domain(op: str) -> N
     assert float(at_good) > 0, f"{op} is fine at {good} but its loss is {float(at_good)}"
 
 
-@pytest.mark.parametrize("op", [op for op in RISKY_WITH_LOSS
-                                if op not in ("softmax", "cross_entropy", "linalg", "cdist")])
+@pytest.mark.parametrize(
+    "op",
+    [op for op in RISKY_WITH_LOSS if op not in ("softmax", "cross_entropy", "linalg", "cdist")],
+)
 def test_suspect_loss_gives_the_gradient_stage_a_direction(op: str) -> None:
     """Sign-gradient steps need a non-zero gradient at an ordinary (safe) point."""
     x = torch.tensor([DOMAIN_CASES[op][1], DOMAIN_CASES[op][1] + 0.25], requires_grad=True)
@@ -231,8 +272,16 @@ def test_suspect_loss_takes_the_worst_element() -> None:
 
 def test_div_names_cover_functions_methods_and_operators() -> None:
     names = op_names("div")
-    assert {"div", "divide", "true_divide", "__rdiv__", "__rtruediv__", "__truediv__",
-            "__floordiv__", "div_"} <= names
+    assert {
+        "div",
+        "divide",
+        "true_divide",
+        "__rdiv__",
+        "__rtruediv__",
+        "__truediv__",
+        "__floordiv__",
+        "div_",
+    } <= names
     assert "log" not in names and "div" not in op_names("log")
     assert {"log", "log_"} <= op_names("log")
 
@@ -244,26 +293,34 @@ class _Recorder(TorchFunctionMode):
         super().__init__()
         self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
 
-    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
-                           kwargs: dict[str, Any] | None = None) -> Any:
+    def __torch_function__(
+        self,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
         self.calls.append((getattr(func, "__name__", ""), args, dict(kwargs or {})))
         return func(*args, **(kwargs or {}))
 
 
-@pytest.mark.parametrize(("form", "call"), [
-    ("a / b", lambda a, b: a / b),
-    ("torch.div(a, b)", lambda a, b: torch.div(a, b)),
-    ("a.div(b)", lambda a, b: a.div(b)),
-    ("torch.div(a, other=b)", lambda a, b: torch.div(a, other=b)),
-    ("torch.true_divide(a, b)", lambda a, b: torch.true_divide(a, b)),
-    ("a // b", lambda a, b: a // b),
-    ("2 / b", lambda a, b: 2 / b),
-])
+@pytest.mark.parametrize(
+    ("form", "call"),
+    [
+        ("a / b", lambda a, b: a / b),
+        ("torch.div(a, b)", lambda a, b: torch.div(a, b)),
+        ("a.div(b)", lambda a, b: a.div(b)),
+        ("torch.div(a, other=b)", lambda a, b: torch.div(a, other=b)),
+        ("torch.true_divide(a, b)", lambda a, b: torch.true_divide(a, b)),
+        ("a // b", lambda a, b: a // b),
+        ("2 / b", lambda a, b: 2 / b),
+    ],
+)
 def test_operand_of_picks_the_divisor(form: str, call: Any) -> None:
     a, b = torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0])
     with _Recorder() as recorder:
         call(a, b)
-    (name, args, kwargs), = recorder.calls
+    ((name, args, kwargs),) = recorder.calls
     assert name in op_names("div"), (form, name)
     assert operand_of("div", name, args, kwargs) is b, form
     if form == "2 / b":
@@ -282,7 +339,7 @@ def test_kl_div_suspect_operand_is_the_target() -> None:
     target = torch.tensor([[0.5, 0.5]])
     with _Recorder() as recorder:
         torch.nn.functional.kl_div(log_probs, target, reduction="batchmean")
-    (name, args, kwargs), = [c for c in recorder.calls if c[0] == "kl_div"]
+    ((name, args, kwargs),) = [c for c in recorder.calls if c[0] == "kl_div"]
     operand = operand_of("kl_div", name, args, kwargs)
     assert operand is target
     assert float(suspect_loss("kl_div", operand)) > 0  # a safe call is not at the boundary
@@ -292,14 +349,19 @@ def test_kl_div_suspect_operand_is_the_target() -> None:
 
 
 def _probe(marker: str, op: str, lines: frozenset[int] | None = None) -> OpProbe:
-    return OpProbe(str(FIXTURES / PROBED), lines or frozenset({marker_line(PROBED, marker)}),
-                   op)
+    return OpProbe(str(FIXTURES / PROBED), lines or frozenset({marker_line(PROBED, marker)}), op)
 
 
-@pytest.mark.parametrize(("marker", "name"), [
-    ("@torch-div", "div"), ("@method-div", "div"), ("@operator-div", "div"),
-    ("@keyword-div", "div"), ("@rdiv", "__rdiv__"),
-])
+@pytest.mark.parametrize(
+    ("marker", "name"),
+    [
+        ("@torch-div", "div"),
+        ("@method-div", "div"),
+        ("@operator-div", "div"),
+        ("@keyword-div", "div"),
+        ("@rdiv", "__rdiv__"),
+    ],
+)
 def test_probe_records_one_form_on_its_line_only(marker: str, name: str) -> None:
     """div_forms divides six times on six lines (two of them the same text): only the
     watched line's call is recorded, with the divisor as the operand."""
@@ -341,8 +403,11 @@ def test_probe_attributes_a_helper_in_another_file_to_the_calling_line() -> None
         through_helper(x)
     assert [(h.func_name, h.operand is x) for h in via_helper.hits] == [("log", True)]
     assert len(direct.hits) == 1 and torch.equal(direct.hits[0].operand, x + 1)
-    helper = OpProbe(str(FIXTURES / "dynfix/probe_helper.py"),
-                     frozenset({marker_line("dynfix/probe_helper.py", "@helper-log")}), "log")
+    helper = OpProbe(
+        str(FIXTURES / "dynfix/probe_helper.py"),
+        frozenset({marker_line("dynfix/probe_helper.py", "@helper-log")}),
+        "log",
+    )
     with helper:
         through_helper(x)
     assert len(helper.hits) == 1  # watched from the helper's own file, it is the helper's
@@ -351,8 +416,9 @@ def test_probe_attributes_a_helper_in_another_file_to_the_calling_line() -> None
 def test_probe_sees_a_call_spanning_several_lines_and_resets() -> None:
     from dynfix.probe_target import multiline
 
-    lines = frozenset(range(marker_line(PROBED, "@multiline-start"),
-                            marker_line(PROBED, "@multiline-end") + 1))
+    lines = frozenset(
+        range(marker_line(PROBED, "@multiline-start"), marker_line(PROBED, "@multiline-end") + 1)
+    )
     probe = _probe("", "log", lines)
     with probe:
         multiline(torch.tensor([1.0]))
@@ -401,14 +467,17 @@ def test_synthesise_keeps_non_tensor_defaults_as_constants() -> None:
     assert torch.allclose(out, torch.log(torch.tensor(8.5)) * 2.0)
 
 
-@pytest.mark.parametrize(("function", "message"), [
-    # an int, bool, float, Optional or Literal parameter gets a value (constant_for);
-    # a str has none to give
-    ("needs_label", r"parameter 'label' \(str\) has no default and is not a tensor"),
-    ("nothing_to_search", r"no tensor parameters"),
-    ("outer.<locals>.inner", r"not reachable from the module"),
-    ("no_such_function", r"dynfix.entry_cases has no no_such_function"),
-])
+@pytest.mark.parametrize(
+    ("function", "message"),
+    [
+        # an int, bool, float, Optional or Literal parameter gets a value (constant_for);
+        # a str has none to give
+        ("needs_label", r"parameter 'label' \(str\) has no default and is not a tensor"),
+        ("nothing_to_search", r"no tensor parameters"),
+        ("outer.<locals>.inner", r"not reachable from the module"),
+        ("no_such_function", r"dynfix.entry_cases has no no_such_function"),
+    ],
+)
 def test_synthesise_refuses_what_it_cannot_call(function: str, message: str) -> None:
     with pytest.raises(EntryError, match=message) as info:
         synthesise(FIXTURES, ENTRIES, function, 0)
@@ -425,8 +494,11 @@ def test_synthesise_calls_a_method_of_a_plain_class_on_a_fresh_object() -> None:
 
 
 def test_synthesise_reports_an_import_failure() -> None:
-    with pytest.raises(EntryError, match=r"importing dynfix.no_such_module failed: "
-                                         r"ModuleNotFoundError"):
+    with pytest.raises(
+        EntryError,
+        match=r"importing dynfix.no_such_module failed: "
+        r"ModuleNotFoundError",
+    ):
         synthesise(FIXTURES, "dynfix/no_such_module.py", "f", 0)
 
 
@@ -439,8 +511,9 @@ def test_synthesise_module_method_from_its_first_layer() -> None:
     again = synthesise(FIXTURES, ENTRIES, "Small.forward", 0)
     model: Any = getattr(entry.fn, "__self__", None)
     model_again: Any = getattr(again.fn, "__self__", None)
-    assert torch.equal(model.proj.weight, model_again.proj.weight), \
+    assert torch.equal(model.proj.weight, model_again.proj.weight), (
         "weights must follow the seed, or the reproducer builds a different model"
+    )
 
 
 def test_synthesise_module_needing_constructor_arguments_asks_for_init() -> None:
@@ -452,8 +525,9 @@ def test_synthesise_module_needing_constructor_arguments_asks_for_init() -> None
 
 
 def test_build_configured_constructs_a_module_with_init() -> None:
-    config = EntryConfig("dynfix.entry_cases:NeedsArgs", ("float32[2,5] in [-1, 1]",),
-                         init={"width": 5})
+    config = EntryConfig(
+        "dynfix.entry_cases:NeedsArgs", ("float32[2,5] in [-1, 1]",), init={"width": 5}
+    )
     entry = build_configured(FIXTURES, config, seed=0)
     assert entry.source == "config" and entry.init == {"width": 5}
     assert isinstance(entry.fn, torch.nn.Module)
@@ -471,14 +545,18 @@ def test_build_configured_function_with_a_bool_mask() -> None:
     assert entry.call([torch.zeros(4, 8), mask]).shape == (4, 8)
 
 
-@pytest.mark.parametrize(("target", "inputs", "message"), [
-    ("dynfix.entry_cases", ("float32[2]",), r"must be 'package.module:name'"),
-    ("dynfix.entry_cases:NoSuch", ("float32[2]",), r"cannot import entry .*NoSuch"),
-    ("dynfix.not_there:f", ("float32[2]",), r"cannot import entry dynfix.not_there:f"),
-    ("dynfix.entry_cases:plain", ("float32[2] in [3, 1]",), r"empty box"),
-])
-def test_build_configured_refuses_bad_targets(target: str, inputs: tuple[str, ...],
-                                              message: str) -> None:
+@pytest.mark.parametrize(
+    ("target", "inputs", "message"),
+    [
+        ("dynfix.entry_cases", ("float32[2]",), r"must be 'package.module:name'"),
+        ("dynfix.entry_cases:NoSuch", ("float32[2]",), r"cannot import entry .*NoSuch"),
+        ("dynfix.not_there:f", ("float32[2]",), r"cannot import entry dynfix.not_there:f"),
+        ("dynfix.entry_cases:plain", ("float32[2] in [3, 1]",), r"empty box"),
+    ],
+)
+def test_build_configured_refuses_bad_targets(
+    target: str, inputs: tuple[str, ...], message: str
+) -> None:
     with pytest.raises(EntryError, match=message):
         build_configured(FIXTURES, EntryConfig(target, inputs), seed=0)
 
@@ -518,8 +596,11 @@ def test_norm_of_a_zero_row_is_a_backward_failure() -> None:
 def test_fully_masked_softmax_row_is_found_without_gradients() -> None:
     """The mask is bool: no gradient reaches it, so restarts or evolution must find a row
     with every entry masked out."""
-    entry = build_configured(FIXTURES, EntryConfig("dynfix.search_cases:masked_softmax",
-                                                   ("float32[4,8]", "bool[4,8]")), seed=0)
+    entry = build_configured(
+        FIXTURES,
+        EntryConfig("dynfix.search_cases:masked_softmax", ("float32[4,8]", "bool[4,8]")),
+        seed=0,
+    )
     outcome = searcher(entry, SEARCH, "@masked-softmax", "softmax").run()
     assert outcome.triggered and outcome.where == "forward"
     assert outcome.stage in ("restarts", "evolution")
@@ -530,25 +611,31 @@ def test_fully_masked_softmax_row_is_found_without_gradients() -> None:
 def test_out_of_reach_is_not_triggered_but_reached() -> None:
     """exp overflows float32 only above 88.7; inside [-10, 10] it cannot, and the best the
     search can do is the box's edge."""
-    entry = build_configured(FIXTURES, EntryConfig("dynfix.search_cases:exp_only",
-                                                   ("float32[4,8] in [-10, 10]",)), seed=0)
-    outcome = searcher(entry, SEARCH, "@exp", "exp",
-                       budget=Budget(seconds=600, evaluations=300)).run()
+    entry = build_configured(
+        FIXTURES,
+        EntryConfig("dynfix.search_cases:exp_only", ("float32[4,8] in [-10, 10]",)),
+        seed=0,
+    )
+    outcome = searcher(
+        entry, SEARCH, "@exp", "exp", budget=Budget(seconds=600, evaluations=300)
+    ).run()
     assert not outcome.triggered and outcome.reached
     assert outcome.error is None and outcome.evaluations == 300
     assert outcome.best_loss == pytest.approx(88.72283905206835 - 10, abs=1e-3)
 
 
 def test_unreached_op_is_reported_as_unreached() -> None:
-    _, _, outcome = search("never_reached", "@never", "log",
-                           budget=Budget(seconds=600, evaluations=200))
+    _, _, outcome = search(
+        "never_reached", "@never", "log", budget=Budget(seconds=600, evaluations=200)
+    )
     assert (outcome.triggered, outcome.reached, outcome.error) == (False, False, None)
     assert outcome.best_loss == math.inf
 
 
 def test_code_raising_on_every_input_records_the_error() -> None:
-    _, _, outcome = search("always_raises", "@raises", "log",
-                           budget=Budget(seconds=600, evaluations=200))
+    _, _, outcome = search(
+        "always_raises", "@raises", "log", budget=Budget(seconds=600, evaluations=200)
+    )
     assert not outcome.triggered and not outcome.reached
     assert outcome.error == "ValueError: refuses every input"
 
@@ -557,8 +644,11 @@ def test_search_is_deterministic_under_a_seed() -> None:
     """Same seed, same trigger: a re-run must show the reader the same values."""
     first = search("standardise", "@std-div", "div", seed=7)[2]
     second = search("standardise", "@std-div", "div", seed=7)[2]
-    assert (first.stage, first.where, first.evaluations) == \
-        (second.stage, second.where, second.evaluations)
+    assert (first.stage, first.where, first.evaluations) == (
+        second.stage,
+        second.where,
+        second.evaluations,
+    )
     assert all(torch.equal(a, b) for a, b in zip(first.inputs, second.inputs, strict=True))
     assert first.trace == second.trace
 
@@ -598,8 +688,9 @@ def _reproducer(function: str, marker: str, op: str, fixed: str) -> tuple[str, s
 
     def still_fails(trial: list[torch.Tensor]) -> bool:
         evaluation = found.evaluate(trial)
-        return evaluation.forward if where == "forward" else \
-            evaluation.backward or evaluation.forward
+        return (
+            evaluation.forward if where == "forward" else evaluation.backward or evaluation.forward
+        )
 
     small = minimise(outcome.inputs, entry.specs, still_fails)
     target = Target(SEARCH, marker_line(SEARCH, marker), op, f"{op}(...)", where)
@@ -609,21 +700,28 @@ def _reproducer(function: str, marker: str, op: str, fixed: str) -> tuple[str, s
 
 def _run_script(root: Path, name: str, source: str) -> subprocess.CompletedProcess[str]:
     (root / name).write_text(source, encoding="utf-8")
-    return subprocess.run([sys.executable, name], cwd=root, capture_output=True, text=True,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, name], cwd=root, capture_output=True, text=True, timeout=120, check=False
+    )
 
 
-@pytest.mark.parametrize(("function", "marker", "op", "fixed", "where"), [
-    ("log_of_softmax", "@log-softmax", "log", "log_of_softmax_fixed", "forward"),
-    ("row_norm", "@norm-sqrt", "sqrt", "row_norm_fixed", "backward"),
-])
+@pytest.mark.parametrize(
+    ("function", "marker", "op", "fixed", "where"),
+    [
+        ("log_of_softmax", "@log-softmax", "log", "log_of_softmax_fixed", "forward"),
+        ("row_norm", "@norm-sqrt", "sqrt", "row_norm_fixed", "backward"),
+    ],
+)
 def test_reproducer_fails_on_the_bug_and_passes_on_the_fix(
-        fixture_copy: Path, function: str, marker: str, op: str, fixed: str,
-        where: str) -> None:
+    fixture_copy: Path, function: str, marker: str, op: str, fixed: str, where: str
+) -> None:
     buggy_source, fixed_source = _reproducer(function, marker, op, fixed)
     tree = ast.parse(buggy_source)
-    imports = [(n.module, [a.name for a in n.names]) for n in ast.walk(tree)
-               if isinstance(n, ast.ImportFrom)]
+    imports = [
+        (n.module, [a.name for a in n.names])
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom)
+    ]
     assert ("dynfix.search_cases", [function]) in imports
     assert f"in the {where} pass" in buggy_source
     assert ("total.backward()" in buggy_source) == (where == "backward")
@@ -641,8 +739,9 @@ def test_reproducer_rebuilds_a_module_with_the_searched_weights(fixture_copy: Pa
     outcome = found.run()
     assert outcome.triggered and outcome.where == "forward"
     small = minimise(outcome.inputs, entry.specs, lambda t: found.evaluate(t).forward)
-    target = Target(ENTRIES, marker_line(ENTRIES, "@small-forward"), "log", "torch.log(...)",
-                    "forward")
+    target = Target(
+        ENTRIES, marker_line(ENTRIES, "@small-forward"), "log", "torch.log(...)", "forward"
+    )
     source = render(entry, small, target, 0)
     assert "from dynfix.entry_cases import Small" in source
     assert "model = Small()" in source and "model.forward(" in source
@@ -659,8 +758,9 @@ def test_localise_names_the_first_op_that_made_the_nan() -> None:
     """x = 0: the division makes 0/0 = NaN one line before the log the search watched."""
     from analyzers.dynamic.localise import localise
 
-    entry = build_configured(FIXTURES, EntryConfig("dynfix.localise_cases:log_of_normalised",
-                                                   ("float32[4]",)), seed=0)
+    entry = build_configured(
+        FIXTURES, EntryConfig("dynfix.localise_cases:log_of_normalised", ("float32[4]",)), seed=0
+    )
     found = localise(entry, [torch.zeros(4)], str(FIXTURES))
     assert found is not None
     assert found["path"] == "dynfix/localise_cases.py"
@@ -671,29 +771,44 @@ def test_localise_names_the_first_op_that_made_the_nan() -> None:
 def test_localise_is_silent_when_the_forward_stays_finite() -> None:
     from analyzers.dynamic.localise import localise
 
-    entry = build_configured(FIXTURES, EntryConfig("dynfix.localise_cases:gradient_only",
-                                                   ("float32[4]",)), seed=0)
+    entry = build_configured(
+        FIXTURES, EntryConfig("dynfix.localise_cases:gradient_only", ("float32[4]",)), seed=0
+    )
     assert localise(entry, [torch.zeros(4)], str(FIXTURES)) is None
 
 
 def test_autocast_entry_runs_under_autocast_and_its_reproducer_says_so(tmp_path: Path) -> None:
     from analyzers.dynamic.reproducer import Target, render
 
-    entry = build_configured(FIXTURES, EntryConfig(
-        "dynfix.localise_cases:attention_weights", ("float32[2,4] in [-6, 6]",
-                                                    "float32[2,4] in [-6, 6]"),
-        autocast="bfloat16"), seed=0)
+    entry = build_configured(
+        FIXTURES,
+        EntryConfig(
+            "dynfix.localise_cases:attention_weights",
+            ("float32[2,4] in [-6, 6]", "float32[2,4] in [-6, 6]"),
+            autocast="bfloat16",
+        ),
+        seed=0,
+    )
     assert entry.autocast == "bfloat16" and entry.dtype == "bfloat16"
     out = entry.call([torch.ones(2, 4), torch.ones(2, 4)])
     assert out.dtype == torch.bfloat16  # the matmul ran in bfloat16
     outcome = searcher(entry, "dynfix/localise_cases.py", "@autocast-exp", "exp").run()
     assert outcome.triggered and outcome.where == "forward"
-    source = render(entry, outcome.inputs, Target("dynfix/localise_cases.py", 1, "exp",
-                                                   "torch.exp(...)", "forward"), seed=0)
+    source = render(
+        entry,
+        outcome.inputs,
+        Target("dynfix/localise_cases.py", 1, "exp", "torch.exp(...)", "forward"),
+        seed=0,
+    )
     assert 'with torch.autocast("cpu", dtype=torch.bfloat16):' in source
     script = tmp_path / "repro.py"
     script.write_text(source, encoding="utf-8")
-    proc = subprocess.run([sys.executable, str(script)], cwd=FIXTURES, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(FIXTURES)},
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=FIXTURES,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(FIXTURES)},
+        timeout=120,
+    )
     assert proc.returncode != 0 and "AssertionError" in proc.stderr

@@ -48,21 +48,24 @@ def apply_replacements(text: str, replacements: list[dict[str, Any]]) -> str:
         region = r["deletedRegion"]
         assert region["startColumn"] == region["endColumn"] == 1
         inserted = r.get("insertedContent", {}).get("text", "")
-        lines[region["startLine"] - 1: region["endLine"] - 1] = \
-            inserted.splitlines(keepends=True)
+        lines[region["startLine"] - 1 : region["endLine"] - 1] = inserted.splitlines(keepends=True)
     return "".join(lines)
 
 
 def validated(candidate: Candidate) -> dict[str, Any]:
-    record = Validation(candidate.kind, candidate.name, True,
-                        [Check("reproducer", True, True), Check("search", True, True,
-                                                                {"runs": {}})])
+    record = Validation(
+        candidate.kind,
+        candidate.name,
+        True,
+        [Check("reproducer", True, True), Check("search", True, True, {"runs": {}})],
+    )
     return fix_record(candidate, [record])
 
 
 def finding_with_fix(function: str, kind: str | None = None) -> tuple[Finding, Candidate]:
-    (finding,) = [f for f in scan_source(SOURCE, "pkg/losses.py").findings
-                  if f.function == function][:1]
+    (finding,) = [
+        f for f in scan_source(SOURCE, "pkg/losses.py").findings if f.function == function
+    ][:1]
     cands = candidates(SOURCE, FixRequest.from_finding(finding), strict=True)
     candidate = next(c for c in cands if kind is None or c.kind == kind)
     finding.status = "confirmed"
@@ -114,15 +117,20 @@ def test_diff_replacements_cover_insertions_and_deletions() -> None:
 
     replacements = diff_replacements(unified_diff("f.py", before, after))
     assert apply_replacements(before, replacements) == after
-    assert replacements[0]["deletedRegion"] == {"startLine": 1, "startColumn": 1,
-                                                "endLine": 1, "endColumn": 1}
+    assert replacements[0]["deletedRegion"] == {
+        "startLine": 1,
+        "startColumn": 1,
+        "endLine": 1,
+        "endColumn": 1,
+    }
 
 
 def test_no_sarif_fix_without_a_validated_one() -> None:
     finding, _ = finding_with_fix("gap")
     finding.fix = {"status": "none-validated", "tried": [], "reason": "no candidate"}
     (result,) = to_sarif(AnalysisResult(".", None, None, {}, findings=[finding]))["runs"][0][
-        "results"]
+        "results"
+    ]
     assert "fixes" not in result and result["properties"]["fixStatus"] == "none-validated"
 
 

@@ -33,7 +33,7 @@ from runners.local import RunResult
 from runners.pipeline import _merge
 
 PATH = "fixstage/losses.py"
-SOURCE = '''\
+SOURCE = """\
 import torch
 
 
@@ -44,7 +44,7 @@ def log_probs(logits: torch.Tensor) -> torch.Tensor:
 def log_past_a_wall(x: torch.Tensor) -> torch.Tensor:
     wall = torch.where(x <= 0, torch.full_like(x, float("inf")), torch.zeros_like(x))
     return torch.log(x) + wall
-'''
+"""
 
 
 def make_repo(root: Path) -> Path:
@@ -60,8 +60,17 @@ def findings_of(repo: Path) -> dict[str, dict[str, Any]]:
 
 
 def job(repo: Path, findings: list[dict[str, Any]], **settings: Any) -> dict[str, Any]:
-    return {"repo": str(repo), "findings": findings, "entries": [], "seed": 0, "harvest": False,
-            "search_seconds": 1.0, "finding_timeout": 60.0, "fix_timeout": 60.0, **settings}
+    return {
+        "repo": str(repo),
+        "findings": findings,
+        "entries": [],
+        "seed": 0,
+        "harvest": False,
+        "search_seconds": 1.0,
+        "finding_timeout": 60.0,
+        "fix_timeout": 60.0,
+        **settings,
+    }
 
 
 def records_for(result: RunResult, fingerprint: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -77,27 +86,35 @@ def run_script(repo: Path, script: str) -> subprocess.CompletedProcess[str]:
     path = repo / "repro_test_numcheck.py"
     path.write_text(script)
     try:
-        return subprocess.run([sys.executable, str(path)], cwd=repo, capture_output=True,
-                              text=True, timeout=120, env={"PYTHONPATH": str(repo),
-                                                           "PATH": "/usr/bin:/bin"})
+        return subprocess.run(
+            [sys.executable, str(path)],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"},
+        )
     finally:
         path.unlink()
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[str, Any]],
-                                                            RunResult]:
+def run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict[str, dict[str, Any]], RunResult]:
     repo = make_repo(tmp_path_factory.mktemp("fixstage") / "repo")
     found = findings_of(repo)
-    result = with_reproducers(DirectRunner().run(
-        job(repo, [found["log_probs"], found["log_past_a_wall"]]), timeout=300),
-        [found["log_probs"], found["log_past_a_wall"]])
+    result = with_reproducers(
+        DirectRunner().run(job(repo, [found["log_probs"], found["log_past_a_wall"]]), timeout=300),
+        [found["log_probs"], found["log_past_a_wall"]],
+    )
     assert result.outcome == "ok", result.stderr[-3000:]
     return repo, found, result
 
 
 def test_confirmed_finding_gets_a_validated_fix_whose_patch_makes_the_reproducer_pass(
-        run: tuple[Path, dict[str, dict[str, Any]], RunResult], tmp_path: Path) -> None:
+    run: tuple[Path, dict[str, dict[str, Any]], RunResult], tmp_path: Path
+) -> None:
     repo, found, result = run
     confirmation, fix = records_for(result, found["log_probs"]["fingerprint"])
     assert confirmation["status"] == "confirmed" and confirmation["reproducer"]
@@ -113,15 +130,35 @@ def test_confirmed_finding_gets_a_validated_fix_whose_patch_makes_the_reproducer
     # the reproducer fails on the head, and passes once the suggestion is committed
     assert "AssertionError" in run_script(repo, confirmation["reproducer"]).stderr
     patched = make_repo(tmp_path / "patched")
-    (patched / PATH).write_text(apply_suggestion(SOURCE, Patch(**{
-        k: fix[k] for k in ("kind", "name", "description", "path", "diff", "start_line",
-                            "end_line", "replacement", "original", "suggestion_complete")})))
+    (patched / PATH).write_text(
+        apply_suggestion(
+            SOURCE,
+            Patch(
+                **{
+                    k: fix[k]
+                    for k in (
+                        "kind",
+                        "name",
+                        "description",
+                        "path",
+                        "diff",
+                        "start_line",
+                        "end_line",
+                        "replacement",
+                        "original",
+                        "suggestion_complete",
+                    )
+                }
+            ),
+        )
+    )
     done = run_script(patched, confirmation["reproducer"])
     assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_every_confirmation_is_out_before_any_fix_stage_starts(
-        run: tuple[Path, dict[str, dict[str, Any]], RunResult]) -> None:
+    run: tuple[Path, dict[str, dict[str, Any]], RunResult],
+) -> None:
     """Fixes share the run's wall clock: they go last, so a slow one cannot cost a later
     finding its confirmation."""
     _, _, result = run
@@ -130,7 +167,8 @@ def test_every_confirmation_is_out_before_any_fix_stage_starts(
 
 
 def test_no_candidate_validates_and_the_finding_keeps_its_reproducer(
-        run: tuple[Path, dict[str, dict[str, Any]], RunResult]) -> None:
+    run: tuple[Path, dict[str, dict[str, Any]], RunResult],
+) -> None:
     _, found, result = run
     confirmation, fix = records_for(result, found["log_past_a_wall"]["fingerprint"])
     assert confirmation["status"] == "confirmed" and confirmation["reproducer"]
@@ -165,16 +203,34 @@ def test_a_failing_fix_stage_keeps_the_confirmation(tmp_path: Path) -> None:
 
 
 def test_markdown_suggestion_block_covers_exactly_the_fix_lines() -> None:
-    base = dict(path="m.py", column=11, end_column=20, function="f", op="log",
-                framework="torch", call="torch.log(p)", operand="p", why="p may be 0",
-                rule="unguarded-domain", status="confirmed")
-    fix = {"status": "validated", "kind": "clamp", "name": "clamp", "path": "m.py",
-           "description": "clamp", "start_line": 3, "end_line": 4,
-           "original": "    y = torch.log(\n        p)\n",
-           "replacement": "    y = torch.log(\n        p.clamp_min(1e-6))\n",
-           "suggestion_complete": True, "imports": [],
-           "diff": "--- a/m.py\n+++ b/m.py\n@@ -3,2 +3,2 @@\n-    y = torch.log(\n-        p)\n"
-                   "+    y = torch.log(\n+        p.clamp_min(1e-6))\n"}
+    base = dict(
+        path="m.py",
+        column=11,
+        end_column=20,
+        function="f",
+        op="log",
+        framework="torch",
+        call="torch.log(p)",
+        operand="p",
+        why="p may be 0",
+        rule="unguarded-domain",
+        status="confirmed",
+    )
+    fix = {
+        "status": "validated",
+        "kind": "clamp",
+        "name": "clamp",
+        "path": "m.py",
+        "description": "clamp",
+        "start_line": 3,
+        "end_line": 4,
+        "original": "    y = torch.log(\n        p)\n",
+        "replacement": "    y = torch.log(\n        p.clamp_min(1e-6))\n",
+        "suggestion_complete": True,
+        "imports": [],
+        "diff": "--- a/m.py\n+++ b/m.py\n@@ -3,2 +3,2 @@\n-    y = torch.log(\n-        p)\n"
+        "+    y = torch.log(\n+        p.clamp_min(1e-6))\n",
+    }
     finding = Finding(line=3, end_line=4, fix=fix, **base)  # type: ignore[arg-type]
     text = render_markdown(AnalysisResult(".", None, None, {}, findings=[finding]))
     assert "### m.py:3-4" in text
@@ -187,28 +243,57 @@ def test_markdown_suggestion_block_covers_exactly_the_fix_lines() -> None:
     # nor one whose lines are not the commented ones (the finding is on line 4 only)
     narrow = Finding(line=4, end_line=4, fix=fix, **base)  # type: ignore[arg-type]
     from analyzers.report import inline_comment
+
     assert "```suggestion" not in inline_comment(narrow)
     assert "```suggestion" in inline_comment(narrow, (3, 4))
 
 
 def test_several_fixes_in_one_file_are_relocated_one_after_another() -> None:
-    source = "import torch\n\n\ndef f(a, b):\n    x = torch.log(a)\n    y = torch.log(b)\n" \
-             "    return x + y\n"
+    source = (
+        "import torch\n\n\ndef f(a, b):\n    x = torch.log(a)\n    y = torch.log(b)\n"
+        "    return x + y\n"
+    )
 
     def finding(line: int, original: str, replacement: str, imports: list[str]) -> Finding:
-        fix = {"status": "validated", "path": "m.py", "start_line": line, "end_line": line,
-               "original": original, "replacement": replacement, "imports": imports}
-        return Finding("m.py", line, 4, line, 20, "f", "log", "torch", "torch.log(a)", "a",
-                       "why", "unguarded-domain", fix=fix)
+        fix = {
+            "status": "validated",
+            "path": "m.py",
+            "start_line": line,
+            "end_line": line,
+            "original": original,
+            "replacement": replacement,
+            "imports": imports,
+        }
+        return Finding(
+            "m.py",
+            line,
+            4,
+            line,
+            20,
+            "f",
+            "log",
+            "torch",
+            "torch.log(a)",
+            "a",
+            "why",
+            "unguarded-domain",
+            fix=fix,
+        )
 
-    first = finding(5, "    x = torch.log(a)\n",
-                    "    x = torch.log(\n        a.clamp_min(1e-6)\n    )\n", ["import math"])
+    first = finding(
+        5,
+        "    x = torch.log(a)\n",
+        "    x = torch.log(\n        a.clamp_min(1e-6)\n    )\n",
+        ["import math"],
+    )
     second = finding(6, "    y = torch.log(b)\n", "    y = torch.log(b.clamp_min(1e-6))\n", [])
     fixed = apply_to_source("m.py", source, [second, first])
     assert fixed.applied == [first.fingerprint, second.fingerprint] and not fixed.skipped
-    assert fixed.after == ("import torch\nimport math\n\n\ndef f(a, b):\n    x = torch.log(\n"
-                           "        a.clamp_min(1e-6)\n    )\n"
-                           "    y = torch.log(b.clamp_min(1e-6))\n    return x + y\n")
+    assert fixed.after == (
+        "import torch\nimport math\n\n\ndef f(a, b):\n    x = torch.log(\n"
+        "        a.clamp_min(1e-6)\n    )\n"
+        "    y = torch.log(b.clamp_min(1e-6))\n    return x + y\n"
+    )
     gone = finding(6, "    z = torch.log(c)\n", "    z = 0\n", [])
     assert apply_to_source("m.py", source, [gone]).skipped
 
@@ -216,7 +301,9 @@ def test_several_fixes_in_one_file_are_relocated_one_after_another() -> None:
 # ---------------------------------------------------------------- the CLI
 
 MAIN = "import torch\n\n\ndef old(x):\n    return x * 2\n"
-FEATURE = MAIN + '''
+FEATURE = (
+    MAIN
+    + """
 
 def log_probs(logits: torch.Tensor) -> torch.Tensor:
     return torch.log(torch.softmax(logits, dim=-1))
@@ -224,7 +311,8 @@ def log_probs(logits: torch.Tensor) -> torch.Tensor:
 
 def angle(c: torch.Tensor) -> torch.Tensor:
     return torch.acos(c)
-'''
+"""
+)
 
 
 @pytest.fixture
@@ -238,7 +326,8 @@ CONFIG = "search_seconds = 0.5\nharvest = false\n"
 
 
 def test_review_fix_rewrites_the_file_and_a_re_review_finds_nothing(
-        git_repo: GitRepoFactory, run_main: RunMain, direct: DirectRunner) -> None:
+    git_repo: GitRepoFactory, run_main: RunMain, direct: DirectRunner
+) -> None:
     repo = git_repo({"model.py": MAIN, ".numcheck.toml": CONFIG}, {"model.py": FEATURE})
     code, out, err = run_main(["review", str(repo.root), "--base", "main", "--fix"])
     assert code == 1, err
@@ -246,21 +335,26 @@ def test_review_fix_rewrites_the_file_and_a_re_review_finds_nothing(
     text = (repo.root / "model.py").read_text()
     assert "    return torch.log_softmax(logits, dim=-1)\n" in text
     assert "    return torch.acos(c.clamp(-1 + 1e-6, 1 - 1e-6))\n" in text
-    assert text.replace("torch.log_softmax(logits, dim=-1)",
-                        "torch.log(torch.softmax(logits, dim=-1))").replace(
-        "c.clamp(-1 + 1e-6, 1 - 1e-6)", "c") == FEATURE  # nothing else changed
+    assert (
+        text.replace(
+            "torch.log_softmax(logits, dim=-1)", "torch.log(torch.softmax(logits, dim=-1))"
+        ).replace("c.clamp(-1 + 1e-6, 1 - 1e-6)", "c")
+        == FEATURE
+    )  # nothing else changed
     assert direct.jobs and direct.jobs[0]["fix"] is True
     repo.git("commit", "-qam", "numcheck fixes")
     code, out, err = run_main(["review", str(repo.root), "--base", "main", "--static-only"])
     assert code == 0, out + err
 
 
-def test_review_diff_prints_one_unified_diff(git_repo: GitRepoFactory, run_main: RunMain,
-                                             direct: DirectRunner) -> None:
+def test_review_diff_prints_one_unified_diff(
+    git_repo: GitRepoFactory, run_main: RunMain, direct: DirectRunner
+) -> None:
     repo = git_repo({"model.py": MAIN, ".numcheck.toml": CONFIG}, {"model.py": FEATURE})
     repo.checkout("main")  # --diff reads the head from git: the working tree does not matter
-    code, out, err = run_main(["review", str(repo.root), "--base", "main", "--head", "feature",
-                               "--diff"])
+    code, out, err = run_main(
+        ["review", str(repo.root), "--base", "main", "--head", "feature", "--diff"]
+    )
     assert code == 1, err
     assert out.startswith("--- a/model.py\n+++ b/model.py\n")
     assert out.count("--- a/model.py") == 1 and out.count("@@") == 2
@@ -269,8 +363,12 @@ def test_review_diff_prints_one_unified_diff(git_repo: GitRepoFactory, run_main:
     assert "+    return torch.acos(c.clamp(-1 + 1e-6, 1 - 1e-6))\n" in out
     repo.checkout("feature")
     assert (repo.root / "model.py").read_text() == FEATURE  # --diff writes nothing
-    applied = subprocess.run(["git", "-C", str(repo.root), "apply", "--check", "-"],
-                             input=out, text=True, capture_output=True)
+    applied = subprocess.run(
+        ["git", "-C", str(repo.root), "apply", "--check", "-"],
+        input=out,
+        text=True,
+        capture_output=True,
+    )
     assert applied.returncode == 0, applied.stderr
 
 
@@ -286,7 +384,8 @@ class Recording:
 
 
 def test_no_fix_turns_the_stage_off_and_fix_refuses_a_head_not_checked_out(
-        git_repo: GitRepoFactory, run_main: RunMain, monkeypatch: pytest.MonkeyPatch) -> None:
+    git_repo: GitRepoFactory, run_main: RunMain, monkeypatch: pytest.MonkeyPatch
+) -> None:
     recording = Recording()
     monkeypatch.setattr(runners.pipeline, "LocalRunner", lambda: recording)
     repo = git_repo({"model.py": MAIN, ".numcheck.toml": CONFIG}, {"model.py": FEATURE})
@@ -297,8 +396,9 @@ def test_no_fix_turns_the_stage_off_and_fix_refuses_a_head_not_checked_out(
         run_main(["review", str(repo.root), "--base", "main", "--fix", "--no-fix"])
     assert usage.value.code == 2
     repo.checkout("main")
-    code, _, err = run_main(["review", str(repo.root), "--base", "main", "--head", "feature",
-                             "--fix"])
+    code, _, err = run_main(
+        ["review", str(repo.root), "--base", "main", "--head", "feature", "--fix"]
+    )
     assert code == 2 and "is not the checked-out commit" in err
     assert len(recording.jobs) == 2  # refused before any analysis
     assert (repo.root / "model.py").read_text() == MAIN
@@ -306,10 +406,29 @@ def test_no_fix_turns_the_stage_off_and_fix_refuses_a_head_not_checked_out(
 
 def test_fix_leaves_a_file_with_uncommitted_changes_alone(git_repo: GitRepoFactory) -> None:
     repo = git_repo({"m.py": "import torch\n"}, {"m.py": "import torch\nx = torch.log(a)\n"})
-    fix = {"status": "validated", "path": "m.py", "start_line": 2, "end_line": 2,
-           "original": "x = torch.log(a)\n", "replacement": "x = torch.log(a.clamp_min(1))\n"}
-    finding = Finding("m.py", 2, 4, 2, 16, "", "log", "torch", "torch.log(a)", "a", "why",
-                      "unguarded-domain", fix=fix)
+    fix = {
+        "status": "validated",
+        "path": "m.py",
+        "start_line": 2,
+        "end_line": 2,
+        "original": "x = torch.log(a)\n",
+        "replacement": "x = torch.log(a.clamp_min(1))\n",
+    }
+    finding = Finding(
+        "m.py",
+        2,
+        4,
+        2,
+        16,
+        "",
+        "log",
+        "torch",
+        "torch.log(a)",
+        "a",
+        "why",
+        "unguarded-domain",
+        fix=fix,
+    )
     (repo.root / "m.py").write_text("import torch\nx = torch.log(a)  # edited\n")
     (fixed,) = write_fixes(repo.root, "HEAD", [finding])
     assert not fixed.applied and "m.py has uncommitted changes" in fixed.skipped[0][1]

@@ -36,8 +36,7 @@ def _config(source: str) -> Config:
     return Config()
 
 
-def _check_step(before: str, cand: Candidate, finding: Finding, path: str,
-                config: Config) -> None:
+def _check_step(before: str, cand: Candidate, finding: Finding, path: str, config: Config) -> None:
     after = cand.source
     patch = cand.patch
     # the suggestion block covers exactly the finding's lines (widened to what changed)
@@ -59,10 +58,13 @@ def _check_step(before: str, cand: Candidate, finding: Finding, path: str,
     # a line with two risky ops is clean once both are fixed, one step each (the static pass
     # reports one finding per line and op): what must be gone is the call that was fixed
     fixed = normalise_call(finding.call)
-    assert not [f for f in flagged if normalise_call(f.call) == fixed or f.op == finding.op
-                and fixed in normalise_call(f.call)], \
-        f"still flagged after {cand.name}: " + "; ".join(f"{f.line} {f.rule} {f.call}"
-                                                        for f in flagged)
+    assert not [
+        f
+        for f in flagged
+        if normalise_call(f.call) == fixed or f.op == finding.op and fixed in normalise_call(f.call)
+    ], f"still flagged after {cand.name}: " + "; ".join(
+        f"{f.line} {f.rule} {f.call}" for f in flagged
+    )
 
 
 def fix_file(source: str, kind: str, path: str = "example.py") -> tuple[str, list[str]]:
@@ -134,21 +136,22 @@ def test_candidates_come_in_developers_order() -> None:
 def test_one_fix_covers_every_call_of_the_op_on_the_line() -> None:
     """One finding per line and op: `digamma(s) - digamma(a)` and `log(-log(u))` are one
     finding each, and a fix of one call would leave the line as dangerous as before."""
-    source = ("import torch\nimport torch.nn.functional as F\n\n\ndef f(z, y):\n"
-              "    a = F.softplus(z)\n    s = a.sum(-1, keepdim=True)\n"
-              "    return y * (torch.digamma(s) - torch.digamma(a))\n")
+    source = (
+        "import torch\nimport torch.nn.functional as F\n\n\ndef f(z, y):\n"
+        "    a = F.softplus(z)\n    s = a.sum(-1, keepdim=True)\n"
+        "    return y * (torch.digamma(s) - torch.digamma(a))\n"
+    )
     request = _request(source)
     (clamp,) = [c for c in candidates(source, request, strict=True) if c.kind == "clamp"]
     assert "torch.digamma(s.clamp_min(1e-6)) - torch.digamma(a.clamp_min(1e-6))" in clamp.source
     assert scan_source(clamp.source, "m.py").findings == []
     gumbel = "import torch\n\n\ndef f(u):\n    return -torch.log(-torch.log(u))\n"
-    (clamp,) = [c for c in candidates(gumbel, _request(gumbel), strict=True)
-                if c.kind == "clamp"]
+    (clamp,) = [c for c in candidates(gumbel, _request(gumbel), strict=True) if c.kind == "clamp"]
     assert clamp.source.count("clamp_min(") == 2  # the inner log's operand, then the outer's
     assert scan_source(clamp.source, "m.py").findings == []
 
 
-WRITTEN_OUT = '''import tensorflow as tf
+WRITTEN_OUT = """import tensorflow as tf
 import torch
 
 
@@ -171,20 +174,27 @@ def masked_first(scores, mask):
     weights = torch.exp(scores)
     weights = weights * mask
     return weights / weights.sum(dim=-1, keepdim=True)
-'''
+"""
 
 
-@pytest.mark.parametrize(("line", "expected"), [
-    (6, "    weights = torch.softmax(scores, dim=-1)\n"),
-    (11, "    w = torch.softmax(scores, dim=1)\n"),
-    (16, "    e = tf.nn.softmax(logits, axis=-1)\n"),
-    (21, None),  # a mask between the exp and the normalisation: not a softmax
-])
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (6, "    weights = torch.softmax(scores, dim=-1)\n"),
+        (11, "    w = torch.softmax(scores, dim=1)\n"),
+        (16, "    e = tf.nn.softmax(logits, axis=-1)\n"),
+        (21, None),  # a mask between the exp and the normalisation: not a softmax
+    ],
+)
 def test_softmax_written_out_becomes_softmax(line: int, expected: str | None) -> None:
-    (finding,) = [f for f in scan_source(WRITTEN_OUT, "m.py").findings
-                  if f.line == line and f.op == "exp"]
-    fused = [c for c in candidates(WRITTEN_OUT, FixRequest.from_finding(finding), strict=True)
-             if c.name.startswith("softmax")]
+    (finding,) = [
+        f for f in scan_source(WRITTEN_OUT, "m.py").findings if f.line == line and f.op == "exp"
+    ]
+    fused = [
+        c
+        for c in candidates(WRITTEN_OUT, FixRequest.from_finding(finding), strict=True)
+        if c.name.startswith("softmax")
+    ]
     if expected is None:
         assert fused == []
         return
@@ -198,16 +208,20 @@ def test_softmax_written_out_becomes_softmax(line: int, expected: str | None) ->
 def test_float32_scores_left_alone_under_autocast() -> None:
     """Autocast casts a matmul's float32 factors back to float16: upcasting them would be a
     fix that changes nothing, so none is proposed (the finding stays, with the others)."""
-    source = ("import torch\n\n\ndef f(q, k):\n"
-              "    with torch.autocast('cuda', dtype=torch.float16):\n"
-              "        return torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n")
+    source = (
+        "import torch\n\n\ndef f(q, k):\n"
+        "    with torch.autocast('cuda', dtype=torch.float16):\n"
+        "        return torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n"
+    )
     request = _request(source)
     assert request.rule == "fp16-scores-overflow"
     assert [c for c in candidates(source, request, strict=True) if c.kind == "upcast"] == []
-    outside = source.replace("    with torch.autocast('cuda', dtype=torch.float16):\n    ",
-                             "    q = q.half()\n")
-    (upcast,) = [c for c in candidates(outside, _request(outside), strict=True)
-                 if c.kind == "upcast"]
+    outside = source.replace(
+        "    with torch.autocast('cuda', dtype=torch.float16):\n    ", "    q = q.half()\n"
+    )
+    (upcast,) = [
+        c for c in candidates(outside, _request(outside), strict=True) if c.kind == "upcast"
+    ]
     assert "q.float() @ k.transpose(-2, -1).float()" in upcast.source
     assert upcast.source.rstrip().endswith(".to(q.dtype)")
 
@@ -222,18 +236,20 @@ def test_a_compound_divisor_gets_the_floor_then_the_sign_keeping_clamp() -> None
     """kornia's `x / (width - 1.0)`: the one-sided floor reads best but changes the output
     for a negative divisor; the sign-keeping clamp comes next, with the compound divisor in
     parentheses where a method is called on it."""
-    source = ("import torch\n\n\ndef f(x, width):\n"
-              "    return x * 2.0 / (width - 1.0)\n")
+    source = "import torch\n\n\ndef f(x, width):\n    return x * 2.0 / (width - 1.0)\n"
     clamps = [c for c in candidates(source, _request(source), strict=True) if c.kind == "clamp"]
     assert [c.source.splitlines()[-1].strip() for c in clamps] == [
         "return x * 2.0 / (width - 1.0).clamp_min(1e-6)",
         "return x * 2.0 / torch.where(width - 1.0 < 0, (width - 1.0).clamp_max(-1e-6), "
-        "(width - 1.0).clamp_min(1e-6))"]
+        "(width - 1.0).clamp_min(1e-6))",
+    ]
 
 
 def test_where_leak_gets_the_double_where_before_a_clamp() -> None:
-    source = ("import torch\n\n\ndef f(x):\n"
-              "    return torch.where(x > 0, torch.sqrt(x), torch.zeros_like(x))\n")
+    source = (
+        "import torch\n\n\ndef f(x):\n"
+        "    return torch.where(x > 0, torch.sqrt(x), torch.zeros_like(x))\n"
+    )
     names = [c.name for c in candidates(source, _request(source))]
     assert names[0] == "double-where"
 
@@ -256,6 +272,7 @@ def test_patch_json_and_suggestion_block() -> None:
 
 # ---------------------------------------------------------------------------------- bounds
 
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 def test_bounds_hold_in_the_dtype(dtype: str) -> None:
     import torch
@@ -277,6 +294,7 @@ def test_bounds_hold_in_the_dtype(dtype: str) -> None:
 
 # ---------------------------------------------------------------------------------- requests
 
+
 def test_request_from_finding_json() -> None:
     source = "import torch\n\n\ndef f(x):\n    return torch.sqrt(torch.relu(x))\n"
     (finding,) = scan_source(source, "m.py").findings
@@ -287,8 +305,10 @@ def test_request_from_finding_json() -> None:
 
 
 def test_fp16_underflow_sizes_the_epsilon_for_float16() -> None:
-    source = ("import torch\n\n\ndef f(x, y):\n    with torch.autocast('cuda'):\n"
-              "        return x / (y.abs() + 1e-8)\n")
+    source = (
+        "import torch\n\n\ndef f(x, y):\n    with torch.autocast('cuda'):\n"
+        "        return x / (y.abs() + 1e-8)\n"
+    )
     (finding,) = scan_source(source, "m.py").findings
     request = FixRequest.from_finding(finding)
     assert finding.rule == "eps-underflow-fp16" and request.dtype == "float16"
@@ -314,12 +334,14 @@ def test_multi_line_call_is_covered_by_one_suggestion() -> None:
     (best, *_) = candidates(source, FixRequest.from_finding(finding))
     patch = best.patch
     assert (patch.start_line, patch.end_line) == (19, 21)
-    assert patch.original == ("    log_probs = torch.log(\n"
-                              "        F.softmax(logits, dim=-1),  # over the classes\n"
-                              "    )\n")
-    assert patch.replacement == ("    log_probs = F.log_softmax(\n"
-                                 "        logits, dim=-1,  # over the classes\n"
-                                 "    )\n")
+    assert patch.original == (
+        "    log_probs = torch.log(\n"
+        "        F.softmax(logits, dim=-1),  # over the classes\n"
+        "    )\n"
+    )
+    assert patch.replacement == (
+        "    log_probs = F.log_softmax(\n        logits, dim=-1,  # over the classes\n    )\n"
+    )
     assert apply_suggestion(source, patch) == best.source
 
 
@@ -332,8 +354,10 @@ def test_masked_fill_suggestion_reaches_up_to_the_fill() -> None:
 
 
 def test_a_producer_whose_input_changed_is_not_used() -> None:
-    source = ("import torch\n\n\ndef f(z):\n    q = torch.sigmoid(z)\n    z = z * 2\n"
-              "    return torch.log(q)\n")
+    source = (
+        "import torch\n\n\ndef f(z):\n    q = torch.sigmoid(z)\n    z = z * 2\n"
+        "    return torch.log(q)\n"
+    )
     (finding,) = scan_source(source, "m.py").findings
     names = [c.name for c in candidates(source, FixRequest.from_finding(finding), strict=True)]
     assert "log-sigmoid" not in names and names  # the guards still apply
@@ -345,8 +369,10 @@ def test_a_producer_whose_input_changed_is_not_used() -> None:
 
 def test_only_code_the_sandbox_can_validate_gets_candidates() -> None:
     """numpy, JAX and Keras 3 findings stay static: no patch is suggested unchecked."""
-    for source in ("import numpy as np\n\n\ndef f(x):\n    return np.log(np.exp(x).sum())\n",
-                   "import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.log(1 + x)\n"):
+    for source in (
+        "import numpy as np\n\n\ndef f(x):\n    return np.log(np.exp(x).sum())\n",
+        "import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.log(1 + x)\n",
+    ):
         (finding,) = scan_source(source, "m.py").findings
         assert finding.framework in ("numpy", "jax")
         assert candidates(source, FixRequest.from_finding(finding)) == []

@@ -53,7 +53,7 @@ from analyzers.static import scan_source
 PACKAGE = "fixval"
 MODULE = f"{PACKAGE}.losses"
 PATH = f"{PACKAGE}/losses.py"
-SOURCE = '''\
+SOURCE = """\
 import torch
 import torch.nn.functional as F
 
@@ -82,7 +82,7 @@ class Head(torch.nn.Module):
 
     def forward(self, x):
         return torch.log(F.softmax(self.drop(self.lin(x)), dim=-1))
-'''
+"""
 BUDGET = Budget(seconds=2.0, evaluations=1500)
 SCHEMA = Path(__file__).parent.parent / "analyzers" / "schemas" / "analysis-result.schema.json"
 
@@ -109,9 +109,16 @@ class Case:
     directory: Path
 
     def hooks(self, candidate: Candidate) -> Hooks:
-        return entry_hooks(candidate, self.entry, path=PATH, module_name=MODULE,
-                           trigger=self.outcome.inputs, normal_inputs=self.normal,
-                           directory=self.directory, budget=BUDGET)
+        return entry_hooks(
+            candidate,
+            self.entry,
+            path=PATH,
+            module_name=MODULE,
+            trigger=self.outcome.inputs,
+            normal_inputs=self.normal,
+            directory=self.directory,
+            budget=BUDGET,
+        )
 
     def candidates(self) -> list[Candidate]:
         return candidates(SOURCE, FixRequest.from_finding(self.finding))
@@ -120,18 +127,27 @@ class Case:
         return choose(self.candidates(), self.hooks, op=self.finding.op)
 
 
-def confirmed(repo: Path, tmp_path: Path, function: str, inputs: str,
-              normal_box: tuple[float, float], init: dict[str, Any] | None = None) -> Case:
+def confirmed(
+    repo: Path,
+    tmp_path: Path,
+    function: str,
+    inputs: str,
+    normal_box: tuple[float, float],
+    init: dict[str, Any] | None = None,
+) -> Case:
     """The finding in `function`, confirmed by the real search on a configured entry."""
-    (finding,) = [f for f in scan_source(SOURCE, PATH).findings
-                  if f.function.split(".")[0] == function]
-    entry = build_configured(repo, EntryConfig(f"{MODULE}:{function}", (inputs,), init or {}),
-                             seed=0)
+    (finding,) = [
+        f for f in scan_source(SOURCE, PATH).findings if f.function.split(".")[0] == function
+    ]
+    entry = build_configured(
+        repo, EntryConfig(f"{MODULE}:{function}", (inputs,), init or {}), seed=0
+    )
     lines = frozenset(range(finding.line, finding.end_line + 1))
     outcome = Searcher(entry, str(repo / PATH), lines, finding.op, budget=BUDGET).run()
     assert outcome.triggered, f"the search did not confirm {function}"
-    normal = in_domain(lambda x: run_entry(entry, x),
-                       sample_inputs(entry, 6, seed=1, box=[normal_box]))
+    normal = in_domain(
+        lambda x: run_entry(entry, x), sample_inputs(entry, 6, seed=1, box=[normal_box])
+    )
     assert normal
     return Case(finding, entry, outcome, normal, tmp_path)
 
@@ -154,8 +170,7 @@ def test_fused_log_softmax_is_accepted(repo: Path, tmp_path: Path) -> None:
     assert record_json["replacement"] == "    return F.log_softmax(logits, dim=-1)\n"
     json.dumps(record_json, allow_nan=False)
     # it is what Finding.fix holds, and the result schema accepts it
-    result = AnalysisResult(".", None, None, {}, findings=[replace(case.finding,
-                                                                   fix=record_json)])
+    result = AnalysisResult(".", None, None, {}, findings=[replace(case.finding, fix=record_json)])
     schema = json.loads(SCHEMA.read_text())
     jsonschema.validators.validator_for(schema)(schema).validate(result.to_json())
 
@@ -183,20 +198,19 @@ def test_a_candidate_that_changes_values_is_rejected(repo: Path, tmp_path: Path)
 
 
 def test_a_candidate_that_leaves_the_nan_is_rejected(repo: Path, tmp_path: Path) -> None:
-    case = confirmed(repo, tmp_path, "log_one_plus", "float32[4,8] in [-100, 100]",
-                     (-0.9, 10.0))
+    case = confirmed(repo, tmp_path, "log_one_plus", "float32[4,8] in [-100, 100]", (-0.9, 10.0))
     cands = case.candidates()
     assert [c.name for c in cands][:2] == ["log1p", "clamp"]
     log1p = cands[0]
     assert log1p.watch == ("log1p",)
     # log1p(x) is still NaN below -1: the reproducer fails again and the search finds it
-    dynamic = validate(log1p, case.hooks(log1p), op="log",
-                       checks_to_run=("reproducer", "search"))
+    dynamic = validate(log1p, case.hooks(log1p), op="log", checks_to_run=("reproducer", "search"))
     assert not dynamic.accepted
     assert (dynamic.rejected_because or "").startswith("reproducer: the reproducer still fails")
     search_only = validate(log1p, case.hooks(log1p), op="log", checks_to_run=("search",))
-    assert (search_only.rejected_because or "").startswith("search: the search still "
-                                                           "triggers log1p")
+    assert (search_only.rejected_because or "").startswith(
+        "search: the search still triggers log1p"
+    )
     # the whole validation picks the clamp, and records why log1p lost
     chosen, records = case.choose()
     assert chosen is not None and chosen.kind == "clamp"
@@ -232,14 +246,23 @@ def test_normalize_is_accepted_with_its_tolerance(repo: Path, tmp_path: Path) ->
     assert chosen is not None and chosen.name == "normalize"
     assert "F.normalize(x, dim=-1)" in chosen.source
     equivalence = records[-1].check("equivalence")
-    assert equivalence is not None and equivalence.figures["rtol"] == tolerance(
-        "stable-api", "div")[1]
+    assert (
+        equivalence is not None and equivalence.figures["rtol"] == tolerance("stable-api", "div")[1]
+    )
 
 
 def test_no_valid_candidate_keeps_the_finding_as_it_is() -> None:
     always_fails = Hooks(reproducer=lambda: (True, "AssertionError: NaN"))
-    request = FixRequest(PATH, 6, 6, "log", "torch.log(F.softmax(logits, dim=-1))",
-                         "F.softmax(logits, dim=-1)", column=11, end_column=47)
+    request = FixRequest(
+        PATH,
+        6,
+        6,
+        "log",
+        "torch.log(F.softmax(logits, dim=-1))",
+        "F.softmax(logits, dim=-1)",
+        column=11,
+        end_column=47,
+    )
     cands = candidates(SOURCE, request)
     chosen, records = choose(cands, lambda c: always_fails, op="log")
     assert chosen is None and len(records) == len(cands)
@@ -266,13 +289,13 @@ def test_equivalence_only_compares_where_the_original_was_finite() -> None:
     assert not check.passed and "changes in-domain values" in check.reason
 
 
-TF_SOURCE = '''\
+TF_SOURCE = """\
 import tensorflow as tf
 
 
 def log_probs(logits):
     return tf.math.log(tf.nn.softmax(logits, axis=-1))
-'''
+"""
 
 
 def test_tensorflow_log_softmax_is_accepted(tmp_path: Path) -> None:
@@ -284,8 +307,9 @@ def test_tensorflow_log_softmax_is_accepted(tmp_path: Path) -> None:
     path, module_name = f"{package}/losses.py", f"{package}.losses"
     try:
         (finding,) = scan_source(TF_SOURCE, path).findings
-        entry = build_configured(tmp_path, EntryConfig(f"{module_name}:log_probs",
-                                                       ("float32[4,10] in [-100, 100]",)), 0)
+        entry = build_configured(
+            tmp_path, EntryConfig(f"{module_name}:log_probs", ("float32[4,10] in [-100, 100]",)), 0
+        )
         assert entry.framework == "tensorflow"
         lines = frozenset({finding.line})
         outcome = Searcher(entry, str(tmp_path / path), lines, "log", budget=BUDGET).run()
@@ -295,13 +319,15 @@ def test_tensorflow_log_softmax_is_accepted(tmp_path: Path) -> None:
         def hooks(candidate: Candidate) -> Hooks:
             module, file = load_patched(candidate.source, path, module_name, tmp_path)
             patched = rebind(entry, module)
-            return Hooks(reproducer=lambda: reproduce(patched, outcome.inputs),
-                         search=search_hook(patched, str(file), patched_lines(candidate),
-                                            budget=BUDGET),
-                         original=lambda x: run_entry(entry, x),
-                         patched=lambda x: run_entry(patched, x),
-                         gradients=lambda x: entry_gradients(patched, x),
-                         normal_inputs=normal, trigger=outcome.inputs)
+            return Hooks(
+                reproducer=lambda: reproduce(patched, outcome.inputs),
+                search=search_hook(patched, str(file), patched_lines(candidate), budget=BUDGET),
+                original=lambda x: run_entry(entry, x),
+                patched=lambda x: run_entry(patched, x),
+                gradients=lambda x: entry_gradients(patched, x),
+                normal_inputs=normal,
+                trigger=outcome.inputs,
+            )
 
         cands = candidates(TF_SOURCE, FixRequest.from_finding(finding), strict=True)
         chosen, records = choose(cands, hooks, op="log")
@@ -325,8 +351,9 @@ def test_tensorflow_log_softmax_is_accepted(tmp_path: Path) -> None:
 def test_a_module_with_dropout_keeps_its_weights_and_draws(repo: Path, tmp_path: Path) -> None:
     """A configured nn.Module in training mode: the patched copy gets the same weights and the
     same dropout masks, so the fused API compares equal."""
-    case = confirmed(repo, tmp_path, "Head", "float32[4,8] in [-100, 100]", (-2.0, 2.0),
-                     init={"dim": 8})
+    case = confirmed(
+        repo, tmp_path, "Head", "float32[4,8] in [-100, 100]", (-2.0, 2.0), init={"dim": 8}
+    )
     assert isinstance(case.entry.fn, torch.nn.Module) and case.entry.fn.training
     chosen, records = case.choose()
     assert chosen is not None and chosen.name == "log-softmax"
@@ -341,11 +368,13 @@ def test_float16_tolerance_is_a_few_ulps_not_a_blank_cheque() -> None:
     assert (atol, rtol) == (8 * 2.0**-10, 8 * 2.0**-10)
     assert tolerance("stable-api", "log", "float32") == (1e-5, 1e-4)  # float32 unchanged
     x = [torch.linspace(0.5, 4.0, 16, dtype=torch.float16)]
-    rounding = check_equivalence(lambda s: s[0] * 2, lambda s: (s[0].float() * 2).half(), [x],
-                                 "stable-api", "log", "float16")
+    rounding = check_equivalence(
+        lambda s: s[0] * 2, lambda s: (s[0].float() * 2).half(), [x], "stable-api", "log", "float16"
+    )
     assert rounding.passed, rounding.reason
-    moved = check_equivalence(lambda s: s[0] * 2, lambda s: s[0] * 2.1, [x], "stable-api",
-                              "log", "float16")
+    moved = check_equivalence(
+        lambda s: s[0] * 2, lambda s: s[0] * 2.1, [x], "stable-api", "log", "float16"
+    )
     assert not moved.passed and "changes in-domain values" in moved.reason
 
 
@@ -368,6 +397,7 @@ def test_a_gradient_the_original_already_lost_is_not_blamed_on_the_patch() -> No
     assert inherited.passed and inherited.figures["inherited"] == 1
     worse = check_gradients(patched, trigger, [good, bad], original_fine_there)
     assert not worse.passed and "normal input 2" in worse.reason
-    at_trigger = check_gradients(lambda x: [torch.tensor([float("nan")])], trigger, [good],
-                                 original_bad_too)
+    at_trigger = check_gradients(
+        lambda x: [torch.tensor([float("nan")])], trigger, [good], original_bad_too
+    )
     assert not at_trigger.passed and "trigger" in at_trigger.reason

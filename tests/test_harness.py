@@ -38,8 +38,9 @@ SECRETS = {
 def copy_repo(dest: Path) -> Path:
     """The harness writes reproducers (and the fixture code writes files) next to the code,
     so every run gets its own copy."""
-    shutil.copytree(FIXTURE_REPO, dest, ignore=shutil.ignore_patterns("__pycache__",
-                                                                      "env_seen.json"))
+    shutil.copytree(
+        FIXTURE_REPO, dest, ignore=shutil.ignore_patterns("__pycache__", "env_seen.json")
+    )
     return dest
 
 
@@ -53,8 +54,15 @@ def finding(repo: Path, path: str, function: str) -> dict[str, Any]:
 
 
 def make_job(repo: Path, findings: list[dict[str, Any]], **settings: Any) -> dict[str, Any]:
-    return {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
-            "search_seconds": 2.0, "finding_timeout": 60.0, **settings}
+    return {
+        "repo": str(repo),
+        "findings": findings,
+        "entries": [],
+        "seed": 0,
+        "search_seconds": 2.0,
+        "finding_timeout": 60.0,
+        **settings,
+    }
 
 
 @dataclass
@@ -66,8 +74,11 @@ class Run:
     def record(self, name: str) -> dict[str, Any]:
         """The finding's confirmation record (a confirmed one is followed by the fix stage's
         record, tests/test_fix_stage.py)."""
-        records = [r for r in self.result.records if r["fingerprint"] == self.fingerprints[name]
-                   and r.get("stage") != "fix"]
+        records = [
+            r
+            for r in self.result.records
+            if r["fingerprint"] == self.fingerprints[name] and r.get("stage") != "fix"
+        ]
         assert len(records) == 1, (name, self.result.records, self.result.stderr[-2000:])
         return records[0]
 
@@ -75,14 +86,16 @@ class Run:
         return any(r["fingerprint"] == self.fingerprints[name] for r in self.result.records)
 
 
-def run_findings(repo: Path, named: dict[str, tuple[str, str]], timeout: float,
-                 **settings: Any) -> Run:
+def run_findings(
+    repo: Path, named: dict[str, tuple[str, str]], timeout: float, **settings: Any
+) -> Run:
     """Run the harness on findings given as name -> (path, function), in that order."""
     findings = {name: finding(repo, path, fn) for name, (path, fn) in named.items()}
     job = make_job(repo, list(findings.values()), **settings)
     # some probes leave what they saw in the checkout: the host's, bound writable
-    result = with_reproducers(LocalRunner(checkout_copy=False).run(job, timeout=timeout),
-                              list(findings.values()))
+    result = with_reproducers(
+        LocalRunner(checkout_copy=False).run(job, timeout=timeout), list(findings.values())
+    )
     return Run(repo, result, {name: f["fingerprint"] for name, f in findings.items()})
 
 
@@ -96,13 +109,17 @@ def standard_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     with pytest.MonkeyPatch.context() as patch:
         for key, value in SECRETS.items():
             patch.setenv(key, value)
-        return run_findings(repo, {
-            "confirmed": ("hpkg/models.py", "log_of_softmax"),
-            "env": ("hpkg/models.py", "env_probe"),
-            "broken": ("hpkg/broken.py", "log_of_softmax"),
-            "scipy": ("hpkg/sp_model.py", "logit_of"),
-            "chatty": ("hpkg/models.py", "chatty"),
-        }, timeout=300)
+        return run_findings(
+            repo,
+            {
+                "confirmed": ("hpkg/models.py", "log_of_softmax"),
+                "env": ("hpkg/models.py", "env_probe"),
+                "broken": ("hpkg/broken.py", "log_of_softmax"),
+                "scipy": ("hpkg/sp_model.py", "logit_of"),
+                "chatty": ("hpkg/models.py", "chatty"),
+            },
+            timeout=300,
+        )
 
 
 def test_standard_run_finishes(standard_run: Run) -> None:
@@ -113,9 +130,13 @@ def test_standard_run_finishes(standard_run: Run) -> None:
 def test_confirmed_finding_comes_back_with_box_trigger_and_reproducer(standard_run: Run) -> None:
     record = standard_run.record("confirmed")
     assert record["status"] == "confirmed", record
-    assert record["box"] == {"source": "synthesised", "target": "hpkg.models:log_of_softmax",
-                             "inputs": [{"dtype": "float32", "shape": [4, 8], "lo": -100.0,
-                                         "hi": 100.0, "source": "default"}]}
+    assert record["box"] == {
+        "source": "synthesised",
+        "target": "hpkg.models:log_of_softmax",
+        "inputs": [
+            {"dtype": "float32", "shape": [4, 8], "lo": -100.0, "hi": 100.0, "source": "default"}
+        ],
+    }
     trigger = record["trigger"]
     assert (trigger["where"], trigger["stage"], trigger["op"]) == ("forward", "restarts", "log")
     assert trigger["seed"] == 0 and trigger["reaches_output"] is True
@@ -164,14 +185,21 @@ def test_code_printing_without_a_newline_does_not_lose_its_record(standard_run: 
 def per_finding_timeout_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     """spin() never returns; the finding after it must still be confirmed."""
     repo = copy_repo(tmp_path_factory.mktemp("per-finding") / "repo")
-    return run_findings(repo, {
-        "spin": ("hpkg/models.py", "spin"),
-        "confirmed": ("hpkg/models.py", "log_of_softmax"),
-    }, timeout=300, finding_timeout=6.0, search_seconds=1.0)
+    return run_findings(
+        repo,
+        {
+            "spin": ("hpkg/models.py", "spin"),
+            "confirmed": ("hpkg/models.py", "log_of_softmax"),
+        },
+        timeout=300,
+        finding_timeout=6.0,
+        search_seconds=1.0,
+    )
 
 
 def test_looping_finding_times_out_and_the_next_one_still_runs(
-        per_finding_timeout_run: Run) -> None:
+    per_finding_timeout_run: Run,
+) -> None:
     run = per_finding_timeout_run
     assert run.result.outcome == "ok", run.result.stderr[-2000:]
     spin = run.record("spin")
@@ -186,17 +214,24 @@ def test_looping_finding_is_reported_as_a_timeout(per_finding_timeout_run: Run) 
 
 def test_deadline_survives_code_that_swallows_exceptions(tmp_path: Path) -> None:
     repo = copy_repo(tmp_path / "repo")
-    run = run_findings(repo, {
-        "stubborn": ("hpkg/models.py", "stubborn"),
-        "scipy": ("hpkg/sp_model.py", "logit_of"),
-    }, timeout=10, finding_timeout=2.0, search_seconds=1.0)
+    run = run_findings(
+        repo,
+        {
+            "stubborn": ("hpkg/models.py", "stubborn"),
+            "scipy": ("hpkg/sp_model.py", "logit_of"),
+        },
+        timeout=10,
+        finding_timeout=2.0,
+        search_seconds=1.0,
+    )
     assert run.result.outcome == "ok", run.result.reason
     assert "timeout" in run.record("stubborn")["error"].lower()
     assert run.record("scipy")["status"] == "potential"
 
 
-@pytest.mark.parametrize("ending", ["exit()", "quit()", "import sys\nsys.exit(0)",
-                                    "raise SystemExit"])
+@pytest.mark.parametrize(
+    "ending", ["exit()", "quit()", "import sys\nsys.exit(0)", "raise SystemExit"]
+)
 def test_code_that_exits_ends_its_finding_not_the_harness(tmp_path: Path, ending: str) -> None:
     """A script without a `__main__` guard that ends in `exit()` (status 0) used to end the
     harness, so every later finding became 'crashed: exited without finishing'."""
@@ -204,11 +239,18 @@ def test_code_that_exits_ends_its_finding_not_the_harness(tmp_path: Path, ending
     (repo / "hpkg" / "exits.py").write_text(
         "import torch\n\n\ndef log_of_softmax(logits):\n"
         "    return torch.log(torch.softmax(logits, dim=-1))\n\n\n"
-        f"{ending}\n", encoding="utf-8")
-    run = run_findings(repo, {
-        "exits": ("hpkg/exits.py", "log_of_softmax"),
-        "confirmed": ("hpkg/models.py", "log_of_softmax"),
-    }, timeout=120, search_seconds=1.0)
+        f"{ending}\n",
+        encoding="utf-8",
+    )
+    run = run_findings(
+        repo,
+        {
+            "exits": ("hpkg/exits.py", "log_of_softmax"),
+            "confirmed": ("hpkg/models.py", "log_of_softmax"),
+        },
+        timeout=120,
+        search_seconds=1.0,
+    )
     assert run.result.outcome == "ok", run.result.reason
     assert run.record("exits")["status"] == "error"
     assert "exited with status" in run.record("exits")["error"]
@@ -218,10 +260,16 @@ def test_code_that_exits_ends_its_finding_not_the_harness(tmp_path: Path, ending
 def test_whole_run_timeout_keeps_the_records_already_finished(tmp_path: Path) -> None:
     """The runner kills the process group at `timeout`; what was flushed before survives."""
     repo = copy_repo(tmp_path / "repo")
-    run = run_findings(repo, {
-        "confirmed": ("hpkg/models.py", "log_of_softmax"),
-        "spin": ("hpkg/models.py", "spin"),
-    }, timeout=12, finding_timeout=600.0, search_seconds=1.0)
+    run = run_findings(
+        repo,
+        {
+            "confirmed": ("hpkg/models.py", "log_of_softmax"),
+            "spin": ("hpkg/models.py", "spin"),
+        },
+        timeout=12,
+        finding_timeout=600.0,
+        search_seconds=1.0,
+    )
     assert run.result.outcome == "timeout"
     assert "12 s" in run.result.reason
     assert run.record("confirmed")["status"] == "confirmed"
@@ -281,14 +329,16 @@ def _config() -> Config:
     return dataclasses.replace(Config(), search_seconds=2.0, dynamic_timeout=300)
 
 
-def test_analyze_confirms_a_finding_added_on_the_feature_branch(
-        git_repo: GitRepoFactory) -> None:
-    repo = git_repo({"model/__init__.py": "", "model/layers.py": MODELS_MAIN},
-                    {"model/layers.py": MODELS_MAIN + LOG_OF_SOFTMAX})
+def test_analyze_confirms_a_finding_added_on_the_feature_branch(git_repo: GitRepoFactory) -> None:
+    repo = git_repo(
+        {"model/__init__.py": "", "model/layers.py": MODELS_MAIN},
+        {"model/layers.py": MODELS_MAIN + LOG_OF_SOFTMAX},
+    )
     result = analyze(repo.root, "main", "feature", _config())
     assert result.errors == []
-    assert [(f.path, f.op, f.function) for f in result.findings] == \
-        [("model/layers.py", "log", "log_of_softmax")]
+    assert [(f.path, f.op, f.function) for f in result.findings] == [
+        ("model/layers.py", "log", "log_of_softmax")
+    ]
     (found,) = result.findings
     assert found.status == "confirmed" and found.error is None
     assert found.reproducer and "from model.layers import log_of_softmax" in found.reproducer
@@ -297,12 +347,14 @@ def test_analyze_confirms_a_finding_added_on_the_feature_branch(
     assert "dynamic" in result.timings and "static" in result.timings
 
 
-def test_analyze_without_the_dynamic_stage_runs_no_code(git_repo: GitRepoFactory,
-                                                        tmp_path: Path) -> None:
+def test_analyze_without_the_dynamic_stage_runs_no_code(
+    git_repo: GitRepoFactory, tmp_path: Path
+) -> None:
     marker = tmp_path / "imported.marker"
-    repo = git_repo({"model/__init__.py": MARKED.format(marker=str(marker)),
-                     "model/layers.py": MODELS_MAIN},
-                    {"model/layers.py": MODELS_FEATURE})
+    repo = git_repo(
+        {"model/__init__.py": MARKED.format(marker=str(marker)), "model/layers.py": MODELS_MAIN},
+        {"model/layers.py": MODELS_FEATURE},
+    )
     config = dataclasses.replace(_config(), dynamic=False)
     result = analyze(repo.root, "main", "feature", config)
     assert [f.op for f in result.findings] == ["log", "sqrt"]
@@ -313,25 +365,31 @@ def test_analyze_without_the_dynamic_stage_runs_no_code(git_repo: GitRepoFactory
 
 
 def test_crashed_runner_marks_unfinished_findings_and_keeps_static_ones(
-        git_repo: GitRepoFactory, tmp_path: Path) -> None:
+    git_repo: GitRepoFactory, tmp_path: Path
+) -> None:
     """A 'python' that reports the first finding and exits 3 stands in for a harness that
     dies half-way (out of memory, a segfault in an extension)."""
     fake = tmp_path / "crashing-python"
-    fake.write_text(f"#!{sys.executable}\n"
-                    "import json, sys\n"
-                    "job = json.load(sys.stdin)\n"
-                    "first = job['findings'][0]['fingerprint']\n"
-                    "print(json.dumps({'fingerprint': first, 'status': 'not-triggered',\n"
-                    "                  'nonce': job['nonce']}))\n"
-                    "sys.exit(3)\n", encoding="utf-8")
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        "job = json.load(sys.stdin)\n"
+        "first = job['findings'][0]['fingerprint']\n"
+        "print(json.dumps({'fingerprint': first, 'status': 'not-triggered',\n"
+        "                  'nonce': job['nonce']}))\n"
+        "sys.exit(3)\n",
+        encoding="utf-8",
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    repo = git_repo({"model/__init__.py": "", "model/layers.py": MODELS_MAIN},
-                    {"model/layers.py": MODELS_FEATURE})
-    result = analyze(repo.root, "main", "feature", _config(),
-                     runner=LocalRunner(python=str(fake)))
+    repo = git_repo(
+        {"model/__init__.py": "", "model/layers.py": MODELS_MAIN},
+        {"model/layers.py": MODELS_FEATURE},
+    )
+    result = analyze(repo.root, "main", "feature", _config(), runner=LocalRunner(python=str(fake)))
     assert [(f.op, f.line) for f in result.findings] == [
         ("log", line_of(MODELS_FEATURE, "    return torch.log(probs)")),
-        ("sqrt", line_of(MODELS_FEATURE, "    return torch.sqrt((x**2).sum(-1))"))]
+        ("sqrt", line_of(MODELS_FEATURE, "    return torch.sqrt((x**2).sum(-1))")),
+    ]
     first, second = result.findings
     assert first.status == "not-triggered" and first.error is None
     assert second.status == "error" and second.error is not None

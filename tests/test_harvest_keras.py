@@ -77,7 +77,7 @@ def row_norm(x, scale=1.0):
     return tf.math.sqrt(tf.reduce_sum(x * x, axis=-1)) * scale  # @row-norm
 '''
 
-TESTS = '''\
+TESTS = """\
 import tensorflow as tf
 
 from mods.layers import Centred, Configured, Scale, row_norm
@@ -98,20 +98,26 @@ def test_configured():
 
 def test_row_norm():
     assert row_norm(tf.random.uniform((3, 4)) + 1.0).shape == (3,)
-'''
+"""
 
 
 def write_layers_repo(root: Path) -> Path:
-    return write_repo(root / "repo", {"mods/__init__.py": "", "mods/layers.py": LAYERS,
-                                      "tests/test_layers.py": TESTS})
+    return write_repo(
+        root / "repo",
+        {"mods/__init__.py": "", "mods/layers.py": LAYERS, "tests/test_layers.py": TESTS},
+    )
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     repo = write_layers_repo(tmp_path_factory.mktemp("harvest-keras"))
-    return run_findings(repo, "mods/layers.py",
-                        ["Centred.call", "Configured.call", "Pooled.call", "row_norm"],
-                        finding_timeout=90.0, timeout=400)
+    return run_findings(
+        repo,
+        "mods/layers.py",
+        ["Centred.call", "Configured.call", "Pooled.call", "row_norm"],
+        finding_timeout=90.0,
+        timeout=400,
+    )
 
 
 def line_of(marker: str) -> int:
@@ -122,21 +128,27 @@ def line_of(marker: str) -> int:
 def test_layer_finding_is_confirmed_on_the_recorded_layer(run: Run) -> None:
     record = run.record("Centred.call")
     assert record["status"] == "confirmed", record
-    assert record["box"] == {"source": "harvested", "target": "mods.layers:Centred.call",
-                             "inputs": [{"dtype": "float32", "shape": [5, 4], "lo": 0.0,
-                                         "hi": 1.0, "source": "observed"}]}
+    assert record["box"] == {
+        "source": "harvested",
+        "target": "mods.layers:Centred.call",
+        "inputs": [
+            {"dtype": "float32", "shape": [5, 4], "lo": 0.0, "hi": 1.0, "source": "observed"}
+        ],
+    }
     # only the recorded centre (0.5) is reachable from the observed box [0, 1]: the fresh
     # centre (-1) and the one the test set after the call (7) are not
     assert [0.5] * 4 in record["trigger"]["inputs"][0]["values"]
     assert record["trigger"]["where"] == "forward"
     # localised through TensorFlow's op callbacks: the log of 0, on the layer's line
     assert record["trigger"]["first_nonfinite"] == {
-        "op": "Log", "path": "mods/layers.py", "line": line_of("@centred") - 1,
-        "where": "forward"}
+        "op": "Log",
+        "path": "mods/layers.py",
+        "line": line_of("@centred") - 1,
+        "where": "forward",
+    }
 
 
-def test_reproducer_rebuilds_the_layer_and_fails_only_because_of_its_variables(
-        run: Run) -> None:
+def test_reproducer_rebuilds_the_layer_and_fails_only_because_of_its_variables(run: Run) -> None:
     script = run.record("Centred.call")["reproducer"]
     assert "from mods.layers import Centred" in script
     assert "model = Centred(3)" in script
@@ -170,7 +182,12 @@ def test_recorded_tensorflow_function_is_replayed_with_its_observed_box(run: Run
     assert record["trigger"]["where"] == "backward"
     first = record["trigger"]["first_nonfinite"]  # the sqrt's gradient at a zero row
     assert (first["op"], first["path"], first["line"], first["where"], first["node"]) == (
-        "Sqrt", "mods/layers.py", line_of("@row-norm"), "backward", "SqrtGrad")
+        "Sqrt",
+        "mods/layers.py",
+        line_of("@row-norm"),
+        "backward",
+        "SqrtGrad",
+    )
     assert first["reaches_inputs"] is True and first["inputs"] == ["x"]
     failed = run_script(run.repo, record["reproducer"])
     assert failed.returncode != 0 and "gradient reaching x is NaN/Inf" in failed.stderr
@@ -181,8 +198,7 @@ def test_untested_keras_layer_is_synthesised_with_its_defaults(run: Run) -> None
     assert record["status"] == "confirmed", record
     assert record["box"]["source"] == "synthesised"
     first = record["trigger"]["first_nonfinite"]  # the sqrt's gradient reaches the Dense
-    assert (first["op"], first["line"], first["where"]) == ("Sqrt", line_of("@pooled"),
-                                                            "backward")
+    assert (first["op"], first["line"], first["where"]) == ("Sqrt", line_of("@pooled"), "backward")
     assert first["parameters"] == ["pooled/dense/bias", "pooled/dense/kernel"]
     script = record["reproducer"]
     # Keras initialisers follow Keras's seed; the layer builds itself when called
@@ -217,8 +233,9 @@ def test_replay_restores_the_recorded_variables_before_every_call() -> None:
     layer = Counting()
     x = tf.constant([[1.0, 2.0]])
     layer(x)
-    recorded = Recorded((to_torch(x),), {}, KerasOwner.at_call(layer),
-                        Construction((), {}), "tensorflow")
+    recorded = Recorded(
+        (to_torch(x),), {}, KerasOwner.at_call(layer), Construction((), {}), "tensorflow"
+    )
     layer(x)  # the tests go on using the layer: the recording keeps the first state
     entry = entry_from_call(f"{__name__}:Counting.call", recorded, Counting.call)
     assert isinstance(entry, HarvestedMethod) and isinstance(entry.fn, KerasReplay)
@@ -241,8 +258,9 @@ def test_layer_holding_state_outside_its_variables_gets_no_script() -> None:
     layer = Hidden()
     layer.offset = 3.0  # a plain attribute the rebuild cannot know
     x = tf.constant([[4.0, 5.0]])
-    recorded = Recorded((to_torch(x),), {}, KerasOwner.at_call(layer), Construction((), {}),
-                        "tensorflow")
+    recorded = Recorded(
+        (to_torch(x),), {}, KerasOwner.at_call(layer), Construction((), {}), "tensorflow"
+    )
     Hidden.__module__, Hidden.__qualname__ = __name__, "Hidden"
     globals()["Hidden"] = Hidden
     entry = entry_from_call(f"{__name__}:Hidden.call", recorded, Hidden.call)

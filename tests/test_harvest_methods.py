@@ -69,7 +69,7 @@ def row_norm(x: torch.Tensor) -> torch.Tensor:
     return torch.sqrt((x ** 2).sum(-1))  # @row-norm
 '''
 
-TESTS = '''\
+TESTS = """\
 import torch
 
 from mods.net import Centred, Config, Configured, row_norm
@@ -91,16 +91,22 @@ def test_configured():
 
 def test_row_norm():
     assert row_norm(torch.rand(3, 4)).shape == (3,)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    repo = write_repo(tmp_path_factory.mktemp("harvest-methods") / "repo", {
-        "mods/__init__.py": "", "mods/net.py": NET, "tests/test_net.py": TESTS})
-    return run_findings(repo, "mods/net.py",
-                        ["Centred.forward", "Configured.forward", "row_norm"],
-                        finding_timeout=60.0, timeout=240)
+    repo = write_repo(
+        tmp_path_factory.mktemp("harvest-methods") / "repo",
+        {"mods/__init__.py": "", "mods/net.py": NET, "tests/test_net.py": TESTS},
+    )
+    return run_findings(
+        repo,
+        "mods/net.py",
+        ["Centred.forward", "Configured.forward", "row_norm"],
+        finding_timeout=60.0,
+        timeout=240,
+    )
 
 
 def line_of(marker: str) -> int:
@@ -111,15 +117,23 @@ def line_of(marker: str) -> int:
 def test_method_finding_is_confirmed_on_the_recorded_module(run: Run) -> None:
     record = run.record("Centred.forward")
     assert record["status"] == "confirmed", record
-    assert record["box"] == {"source": "harvested", "target": "mods.net:Centred.forward",
-                             "inputs": [{"dtype": "float32", "shape": [3, 4], "lo": 0.0,
-                                         "hi": 1.0, "source": "observed"}]}
+    assert record["box"] == {
+        "source": "harvested",
+        "target": "mods.net:Centred.forward",
+        "inputs": [
+            {"dtype": "float32", "shape": [3, 4], "lo": 0.0, "hi": 1.0, "source": "observed"}
+        ],
+    }
     trigger = record["trigger"]
     assert trigger["where"] == "forward"
     # only the recorded centre (0.5) is reachable from the observed box [0, 1]
     assert [0.5] * 4 in trigger["inputs"][0]["values"]
-    assert trigger["first_nonfinite"] == {"op": "log", "path": "mods/net.py",
-                                          "line": line_of("@centred"), "where": "forward"}
+    assert trigger["first_nonfinite"] == {
+        "op": "log",
+        "path": "mods/net.py",
+        "line": line_of("@centred"),
+        "where": "forward",
+    }
 
 
 def test_reproducer_rebuilds_the_module_from_its_recorded_constructor_call(run: Run) -> None:
@@ -154,15 +168,18 @@ def test_unspellable_constructor_is_searched_but_gets_an_honest_reason(run: Run)
     assert "mods.net.Config, which a script cannot spell" in record["error"]
 
 
-def test_backward_trigger_of_a_harvested_function_is_localised_in_the_gradient(
-        run: Run) -> None:
+def test_backward_trigger_of_a_harvested_function_is_localised_in_the_gradient(run: Run) -> None:
     record = run.record("row_norm")
     assert record["status"] == "confirmed", record
     assert record["box"]["inputs"][0]["source"] == "observed"
     first = record["trigger"]["first_nonfinite"]
     assert record["trigger"]["where"] == "backward"
     assert (first["where"], first["op"], first["line"], first["node"]) == (
-        "backward", "sqrt", line_of("@row-norm"), "SqrtBackward0")
+        "backward",
+        "sqrt",
+        line_of("@row-norm"),
+        "SqrtBackward0",
+    )
     assert first["reaches_inputs"] is True and first["inputs"] == ["x"]
 
 
@@ -218,8 +235,9 @@ def test_method_that_updates_running_stats_runs_on_a_fresh_copy_each_time() -> N
     torch.manual_seed(3)
     model = Normalised(4).train()
     x = torch.randn(6, 4)
-    entry = entry_from_call(key_of(Normalised), recorded(model, x, Construction((4,), {}, 3)),
-                            Normalised.forward)
+    entry = entry_from_call(
+        key_of(Normalised), recorded(model, x, Construction((4,), {}, 3)), Normalised.forward
+    )
     assert isinstance(entry, HarvestedMethod) and isinstance(entry.fn, ModuleReplay)
     assert entry.fn.fresh is True
     before = entry.fn.module.norm.running_mean.clone()
@@ -234,9 +252,11 @@ def test_method_that_updates_running_stats_runs_on_a_fresh_copy_each_time() -> N
 def test_method_that_leaves_state_alone_is_not_copied() -> None:
     torch.manual_seed(3)
     model = Normalised(4).eval()
-    entry = entry_from_call(key_of(Normalised), recorded(model, torch.randn(6, 4),
-                                                         Construction((4,), {}, 3)),
-                            Normalised.forward)
+    entry = entry_from_call(
+        key_of(Normalised),
+        recorded(model, torch.randn(6, 4), Construction((4,), {}, 3)),
+        Normalised.forward,
+    )
     assert isinstance(entry.fn, ModuleReplay) and entry.fn.fresh is False
 
 
@@ -244,9 +264,11 @@ def test_mixed_train_and_eval_modes_are_restored_by_the_script() -> None:
     torch.manual_seed(3)
     model = Normalised(4).eval()
     model.norm.train()
-    entry = entry_from_call(key_of(Normalised), recorded(model, torch.randn(6, 4),
-                                                         Construction((4,), {}, 3)),
-                            Normalised.forward)
+    entry = entry_from_call(
+        key_of(Normalised),
+        recorded(model, torch.randn(6, 4), Construction((4,), {}, 3)),
+        Normalised.forward,
+    )
     assert isinstance(entry, HarvestedMethod)
     assert entry.module_script.reason is None
     source = render(entry, [torch.zeros(6, 4)], Target("x.py", 1, "log", "log", "forward"), 0)
@@ -260,14 +282,14 @@ def test_state_too_large_to_embed_keeps_the_search_and_gives_the_reason() -> Non
     torch.manual_seed(7)
     model = Wide(128)
     x = torch.rand(2, 128)
-    entry = entry_from_call(key_of(Wide), recorded(model, x, Construction((128,), {}, None)),
-                            Wide.forward)
+    entry = entry_from_call(
+        key_of(Wide), recorded(model, x, Construction((128,), {}, None)), Wide.forward
+    )
     assert isinstance(entry, HarvestedMethod)
     reason = entry.module_script.reason
     assert reason is not None and f"more than the {STATE_LIMIT // 1024} KiB" in reason
     assert torch.equal(entry.call([x]), model(x)), "the search still runs the real module"
-    source = render(entry, [x], Target("mods/wide.py", 9, "log", "torch.log(...)", "forward"),
-                    0)
+    source = render(entry, [x], Target("mods/wide.py", 9, "log", "torch.log(...)", "forward"), 0)
     assert "assert" not in source and "model" not in source
     namespace: dict[str, Any] = {}
     with pytest.raises(SystemExit, match="no standalone reproducer.*KiB"):
@@ -278,13 +300,19 @@ def test_larger_state_is_embedded_as_saved_bytes_and_the_script_fails_on_it() ->
     """100 moved values: more than a literal is written for, few enough to embed."""
     model = Shifted(100)
     model.centre.fill_(0.5)
-    entry = entry_from_call(key_of(Shifted), recorded(model, torch.rand(2, 100),
-                                                      Construction((100,), {}, 0)),
-                            Shifted.forward)
+    entry = entry_from_call(
+        key_of(Shifted),
+        recorded(model, torch.rand(2, 100), Construction((100,), {}, 0)),
+        Shifted.forward,
+    )
     assert isinstance(entry, HarvestedMethod) and entry.module_script.reason is None
     assert entry.module_script.state and entry.module_script.state_values is None
-    source = render(entry, [torch.full((2, 100), 0.5)],
-                    Target("tests/x.py", 1, "log", "torch.log(...)", "forward"), 0)
+    source = render(
+        entry,
+        [torch.full((2, 100), 0.5)],
+        Target("tests/x.py", 1, "log", "torch.log(...)", "forward"),
+        0,
+    )
     assert "import base64" in source and "STATE = (" in source
     with pytest.raises(AssertionError, match="makes the output NaN/Inf"):
         exec(compile(source, "repro.py", "exec"), {"__name__": "__main__"})
@@ -295,16 +323,16 @@ def test_larger_state_is_embedded_as_saved_bytes_and_the_script_fails_on_it() ->
 def test_the_recorded_seed_makes_the_same_module_small() -> None:
     torch.manual_seed(7)
     model = Wide(128)
-    entry = entry_from_call(key_of(Wide), recorded(model, torch.rand(2, 128),
-                                                   Construction((128,), {}, 7)), Wide.forward)
+    entry = entry_from_call(
+        key_of(Wide), recorded(model, torch.rand(2, 128), Construction((128,), {}, 7)), Wide.forward
+    )
     assert isinstance(entry, HarvestedMethod)
     assert entry.module_script.reason is None
     assert entry.module_script.state == "" and entry.module_script.state_values is None
 
 
 def test_module_built_without_a_recorded_constructor_call_gets_the_reason() -> None:
-    entry = entry_from_call(key_of(Wide), recorded(Wide(4), torch.rand(2, 4), None),
-                            Wide.forward)
+    entry = entry_from_call(key_of(Wide), recorded(Wide(4), torch.rand(2, 4), None), Wide.forward)
     assert isinstance(entry, HarvestedMethod)
     assert entry.module_script.reason is not None
     assert "was not recorded" in entry.module_script.reason
@@ -319,8 +347,9 @@ def test_other_methods_replay_too_and_their_gradient_failure_names_the_parameter
     model = Wide(3)
     with torch.no_grad():
         model.lin.bias.zero_()
-    call = Recorded((torch.rand(2, 3),), {"scale": 2.0}, copy.deepcopy(model),
-                    Construction((3,), {}, 0))
+    call = Recorded(
+        (torch.rand(2, 3),), {"scale": 2.0}, copy.deepcopy(model), Construction((3,), {}, 0)
+    )
     entry = entry_from_call(f"{__name__}:Wide.length", call, Wide.length)
     assert isinstance(entry.fn, ModuleReplay) and entry.fn.method == "length"
     assert entry.param_names == ["x"] and entry.template_kwargs == {"scale": 2.0}
@@ -334,8 +363,11 @@ def test_other_methods_replay_too_and_their_gradient_failure_names_the_parameter
 
 
 def test_a_subclass_instance_gets_the_reason_instead_of_the_base_class_script() -> None:
-    entry = entry_from_call(key_of(Wide), recorded(WiderStill(4), torch.rand(2, 4),
-                                                   Construction((4,), {}, 0)), Wide.forward)
+    entry = entry_from_call(
+        key_of(Wide),
+        recorded(WiderStill(4), torch.rand(2, 4), Construction((4,), {}, 0)),
+        Wide.forward,
+    )
     assert isinstance(entry, HarvestedMethod)
     reason = entry.module_script.reason
     assert reason is not None and "WiderStill, a subclass" in reason
@@ -347,14 +379,20 @@ def test_methods_of_plain_objects_are_still_refused() -> None:
             return x
 
     with pytest.raises(ValueError, match="only nn.Module state"):
-        entry_from_call("m:Plain.forward", Recorded((torch.rand(2),), {}, Plain()),
-                        Plain.forward)
+        entry_from_call("m:Plain.forward", Recorded((torch.rand(2),), {}, Plain()), Plain.forward)
 
 
-@pytest.mark.parametrize(("value", "source"), [
-    ((4,), "(4,)"), ([1, 2.5], "[1, 2.5]"), ({"eps": float("inf")}, "{'eps': float('inf')}"),
-    (torch.float16, "torch.float16"), (None, "None"), ("gelu", "'gelu'"),
-])
+@pytest.mark.parametrize(
+    ("value", "source"),
+    [
+        ((4,), "(4,)"),
+        ([1, 2.5], "[1, 2.5]"),
+        ({"eps": float("inf")}, "{'eps': float('inf')}"),
+        (torch.float16, "torch.float16"),
+        (None, "None"),
+        ("gelu", "'gelu'"),
+    ],
+)
 def test_spell_writes_constructor_arguments_as_source(value: Any, source: str) -> None:
     assert spell(value) == source
 
@@ -367,21 +405,28 @@ def test_spell_refuses_what_a_script_cannot_write() -> None:
 def test_a_recorded_method_call_gets_a_checked_fix(run: Run) -> None:
     """The fix stage rebinds the recorded module to the patched file (its classes swapped for
     their patched versions, its state kept) and validates the candidates on it."""
-    fixes = {function: [r["fix"] for r in run.result.records
-                        if r["fingerprint"] == fingerprint and r.get("stage") == "fix"]
-             for function, fingerprint in run.fingerprints.items()}
+    fixes = {
+        function: [
+            r["fix"]
+            for r in run.result.records
+            if r["fingerprint"] == fingerprint and r.get("stage") == "fix"
+        ]
+        for function, fingerprint in run.fingerprints.items()
+    }
     (centred,) = fixes["Centred.forward"]
     assert centred["status"] == "validated", centred
     added = [line for line in centred["diff"].splitlines() if line.startswith("+    ")]
-    assert len(added) == 1 and "(d * d).sum(-1) + self.eps" in added[0] and \
-        added[0] != "+" + NET.splitlines()[line_of("# @centred") - 1], centred["diff"]
+    assert (
+        len(added) == 1
+        and "(d * d).sum(-1) + self.eps" in added[0]
+        and added[0] != "+" + NET.splitlines()[line_of("# @centred") - 1]
+    ), centred["diff"]
     checks = {c["name"]: c for c in centred["validation"]["checks"]}
     assert checks["reproducer"]["passed"] and checks["search"]["passed"]
     assert checks["equivalence"]["passed"] and checks["equivalence"]["figures"]["inputs"] > 0
 
 
-def test_the_harvest_limit_holds_against_tests_that_swallow_exceptions(
-        tmp_path: Path) -> None:
+def test_the_harvest_limit_holds_against_tests_that_swallow_exceptions(tmp_path: Path) -> None:
     """`harvest_seconds` ends the whole test session, even where a test catches every
     Exception in a loop (a plain TimeoutError would fail that test and let the next run), and
     a program among the targets is never imported to wrap its functions."""
@@ -390,10 +435,12 @@ def test_the_harvest_limit_holds_against_tests_that_swallow_exceptions(
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_forever.py").write_text(
         "import time\n\n\ndef test_forever():\n    while True:\n        try:\n"
-        "            time.sleep(0.05)\n        except Exception:\n            pass\n")
+        "            time.sleep(0.05)\n        except Exception:\n            pass\n"
+    )
     (tmp_path / "train.py").write_text(
         "import pathlib\npathlib.Path(__file__).with_name('imported').write_text('yes')\n\n\n"
-        "def loss(x):\n    return x\n\n\nfor step in range(3):\n    loss(step)\n")
+        "def loss(x):\n    return x\n\n\nfor step in range(3):\n    loss(step)\n"
+    )
     started = time.monotonic()
     result = harvest(tmp_path, [("train.py", "loss")], seconds=2.0)
     assert time.monotonic() - started < 30

@@ -27,10 +27,17 @@ def test_concurrent_leases_get_distinct_uids_and_free_them(tmp_path: Path) -> No
 def test_a_dead_holder_frees_its_uid(tmp_path: Path) -> None:
     """The lease is a flock: a worker killed mid-run leaks nothing."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from runners.identities import lease; "
-         "l = lease(range(700010, 700011), __import__('pathlib').Path(sys.argv[1])); "
-         "print(l.uid, flush=True); time.sleep(60)", str(tmp_path)],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from runners.identities import lease; "
+            "l = lease(range(700010, 700011), __import__('pathlib').Path(sys.argv[1])); "
+            "print(l.uid, flush=True); time.sleep(60)",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "700010"
     with pytest.raises(IdentityError):
         lease(range(700010, 700011), tmp_path, wait=0)

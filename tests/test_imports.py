@@ -14,7 +14,6 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {"analyzers": 0, "runners": 1, "bot": 2}  # a module may import its own layer or lower
 
 
-
 def _modules() -> dict[str, Path]:
     found = {}
     for package in LAYERS:
@@ -42,7 +41,7 @@ def _imports(modules: dict[str, Path]) -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    parts = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join([*parts, *([base] if base else [])])
                 targets = [f"{base}.{alias.name}" for alias in node.names]
             edges[name] |= {t for t in map(owner, targets) if t is not None and t != name}
@@ -93,9 +92,12 @@ def _cycles(edges: dict[str, set[str]]) -> set[frozenset[str]]:
 
 def test_imports_run_from_bot_to_runners_to_analyzers() -> None:
     edges = _imports(_modules())
-    upward = sorted(f"{source} imports {target}" for source, targets in edges.items()
-                    for target in targets
-                    if LAYERS[target.split(".")[0]] > LAYERS[source.split(".")[0]])
+    upward = sorted(
+        f"{source} imports {target}"
+        for source, targets in edges.items()
+        for target in targets
+        if LAYERS[target.split(".")[0]] > LAYERS[source.split(".")[0]]
+    )
     assert upward == []
 
 
@@ -111,15 +113,16 @@ def test_the_cycle_finder_finds_lazy_and_type_only_cycles(tmp_path: Path) -> Non
         "analyzers/__init__.py": "",
         "analyzers/a.py": "from analyzers import b\n",
         "analyzers/b.py": "def f():\n    from analyzers.c import g\n",
-        "analyzers/c.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                           "    from . import a\n"),
+        "analyzers/c.py": (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import a\n"
+        ),
         "analyzers/d.py": "import analyzers.a\n",
     }
     modules = {}
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
-        modules[".".join(Path(rel).with_suffix("").parts).removesuffix(".__init__")] = \
+        modules[".".join(Path(rel).with_suffix("").parts).removesuffix(".__init__")] = (
             tmp_path / rel
-    assert _cycles(_imports(modules)) == {frozenset({"analyzers.a", "analyzers.b",
-                                                     "analyzers.c"})}
+        )
+    assert _cycles(_imports(modules)) == {frozenset({"analyzers.a", "analyzers.b", "analyzers.c"})}

@@ -51,28 +51,48 @@ def test_jax_modules_are_recognised(tmp_path: Path, clean_modules: object) -> No
     assert framework_of(confirmed_reproducer) == "torch"  # a module without JAX
 
 
-def test_a_jitted_optax_style_kl_divergence_is_confirmed(tmp_path: Path,
-                                                         clean_modules: object) -> None:
+def test_a_jitted_optax_style_kl_divergence_is_confirmed(
+    tmp_path: Path, clean_modules: object
+) -> None:
     repo = write_repo(tmp_path, {"jlosses/__init__.py": "", "jlosses/kl.py": KL})
-    run = run_findings(repo, "jlosses/kl.py", ["kl_divergence"], finding_timeout=120,
-                       timeout=300, search_seconds=SEARCH_SECONDS)
+    run = run_findings(
+        repo,
+        "jlosses/kl.py",
+        ["kl_divergence"],
+        finding_timeout=120,
+        timeout=300,
+        search_seconds=SEARCH_SECONDS,
+    )
     source = confirmed_reproducer(repo, run)
     assert "jnp.array(" in source and "import torch" not in source
 
 
-def test_a_where_guarded_log_leaks_nan_into_the_gradient(tmp_path: Path,
-                                                        clean_modules: object) -> None:
+def test_a_where_guarded_log_leaks_nan_into_the_gradient(
+    tmp_path: Path, clean_modules: object
+) -> None:
     repo = write_repo(tmp_path, {"jsafe/__init__.py": "", "jsafe/ops.py": SAFE_LOG})
-    run = run_findings(repo, "jsafe/ops.py", ["positive_log"], finding_timeout=120,
-                       timeout=300, search_seconds=SEARCH_SECONDS)
+    run = run_findings(
+        repo,
+        "jsafe/ops.py",
+        ["positive_log"],
+        finding_timeout=120,
+        timeout=300,
+        search_seconds=SEARCH_SECONDS,
+    )
     source = confirmed_reproducer(repo, run)
     assert "jax.grad(" in source
 
 
 def test_a_division_by_a_sum_is_confirmed(tmp_path: Path, clean_modules: object) -> None:
     repo = write_repo(tmp_path, {"jnorm/__init__.py": "", "jnorm/weights.py": NORMALISE})
-    run = run_findings(repo, "jnorm/weights.py", ["normalise"], finding_timeout=120,
-                       timeout=300, search_seconds=SEARCH_SECONDS)
+    run = run_findings(
+        repo,
+        "jnorm/weights.py",
+        ["normalise"],
+        finding_timeout=120,
+        timeout=300,
+        search_seconds=SEARCH_SECONDS,
+    )
     confirmed_reproducer(repo, run)
 
 
@@ -88,8 +108,9 @@ def normalise_all(weights):
 '''
 
 
-def test_a_moved_framework_function_is_bound_to_its_new_place(tmp_path: Path,
-                                                               clean_modules: object) -> None:
+def test_a_moved_framework_function_is_bound_to_its_new_place(
+    tmp_path: Path, clean_modules: object
+) -> None:
     """numpyro's `from jax import lax, ops, tree_map`: a stand-in would return a stand-in
     from `tree_map(f, x)`; the old name is bound to jax.tree_util.tree_map instead, in the
     search and in the reproducer, so the division is the framework's real arithmetic."""
@@ -103,8 +124,14 @@ def test_a_moved_framework_function_is_bound_to_its_new_place(tmp_path: Path,
         loaded = load(repo, "jmoved.norm")
         assert "jax.tree_map" in loaded.moved and "jax.tree_map" not in loaded.stand_ins
         assert loaded.module.tree_map is jax.tree_util.tree_map
-        run = run_findings(repo, "jmoved/norm.py", ["normalise_all"], finding_timeout=120,
-                           timeout=300, search_seconds=SEARCH_SECONDS)
+        run = run_findings(
+            repo,
+            "jmoved/norm.py",
+            ["normalise_all"],
+            finding_timeout=120,
+            timeout=300,
+            search_seconds=SEARCH_SECONDS,
+        )
         source = confirmed_reproducer(repo, run)
         assert "jax.tree_map = jax.tree_util.tree_map" in source
     finally:

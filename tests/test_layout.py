@@ -49,19 +49,24 @@ def test_the_src_convention_needs_a_package_inside_and_no_package_itself(tmp_pat
     assert source_roots(package) == ()  # `src` is itself the package: `src.tm`
 
 
-@pytest.mark.parametrize(("name", "text"), [
-    ("pyproject.toml", '[tool.setuptools]\npackage-dir = {"" = "lib"}\n'),
-    ("pyproject.toml", '[tool.setuptools.packages.find]\nwhere = ["lib"]\n'),
-    ("pyproject.toml", '[tool.poetry]\npackages = [{include = "tm", from = "lib"}]\n'),
-    ("pyproject.toml", '[tool.hatch.build.targets.wheel]\npackages = ["lib/tm"]\n'),
-    ("pyproject.toml", '[tool.pdm.build]\npackage-dir = "lib"\n'),
-    ("setup.cfg", "[options]\npackage_dir =\n    =lib\n"),
-    ("setup.cfg", "[options.packages.find]\nwhere = lib\n"),
-    ("setup.py", 'from setuptools import setup\nsetup(name="tm", package_dir={"": "lib"})\n'),
-    ("setup.py", 'import setuptools\nsetuptools.setup(packages=setuptools.find_packages('
-                 'where="lib"))\n'),
-    ("setup.py", 'from setuptools import find_packages\nfind_packages("lib")\n'),
-])
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("pyproject.toml", '[tool.setuptools]\npackage-dir = {"" = "lib"}\n'),
+        ("pyproject.toml", '[tool.setuptools.packages.find]\nwhere = ["lib"]\n'),
+        ("pyproject.toml", '[tool.poetry]\npackages = [{include = "tm", from = "lib"}]\n'),
+        ("pyproject.toml", '[tool.hatch.build.targets.wheel]\npackages = ["lib/tm"]\n'),
+        ("pyproject.toml", '[tool.pdm.build]\npackage-dir = "lib"\n'),
+        ("setup.cfg", "[options]\npackage_dir =\n    =lib\n"),
+        ("setup.cfg", "[options.packages.find]\nwhere = lib\n"),
+        ("setup.py", 'from setuptools import setup\nsetup(name="tm", package_dir={"": "lib"})\n'),
+        (
+            "setup.py",
+            'import setuptools\nsetuptools.setup(packages=setuptools.find_packages(where="lib"))\n',
+        ),
+        ("setup.py", 'from setuptools import find_packages\nfind_packages("lib")\n'),
+    ],
+)
 def test_a_declared_source_folder_is_a_root(tmp_path: Path, name: str, text: str) -> None:
     repo = _tree(tmp_path, {name: text, "lib/tm/__init__.py": ""})
     assert source_roots(repo) == ("lib",)
@@ -69,29 +74,47 @@ def test_a_declared_source_folder_is_a_root(tmp_path: Path, name: str, text: str
 
 def test_what_is_not_a_folder_of_the_checkout_is_never_a_root(tmp_path: Path) -> None:
     outside = _tree(tmp_path / "outside", {"tm/__init__.py": ""})
-    repo = _tree(tmp_path / "repo", {
-        "pyproject.toml": ('[tool.setuptools.packages.find]\nwhere = ["../outside", "/etc", '
-                           '".", "", "missing", "lib\\\\win", 3, "link", "lib/../lib"]\n'),
-        "lib/tm/__init__.py": ""})
+    repo = _tree(
+        tmp_path / "repo",
+        {
+            "pyproject.toml": (
+                '[tool.setuptools.packages.find]\nwhere = ["../outside", "/etc", '
+                '".", "", "missing", "lib\\\\win", 3, "link", "lib/../lib"]\n'
+            ),
+            "lib/tm/__init__.py": "",
+        },
+    )
     os.symlink(outside, repo / "link")
     assert source_roots(repo) == ()
 
 
 def test_broken_or_huge_packaging_files_are_ignored(tmp_path: Path) -> None:
-    repo = _tree(tmp_path, {"pyproject.toml": "[tool.setuptools\nwhere = ",
-                            "setup.cfg": "not an ini file [",
-                            "setup.py": "setup(package_dir={'': 'lib'}" + "(" * 200,
-                            "lib/tm/__init__.py": "", "src/sp/__init__.py": ""})
+    repo = _tree(
+        tmp_path,
+        {
+            "pyproject.toml": "[tool.setuptools\nwhere = ",
+            "setup.cfg": "not an ini file [",
+            "setup.py": "setup(package_dir={'': 'lib'}" + "(" * 200,
+            "lib/tm/__init__.py": "",
+            "src/sp/__init__.py": "",
+        },
+    )
     assert source_roots(repo) == ("src",)  # the convention still holds
     (repo / "pyproject.toml").write_text(
-        '[tool.setuptools]\npackage-dir = {"" = "lib"}\n' + "#" * (2 << 20), encoding="utf-8")
+        '[tool.setuptools]\npackage-dir = {"" = "lib"}\n' + "#" * (2 << 20), encoding="utf-8"
+    )
     assert source_roots(repo) == ("src",)
 
 
 def test_the_declared_roots_come_first_and_each_once(tmp_path: Path) -> None:
-    repo = _tree(tmp_path, {
-        "pyproject.toml": '[tool.setuptools.packages.find]\nwhere = ["python", "src"]\n',
-        "python/a/__init__.py": "", "src/b/__init__.py": ""})
+    repo = _tree(
+        tmp_path,
+        {
+            "pyproject.toml": '[tool.setuptools.packages.find]\nwhere = ["python", "src"]\n',
+            "python/a/__init__.py": "",
+            "src/b/__init__.py": "",
+        },
+    )
     assert source_roots(repo) == ("python", "src")
     root = str(repo.resolve())
     assert search_path(repo) == [root, os.path.join(root, "python"), os.path.join(root, "src")]

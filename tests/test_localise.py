@@ -20,7 +20,7 @@ import torch
 from analyzers.dynamic.entries import EntryConfig, build_configured
 from analyzers.dynamic.localise import localise
 
-USER = '''\
+USER = """\
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -61,7 +61,7 @@ class Angle(nn.Module):
     def forward(self, x):
         cos = (x * self.w).sum(-1).clamp(-1.0, 1.0)
         return torch.acos(cos) + self.scale  # @acos
-'''
+"""
 
 LIBRARY = '''\
 import torch
@@ -112,8 +112,12 @@ def entry(repo: Path, name: str, inputs: tuple[str, ...] = ("float32[4]",)) -> A
 def test_forward_names_the_library_function_called_on_the_users_line(repo: Path) -> None:
     """A constant row: layer_norm with eps=0 divides 0 by 0; the multiply before it is fine."""
     found = localise(entry(repo, "layer_normed"), [torch.ones(4)], str(repo))
-    assert found == {"op": "layer_norm", "path": "locpkg/user.py",
-                     "line": line_of("@layer-norm"), "where": "forward"}
+    assert found == {
+        "op": "layer_norm",
+        "path": "locpkg/user.py",
+        "line": line_of("@layer-norm"),
+        "where": "forward",
+    }
 
 
 def test_forward_localisation_stays_silent_on_a_gradient_only_failure(repo: Path) -> None:
@@ -125,7 +129,10 @@ def test_backward_names_sqrt_of_a_sum_of_squares_at_zero(repo: Path) -> None:
     assert found is not None
     json.dumps(found)  # it travels in the harness's JSON record
     assert (found["op"], found["path"], found["line"]) == (
-        "sqrt", "locpkg/user.py", line_of("@sqrt"))
+        "sqrt",
+        "locpkg/user.py",
+        line_of("@sqrt"),
+    )
     assert found["where"] == "backward" and found["node"] == "SqrtBackward0"
     assert found["reaches_inputs"] is True and found["inputs"] == ["x"]
     assert found["reaches_parameters"] is False and found["parameters"] == []
@@ -133,29 +140,38 @@ def test_backward_names_sqrt_of_a_sum_of_squares_at_zero(repo: Path) -> None:
 
 def test_backward_at_a_finite_point_finds_nothing(repo: Path) -> None:
     """Away from zero every gradient is finite: no node may be blamed."""
-    assert localise(entry(repo, "norm_of"), [torch.ones(4)], str(repo),
-                    where="backward") is None
-    assert localise(entry(repo, "finite_everywhere"), [torch.zeros(4)], str(repo),
-                    where="backward") is None
+    assert localise(entry(repo, "norm_of"), [torch.ones(4)], str(repo), where="backward") is None
+    assert (
+        localise(entry(repo, "finite_everywhere"), [torch.zeros(4)], str(repo), where="backward")
+        is None
+    )
 
 
 def test_backward_inside_a_library_helper_names_the_users_calling_line(repo: Path) -> None:
-    found = localise(entry(repo, "through_library"), [torch.zeros(4)], str(repo),
-                     where="backward")
+    found = localise(entry(repo, "through_library"), [torch.zeros(4)], str(repo), where="backward")
     assert found is not None
     assert (found["op"], found["path"], found["line"], found["node"]) == (
-        "sqrt", "locpkg/user.py", line_of("@library"), "SqrtBackward0")
+        "sqrt",
+        "locpkg/user.py",
+        line_of("@library"),
+        "SqrtBackward0",
+    )
     assert found["reaches_inputs"] is True
 
 
 def test_backward_inside_a_composite_op_is_named_by_the_composite(repo: Path) -> None:
     """The nodes rms_op makes inside are never seen by the mode; the failing one inherits
     the label of the op it belongs to."""
-    found = localise(entry(repo, "through_composite"), [torch.zeros(4)], str(repo),
-                     where="backward")
+    found = localise(
+        entry(repo, "through_composite"), [torch.zeros(4)], str(repo), where="backward"
+    )
     assert found is not None
     assert (found["op"], found["path"], found["line"], found["node"]) == (
-        "rms_op", "locpkg/user.py", line_of("@composite"), "SqrtBackward0")
+        "rms_op",
+        "locpkg/user.py",
+        line_of("@composite"),
+        "SqrtBackward0",
+    )
 
 
 def test_backward_acos_at_one_reaches_inputs_and_the_parameter(repo: Path) -> None:
@@ -165,7 +181,10 @@ def test_backward_acos_at_one_reaches_inputs_and_the_parameter(repo: Path) -> No
     found = localise(angle, [torch.tensor([1.0, 0.0, 0.0, 0.0])], str(repo), where="backward")
     assert found is not None
     assert (found["op"], found["line"], found["node"]) == (
-        "acos", line_of("@acos"), "AcosBackward0")
+        "acos",
+        line_of("@acos"),
+        "AcosBackward0",
+    )
     assert found["reaches_inputs"] is True and found["inputs"] == ["x"]
     assert found["reaches_parameters"] is True and found["parameters"] == ["w"]
     assert angle.fn.w.grad is None, "localisation must not leave gradients on the model"
@@ -173,8 +192,7 @@ def test_backward_acos_at_one_reaches_inputs_and_the_parameter(repo: Path) -> No
 
 def test_backward_request_still_reports_a_forward_nan_first(repo: Path) -> None:
     """When the forward already made the NaN, that is where it first appeared."""
-    found = localise(entry(repo, "layer_normed"), [torch.ones(4)], str(repo),
-                     where="backward")
+    found = localise(entry(repo, "layer_normed"), [torch.ones(4)], str(repo), where="backward")
     assert found is not None and found["where"] == "forward"
     assert found["op"] == "layer_norm"
 

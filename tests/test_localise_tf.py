@@ -23,7 +23,7 @@ tf = pytest.importorskip("tensorflow")
 from analyzers.dynamic.entries import EntryConfig, build_configured  # noqa: E402
 from analyzers.dynamic.localise import localise  # noqa: E402
 
-USER = '''\
+USER = """\
 import tensorflow as tf
 
 
@@ -93,7 +93,7 @@ class Angle(tf.keras.layers.Layer):
     def call(self, x):
         cos = tf.clip_by_value(tf.reduce_sum(x * self.w, -1), -1.0, 1.0)
         return tf.acos(cos) + self.scale  # @acos
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -129,16 +129,24 @@ def no_callbacks_left() -> bool:
 def test_forward_names_the_op_at_the_users_line(repo: Path) -> None:
     """log(2 * 0): the multiply before it is fine."""
     found = localise(entry(repo, "log_of"), [torch.zeros(4)], str(repo))
-    assert found == {"op": "Log", "path": "tflocpkg/user.py", "line": line_of("@log"),
-                     "where": "forward"}
+    assert found == {
+        "op": "Log",
+        "path": "tflocpkg/user.py",
+        "line": line_of("@log"),
+        "where": "forward",
+    }
     assert no_callbacks_left()
 
 
 def test_forward_inside_a_library_function_names_the_users_calling_line(repo: Path) -> None:
     """tf.linalg.normalize divides by the norm inside TensorFlow: 0 / 0."""
     found = localise(entry(repo, "normalised"), [torch.zeros(4)], str(repo))
-    assert found == {"op": "RealDiv", "path": "tflocpkg/user.py",
-                     "line": line_of("@normalize"), "where": "forward"}
+    assert found == {
+        "op": "RealDiv",
+        "path": "tflocpkg/user.py",
+        "line": line_of("@normalize"),
+        "where": "forward",
+    }
 
 
 def test_a_deliberate_minus_infinity_mask_is_not_the_failure(repo: Path) -> None:
@@ -147,16 +155,17 @@ def test_a_deliberate_minus_infinity_mask_is_not_the_failure(repo: Path) -> None
     found = localise(entry(repo, "masked_softmax"), [-torch.ones(4)], str(repo))
     assert found is not None
     assert (found["op"], found["line"]) == ("Softmax", line_of("@softmax"))
-    assert localise(entry(repo, "masked_softmax"), [torch.tensor([1.0, -1.0, 2.0, -3.0])],
-                    str(repo)) is None
+    assert (
+        localise(entry(repo, "masked_softmax"), [torch.tensor([1.0, -1.0, 2.0, -3.0])], str(repo))
+        is None
+    )
 
 
 def test_forward_localisation_stays_silent_on_a_gradient_only_failure(repo: Path) -> None:
     assert localise(entry(repo, "norm_of"), [torch.zeros(4)], str(repo)) is None
 
 
-def test_code_that_raises_still_reports_the_nan_before_and_removes_the_callback(
-        repo: Path) -> None:
+def test_code_that_raises_still_reports_the_nan_before_and_removes_the_callback(repo: Path) -> None:
     found = localise(entry(repo, "raises_after_nan"), [torch.zeros(4)], str(repo))
     assert found is not None
     assert (found["op"], found["line"]) == ("Log", line_of("@raises"))
@@ -183,7 +192,10 @@ def test_backward_names_sqrt_of_a_sum_of_squares_at_zero(repo: Path) -> None:
     assert found is not None
     json.dumps(found)  # it travels in the harness's JSON record
     assert (found["op"], found["path"], found["line"]) == (
-        "Sqrt", "tflocpkg/user.py", line_of("@sqrt"))
+        "Sqrt",
+        "tflocpkg/user.py",
+        line_of("@sqrt"),
+    )
     assert found["where"] == "backward" and found["node"] == "SqrtGrad"
     assert found["reaches_inputs"] is True and found["inputs"] == ["x"]
     assert found["reaches_parameters"] is False and found["parameters"] == []
@@ -192,20 +204,23 @@ def test_backward_names_sqrt_of_a_sum_of_squares_at_zero(repo: Path) -> None:
 
 def test_backward_at_a_finite_point_finds_nothing(repo: Path) -> None:
     """Away from zero every gradient is finite: no op may be blamed."""
-    assert localise(entry(repo, "norm_of"), [torch.ones(4)], str(repo),
-                    where="backward") is None
-    assert localise(entry(repo, "finite_everywhere"), [torch.zeros(4)], str(repo),
-                    where="backward") is None
+    assert localise(entry(repo, "norm_of"), [torch.ones(4)], str(repo), where="backward") is None
+    assert (
+        localise(entry(repo, "finite_everywhere"), [torch.zeros(4)], str(repo), where="backward")
+        is None
+    )
 
 
-def test_backward_inside_a_library_function_names_the_users_calling_line(
-        repo: Path) -> None:
+def test_backward_inside_a_library_function_names_the_users_calling_line(repo: Path) -> None:
     """tf.norm takes the square root inside TensorFlow; its gradient is infinite at 0."""
-    found = localise(entry(repo, "through_library"), [torch.zeros(4)], str(repo),
-                     where="backward")
+    found = localise(entry(repo, "through_library"), [torch.zeros(4)], str(repo), where="backward")
     assert found is not None
     assert (found["op"], found["path"], found["line"], found["node"]) == (
-        "Sqrt", "tflocpkg/user.py", line_of("@library"), "SqrtGrad")
+        "Sqrt",
+        "tflocpkg/user.py",
+        line_of("@library"),
+        "SqrtGrad",
+    )
     assert found["reaches_inputs"] is True
 
 
@@ -221,11 +236,14 @@ def test_backward_acos_at_one_reaches_inputs_and_the_layers_weight(repo: Path) -
     it is NaN for x, and times x for w. The scale weight only sees the finite gradient of
     the sum."""
     angle = entry(repo, "Angle")
-    found = localise(angle, [torch.tensor([1.0, 0.0, 0.0, 0.0])], str(repo),
-                     where="backward")
+    found = localise(angle, [torch.tensor([1.0, 0.0, 0.0, 0.0])], str(repo), where="backward")
     assert found is not None
     assert (found["op"], found["path"], found["line"], found["node"]) == (
-        "Acos", "tflocpkg/user.py", line_of("@acos"), "Reciprocal")
+        "Acos",
+        "tflocpkg/user.py",
+        line_of("@acos"),
+        "Reciprocal",
+    )
     assert found["reaches_inputs"] is True and found["inputs"] == ["x"]
     assert found["reaches_parameters"] is True
     assert [p.rsplit("/", 1)[-1].split(":")[0] for p in found["parameters"]] == ["w"]
@@ -237,11 +255,19 @@ def test_keras_3_ops_are_confirmed_on_tensorflow(tmp_path: Path) -> None:
     `keras` framework: the dynamic pass runs them rather than leaving them `potential`."""
     from harness_support import confirmed_reproducer, run_findings, write_repo
 
-    repo = write_repo(tmp_path, {"kpkg/__init__.py": "", "kpkg/norm.py": (
-        "from keras import ops\n\n\n"
-        "def normalize(x, axis=-1):\n"
-        "    square_sum = ops.sum(ops.square(x), axis=axis, keepdims=True)\n"
-        "    return x * ops.rsqrt(square_sum)\n")})
-    run = run_findings(repo, "kpkg/norm.py", ["normalize"], finding_timeout=120, timeout=300,
-                       search_seconds=2.0)
+    repo = write_repo(
+        tmp_path,
+        {
+            "kpkg/__init__.py": "",
+            "kpkg/norm.py": (
+                "from keras import ops\n\n\n"
+                "def normalize(x, axis=-1):\n"
+                "    square_sum = ops.sum(ops.square(x), axis=axis, keepdims=True)\n"
+                "    return x * ops.rsqrt(square_sum)\n"
+            ),
+        },
+    )
+    run = run_findings(
+        repo, "kpkg/norm.py", ["normalize"], finding_timeout=120, timeout=300, search_seconds=2.0
+    )
     confirmed_reproducer(repo, run)

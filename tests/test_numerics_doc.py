@@ -14,8 +14,12 @@ from analyzers.dtypes import DTYPES
 from bench.corpus import PATTERN_NUMBERS
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "numerics.md"
-TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16,
-                "float32": torch.float32, "float64": torch.float64}
+TORCH_DTYPES = {
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+}
 
 
 def _cell(value: float) -> str:
@@ -25,9 +29,26 @@ def _cell(value: float) -> str:
 def test_the_dtype_table_is_the_code() -> None:
     text = PAGE.read_text(encoding="utf-8")
     for name, lim in DTYPES.items():
-        row = "| " + " | ".join([name, *(_cell(v) for v in (
-            lim.max, lim.tiny, lim.smallest_subnormal, lim.eps, lim.exp_max,
-            lim.softmax_zero_gap))]) + " |"
+        row = (
+            "| "
+            + " | ".join(
+                [
+                    name,
+                    *(
+                        _cell(v)
+                        for v in (
+                            lim.max,
+                            lim.tiny,
+                            lim.smallest_subnormal,
+                            lim.eps,
+                            lim.exp_max,
+                            lim.softmax_zero_gap,
+                        )
+                    ),
+                ]
+            )
+            + " |"
+        )
         assert row in text, f"docs/numerics.md lacks the row {row}"
 
 

@@ -16,7 +16,7 @@ from analyzers.dynamic.numpy_backend import NumpyProbe, Watched, evaluate_numpy,
 
 SEARCH_SECONDS = 10.0
 
-SCHEDULER = '''import numpy as np
+SCHEDULER = """import numpy as np
 import torch
 
 
@@ -33,7 +33,7 @@ class Scheduler:
         high = log_sigmas[low_idx + 1]
         w = np.clip((low - log_sigma) * (high - low), 0, 1)
         return (1 - w) * low_idx + w * (low_idx + 1)
-'''
+"""
 
 NORMALISE = '''import numpy as np
 
@@ -73,12 +73,15 @@ def test_only_the_first_flag_at_the_line_shows(tmp_path: Path) -> None:
     """An earlier flag on another line would stop the reproducer there: no visible trigger;
     a flag at the line with a clipped, finite output shows as "raised"."""
     path = tmp_path / "code.py"
-    path.write_text("import numpy as np\n"
-                    "def first(x):\n"
-                    "    y = 1.0 / x\n"
-                    "    return np.clip(np.log(x), -1, 1) + 0 * np.nan_to_num(y)\n"
-                    "def earlier(x):\n"
-                    "    return np.clip(np.log(x), -1, 1)\n", encoding="utf-8")
+    path.write_text(
+        "import numpy as np\n"
+        "def first(x):\n"
+        "    y = 1.0 / x\n"
+        "    return np.clip(np.log(x), -1, 1) + 0 * np.nan_to_num(y)\n"
+        "def earlier(x):\n"
+        "    return np.clip(np.log(x), -1, 1)\n",
+        encoding="utf-8",
+    )
     namespace: dict[str, object] = {}
     exec(compile(path.read_text(), str(path), "exec"), namespace)  # noqa: S102
     zero = [torch.zeros(3)]
@@ -91,14 +94,22 @@ def test_only_the_first_flag_at_the_line_shows(tmp_path: Path) -> None:
     ones = evaluate_numpy(alone, _Call(namespace["earlier"]), "log", "float32", [torch.ones(3)])
     assert ones.reached and not ones.forward and ones.loss < float("inf")
     assert isinstance(to_numpy(torch.ones(2)), Watched) and not isinstance(
-        np.asarray([1.0]), Watched)
+        np.asarray([1.0]), Watched
+    )
 
 
-def test_a_log_of_a_zero_sigma_in_a_torch_module_is_confirmed(tmp_path: Path,
-                                                             clean_modules: object) -> None:
+def test_a_log_of_a_zero_sigma_in_a_torch_module_is_confirmed(
+    tmp_path: Path, clean_modules: object
+) -> None:
     repo = write_repo(tmp_path, {"sched/__init__.py": "", "sched/euler.py": SCHEDULER})
-    run = run_findings(repo, "sched/euler.py", ["Scheduler._sigma_to_t"], finding_timeout=120,
-                       timeout=300, search_seconds=SEARCH_SECONDS)
+    run = run_findings(
+        repo,
+        "sched/euler.py",
+        ["Scheduler._sigma_to_t"],
+        finding_timeout=120,
+        timeout=300,
+        search_seconds=SEARCH_SECONDS,
+    )
     source = confirmed_reproducer(repo, run)
     assert "np.errstate(" in source and "import torch" not in source
     assert "makes NaN/Inf" in source
@@ -106,7 +117,13 @@ def test_a_log_of_a_zero_sigma_in_a_torch_module_is_confirmed(tmp_path: Path,
 
 def test_a_division_by_a_sum_is_confirmed(tmp_path: Path, clean_modules: object) -> None:
     repo = write_repo(tmp_path, {"npnorm/__init__.py": "", "npnorm/weights.py": NORMALISE})
-    run = run_findings(repo, "npnorm/weights.py", ["normalise"], finding_timeout=120,
-                       timeout=300, search_seconds=SEARCH_SECONDS)
+    run = run_findings(
+        repo,
+        "npnorm/weights.py",
+        ["normalise"],
+        finding_timeout=120,
+        timeout=300,
+        search_seconds=SEARCH_SECONDS,
+    )
     source = confirmed_reproducer(repo, run)
     assert "np.full(" in source or "np.array(" in source

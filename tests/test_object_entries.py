@@ -73,12 +73,15 @@ def test_the_constructor_inputs_are_found_by_trying(tmp_path: Path, clean_module
         sys.path.remove(str(repo))
 
 
-def test_members_of_plain_classes_are_confirmed_with_standalone_reproducers(
-        tmp_path: Path) -> None:
+def test_members_of_plain_classes_are_confirmed_with_standalone_reproducers(tmp_path: Path) -> None:
     repo = write_repo(tmp_path / "repo", {"dists.py": DISTRIBUTIONS})
-    run = run_findings(repo, "dists.py", ["Categorical.entropy", "Gamma.log_prob",
-                                          "Gamma.mean_log_scale"],
-                       finding_timeout=120, timeout=400)
+    run = run_findings(
+        repo,
+        "dists.py",
+        ["Categorical.entropy", "Gamma.log_prob", "Gamma.mean_log_scale"],
+        finding_timeout=120,
+        timeout=400,
+    )
     for function in ("Gamma.log_prob", "Gamma.mean_log_scale", "Categorical.entropy"):
         record = run.record(function)
         assert record["status"] == "confirmed", (function, record)
@@ -103,14 +106,19 @@ def get_probs_and_logits(ps=None, logits=None, is_multidimensional=True):
 '''
 
 
-def test_a_parameter_that_defaults_to_none_is_searched_when_the_op_reads_it(
-        tmp_path: Path) -> None:
+def test_a_parameter_that_defaults_to_none_is_searched_when_the_op_reads_it(tmp_path: Path) -> None:
     """`ps=None`: the `log(ps)` branch runs only when a caller passes `ps`, so the
     synthesised call passes it, and the reproducer calls `get_probs_and_logits(ps)` with the
     zeros that make log -inf (the minimiser's base), not a box corner."""
     repo = write_repo(tmp_path, {"dist/__init__.py": "", "dist/util.py": PROBS_OR_LOGITS})
-    run = run_findings(repo, "dist/util.py", ["get_probs_and_logits"], finding_timeout=60,
-                       timeout=200, search_seconds=10.0)
+    run = run_findings(
+        repo,
+        "dist/util.py",
+        ["get_probs_and_logits"],
+        finding_timeout=60,
+        timeout=200,
+        search_seconds=10.0,
+    )
     source = confirmed_reproducer(repo, run)
     assert "out = get_probs_and_logits(ps)" in source
     assert "ps = torch.full((4, 8), 0.0" in source
@@ -127,8 +135,9 @@ def test_only_a_leading_none_default_can_be_passed_by_position() -> None:
 
     # `scale` sits behind the unsearched `weight`: passed by position it would land there
     assert len(specs_from_signature(scaled, None, operand_names=operand_names("scale"))[0]) == 1
-    specs, constants, _ = specs_from_signature(either, None,
-                                               operand_names=operand_names("torch.log(ps)"))
+    specs, constants, _ = specs_from_signature(
+        either, None, operand_names=operand_names("torch.log(ps)")
+    )
     assert len(specs) == 1 and constants == {"logits": None}
     with pytest.raises(EntryError, match="no tensor parameters"):  # `logits` follows `ps`
         specs_from_signature(either, None, operand_names=operand_names("logits.exp()"))
@@ -173,8 +182,7 @@ class WeightNorm:
 """
 
 
-def test_a_method_that_never_reads_self_is_called_without_the_constructor(
-        tmp_path: Path) -> None:
+def test_a_method_that_never_reads_self_is_called_without_the_constructor(tmp_path: Path) -> None:
     """`split_param` never reads `self`: the object is made without its constructor (which
     needs another optimizer), in the search and in the reproducer, which fails on its own."""
     repo = write_repo(tmp_path / "repo", {"optim.py": OPTIMIZERS})
@@ -190,8 +198,9 @@ def test_a_method_that_never_reads_self_is_called_without_the_constructor(
     finally:
         sys.path.remove(str(repo))
         sys.modules.pop("optim", None)
-    run = run_findings(repo, "optim.py", ["WeightNorm.split_param"] * 2, finding_timeout=120,
-                       timeout=300)
+    run = run_findings(
+        repo, "optim.py", ["WeightNorm.split_param"] * 2, finding_timeout=120, timeout=300
+    )
     records = [r for r in run.result.records if r.get("stage") is None]
     confirmed = [r for r in records if r["status"] == "confirmed"]
     assert confirmed, records
@@ -235,8 +244,7 @@ class Truncated:
 """
 
 
-def test_an_argument_checked_with_isinstance_is_built_from_searched_numbers(
-        tmp_path: Path) -> None:
+def test_an_argument_checked_with_isinstance_is_built_from_searched_numbers(tmp_path: Path) -> None:
     """numpyro's TwoSidedTruncatedDistribution: `assert isinstance(base_dist,
     self.supported_types)`, then `@validate_sample` hides `log_prob(value)` behind
     `wrapper(self, *args, **kwargs)`. The base distribution is built from one of the listed
@@ -256,8 +264,7 @@ def test_an_argument_checked_with_isinstance_is_built_from_searched_numbers(
     finally:
         sys.path.remove(str(repo))
         sys.modules.pop("trunc", None)
-    run = run_findings(repo, "trunc.py", ["Truncated.log_prob"],
-                       finding_timeout=120, timeout=300)
+    run = run_findings(repo, "trunc.py", ["Truncated.log_prob"], finding_timeout=120, timeout=300)
     record = run.record("Truncated.log_prob")
     assert record["status"] == "confirmed", record
     source = record["reproducer"]

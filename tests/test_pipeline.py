@@ -24,10 +24,22 @@ def old_loss(x):
 FILLER = "".join(f"CONST_{i} = {i}\n" for i in range(10))
 
 
-def review_json(run_main: RunMain, repo: GitRepo, *extra: str,
-                expect: int | None = None) -> dict[str, Any]:
-    code, out, err = run_main(["review", str(repo.root), "--base", "main", "--head", "feature",
-                               "--format", "json", *extra])
+def review_json(
+    run_main: RunMain, repo: GitRepo, *extra: str, expect: int | None = None
+) -> dict[str, Any]:
+    code, out, err = run_main(
+        [
+            "review",
+            str(repo.root),
+            "--base",
+            "main",
+            "--head",
+            "feature",
+            "--format",
+            "json",
+            *extra,
+        ]
+    )
     assert code in (0, 1), err
     data: dict[str, Any] = json.loads(out)
     assert code == (1 if data["findings"] else 0)
@@ -51,11 +63,14 @@ def errors_by_path(data: dict[str, Any]) -> dict[str, str]:
 # ---------------------------------------------------------------- which commits count
 
 
-def test_commits_on_main_after_branching_are_not_the_prs(git_repo: GitRepoFactory,
-                                                         run_main: RunMain) -> None:
+def test_commits_on_main_after_branching_are_not_the_prs(
+    git_repo: GitRepoFactory, run_main: RunMain
+) -> None:
     """Three-dot diff: a risky line that landed on main later is not the PR author's."""
-    repo = git_repo({"model.py": "import torch\n"},
-                    {"feature.py": "import torch\n\n\ndef f(p):\n    return torch.sqrt(p)\n"})
+    repo = git_repo(
+        {"model.py": "import torch\n"},
+        {"feature.py": "import torch\n\n\ndef f(p):\n    return torch.sqrt(p)\n"},
+    )
     repo.checkout("main")
     repo.commit({"later.py": MODEL_MAIN}, "risky change on main")
     repo.checkout("feature")
@@ -74,11 +89,15 @@ def test_pure_rename_has_nothing_to_review(git_repo: GitRepoFactory, run_main: R
 # ---------------------------------------------------------------- per-file errors
 
 
-def test_bad_files_get_one_error_each_and_lose_nothing(git_repo: GitRepoFactory,
-                                                       run_main: RunMain) -> None:
+def test_bad_files_get_one_error_each_and_lose_nothing(
+    git_repo: GitRepoFactory, run_main: RunMain
+) -> None:
     repo = git_repo(
-        {"model.py": MODEL_MAIN, "gone.py": "VALUE = 1\n",
-         ".numcheck.toml": "max_file_bytes = 1000\n"},
+        {
+            "model.py": MODEL_MAIN,
+            "gone.py": "VALUE = 1\n",
+            ".numcheck.toml": "max_file_bytes = 1000\n",
+        },
         {
             "broken.py": "import torch\n\ndef f(x:\n    return torch.log(x)\n",
             "latin1.py": "# caf\u00e9\nimport torch\ny = torch.log(x)\n".encode("latin-1"),
@@ -86,7 +105,8 @@ def test_bad_files_get_one_error_each_and_lose_nothing(git_repo: GitRepoFactory,
             "blob.py": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
             "gone.py": None,
             "risky.py": MODEL_MAIN,
-        })
+        },
+    )
     data = review_json(run_main, repo, expect=1)
     # Nothing is lost: the good file's finding survives its neighbours' failures.
     assert where(data) == [("risky.py", 5, "log")]
@@ -102,8 +122,7 @@ def test_bad_files_get_one_error_each_and_lose_nothing(git_repo: GitRepoFactory,
 
 
 def test_per_file_errors_in_text_output(git_repo: GitRepoFactory, run_main: RunMain) -> None:
-    repo = git_repo({"model.py": MODEL_MAIN},
-                    {"broken.py": "def f(:\n", "risky.py": MODEL_MAIN})
+    repo = git_repo({"model.py": MODEL_MAIN}, {"broken.py": "def f(:\n", "risky.py": MODEL_MAIN})
     code, out, _ = run_main(["review", str(repo.root), "--base", "main", "--head", "feature"])
     assert code == 1
     assert "risky.py:5:" in out
@@ -113,10 +132,13 @@ def test_per_file_errors_in_text_output(git_repo: GitRepoFactory, run_main: RunM
 # ---------------------------------------------------------------- scope
 
 
-def test_scope_file_reports_old_lines_of_changed_files(git_repo: GitRepoFactory,
-                                                       run_main: RunMain) -> None:
-    repo = git_repo({"model.py": MODEL_MAIN + "\n\n" + FILLER, "untouched.py": MODEL_MAIN},
-                    {"model.py": MODEL_MAIN + "\n\n" + FILLER + "EXTRA = 1\n"})
+def test_scope_file_reports_old_lines_of_changed_files(
+    git_repo: GitRepoFactory, run_main: RunMain
+) -> None:
+    repo = git_repo(
+        {"model.py": MODEL_MAIN + "\n\n" + FILLER, "untouched.py": MODEL_MAIN},
+        {"model.py": MODEL_MAIN + "\n\n" + FILLER + "EXTRA = 1\n"},
+    )
     assert where(review_json(run_main, repo, expect=0)) == []
     data = review_json(run_main, repo, "--scope", "file", expect=1)
     # Only changed files: untouched.py has the same log and stays out.
@@ -124,23 +146,34 @@ def test_scope_file_reports_old_lines_of_changed_files(git_repo: GitRepoFactory,
     assert data["config"]["scope"] == "file"
 
 
-def test_scope_diff_context_reports_lines_near_a_change(git_repo: GitRepoFactory,
-                                                        run_main: RunMain) -> None:
-    near = git_repo({"model.py": MODEL_MAIN + "\n\n" + FILLER},
-                    {"model.py": MODEL_MAIN + "\nNEW = 1\n\n" + FILLER}, name="near")
+def test_scope_diff_context_reports_lines_near_a_change(
+    git_repo: GitRepoFactory, run_main: RunMain
+) -> None:
+    near = git_repo(
+        {"model.py": MODEL_MAIN + "\n\n" + FILLER},
+        {"model.py": MODEL_MAIN + "\nNEW = 1\n\n" + FILLER},
+        name="near",
+    )
     assert where(review_json(run_main, near, expect=0)) == []  # line 7 changed, log on 5
     data = review_json(run_main, near, "--scope", "diff_context", expect=1)
     assert where(data) == [("model.py", 5, "log")]
 
-    far = git_repo({"model.py": MODEL_MAIN + "\n\n" + FILLER},
-                   {"model.py": MODEL_MAIN + "\n\n" + FILLER + "EXTRA = 1\n"}, name="far")
+    far = git_repo(
+        {"model.py": MODEL_MAIN + "\n\n" + FILLER},
+        {"model.py": MODEL_MAIN + "\n\n" + FILLER + "EXTRA = 1\n"},
+        name="far",
+    )
     assert where(review_json(run_main, far, "--scope", "diff_context", expect=0)) == []
 
 
 def test_scope_and_context_from_config(git_repo: GitRepoFactory, run_main: RunMain) -> None:
-    repo = git_repo({"model.py": MODEL_MAIN + "\n\n" + FILLER},
-                    {"model.py": MODEL_MAIN + "\nNEW = 1\n\n" + FILLER,
-                     ".numcheck.toml": 'scope = "diff_context"\ncontext_lines = 1\n'})
+    repo = git_repo(
+        {"model.py": MODEL_MAIN + "\n\n" + FILLER},
+        {
+            "model.py": MODEL_MAIN + "\nNEW = 1\n\n" + FILLER,
+            ".numcheck.toml": 'scope = "diff_context"\ncontext_lines = 1\n',
+        },
+    )
     assert where(review_json(run_main, repo, expect=0)) == []  # 2 lines away, context 1
     (repo.root / ".numcheck.toml").write_text('scope = "diff_context"\n', encoding="utf-8")
     assert where(review_json(run_main, repo, expect=1)) == [("model.py", 5, "log")]
@@ -149,15 +182,19 @@ def test_scope_and_context_from_config(git_repo: GitRepoFactory, run_main: RunMa
 # ---------------------------------------------------------------- suppression
 
 
-@pytest.mark.parametrize(("comment", "reported"), [
-    ("  # numcheck: ignore[log]", False),
-    ("  # numcheck: ignore[log] -- inputs are probabilities > 0", False),
-    ("  # numcheck: ignore", False),
-    ("  # numcheck: ignore[sqrt]", True),
-    ("", True),
-])
-def test_suppression_comment(git_repo: GitRepoFactory, run_main: RunMain, comment: str,
-                             reported: bool) -> None:
+@pytest.mark.parametrize(
+    ("comment", "reported"),
+    [
+        ("  # numcheck: ignore[log]", False),
+        ("  # numcheck: ignore[log] -- inputs are probabilities > 0", False),
+        ("  # numcheck: ignore", False),
+        ("  # numcheck: ignore[sqrt]", True),
+        ("", True),
+    ],
+)
+def test_suppression_comment(
+    git_repo: GitRepoFactory, run_main: RunMain, comment: str, reported: bool
+) -> None:
     feature = MODEL_MAIN + f"\n\ndef new_loss(p):\n    return torch.log(p){comment}\n"
     repo = git_repo({"model.py": MODEL_MAIN}, {"model.py": feature})
     data = review_json(run_main, repo)
@@ -179,15 +216,19 @@ def test_disable_drops_an_op(git_repo: GitRepoFactory, run_main: RunMain) -> Non
 
 
 def test_disable_in_pyproject(git_repo: GitRepoFactory, run_main: RunMain) -> None:
-    feature = {"model.py": MODEL_MAIN + "\n\ndef new(p):\n    return torch.log(p)\n",
-               "pyproject.toml": '[project]\nname = "m"\n\n[tool.numcheck]\ndisable = ["log"]\n'}
+    feature = {
+        "model.py": MODEL_MAIN + "\n\ndef new(p):\n    return torch.log(p)\n",
+        "pyproject.toml": '[project]\nname = "m"\n\n[tool.numcheck]\ndisable = ["log"]\n',
+    }
     repo = git_repo({"model.py": MODEL_MAIN}, feature)
     assert where(review_json(run_main, repo, expect=0)) == []
 
 
 def test_unknown_op_in_config_is_an_error(git_repo: GitRepoFactory, run_main: RunMain) -> None:
-    repo = git_repo({"model.py": MODEL_MAIN},
-                    {"model.py": MODEL_MAIN + "\n", ".numcheck.toml": 'disable = ["lgo"]\n'})
+    repo = git_repo(
+        {"model.py": MODEL_MAIN},
+        {"model.py": MODEL_MAIN + "\n", ".numcheck.toml": 'disable = ["lgo"]\n'},
+    )
     code, out, err = run_main(["review", str(repo.root), "--base", "main", "--head", "feature"])
     assert code == 2
     assert out == ""
@@ -195,8 +236,10 @@ def test_unknown_op_in_config_is_an_error(git_repo: GitRepoFactory, run_main: Ru
 
 
 def test_exclude_drops_paths(git_repo: GitRepoFactory, run_main: RunMain) -> None:
-    repo = git_repo({".numcheck.toml": 'extend_exclude = ["vendor"]\n'},
-                    {"vendor/lib.py": MODEL_MAIN, "src/model.py": MODEL_MAIN})
+    repo = git_repo(
+        {".numcheck.toml": 'extend_exclude = ["vendor"]\n'},
+        {"vendor/lib.py": MODEL_MAIN, "src/model.py": MODEL_MAIN},
+    )
     assert where(review_json(run_main, repo, expect=1)) == [("src/model.py", 5, "log")]
 
 
@@ -223,21 +266,20 @@ def test_dtype_flag_overrides_config(git_repo: GitRepoFactory, run_main: RunMain
     assert where(review_json(run_main, repo, "--dtype", "float16")) == [("ratio.py", 5, "div")]
 
 
-def test_explicit_config_file(git_repo: GitRepoFactory, run_main: RunMain,
-                              tmp_path: Path) -> None:
+def test_explicit_config_file(git_repo: GitRepoFactory, run_main: RunMain, tmp_path: Path) -> None:
     repo = git_repo({"model.py": MODEL_MAIN}, {"ratio.py": EPS_DIV})
     settings = tmp_path / "ci-numcheck.toml"
     settings.write_text('dtype = "float16"\n', encoding="utf-8")
-    assert where(review_json(run_main, repo, "--config", str(settings))) == [
-        ("ratio.py", 5, "div")]
+    assert where(review_json(run_main, repo, "--config", str(settings))) == [("ratio.py", 5, "div")]
 
 
-def test_fail_on_none_exits_0_with_findings(git_repo: GitRepoFactory,
-                                            run_main: RunMain) -> None:
-    repo = git_repo({"model.py": MODEL_MAIN},
-                    {"risky.py": MODEL_MAIN, ".numcheck.toml": 'fail_on = "none"\n'})
-    code, out, _ = run_main(["review", str(repo.root), "--base", "main", "--head", "feature",
-                             "--format", "json"])
+def test_fail_on_none_exits_0_with_findings(git_repo: GitRepoFactory, run_main: RunMain) -> None:
+    repo = git_repo(
+        {"model.py": MODEL_MAIN}, {"risky.py": MODEL_MAIN, ".numcheck.toml": 'fail_on = "none"\n'}
+    )
+    code, out, _ = run_main(
+        ["review", str(repo.root), "--base", "main", "--head", "feature", "--format", "json"]
+    )
     assert code == 0
     assert where(json.loads(out)) == [("risky.py", 5, "log")]
 
@@ -259,10 +301,13 @@ def test_fingerprint_survives_moved_lines(git_repo: GitRepoFactory, run_main: Ru
     assert after[0]["fingerprint"] == before[0]["fingerprint"]
 
 
-def test_fingerprint_differs_per_function_and_op(git_repo: GitRepoFactory,
-                                                 run_main: RunMain) -> None:
-    src = ("import torch\n\n\ndef a(p):\n    return torch.log(p)\n\n\n"
-           "def b(p):\n    return torch.log(p)\n\n\ndef c(p):\n    return torch.sqrt(p)\n")
+def test_fingerprint_differs_per_function_and_op(
+    git_repo: GitRepoFactory, run_main: RunMain
+) -> None:
+    src = (
+        "import torch\n\n\ndef a(p):\n    return torch.log(p)\n\n\n"
+        "def b(p):\n    return torch.log(p)\n\n\ndef c(p):\n    return torch.sqrt(p)\n"
+    )
     repo = git_repo({"x.py": "X = 1\n"}, {"model.py": src})
     findings = review_json(run_main, repo, expect=1)["findings"]
     assert len(findings) == 3
@@ -270,18 +315,20 @@ def test_fingerprint_differs_per_function_and_op(git_repo: GitRepoFactory,
 
 
 def test_identical_calls_in_one_function_keep_their_own_fingerprints(
-        git_repo: GitRepoFactory, run_main: RunMain) -> None:
+    git_repo: GitRepoFactory, run_main: RunMain
+) -> None:
     """A script with the same `torch.log(p)` text on two lines: two findings, each with its
     own identity (a dynamic result for one must not land on the other), numbered from the
     top so the identity does not depend on which of them the change touched."""
-    script = ("import torch\n\np = torch.rand(3)\nfirst = torch.log(p)\n"
-              "second = torch.log(p)\n")
+    script = "import torch\n\np = torch.rand(3)\nfirst = torch.log(p)\nsecond = torch.log(p)\n"
     repo = git_repo({"train.py": "import torch\n"}, {"train.py": script})
     both = review_json(run_main, repo, expect=1)["findings"]
     assert [f["line"] for f in both] == [4, 5]
     assert len({f["fingerprint"] for f in both}) == 2
-    repo.commit({"train.py": script.replace("second = torch.log(p)", "second = torch.log(p)"
-                                            "  # touched")}, "touch the second")
+    repo.commit(
+        {"train.py": script.replace("second = torch.log(p)", "second = torch.log(p)  # touched")},
+        "touch the second",
+    )
     touched = review_json(run_main, repo, expect=1)["findings"]
     assert touched[-1]["fingerprint"] == both[1]["fingerprint"]
 
@@ -318,8 +365,15 @@ def test_the_head_is_exported_as_a_stream_leaving_out_large_data(tmp_path: Path)
 
     repo = GitRepo(tmp_path / "repo")
     zeros = b"\0" * (8 * 2**20)
-    repo.commit({"pkg/model.py": "import torch\n", "data/a.bin": zeros, "data/b.bin": zeros,
-                 "small.txt": "x\n", "big_module.py": "# " + "x" * (9 * 2**20) + "\n"})
+    repo.commit(
+        {
+            "pkg/model.py": "import torch\n",
+            "data/a.bin": zeros,
+            "data/b.bin": zeros,
+            "small.txt": "x\n",
+            "big_module.py": "# " + "x" * (9 * 2**20) + "\n",
+        }
+    )
     into = tmp_path / "head"
     into.mkdir()
     left_out = export(repo.root, "HEAD", into, file_budget=4 * 2**20, head_budget=64 * 2**20)
@@ -328,22 +382,26 @@ def test_the_head_is_exported_as_a_stream_leaving_out_large_data(tmp_path: Path)
     assert (into / "big_module.py").stat().st_size > 9 * 2**20
     assert not (into / "data" / "a.bin").exists() and (into / "small.txt").exists()
     # memory, in a fresh process: exporting 25 MiB of files peaks no higher than importing
-    child = ("import resource, sys\nfrom pathlib import Path\n"
-             "from runners.pipeline import export\n"
-             "if sys.argv[1] == 'export':\n"
-             "    export(Path(sys.argv[2]), 'HEAD', Path(sys.argv[3]))\n"
-             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    child = (
+        "import resource, sys\nfrom pathlib import Path\n"
+        "from runners.pipeline import export\n"
+        "if sys.argv[1] == 'export':\n"
+        "    export(Path(sys.argv[2]), 'HEAD', Path(sys.argv[3]))\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
     peaks = []
     for what in ("import", "export"):
-        proc = subprocess.run([sys.executable, "-c", child, what, str(repo.root),
-                               str(tmp_path / f"peak-{what}")], capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", child, what, str(repo.root), str(tmp_path / f"peak-{what}")],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         peaks.append(int(proc.stdout))
     assert peaks[1] - peaks[0] < 8 * 1024, f"the export held {peaks[1] - peaks[0]} KiB"
 
     with pytest.raises(Exception, match="MiB"):
-        export(repo.root, "HEAD", tmp_path / "tight", file_budget=4 * 2**20,
-               head_budget=2 * 2**20)
+        export(repo.root, "HEAD", tmp_path / "tight", file_budget=4 * 2**20, head_budget=2 * 2**20)
     with pytest.raises(subprocess.CalledProcessError):
         export(repo.root, "no-such-ref", tmp_path / "none")
 
@@ -354,8 +412,9 @@ def test_a_blob_the_clone_lacks_costs_that_file_only(tmp_path: Path) -> None:
     from runners.pipeline import export
 
     repo = GitRepo(tmp_path / "repo")
-    repo.write({"pkg/model.py": "import torch\n", "run.sh": "#!/bin/sh\n",
-                "data/big.bin": b"\1" * 1000})
+    repo.write(
+        {"pkg/model.py": "import torch\n", "run.sh": "#!/bin/sh\n", "data/big.bin": b"\1" * 1000}
+    )
     (repo.root / "run.sh").chmod(0o755)
     repo.commit({}, "with an executable")
     blob = repo.git("rev-parse", "HEAD:data/big.bin")

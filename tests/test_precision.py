@@ -64,34 +64,44 @@ def log_of(x: torch.Tensor) -> torch.Tensor:
 
 def _config(**changes: object) -> Config:
     entry = {"target": "model.heads:pair_log_likelihood", "inputs": BOX}
-    return dataclasses.replace(Config(), search_seconds=2.0, dynamic_timeout=300,
-                               entries=(entry,), **changes)
+    return dataclasses.replace(
+        Config(), search_seconds=2.0, dynamic_timeout=300, entries=(entry,), **changes
+    )
 
 
 def _repo(git_repo: GitRepoFactory) -> Path:
-    return git_repo({"model/__init__.py": "", "model/heads.py": "import torch\n"},
-                    {"model/heads.py": HEADS}).root
+    return git_repo(
+        {"model/__init__.py": "", "model/heads.py": "import torch\n"}, {"model/heads.py": HEADS}
+    ).root
 
 
 def test_a_bug_only_float16_shows_is_confirmed_as_a_precision_finding(
-        git_repo: GitRepoFactory) -> None:
+    git_repo: GitRepoFactory,
+) -> None:
     repo = _repo(git_repo)
     result = analyze(repo, "main", "feature", _config())
     (found,) = result.findings
     assert found.status == "confirmed", (found.error, found.trigger)
     assert found.trigger is not None
-    assert found.trigger["precision"] == {"dtype": "float16", "mode": "autocast",
-                                          "float32": "finite"}
-    assert "found under float16 autocast, and the same inputs are finite in float32" in \
-        proof_sentence(found)
+    assert found.trigger["precision"] == {
+        "dtype": "float16",
+        "mode": "autocast",
+        "float32": "finite",
+    }
+    assert (
+        "found under float16 autocast, and the same inputs are finite in float32"
+        in proof_sentence(found)
+    )
     # the reproducer checks float32 first, then fails under autocast
     reproducer = found.reproducer or ""
-    assert reproducer.index("out32 = pair_log_likelihood(a32, b32)") < \
-        reproducer.index('with torch.autocast("cpu", dtype=torch.float16):')
+    assert reproducer.index("out32 = pair_log_likelihood(a32, b32)") < reproducer.index(
+        'with torch.autocast("cpu", dtype=torch.float16):'
+    )
     script = repo / "repro_test.py"
     script.write_text(reproducer, encoding="utf-8")
-    run = subprocess.run([sys.executable, str(script)], cwd=repo, capture_output=True,
-                         text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, str(script)], cwd=repo, capture_output=True, text=True, timeout=120
+    )
     assert run.returncode != 0
     assert "in float32 too" not in run.stderr and "log at model/heads.py:6" in run.stderr
     # the fix stage checks the stable form under the same autocast
@@ -99,10 +109,8 @@ def test_a_bug_only_float16_shows_is_confirmed_as_a_precision_finding(
     assert "logsigmoid" in found.fix["replacement"]
 
 
-def test_without_low_precision_the_same_finding_is_not_triggered(
-        git_repo: GitRepoFactory) -> None:
-    result = analyze(_repo(git_repo), "main", "feature",
-                     _config(low_precision=False, fix=False))
+def test_without_low_precision_the_same_finding_is_not_triggered(git_repo: GitRepoFactory) -> None:
+    result = analyze(_repo(git_repo), "main", "feature", _config(low_precision=False, fix=False))
     (found,) = result.findings
     assert found.status == "not-triggered"
     assert found.trigger is not None and "precision" not in found.trigger
@@ -112,21 +120,28 @@ def test_without_low_precision_the_same_finding_is_not_triggered(
 def test_a_bug_no_precision_shows_says_what_was_searched(git_repo: GitRepoFactory) -> None:
     """`log(sigmoid(x))` of a bounded input: finite in every precision; the result says the
     low precisions were searched too, and counts their runs."""
-    repo = git_repo({"model/__init__.py": "", "model/heads.py": "import torch\n"},
-                    {"model/heads.py": "import torch\n\n\ndef smooth(x: torch.Tensor) -> "
-                     "torch.Tensor:\n    return torch.log(torch.sigmoid(torch.tanh(x)))\n"})
+    repo = git_repo(
+        {"model/__init__.py": "", "model/heads.py": "import torch\n"},
+        {
+            "model/heads.py": "import torch\n\n\ndef smooth(x: torch.Tensor) -> "
+            "torch.Tensor:\n    return torch.log(torch.sigmoid(torch.tanh(x)))\n"
+        },
+    )
     entry = {"target": "model.heads:smooth", "inputs": ["float32[4,8] in [-1, 1]"]}
     runs = {}
     for low in (True, False):
-        result = analyze(repo.root, "main", "feature", dataclasses.replace(
-            _config(fix=False, low_precision=low), entries=(entry,)))
+        result = analyze(
+            repo.root,
+            "main",
+            "feature",
+            dataclasses.replace(_config(fix=False, low_precision=low), entries=(entry,)),
+        )
         (found,) = result.findings
         assert found.status == "not-triggered" and found.trigger is not None
         runs[low] = found.trigger["evaluations"]
         if low:
             assert found.trigger["low_precision"] == ["bfloat16", "float16"]
-            assert "in float32 and in mixed bfloat16 and float16" in \
-                proof_sentence(found)
+            assert "in float32 and in mixed bfloat16 and float16" in proof_sentence(found)
     assert runs[True] > runs[False] > 0  # the low precisions' runs are counted
 
 
@@ -140,41 +155,52 @@ def norms(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_a_model_cast_to_float16_is_rerun_in_float32_on_its_trigger(norms: Path) -> None:
-    entry = build_configured(norms, EntryConfig("precnorms:TinyNorm", ("float16[2,16]",),
-                                                {}, "float16", None), seed=0)
+    entry = build_configured(
+        norms, EntryConfig("precnorms:TinyNorm", ("float16[2,16]",), {}, "float16", None), seed=0
+    )
     constant = torch.ones(2, 16, dtype=torch.float16)  # var = 0, and 1e-8 is 0 in float16
     path, lines = str(norms / "precnorms.py"), frozenset({12})
     assert not torch.isfinite(entry.call([constant])).all()
-    assert mark_precision(entry, path, lines, "div", [constant]) == \
-        {"dtype": "float16", "mode": "cast", "float32": "finite"}
+    assert mark_precision(entry, path, lines, "div", [constant]) == {
+        "dtype": "float16",
+        "mode": "cast",
+        "float32": "finite",
+    }
     assert entry.float32_reference
-    script = render(entry, [constant], Target("precnorms.py", 12, "div", "x / y", "forward",
-                                              ""), seed=0)
+    script = render(
+        entry, [constant], Target("precnorms.py", 12, "div", "x / y", "forward", ""), seed=0
+    )
     assert "model32 = copy.deepcopy(model).float()" in script and "import copy" in script
     assert script.index("out32 = model32(x32)") < script.index("out = model(x)")
 
 
 def test_a_bug_float32_has_too_is_not_a_precision_finding(norms: Path) -> None:
-    entry = build_configured(norms, EntryConfig("precnorms:log_of", ("float16[4]",), {},
-                                                "float16", None), seed=0)
+    entry = build_configured(
+        norms, EntryConfig("precnorms:log_of", ("float16[4]",), {}, "float16", None), seed=0
+    )
     zero = torch.zeros(4, dtype=torch.float16)
     path, lines = str(norms / "precnorms.py"), frozenset({16})
     assert float32_verdict(entry, path, lines, "log", [zero]) == "fails"
-    assert mark_precision(entry, path, lines, "log", [zero]) == \
-        {"dtype": "float16", "mode": "cast", "float32": "fails"}
+    assert mark_precision(entry, path, lines, "log", [zero]) == {
+        "dtype": "float16",
+        "mode": "cast",
+        "float32": "fails",
+    }
     assert not entry.float32_reference
 
 
 def test_a_float32_entry_has_no_differential(norms: Path) -> None:
-    entry = build_configured(norms, EntryConfig("precnorms:log_of", ("float32[4]",), {},
-                                                None, None), seed=0)
+    entry = build_configured(
+        norms, EntryConfig("precnorms:log_of", ("float32[4]",), {}, None, None), seed=0
+    )
     path = str(norms / "precnorms.py")
     assert mark_precision(entry, path, frozenset({16}), "log", [torch.zeros(4)]) is None
 
 
 def test_the_precisions_a_repository_mentions_go_first(tmp_path: Path) -> None:
-    (tmp_path / "train.py").write_text("model = model.half()\nx = x.half()\n"
-                                       "y = y.to(torch.bfloat16)\n", encoding="utf-8")
+    (tmp_path / "train.py").write_text(
+        "model = model.half()\nx = x.half()\ny = y.to(torch.bfloat16)\n", encoding="utf-8"
+    )
     (tmp_path / ".venv").mkdir()
     (tmp_path / ".venv" / "lib.py").write_text("torch.bfloat16 " * 50, encoding="utf-8")
     assert declared_precisions(tmp_path) == ["float16", "bfloat16"]

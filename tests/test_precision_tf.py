@@ -51,11 +51,14 @@ def layer_repo(tmp_path: Path) -> Iterator[Path]:
         sys.path.remove(str(tmp_path))
 
 
-def test_a_keras_layer_in_float16_is_rerun_in_float32_with_its_weights(
-        layer_repo: Path) -> None:
-    entry = build_configured(layer_repo, EntryConfig(
-        "tfprecnorm:TinyRMSNorm", ("float16[2,16]",), {"dtype": "float16"}, "float16", None),
-        seed=0)
+def test_a_keras_layer_in_float16_is_rerun_in_float32_with_its_weights(layer_repo: Path) -> None:
+    entry = build_configured(
+        layer_repo,
+        EntryConfig(
+            "tfprecnorm:TinyRMSNorm", ("float16[2,16]",), {"dtype": "float16"}, "float16", None
+        ),
+        seed=0,
+    )
     zero_token = torch.cat([torch.zeros(1, 16), torch.ones(1, 16)]).half()
     output = entry.call([tf.constant(zero_token.numpy())])
     assert not bool(tf.reduce_all(tf.math.is_finite(output)))
@@ -64,26 +67,37 @@ def test_a_keras_layer_in_float16_is_rerun_in_float32_with_its_weights(
     assert twin is not None and twin.fn.dtype == "float32"
     assert [float(w[0]) for w in twin.fn.get_weights()] == [3.0]
     path = str(layer_repo / "tfprecnorm.py")
-    assert mark_precision(entry, path, frozenset({9}), "rsqrt", [zero_token]) == \
-        {"dtype": "float16", "mode": "cast", "float32": "finite"}
+    assert mark_precision(entry, path, frozenset({9}), "rsqrt", [zero_token]) == {
+        "dtype": "float16",
+        "mode": "cast",
+        "float32": "finite",
+    }
 
 
 def test_a_float32_keras_layer_is_searched_again_under_the_mixed_float16_policy(
-        layer_repo: Path) -> None:
+    layer_repo: Path,
+) -> None:
     """exp(x @ ones) with x in [-1, 1]^16 is at most e^16: finite in float32, inf in float16,
     where the layer computes under `mixed_float16` while keeping float32 weights."""
-    entry = build_configured(layer_repo, EntryConfig(
-        "tfprecnorm:TinyScorer", ("float32[2,16] in [-1, 1]",), {}, None, None), seed=0)
+    entry = build_configured(
+        layer_repo,
+        EntryConfig("tfprecnorm:TinyScorer", ("float32[2,16] in [-1, 1]",), {}, None, None),
+        seed=0,
+    )
     path, lines = str(layer_repo / "tfprecnorm.py"), frozenset({19})
     assert not Searcher(entry, path, lines, "exp", budget=Budget(seconds=1.0)).run().triggered
-    low = low_precision_search(entry, path, lines, "exp", 0, Budget(seconds=4.0), False,
-                               ["bfloat16", "float16"])
+    low = low_precision_search(
+        entry, path, lines, "exp", 0, Budget(seconds=4.0), False, ["bfloat16", "float16"]
+    )
     assert low.searched == ["bfloat16", "float16"] and low.found is not None
     twin, outcome, searcher = low.found
     assert twin.fn.dtype_policy.name == "mixed_float16" and twin.fn.dtype == "float32"
     small = outcome.inputs or []
-    assert mark_precision(twin, path, lines, "exp", small) == \
-        {"dtype": "float16", "mode": "policy", "float32": "finite"}
+    assert mark_precision(twin, path, lines, "exp", small) == {
+        "dtype": "float16",
+        "mode": "policy",
+        "float32": "finite",
+    }
     # the reproducer makes the layer under the same policy
     assert "mixed_float16" in json.dumps(plan(twin, small, _target(), seed=0)["init"])
 

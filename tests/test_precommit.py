@@ -44,11 +44,19 @@ def loss(p):
 
 def _git(cwd: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-                "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@numcheck.invalid",
-                "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@numcheck.invalid"})
-    proc = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True,
-                          env=env, check=False)
+    env.update(
+        {
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@numcheck.invalid",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@numcheck.invalid",
+        }
+    )
+    proc = subprocess.run(
+        ["git", "-C", str(cwd), *args], capture_output=True, text=True, env=env, check=False
+    )
     assert proc.returncode == 0, f"git {args}: {proc.stderr}"
     return proc.stdout
 
@@ -85,16 +93,41 @@ def project(tmp_path: Path) -> Path:
     return repo
 
 
-def try_repo(hooks_repo: Path, project: Path, tmp_path: Path,
-             *files: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GIT_", "PRE_COMMIT", "NUMCHECK_", "VIRTUAL_ENV"))}
-    env.update({"PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "NO_COLOR": "1",
-                "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull})
-    return subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hooks_repo),
-                           "--color", "never", "--files", *files],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=600,
-                          check=False)
+def try_repo(
+    hooks_repo: Path, project: Path, tmp_path: Path, *files: str
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GIT_", "PRE_COMMIT", "NUMCHECK_", "VIRTUAL_ENV"))
+    }
+    env.update(
+        {
+            "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+            "NO_COLOR": "1",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+        }
+    )
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pre_commit",
+            "try-repo",
+            str(hooks_repo),
+            "--color",
+            "never",
+            "--files",
+            *files,
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def test_hooks_manifest() -> None:

@@ -31,71 +31,139 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def _log_finding() -> Finding:
     return Finding(
-        path="model/loss.py", line=12, column=8, end_line=12, end_column=25,
-        function="Loss.forward", op="log", framework="torch", call="torch.log(probs)",
+        path="model/loss.py",
+        line=12,
+        column=8,
+        end_line=12,
+        end_column=25,
+        function="Loss.forward",
+        op="log",
+        framework="torch",
+        call="torch.log(probs)",
         operand="probs",
         why="`probs` comes from softmax, which is exactly 0.0 in float32 when logits differ "
-            "by more than ~104",
-        rule="NC-log-domain", severity="error",
+        "by more than ~104",
+        rule="NC-log-domain",
+        severity="error",
         interval=IntervalInfo(lo=0.0, hi=1.0, dtype="float32"),
         status="confirmed",
-        trigger={"values": {"logits": [0.0, 120.0]}, "where": "forward", "output": math.nan,
-                 "reached_loss": True, "seconds": 0.4, "device": "cpu", "seed": 0},
+        trigger={
+            "values": {"logits": [0.0, 120.0]},
+            "where": "forward",
+            "output": math.nan,
+            "reached_loss": True,
+            "seconds": 0.4,
+            "device": "cpu",
+            "seed": 0,
+        },
         reproducer="import torch\n\ndef test_nan():\n    assert torch.log(torch.tensor(0.0)) > 0\n",
-        fix={"status": "validated", "kind": "stable-api", "name": "log-softmax",
-             "description": "log(softmax(x)) -> log_softmax(x)", "path": "model/loss.py",
-             "diff": "--- a/model/loss.py\n+++ b/model/loss.py\n@@ -12 +12 @@\n"
-                     "-        logp = torch.log(probs)\n"
-                     "+        logp = torch.log_softmax(logits, dim=-1)\n",
-             "start_line": 12, "end_line": 12, "suggestion_complete": True,
-             "replacement": ["        logp = torch.log_softmax(logits, dim=-1)"],
-             "validation": {"accepted": True, "checks": [
-                 {"name": "reproducer", "ran": True, "passed": True, "figures": {}},
-                 {"name": "equivalence", "ran": True, "passed": True,
-                  "figures": {"max_abs": 1e-7, "max_rel": 2e-7, "inputs": 4}}]}},
+        fix={
+            "status": "validated",
+            "kind": "stable-api",
+            "name": "log-softmax",
+            "description": "log(softmax(x)) -> log_softmax(x)",
+            "path": "model/loss.py",
+            "diff": "--- a/model/loss.py\n+++ b/model/loss.py\n@@ -12 +12 @@\n"
+            "-        logp = torch.log(probs)\n"
+            "+        logp = torch.log_softmax(logits, dim=-1)\n",
+            "start_line": 12,
+            "end_line": 12,
+            "suggestion_complete": True,
+            "replacement": ["        logp = torch.log_softmax(logits, dim=-1)"],
+            "validation": {
+                "accepted": True,
+                "checks": [
+                    {"name": "reproducer", "ran": True, "passed": True, "figures": {}},
+                    {
+                        "name": "equivalence",
+                        "ran": True,
+                        "passed": True,
+                        "figures": {"max_abs": 1e-7, "max_rel": 2e-7, "inputs": 4},
+                    },
+                ],
+            },
+        },
     )
 
 
 def _div_finding() -> Finding:
     return Finding(
-        path="model/norm.py", line=3, column=11, end_line=4, end_column=5,
-        function="normalise", op="div", framework="torch", call="x / (a | b).sum()",
-        operand="(a | b).sum()", why="the denominator `(a | b).sum()` can be 0",
-        rule="NC-div-zero", interval=IntervalInfo(lo=-math.inf, hi=math.inf, dtype="float16"),
+        path="model/norm.py",
+        line=3,
+        column=11,
+        end_line=4,
+        end_column=5,
+        function="normalise",
+        op="div",
+        framework="torch",
+        call="x / (a | b).sum()",
+        operand="(a | b).sum()",
+        why="the denominator `(a | b).sum()` can be 0",
+        rule="NC-div-zero",
+        interval=IntervalInfo(lo=-math.inf, hi=math.inf, dtype="float16"),
         suggestion="x / (a | b).sum().clamp_min(1e-6)",
     )
 
 
 def _exp_finding() -> Finding:
     return Finding(
-        path="model/loss.py", line=30, column=4, end_line=30, end_column=16,
-        function="", op="exp", framework="numpy", call="np.exp(z)", operand="z",
-        why="z is unbounded <script>alert(1)</script> @octocat", rule="NC-exp-overflow",
-        severity="note", status="not-triggered",
+        path="model/loss.py",
+        line=30,
+        column=4,
+        end_line=30,
+        end_column=16,
+        function="",
+        op="exp",
+        framework="numpy",
+        call="np.exp(z)",
+        operand="z",
+        why="z is unbounded <script>alert(1)</script> @octocat",
+        rule="NC-exp-overflow",
+        severity="note",
+        status="not-triggered",
     )
 
 
 def _error_finding() -> Finding:
     return Finding(
-        path="train.py", line=7, column=0, end_line=7, end_column=9,
-        function="main", op="sqrt", framework="math", call="sqrt(v)", operand="v",
-        why="v may be negative", rule="NC-sqrt-domain", status="error",
+        path="train.py",
+        line=7,
+        column=0,
+        end_line=7,
+        end_column=9,
+        function="main",
+        op="sqrt",
+        framework="math",
+        call="sqrt(v)",
+        operand="v",
+        why="v may be negative",
+        rule="NC-sqrt-domain",
+        status="error",
         error="entry could not be built: ImportError",
     )
 
 
-def _result(findings: list[Finding] | None = None, errors: list[StageError] | None = None,
-            comment_on: str = "potential") -> AnalysisResult:
+def _result(
+    findings: list[Finding] | None = None,
+    errors: list[StageError] | None = None,
+    comment_on: str = "potential",
+) -> AnalysisResult:
     """A result with one finding of each status. The rendering tests comment on every finding
     (`comment_on = "potential"`); the publishing policy's own tests pass "proven"."""
     return AnalysisResult(
-        repo="acme/model", base="a" * 40, head="b" * 40,
+        repo="acme/model",
+        base="a" * 40,
+        head="b" * 40,
         config={"static_only": False, "comment_on": comment_on},
-        findings=findings if findings is not None else [
-            _log_finding(), _div_finding(), _exp_finding(), _error_finding()],
-        errors=errors if errors is not None else [
-            StageError(stage="dynamic", message="timeout after 60 s", path="model/norm.py")],
-        timings={"static": 0.5, "dynamic": 12.0}, files_analyzed=4, lines_analyzed=120,
+        findings=findings
+        if findings is not None
+        else [_log_finding(), _div_finding(), _exp_finding(), _error_finding()],
+        errors=errors
+        if errors is not None
+        else [StageError(stage="dynamic", message="timeout after 60 s", path="model/norm.py")],
+        timings={"static": 0.5, "dynamic": 12.0},
+        files_analyzed=4,
+        lines_analyzed=120,
         tool_version="0.1.0",
     )
 
@@ -119,6 +187,7 @@ def sarif_validator() -> jsonschema.protocols.Validator:
 
 
 # --- JSON ------------------------------------------------------------------------------------
+
 
 def test_json_validates_and_is_sorted(result_validator: jsonschema.protocols.Validator) -> None:
     data = json.loads(to_json_text(_result()))
@@ -148,17 +217,21 @@ def test_schema_lists_every_finding_field() -> None:
     assert set(schema["required"]) == fields
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda f: f.update(unexpected="x"),
-    lambda f: f.update(status="maybe"),
-    lambda f: f.update(line=0),
-    lambda f: f.update(column=-1),
-    lambda f: f.update(severity="fatal"),
-    lambda f: f["interval"].update(lo="infinity"),
-    lambda f: f.pop("why"),
-])
-def test_schema_rejects_drift(result_validator: jsonschema.protocols.Validator,
-                              mutate: Any) -> None:
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda f: f.update(unexpected="x"),
+        lambda f: f.update(status="maybe"),
+        lambda f: f.update(line=0),
+        lambda f: f.update(column=-1),
+        lambda f: f.update(severity="fatal"),
+        lambda f: f["interval"].update(lo="infinity"),
+        lambda f: f.pop("why"),
+    ],
+)
+def test_schema_rejects_drift(
+    result_validator: jsonschema.protocols.Validator, mutate: Any
+) -> None:
     data = json.loads(to_json_text(_result()))
     bad = copy.deepcopy(data)
     finding = next(f for f in bad["findings"] if f["interval"] is not None)
@@ -168,6 +241,7 @@ def test_schema_rejects_drift(result_validator: jsonschema.protocols.Validator,
 
 
 # --- SARIF -----------------------------------------------------------------------------------
+
 
 def test_sarif_validates_against_official_schema(
     sarif_validator: jsonschema.protocols.Validator,
@@ -231,12 +305,15 @@ def test_sarif_empty_result_and_odd_paths(
 
 # --- markdown --------------------------------------------------------------------------------
 
+
 def test_inline_comment_marker_headline_and_suggestion_block() -> None:
     log = _log_finding()
     comment = inline_comment(log)
     assert f"<!-- numcheck:fingerprint={log.fingerprint} -->" in comment
-    assert comment.splitlines()[0] == "**numcheck · `log` · confirmed: a concrete input produced " \
-                                      "NaN/Inf**"
+    assert (
+        comment.splitlines()[0] == "**numcheck · `log` · confirmed: a concrete input produced "
+        "NaN/Inf**"
+    )
     assert "```suggestion\n        logp = torch.log_softmax(logits, dim=-1)\n```" in comment
     assert "Operand `probs` ∈ `[0, 1]` (float32)" in comment
     assert "<summary>Reproducer</summary>" in comment
@@ -253,9 +330,17 @@ def test_no_suggestion_block_without_replacement() -> None:
     comment = inline_comment(div)
     assert "```suggestion" not in comment
     assert "```diff" in comment
-    div.fix = {"status": "none-validated", "reason": "no candidate passed validation",
-               "tried": [{"name": "clamp", "kind": "clamp",
-                          "rejected_because": "reproducer: the reproducer still fails"}]}
+    div.fix = {
+        "status": "none-validated",
+        "reason": "no candidate passed validation",
+        "tried": [
+            {
+                "name": "clamp",
+                "kind": "clamp",
+                "rejected_because": "reproducer: the reproducer still fails",
+            }
+        ],
+    }
     comment = inline_comment(div)
     assert "```suggestion" not in comment and "```diff" not in comment
     assert "No checked fix: 1 candidate tried, none passed" in comment
@@ -346,15 +431,20 @@ def test_no_findings_body() -> None:
 
 # --- text ------------------------------------------------------------------------------------
 
+
 def test_text_format_lines() -> None:
     out = render_text(_result())
     lines = out.splitlines()
-    assert lines[0] == ("model/loss.py:12:9: error log [confirmed] `probs` comes from softmax, "
-                        "which is exactly 0.0 in float32 when logits differ by more than ~104")
+    assert lines[0] == (
+        "model/loss.py:12:9: error log [confirmed] `probs` comes from softmax, "
+        "which is exactly 0.0 in float32 when logits differ by more than ~104"
+    )
     assert lines[1] == "    probs in [0, 1] (float32)"
-    assert lines[2] == ("    fix: stable-api: log(softmax(x)) -> log_softmax(x) (checked: the "
-                        "reproducer passes; max deviation 1e-07 abs, 2e-07 rel on 4 in-domain "
-                        "inputs)")
+    assert lines[2] == (
+        "    fix: stable-api: log(softmax(x)) -> log_softmax(x) (checked: the "
+        "reproducer passes; max deviation 1e-07 abs, 2e-07 rel on 4 in-domain "
+        "inputs)"
+    )
     assert "         +        logp = torch.log_softmax(logits, dim=-1)" in lines
     assert "model/loss.py:30:5: note exp [not-triggered] z is unbounded" in out
     assert "model/norm.py:3:12: warning div [potential] the denominator" in out
@@ -387,26 +477,28 @@ def test_text_neutralises_control_characters() -> None:
 
 def test_review_body_holds_back_what_is_not_proven() -> None:
     body = review_body(_result(comment_on="proven"))
-    assert ('3 findings held back from inline comments (comment\\_on = "proven"): 1 potential '
-            "(not proven: the code was not run, or no entry reached the op), 1 not-triggered "
-            "(not proven: the search found no input that makes NaN/Inf), 1 error (not proven: "
-            "the code could not be run as far as the op).") in body
+    assert (
+        '3 findings held back from inline comments (comment\\_on = "proven"): 1 potential '
+        "(not proven: the code was not run, or no entry reached the op), 1 not-triggered "
+        "(not proven: the search found no input that makes NaN/Inf), 1 error (not proven: "
+        "the code could not be run as far as the op)."
+    ) in body
     assert "<summary>3 findings held back (not proven)</summary>" in body
-    held = body[body.index("held back (not proven)</summary>"):]
+    held = body[body.index("held back (not proven)</summary>") :]
     assert "`model/norm.py:3`" in held and "`train.py:7`" in held and "`model/loss.py:30`" in held
     assert "`model/loss.py:12`" not in held  # the confirmed one is not held back
     # every finding the policy lets be inline was placed: no "not commented inline" table
     confirmed = {f.fingerprint for f in _result().findings if f.status == "confirmed"}
-    assert "not commented inline" not in review_body(_result(comment_on="proven"),
-                                                     inline=confirmed)
+    assert "not commented inline" not in review_body(_result(comment_on="proven"), inline=confirmed)
 
 
 def test_a_definite_rule_is_commented_without_proof() -> None:
     softmax = _div_finding()
     softmax.op, softmax.rule, softmax.fingerprint = "log", "log-softmax", ""
     softmax.__post_init__()
-    text = render_markdown(_result(findings=[softmax, _exp_finding()], errors=[],
-                                   comment_on="proven"))
+    text = render_markdown(
+        _result(findings=[softmax, _exp_finding()], errors=[], comment_on="proven")
+    )
     assert "### model/norm.py:3" in text  # potential, but definite: inline
     assert "### model/loss.py:30" not in text  # not-triggered and not definite: held back
     assert "1 finding held back" in text
@@ -417,16 +509,23 @@ def test_a_definite_rule_in_a_test_file_is_held_back_until_confirmed() -> None:
     fused loss it checks) matches a definite pattern on inputs the test chose itself."""
     in_test = _div_finding()
     in_test.op, in_test.rule, in_test.path, in_test.fingerprint = (
-        "binary_cross_entropy", "bce-sigmoid", "keras/losses_test.py", "")
+        "binary_cross_entropy",
+        "bce-sigmoid",
+        "keras/losses_test.py",
+        "",
+    )
     in_test.__post_init__()
     text = render_markdown(_result(findings=[in_test], errors=[], comment_on="proven"))
     assert "### keras/losses_test.py:3" not in text
-    assert ("1 finding held back from inline comments (comment\\_on = \"proven\"): "
-            "1 test-file (a definite pattern, but in a test file, whose inputs are the "
-            "test's own).") in text
+    assert (
+        '1 finding held back from inline comments (comment\\_on = "proven"): '
+        "1 test-file (a definite pattern, but in a test file, whose inputs are the "
+        "test's own)."
+    ) in text
     in_test.status = "confirmed"
     assert "held back" not in render_markdown(
-        _result(findings=[in_test], errors=[], comment_on="proven"))
+        _result(findings=[in_test], errors=[], comment_on="proven")
+    )
 
 
 def test_a_proof_that_cancels_an_epsilon_guard_is_held_back() -> None:
@@ -435,8 +534,10 @@ def test_a_proof_that_cancels_an_epsilon_guard_is_held_back() -> None:
     from analyzers.trust import cancels_guard, is_credible_proof
 
     balance = _div_finding()
-    balance.call, balance.operand = ("tf.reduce_max(load) / (tf.reduce_mean(load) + 1e-10)",
-                                     "(tf.reduce_mean(load) + 1e-10)")
+    balance.call, balance.operand = (
+        "tf.reduce_max(load) / (tf.reduce_mean(load) + 1e-10)",
+        "(tf.reduce_mean(load) + 1e-10)",
+    )
     balance.status, balance.fingerprint = "confirmed", ""
     balance.trigger = {"box": {"source": "synthesised"}}
     balance.__post_init__()
@@ -444,8 +545,7 @@ def test_a_proof_that_cancels_an_epsilon_guard_is_held_back() -> None:
     assert cancels_guard(balance) and not is_credible_proof(balance)
     text = render_markdown(result)
     assert "### model/norm.py:3" not in text
-    assert "1 guard-cancelled (confirmed only by making negative the part an epsilon guards" \
-        in text
+    assert "1 guard-cancelled (confirmed only by making negative the part an epsilon guards" in text
     assert "1 finding held back (not proven, or proven only by cancelling an epsilon)" in text
     # inside bounds a user declared in a configured entry, the same proof is commented
     balance.trigger = {"box": {"source": "config"}}
@@ -464,12 +564,18 @@ def test_a_precision_finding_is_not_a_cancelled_guard() -> None:
     balance = _div_finding()
     balance.operand = "(out[..., -1:] + self.eps)"
     balance.status, balance.fingerprint = "confirmed", ""
-    balance.trigger = {"box": {"source": "synthesised"}, "evaluations": 9, "where": "forward",
-                       "precision": {"dtype": "float16", "mode": "autocast", "float32": "fails"}}
+    balance.trigger = {
+        "box": {"source": "synthesised"},
+        "evaluations": 9,
+        "where": "forward",
+        "precision": {"dtype": "float16", "mode": "autocast", "float32": "fails"},
+    }
     balance.__post_init__()
     assert cancels_guard(balance)  # float32 fails too: it is the guard that was cancelled
-    assert "found under float16 autocast, and the same inputs fail in float32 too" in \
-        proof_sentence(balance)
+    assert (
+        "found under float16 autocast, and the same inputs fail in float32 too"
+        in proof_sentence(balance)
+    )
     balance.trigger["precision"]["float32"] = "finite"
     assert not cancels_guard(balance) and is_credible_proof(balance)
     assert "finite in float32: a mixed-precision bug" in proof_sentence(balance)
@@ -480,15 +586,25 @@ def test_a_precision_finding_is_not_a_cancelled_guard() -> None:
     assert "float32" not in proof_sentence(balance)
 
 
-@pytest.mark.parametrize(("operand", "part"), [
-    ("(tf.reduce_mean(load) + 1e-10)", "tf.reduce_mean(load)"),
-    ("1e-8 + p.sum(-1)", "p.sum(-1)"),
-    ("var + self.variance_epsilon", "var"),
-    ("a * b + EPS", "a * b"), ("eps + norm", "norm"), ("norm + self.wn_eps", "norm"),
-    ("total + num_steps", None), ("count + reps", None),
-    ("trace + 1.0", None), ("x + 1e-2", None), ("x - 1e-8", None), ("x", None),
-    ("x +", None), ("eps * x", None),
-])
+@pytest.mark.parametrize(
+    ("operand", "part"),
+    [
+        ("(tf.reduce_mean(load) + 1e-10)", "tf.reduce_mean(load)"),
+        ("1e-8 + p.sum(-1)", "p.sum(-1)"),
+        ("var + self.variance_epsilon", "var"),
+        ("a * b + EPS", "a * b"),
+        ("eps + norm", "norm"),
+        ("norm + self.wn_eps", "norm"),
+        ("total + num_steps", None),
+        ("count + reps", None),
+        ("trace + 1.0", None),
+        ("x + 1e-2", None),
+        ("x - 1e-8", None),
+        ("x", None),
+        ("x +", None),
+        ("eps * x", None),
+    ],
+)
 def test_the_part_an_epsilon_guards(operand: str, part: str | None) -> None:
     from analyzers.epsilon import guarded_part
 
@@ -504,12 +620,15 @@ def test_results_without_the_key_hold_back_unproven_findings() -> None:
 
 def test_text_summary_says_what_a_pull_request_would_show() -> None:
     lines = render_text(_result(comment_on="proven")).splitlines()
-    at = lines.index("4 findings (1 confirmed, 1 potential, 1 not-triggered, 1 error) in 4 files;"
-                     " 1 error")
+    at = lines.index(
+        "4 findings (1 confirmed, 1 potential, 1 not-triggered, 1 error) in 4 files; 1 error"
+    )
     assert lines[at + 1].startswith("on a pull request: 1 inline comment; 3 findings held back")
-    assert lines[at + 2:at + 5] == ["    held back: model/loss.py:30 exp [not-triggered]",
-                                    "    held back: model/norm.py:3 div [potential]",
-                                    "    held back: train.py:7 sqrt [error]"]
+    assert lines[at + 2 : at + 5] == [
+        "    held back: model/loss.py:30 exp [not-triggered]",
+        "    held back: model/norm.py:3 div [potential]",
+        "    held back: train.py:7 sqrt [error]",
+    ]
 
 
 def test_text_summary_wording() -> None:
@@ -520,6 +639,7 @@ def test_text_summary_wording() -> None:
 
 
 # --- dispatch --------------------------------------------------------------------------------
+
 
 def test_render_dispatch() -> None:
     result = _result()
@@ -534,14 +654,34 @@ def test_the_proof_states_the_values_numcheck_gave_parameters() -> None:
     sees `gamma=0.5`; a name or value the sandbox could have forged into text is left out."""
     from analyzers.report.summary import proof_sentence
 
-    box = {"source": "synthesised", "target": "losses.focal:focal_loss",
-           "inputs": [{"dtype": "float32", "shape": [4, 8], "lo": -100.0, "hi": 100.0}],
-           "chosen": {"gamma": 0.5, "eps": 1e-06, "x) **bold**": 1.0, "mode": "<b>"}}
-    finding = Finding(path="losses/focal.py", line=3, column=0, end_line=3, end_column=0,
-                      function="focal_loss", op="pow", framework="torch", call="", operand="",
-                      why="", rule="pow", status="confirmed",
-                      trigger={"where": "backward", "evaluations": 1, "seconds": 0.5,
-                               "stage": "restarts", "box": box})
+    box = {
+        "source": "synthesised",
+        "target": "losses.focal:focal_loss",
+        "inputs": [{"dtype": "float32", "shape": [4, 8], "lo": -100.0, "hi": 100.0}],
+        "chosen": {"gamma": 0.5, "eps": 1e-06, "x) **bold**": 1.0, "mode": "<b>"},
+    }
+    finding = Finding(
+        path="losses/focal.py",
+        line=3,
+        column=0,
+        end_line=3,
+        end_column=0,
+        function="focal_loss",
+        op="pow",
+        framework="torch",
+        call="",
+        operand="",
+        why="",
+        rule="pow",
+        status="confirmed",
+        trigger={
+            "where": "backward",
+            "evaluations": 1,
+            "seconds": 0.5,
+            "stage": "restarts",
+            "box": box,
+        },
+    )
     sentence = proof_sentence(finding)
     assert "in [-100, 100], called with gamma=0.5, eps=1e-06 (numcheck's values)" in sentence
     assert "bold" not in sentence and "<b>" not in sentence

@@ -40,11 +40,21 @@ from bot.report import excerpts, signing
 from bot.settings import Settings, from_env
 
 CHROMIUM = os.environ.get("NUMCHECK_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-proxy-server"]
-SCREENSHOTS = Path(os.environ.get("NUMCHECK_SCREENSHOT_DIR") or
-                   Path(__file__).parent / ".artifacts" / "report-screenshots")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-proxy-server",
+]
+SCREENSHOTS = Path(
+    os.environ.get("NUMCHECK_SCREENSHOT_DIR")
+    or Path(__file__).parent / ".artifacts" / "report-screenshots"
+)
 PUBLIC = "https://numcheck.example.com"
 REPO = "octo/demo"
 
@@ -61,18 +71,34 @@ class Site:
         """The signed link the App would publish, on this server."""
         url = self.settings.report_url(self.ids[name], self.created[name])
         assert url is not None and url.startswith(PUBLIC)
-        return self.url + url[len(PUBLIC):]
+        return self.url + url[len(PUBLIC) :]
 
 
-def _store(settings: Settings, *, pr: int, head: str, result: AnalysisResult | None,
-           created: datetime, status: str = "published", error: str = "",
-           kept: dict[str, Any] | None = None) -> int:
+def _store(
+    settings: Settings,
+    *,
+    pr: int,
+    head: str,
+    result: AnalysisResult | None,
+    created: datetime,
+    status: str = "published",
+    error: str = "",
+    kept: dict[str, Any] | None = None,
+) -> int:
     with session_scope(settings.database_url) as s:
-        row = Analysis(installation_id=1, repo=REPO, pr_number=pr, head_sha=head,
-                       base_sha="b" * 40, status=status, error=error, created_at=created,
-                       timings={"fetch_git": 0.42, "analysis": 31.5},
-                       result=result.to_json() if result else None,
-                       publish_state={"excerpts": kept or {}})
+        row = Analysis(
+            installation_id=1,
+            repo=REPO,
+            pr_number=pr,
+            head_sha=head,
+            base_sha="b" * 40,
+            status=status,
+            error=error,
+            created_at=created,
+            timings={"fetch_git": 0.42, "analysis": 31.5},
+            result=result.to_json() if result else None,
+            publish_state={"excerpts": kept or {}},
+        )
         s.add(row)
         s.flush()
         return row.id
@@ -89,15 +115,21 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     tmp = tmp_path_factory.mktemp("report-pages")
     key, _ = make_key(tmp)
     database = f"sqlite:///{tmp / 'numcheck.db'}"
-    settings = from_env(app_env(key_path=key, api_url="https://api.github.com",
-                                database_url=database, broker_url="memory://",
-                                NUMCHECK_PUBLIC_URL=PUBLIC,
-                                NUMCHECK_REPORT_SECRET="pages-secret"))
+    settings = from_env(
+        app_env(
+            key_path=key,
+            api_url="https://api.github.com",
+            database_url=database,
+            broker_url="memory://",
+            NUMCHECK_PUBLIC_URL=PUBLIC,
+            NUMCHECK_REPORT_SECRET="pages-secret",
+        )
+    )
     from runners.pipeline import analyze
 
     repo, base, head = build_sample_repo(tmp / "sample")
     config = load_config(repo, known_ops=KNOWN_OPS)
-    full = analyze(repo, base, head, config)          # static, search, reproducers, fixes
+    full = analyze(repo, base, head, config)  # static, search, reproducers, fixes
     static = analyze(repo, base, head, replace(config, dynamic=False))
     for result in (full, static):
         result.repo = REPO
@@ -108,36 +140,73 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     # a finding whose analysis failed, next to a stage error
     broken = _renamed(static.findings[0], "torch.log(unreached)")
     broken.status, broken.error = "error", "no entry reaches the op: `loss` needs a `config`"
-    failed = AnalysisResult(repo=REPO, base=base, head=head, config={}, findings=[broken],
-                            errors=[StageError("dynamic", "sandbox: no user namespaces")],
-                            files_analyzed=1)
+    failed = AnalysisResult(
+        repo=REPO,
+        base=base,
+        head=head,
+        config={},
+        findings=[broken],
+        errors=[StageError("dynamic", "sandbox: no user namespaces")],
+        files_analyzed=1,
+    )
     # an earlier push: one finding with a validated fix, one without, both gone since
     fixed = next(f for f in full.findings if validated_fix(f))
-    earlier = AnalysisResult(repo=REPO, base=base, head="e" * 40, config={},
-                             findings=[*copy.deepcopy(full.findings),
-                                       _renamed(fixed, "torch.softmax(old_scores, -1)"),
-                                       _renamed(static.findings[0], "torch.log(old)")])
+    earlier = AnalysisResult(
+        repo=REPO,
+        base=base,
+        head="e" * 40,
+        config={},
+        findings=[
+            *copy.deepcopy(full.findings),
+            _renamed(fixed, "torch.softmax(old_scores, -1)"),
+            _renamed(static.findings[0], "torch.log(old)"),
+        ],
+    )
     now = datetime.now(UTC)
-    created = {"earlier": now - timedelta(days=2), "full": now - timedelta(hours=3),
-               "static": now - timedelta(hours=2), "error": now - timedelta(hours=1),
-               "stopped": now - timedelta(minutes=30)}
-    heads = {"earlier": "e" * 40, "full": full.head or "f" * 40, "static": "5" * 40,
-             "error": "9" * 40, "stopped": "7" * 40}
+    created = {
+        "earlier": now - timedelta(days=2),
+        "full": now - timedelta(hours=3),
+        "static": now - timedelta(hours=2),
+        "error": now - timedelta(hours=1),
+        "stopped": now - timedelta(minutes=30),
+    }
+    heads = {
+        "earlier": "e" * 40,
+        "full": full.head or "f" * 40,
+        "static": "5" * 40,
+        "error": "9" * 40,
+        "stopped": "7" * 40,
+    }
     from bot.web import create_app
 
     app = create_app(settings)
     ids = {
-        "earlier": _store(settings, pr=7, head=heads["earlier"], result=earlier,
-                          created=created["earlier"]),
-        "full": _store(settings, pr=7, head=heads["full"], result=full,
-                       created=created["full"], kept=kept),
-        "static": _store(settings, pr=8, head=heads["static"], result=static,
-                         created=created["static"], kept=kept),
-        "error": _store(settings, pr=9, head=heads["error"], result=failed,
-                        created=created["error"]),
-        "stopped": _store(settings, pr=10, head=heads["stopped"], result=None,
-                          created=created["stopped"], status="failed",
-                          error="numcheck.toml: unknown key `dtyp` (did you mean `dtype`?)"),
+        "earlier": _store(
+            settings, pr=7, head=heads["earlier"], result=earlier, created=created["earlier"]
+        ),
+        "full": _store(
+            settings, pr=7, head=heads["full"], result=full, created=created["full"], kept=kept
+        ),
+        "static": _store(
+            settings,
+            pr=8,
+            head=heads["static"],
+            result=static,
+            created=created["static"],
+            kept=kept,
+        ),
+        "error": _store(
+            settings, pr=9, head=heads["error"], result=failed, created=created["error"]
+        ),
+        "stopped": _store(
+            settings,
+            pr=10,
+            head=heads["stopped"],
+            result=None,
+            created=created["stopped"],
+            status="failed",
+            error="numcheck.toml: unknown key `dtyp` (did you mean `dtype`?)",
+        ),
     }
     results = {"earlier": earlier, "full": full, "static": static, "error": failed}
     server = make_server("127.0.0.1", 0, app, threaded=True)
@@ -153,9 +222,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).is_file():
-        pytest.fail(f"{CHROMIUM} is missing: the report page tests need Debian's Chromium. "
-                    "Install it with `apt-get install -y chromium chromium-driver` (as root; "
-                    "`scripts/setup --dev` does it), or point NUMCHECK_CHROMIUM at a Chromium.")
+        pytest.fail(
+            f"{CHROMIUM} is missing: the report page tests need Debian's Chromium. "
+            "Install it with `apt-get install -y chromium chromium-driver` (as root; "
+            "`scripts/setup --dev` does it), or point NUMCHECK_CHROMIUM at a Chromium."
+        )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as exc:
@@ -163,8 +234,9 @@ def browser() -> Iterator[Any]:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     print(f"\nreport page screenshots: {SCREENSHOTS}")
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                              args=CHROMIUM_ARGS)
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
         try:
             yield chromium
         finally:
@@ -173,12 +245,13 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any, site: Site) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900},
-                                  accept_downloads=True)
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
     tab = context.new_page()
     elsewhere: list[str] = []
-    tab.on("request", lambda r: elsewhere.append(r.url)
-           if not r.url.startswith((site.url, "data:")) else None)
+    tab.on(
+        "request",
+        lambda r: elsewhere.append(r.url) if not r.url.startswith((site.url, "data:")) else None,
+    )
     yield tab
     context.close()
     assert elsewhere == [], f"the page loaded something from elsewhere: {elsewhere}"
@@ -266,7 +339,8 @@ def shot(tab: Any, name: str, *, full: bool = True) -> Path:
 
 # --- the analysis page ------------------------------------------------------------------------
 def test_the_analysis_page_shows_every_finding_with_its_code_search_and_fix(
-        page: Any, site: Site) -> None:
+    page: Any, site: Site
+) -> None:
     response = page.goto(site.link("full"))
     assert response.status == 200
     assert response.headers["cache-control"] == "private, no-store"
@@ -299,8 +373,7 @@ def test_the_analysis_page_shows_every_finding_with_its_code_search_and_fix(
             assert plot.count() == 1
             assert plot.locator("line.boundary").count() == 1
             assert "boundary" in plot.locator("text.boundary-label").text_content()
-            restarts = sum(p["restart"] for p in trace["points"]
-                           if p["value"] is not None)
+            restarts = sum(p["restart"] for p in trace["points"] if p["value"] is not None)
             assert plot.locator("path.restart").count() == restarts > 0
             assert plot.locator("path.trigger").count() == (finding.status == "confirmed")
             assert "Valid box" in article.inner_text()
@@ -320,22 +393,24 @@ def test_the_analysis_page_shows_every_finding_with_its_code_search_and_fix(
     shot(page, "analysis-confirmed")
     confirmed = next(f for f in result.findings if validated_fix(f))
     page.locator(f"#finding-{confirmed.fingerprint}").screenshot(
-        path=str(SCREENSHOTS / "finding-confirmed-with-fix.png"))
+        path=str(SCREENSHOTS / "finding-confirmed-with-fix.png")
+    )
     quiet = next(f for f in result.findings if f.status == "not-triggered")
     page.locator(f"#finding-{quiet.fingerprint}").screenshot(
-        path=str(SCREENSHOTS / "finding-not-triggered.png"))
+        path=str(SCREENSHOTS / "finding-not-triggered.png")
+    )
 
 
 def test_a_comments_link_lands_on_its_finding(page: Any, site: Site) -> None:
     finding = site.results["full"].findings[-1]
     page.goto(f"{site.link('full')}#finding-{finding.fingerprint}")
-    assert page.evaluate("document.querySelector(':target').id") == \
-        f"finding-{finding.fingerprint}"
+    assert page.evaluate("document.querySelector(':target').id") == f"finding-{finding.fingerprint}"
     assert page.locator(f"#finding-{finding.fingerprint}").is_visible()
 
 
 def test_the_download_links_give_exactly_the_stored_reproducer_and_patch(
-        page: Any, site: Site) -> None:
+    page: Any, site: Site
+) -> None:
     page.goto(site.link("full"))
     result = site.results["full"]
     with_files = [f for f in result.findings if f.reproducer]
@@ -353,14 +428,16 @@ def test_the_download_links_give_exactly_the_stored_reproducer_and_patch(
         if fix is None:
             assert article.locator("a.patch-link").count() == 0
             continue
-        answer = page.request.get(site.url + article.locator("a.patch-link")
-                                  .get_attribute("href"))
+        answer = page.request.get(site.url + article.locator("a.patch-link").get_attribute("href"))
         assert answer.status == 200 and answer.text() == fix["diff"]
         assert answer.headers["content-type"].startswith("text/x-diff")
         assert 'attachment; filename="' in answer.headers["content-disposition"]
         # the patch applies to the file the page shows: its removed lines are in the excerpt
-        removed = [line[1:] for line in fix["diff"].splitlines()
-                   if line.startswith("-") and not line.startswith("---")]
+        removed = [
+            line[1:]
+            for line in fix["diff"].splitlines()
+            if line.startswith("-") and not line.startswith("---")
+        ]
         code = article.locator("pre.code").inner_text()
         assert all(line.strip() in code for line in removed)
     # a download for a finding of another analysis, under this analysis's signature: 404
@@ -371,14 +448,18 @@ def test_the_download_links_give_exactly_the_stored_reproducer_and_patch(
 
 
 def test_a_static_only_analysis_and_a_failed_one_render_what_they_have(
-        page: Any, site: Site) -> None:
+    page: Any, site: Site
+) -> None:
     page.goto(site.link("static"))
     static = site.results["static"]
     assert page.locator("article.finding").count() == len(static.findings)
     assert page.locator("svg").count() == 0 and page.locator("a.download").count() == 0
     assert page.locator(".badge.potential").count() >= len(static.findings)
-    assert all(f.call.splitlines()[0].strip() in page.locator(
-        f"#finding-{f.fingerprint} pre.code").inner_text() for f in static.findings)
+    assert all(
+        f.call.splitlines()[0].strip()
+        in page.locator(f"#finding-{f.fingerprint} pre.code").inner_text()
+        for f in static.findings
+    )
     assert_accessible(page)
     shot(page, "analysis-static-only")
 
@@ -398,14 +479,14 @@ def test_a_static_only_analysis_and_a_failed_one_render_what_they_have(
 
 
 # --- the repository page ----------------------------------------------------------------------
-def test_the_repository_page_counts_analyses_ops_statuses_and_fixes(
-        page: Any, site: Site) -> None:
+def test_the_repository_page_counts_analyses_ops_statuses_and_fixes(page: Any, site: Site) -> None:
     page.goto(site.link("full"))
     page.get_by_role("link", name=f"All analyses of {REPO}").click()
     assert page.locator("h1").inner_text() == f"numcheck report: {REPO}"
     latest = [site.results["full"], site.results["static"], site.results["error"]]
     expected: Counter[tuple[str, str]] = Counter(
-        (f.op, f.status) for r in latest for f in r.findings)
+        (f.op, f.status) for r in latest for f in r.findings
+    )
     table = page.locator("table.by-op")
     statuses = [t.strip() for t in table.locator("thead th").all_inner_texts()][1:-1]
     shown: Counter[tuple[str, str]] = Counter()
@@ -416,13 +497,18 @@ def test_the_repository_page_counts_analyses_ops_statuses_and_fixes(
                 shown[(cells[0], status)] = int(value)
         assert int(cells[-1]) == sum(int(v) for v in cells[1:-1])
     assert shown == expected
-    suggested = len({f.fingerprint for r in (site.results["earlier"], site.results["full"])
-                     for f in r.findings if validated_fix(f)})
+    suggested = len(
+        {
+            f.fingerprint
+            for r in (site.results["earlier"], site.results["full"])
+            for f in r.findings
+            if validated_fix(f)
+        }
+    )
     assert page.locator("#count-suggested").inner_text() == str(suggested)
     assert page.locator("#count-fixed").inner_text() == "1"
     assert page.locator("#count-otherwise").inner_text() == "1"
-    assert page.locator("#count-open").inner_text() == str(sum(len(r.findings)
-                                                               for r in latest))
+    assert page.locator("#count-open").inner_text() == str(sum(len(r.findings) for r in latest))
     rows = page.locator("table.analyses tbody tr")
     assert rows.count() == len(site.ids)
     assert "#10" in rows.first.inner_text()  # newest first
@@ -449,14 +535,11 @@ def test_unsigned_tampered_and_expired_links_are_refused(page: Any, site: Site) 
         "unsigned": base,
         "tampered signature": f"{base}?exp={params['exp']}&sig={flipped}",
         "longer life": f"{base}?exp={int(params['exp']) + 86400}&sig={params['sig']}",
-        "another analysis": good.replace(f"/report/{analysis}?",
-                                         f"/report/{site.ids['static']}?"),
+        "another analysis": good.replace(f"/report/{analysis}?", f"/report/{site.ids['static']}?"),
         "expired": f"{base}?{past}",
         "old format": f"{base}?sig={params['sig'][:32]}",
-        "repository with an analysis signature":
-            f"{site.url}/report/repo/{REPO}?{query}",
-        "download unsigned": f"{base}/{site.results['full'].findings[0].fingerprint}"
-                             "/reproducer.py",
+        "repository with an analysis signature": f"{site.url}/report/repo/{REPO}?{query}",
+        "download unsigned": f"{base}/{site.results['full'].findings[0].fingerprint}/reproducer.py",
     }
     for why, url in refused.items():
         response = page.goto(url)

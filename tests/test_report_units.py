@@ -49,14 +49,13 @@ def test_a_signed_link_opens_exactly_what_it_was_signed_for_until_it_expires() -
     assert signing.verify(b"other", "analysis", "42", str(expires), sig, now=now) == "invalid"
     # a tampered signature or a longer life
     tampered = sig[:-1] + ("0" if sig[-1] != "0" else "1")
-    assert signing.verify(SECRET, "analysis", "42", str(expires), tampered, now=now) == \
-        "invalid"
-    assert signing.verify(SECRET, "analysis", "42", str(expires + 86400), sig, now=now) == \
-        "invalid"
+    assert signing.verify(SECRET, "analysis", "42", str(expires), tampered, now=now) == "invalid"
+    assert signing.verify(SECRET, "analysis", "42", str(expires + 86400), sig, now=now) == "invalid"
     # expired: said only of a genuine signature
     assert signing.verify(SECRET, "analysis", "42", str(expires), sig, now=expires) == "expired"
-    assert signing.verify(SECRET, "analysis", "42", str(expires), tampered, now=expires) == \
-        "invalid"
+    assert (
+        signing.verify(SECRET, "analysis", "42", str(expires), tampered, now=expires) == "invalid"
+    )
     for exp, given in ((None, sig), (str(expires), None), ("", ""), (str(expires), "")):
         assert signing.verify(SECRET, "analysis", "42", exp, given, now=now) == "unsigned"
     assert signing.verify(SECRET, "analysis", "42", "12e9", sig, now=now) == "invalid"
@@ -67,15 +66,20 @@ def test_a_signed_link_opens_exactly_what_it_was_signed_for_until_it_expires() -
 def test_expiry_is_dated_from_what_the_link_opens() -> None:
     created = datetime(2026, 1, 1, 12, 0)
     assert signing.expiry(created, 30) == signing.expiry(created.replace(tzinfo=UTC), 30)
-    assert signing.expiry(created, 30) == int(datetime(2026, 1, 31, 12, 0,
-                                                       tzinfo=UTC).timestamp())
+    assert signing.expiry(created, 30) == int(datetime(2026, 1, 31, 12, 0, tzinfo=UTC).timestamp())
 
 
 def test_settings_sign_report_links_with_a_configurable_lifetime(tmp_path: Path) -> None:
     key, _ = make_key(tmp_path)
-    env = app_env(key_path=key, api_url="https://api.github.com", database_url="sqlite:///x.db",
-                  broker_url="memory://", NUMCHECK_PUBLIC_URL="https://nc.example.com/",
-                  NUMCHECK_REPORT_SECRET="s3cret", NUMCHECK_REPORT_LINK_DAYS="2")
+    env = app_env(
+        key_path=key,
+        api_url="https://api.github.com",
+        database_url="sqlite:///x.db",
+        broker_url="memory://",
+        NUMCHECK_PUBLIC_URL="https://nc.example.com/",
+        NUMCHECK_REPORT_SECRET="s3cret",
+        NUMCHECK_REPORT_LINK_DAYS="2",
+    )
     settings = from_env(env)
     assert settings.report_link_days == 2.0
     created = datetime.now(UTC) - timedelta(hours=1)
@@ -89,8 +93,9 @@ def test_settings_sign_report_links_with_a_configurable_lifetime(tmp_path: Path)
     path = settings.repository_report_path("octo/numlib", expires)
     query = dict(part.split("=") for part in path.split("?", 1)[1].split("&"))
     assert path.startswith("/report/repo/octo/numlib?")
-    assert signing.verify(b"s3cret", "repository", "octo/numlib", query["exp"],
-                          query["sig"]) == "ok"
+    assert (
+        signing.verify(b"s3cret", "repository", "octo/numlib", query["exp"], query["sig"]) == "ok"
+    )
     # without a public URL there is no link; a lifetime that is not a number is refused
     assert from_env({**env, "NUMCHECK_PUBLIC_URL": ""}).report_url(7) is None
     from bot.settings import SettingsError
@@ -116,8 +121,14 @@ def test_the_trace_thins_itself_but_keeps_restarts_stage_changes_and_the_trigger
     restarts = {p["evaluation"] for p in points if p["restart"]}
     assert restarts == set(range(1, 33)) | {1000, 2000}
     assert {3001} <= set(evaluations)  # the change to evolution
-    assert points[-1] == {"evaluation": 5001, "seconds": 0.5001, "value": -0.25,
-                          "best": -0.25, "stage": "evolution", "restart": False}
+    assert points[-1] == {
+        "evaluation": 5001,
+        "seconds": 0.5001,
+        "value": -0.25,
+        "best": -0.25,
+        "stage": "evolution",
+        "restart": False,
+    }
     bests = [p["best"] for p in points]
     assert all(a >= b for a, b in zip(bests, bests[1:], strict=False))
     assert data["boundary"] == BOUNDARY == 0.0 and data["objective"] == "x"
@@ -154,17 +165,23 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _search(root: Path, function: str, marker: str, op: str, spec: str,
-            evaluations: int = 3000) -> Any:
+def _search(
+    root: Path, function: str, marker: str, op: str, spec: str, evaluations: int = 3000
+) -> Any:
     from analyzers.dynamic.entries import EntryConfig, build_configured
     from analyzers.dynamic.search import Budget, Searcher
 
-    entry = build_configured(root, EntryConfig(f"reportcases.cases:{function}", (spec,)),
-                             seed=0)
+    entry = build_configured(root, EntryConfig(f"reportcases.cases:{function}", (spec,)), seed=0)
     text = (root / "reportcases" / "cases.py").read_text(encoding="utf-8").splitlines()
     lines = frozenset(n for n, line in enumerate(text, 1) if line.endswith(f"# {marker}"))
-    searcher = Searcher(entry, str(root / "reportcases" / "cases.py"), lines, op, seed=0,
-                        budget=Budget(seconds=30, evaluations=evaluations))
+    searcher = Searcher(
+        entry,
+        str(root / "reportcases" / "cases.py"),
+        lines,
+        op,
+        seed=0,
+        budget=Budget(seconds=30, evaluations=evaluations),
+    )
     return searcher.run()
 
 
@@ -181,11 +198,22 @@ def test_a_confirmed_search_records_its_trace_up_to_the_trigger(cases: Path) -> 
     seconds = [p["seconds"] for p in points]
     assert seconds == sorted(seconds) and seconds[-1] <= outcome.seconds + 1e-4  # rounded
     # the trigger goes into the result as JSON the schema accepts
-    finding = Finding(path="reportcases/cases.py", line=5, column=11, end_line=5,
-                      end_column=30, function="shifted_log", op="log", framework="torch",
-                      call="torch.log(x + 0.999)", operand="x + 0.999", why="x + 0.999 can be 0",
-                      rule="unguarded-domain", status="confirmed",
-                      trigger={"where": outcome.where, "search_trace": trace})
+    finding = Finding(
+        path="reportcases/cases.py",
+        line=5,
+        column=11,
+        end_line=5,
+        end_column=30,
+        function="shifted_log",
+        op="log",
+        framework="torch",
+        call="torch.log(x + 0.999)",
+        operand="x + 0.999",
+        why="x + 0.999 can be 0",
+        rule="unguarded-domain",
+        status="confirmed",
+        trigger={"where": outcome.where, "search_trace": trace},
+    )
     data = AnalysisResult(repo="r", base="a", head="b", config={}, findings=[finding]).to_json()
     jsonschema.validators.validator_for(load_schema())(load_schema()).validate(data)
     broken = dict(trace, points=[{**first, "value": "low"}])
@@ -196,8 +224,9 @@ def test_a_confirmed_search_records_its_trace_up_to_the_trigger(cases: Path) -> 
 
 def test_a_search_that_finds_nothing_still_has_a_trace(cases: Path) -> None:
     started = time.perf_counter()
-    outcome = _search(cases, "bounded_exp", "@exp", "exp", "float32[8] in [-10, 10]",
-                      evaluations=600)
+    outcome = _search(
+        cases, "bounded_exp", "@exp", "exp", "float32[8] in [-10, 10]", evaluations=600
+    )
     assert not outcome.triggered and outcome.reached
     trace = outcome.search_trace
     assert trace is not None and not trace["triggered"]
@@ -212,16 +241,18 @@ def test_a_search_that_finds_nothing_still_has_a_trace(cases: Path) -> None:
 # --- the fix's deviation series ---------------------------------------------------------------
 def test_the_equivalence_check_keeps_each_inputs_deviation() -> None:
     inputs = [[np.array([0.5, 1.0, 2.0]) * k] for k in (1.0, 2.0, 3.0, 4.0)]
-    shifted = check_equivalence(lambda x: np.log(x[0]), lambda x: np.log(x[0] + 1e-3),
-                                inputs, "epsilon", "log")
+    shifted = check_equivalence(
+        lambda x: np.log(x[0]), lambda x: np.log(x[0] + 1e-3), inputs, "epsilon", "log"
+    )
     series = shifted.figures["per_input"]
     assert [s["input"] for s in series] == [1, 2, 3, 4]
     assert max(s["max_abs"] for s in series) == shifted.figures["max_abs"]
     assert series[0]["max_abs"] == pytest.approx(math.log(0.501) - math.log(0.5))
     assert series[0]["max_abs"] > series[-1]["max_abs"] > 0  # smaller x, larger shift
     assert all(s["max_rel"] > 0 for s in series)
-    same = check_equivalence(lambda x: np.log(x[0]), lambda x: np.log(x[0]), inputs,
-                             "stable-api", "log")
+    same = check_equivalence(
+        lambda x: np.log(x[0]), lambda x: np.log(x[0]), inputs, "stable-api", "log"
+    )
     assert same.passed and [s["max_abs"] for s in same.figures["per_input"]] == [0.0] * 4
 
 
@@ -231,11 +262,24 @@ def _trace(values: list[float], restarts: int, triggered: bool) -> dict[str, Any
     best = math.inf
     for i, value in enumerate(values, 1):
         best = min(best, value)
-        points.append({"evaluation": i * 3, "seconds": i * 0.01, "value": value, "best": best,
-                       "stage": "restarts" if i <= restarts else "gradient",
-                       "restart": i <= restarts})
-    return {"objective": "x", "boundary": 0.0, "triggered": triggered,
-            "evaluations_seen": len(values), "kept_every": 1, "points": points}
+        points.append(
+            {
+                "evaluation": i * 3,
+                "seconds": i * 0.01,
+                "value": value,
+                "best": best,
+                "stage": "restarts" if i <= restarts else "gradient",
+                "restart": i <= restarts,
+            }
+        )
+    return {
+        "objective": "x",
+        "boundary": 0.0,
+        "triggered": triggered,
+        "evaluations_seen": len(values),
+        "kept_every": 1,
+        "points": points,
+    }
 
 
 def _svg(text: str) -> ET.Element:
@@ -262,16 +306,20 @@ def test_the_search_plot_draws_the_boundary_restarts_and_the_trigger() -> None:
     # the boundary sits below every positive value and above the value past it (SVG y grows
     # downwards)
     y0 = float(boundary.get("y1") or 0)
-    circles = [float(c.get("cy") or 0) for c in root.findall(f".//{SVG}circle")
-               if c.get("class") == "evaluation"]
+    circles = [
+        float(c.get("cy") or 0)
+        for c in root.findall(f".//{SVG}circle")
+        if c.get("class") == "evaluation"
+    ]
     assert all(cy < y0 for cy in circles[:-1]) and circles[-1] > y0
     # a small decade still gets room of its own: 1e-5 and 1e-7 are visibly apart
     assert circles[-3] - circles[-4] > 10
 
 
 def test_a_search_that_never_triggered_has_no_trigger_mark_and_says_so() -> None:
-    svg = search_plot(_trace([80.0, 79.0, 78.5, 78.0], restarts=2, triggered=False),
-                      op="exp", where="search")
+    svg = search_plot(
+        _trace([80.0, 79.0, 78.5, 78.0], restarts=2, triggered=False), op="exp", where="search"
+    )
     assert svg is not None
     root = _svg(svg)
     assert not root.findall(f".//{SVG}path[@class='trigger']")
@@ -281,8 +329,10 @@ def test_a_search_that_never_triggered_has_no_trigger_mark_and_says_so() -> None
 
 
 def test_the_deviation_plot_shows_the_tolerance_and_identical_values() -> None:
-    figures = {"atol": 1e-5, "per_input": [{"input": i, "max_abs": 0.0, "max_rel": 0.0}
-                                           for i in range(1, 9)]}
+    figures = {
+        "atol": 1e-5,
+        "per_input": [{"input": i, "max_abs": 0.0, "max_rel": 0.0} for i in range(1, 9)],
+    }
     root = _svg(deviation_plot(figures) or "")
     assert root.find(f".//{SVG}line[@class='tolerance']") is not None
     assert len(root.findall(f".//{SVG}circle[@class='abs']")) == 8
@@ -291,12 +341,13 @@ def test_the_deviation_plot_shows_the_tolerance_and_identical_values() -> None:
 
 
 def test_the_history_chart_stacks_findings_by_status() -> None:
-    root = _svg(history_chart([("#1", {"confirmed": 2, "potential": 1}),
-                               ("#2", {"not-triggered": 3})]) or "")
+    root = _svg(
+        history_chart([("#1", {"confirmed": 2, "potential": 1}), ("#2", {"not-triggered": 3})])
+        or ""
+    )
     bars = root.findall(f".//{SVG}rect")
     classes = [b.get("class") for b in bars if (b.get("class") or "").startswith("bar")]
-    assert sorted(classes) == ["bar bar-confirmed", "bar bar-not-triggered",
-                               "bar bar-potential"]
+    assert sorted(classes) == ["bar bar-confirmed", "bar bar-not-triggered", "bar bar-potential"]
     assert history_chart([]) is None
 
 
@@ -324,26 +375,37 @@ def test_highlighting_colours_tokens_marks_the_call_and_loses_no_character() -> 
     assert '<span class="tok-kw">return</span>' in html
     assert '<span class="tok-num">1e-3</span>' in html
     assert "&lt;" in html and "<b" not in html.replace("<b>", "")
-    assert re.search(r"<mark>torch\.log\(p &lt; <span class=\"tok-num\">1e-3</span>\)</mark>",
-                     html)
+    assert re.search(r"<mark>torch\.log\(p &lt; <span class=\"tok-num\">1e-3</span>\)</mark>", html)
     broken = '    s = """unterminated ( [ {'
     assert _strip_tags(str(highlight(broken))) == broken
-    lines = excerpt_lines(["a = 1", "b = torch.log(a)", "c = 2"], 10, (11, 11),
-                          (11, 4, 11, 16))
+    lines = excerpt_lines(["a = 1", "b = torch.log(a)", "c = 2"], 10, (11, 11), (11, 4, 11, 16))
     assert [(x.number, x.flagged) for x in lines] == [(10, False), (11, True), (12, False)]
     assert "<mark>torch.log(a)</mark>" in str(lines[1].html)
 
 
 def _finding(line: int = 5, **extra: Any) -> Finding:
-    return Finding(path="model/loss.py", line=line, column=8, end_line=line, end_column=20,
-                   function="loss", op="log", framework="torch", call="torch.log(p)",
-                   operand="p", why="`p` can be 0", rule="log-domain", **extra)
+    return Finding(
+        path="model/loss.py",
+        line=line,
+        column=8,
+        end_line=line,
+        end_column=20,
+        function="loss",
+        op="log",
+        framework="torch",
+        call="torch.log(p)",
+        operand="p",
+        why="`p` can be 0",
+        rule="log-domain",
+        **extra,
+    )
 
 
 def test_excerpts_are_read_inside_the_checkout_only(tmp_path: Path) -> None:
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "loss.py").write_text(
-        "".join(f"line {n}\n" for n in range(1, 31)), encoding="utf-8")
+        "".join(f"line {n}\n" for n in range(1, 31)), encoding="utf-8"
+    )
     (tmp_path.parent / "secret.py").write_text("token = 'x'\n", encoding="utf-8")
     inside = _finding(12)
     outside = Finding(**{**_finding().__dict__, "path": "../secret.py", "fingerprint": ""})
@@ -358,37 +420,61 @@ def test_excerpts_are_read_inside_the_checkout_only(tmp_path: Path) -> None:
 
 # --- publishing links -------------------------------------------------------------------------
 def test_publish_links_the_check_run_and_every_comment_to_the_report(
-        tmp_path: Path, git_repo: GitRepoFactory) -> None:
+    tmp_path: Path, git_repo: GitRepoFactory
+) -> None:
     from bot.github import GitHubClient, TokenCache
     from bot.publish import publish
 
     key, public = make_key(tmp_path)
     with FakeGitHub(APP_ID, public) as fake:
-        repo: GitRepo = git_repo({"model/loss.py": "import torch\n"},
-                                 {"model/loss.py": "import torch\n\n\n\n"
-                                  "a = torch.log(p)\nb = torch.log(q)\n"})
+        repo: GitRepo = git_repo(
+            {"model/loss.py": "import torch\n"},
+            {"model/loss.py": "import torch\n\n\n\na = torch.log(p)\nb = torch.log(q)\n"},
+        )
         fake.add_repo("octo/numlib", repo.root)
         fake.add_pull(FakePull("octo/numlib", 3, "main", "feature"))
-        settings = from_env(app_env(key_path=key, api_url=fake.api_url,
-                                    database_url="sqlite:///x.db", broker_url="memory://",
-                                    NUMCHECK_PUBLIC_URL="https://nc.example.com",
-                                    NUMCHECK_REPORT_SECRET="s3cret"))
+        settings = from_env(
+            app_env(
+                key_path=key,
+                api_url=fake.api_url,
+                database_url="sqlite:///x.db",
+                broker_url="memory://",
+                NUMCHECK_PUBLIC_URL="https://nc.example.com",
+                NUMCHECK_REPORT_SECRET="s3cret",
+            )
+        )
         client = GitHubClient(settings, TokenCache(settings), 7)
         head = repo.sha("feature")
-        findings = [_finding(5, status="confirmed"),
-                    Finding(**{**_finding(6, status="confirmed").__dict__,
-                               "call": "torch.log(q)", "fingerprint": ""})]
-        result = AnalysisResult(repo="octo/numlib", base=None, head=head, config={},
-                                findings=findings)
+        findings = [
+            _finding(5, status="confirmed"),
+            Finding(
+                **{
+                    **_finding(6, status="confirmed").__dict__,
+                    "call": "torch.log(q)",
+                    "fingerprint": "",
+                }
+            ),
+        ]
+        result = AnalysisResult(
+            repo="octo/numlib", base=None, head=head, config={}, findings=findings
+        )
         run = client.create_check_run("octo/numlib", {"name": "numcheck", "head_sha": head})
         created = datetime(2026, 5, 1, tzinfo=UTC)
         url = settings.report_url(11, created)
         assert url is not None
         for _ in range(2):  # a retry writes the same links: nothing is edited
-            publish(client, repo="octo/numlib", number=3, result=result,
-                    check_run_id=run["id"], lines={"model/loss.py": {5, 6}}, state={},
-                    save=lambda s: None, bot_login="numcheck[bot]",
-                    details_url=settings.report_url(11, created))
+            publish(
+                client,
+                repo="octo/numlib",
+                number=3,
+                result=result,
+                check_run_id=run["id"],
+                lines={"model/loss.py": {5, 6}},
+                state={},
+                save=lambda s: None,
+                bot_login="numcheck[bot]",
+                details_url=settings.report_url(11, created),
+            )
         assert fake.state.check_runs[0]["details_url"] == url
         assert url in fake.state.check_runs[0]["output"]["summary"]
         comments = fake.state.review_comments
@@ -399,8 +485,11 @@ def test_publish_links_the_check_run_and_every_comment_to_the_report(
             assert f"({url}#finding-{finding.fingerprint})" in body
             # the hidden marker stays last, and the rest is the comment as it was
             assert body.endswith(f"<!-- numcheck:fingerprint={finding.fingerprint} -->")
-            assert body.replace(f"[Report page: how the search found it, the trigger, the "
-                                f"reproducer and the patch]({url}#finding-"
-                                f"{finding.fingerprint})\n\n", "") == inline_comment(finding)
+            assert body.replace(
+                f"[Report page: how the search found it, the trigger, the "
+                f"reproducer and the patch]({url}#finding-"
+                f"{finding.fingerprint})\n\n",
+                "",
+            ) == inline_comment(finding)
         assert not fake.calls("PATCH", r"/pulls/comments/\d+$")
         assert url in fake.state.reviews[0]["body"]

@@ -14,16 +14,18 @@ VALID = [(rule.id, i, code) for rule in RULES for i, code in enumerate(rule.vali
 INVALID = [(rule.id, i, code) for rule in RULES for i, code in enumerate(rule.invalid)]
 
 
-@pytest.mark.parametrize(("rule", "index", "code"), VALID, ids=[f"{r}-valid-{i}"
-                                                                 for r, i, _ in VALID])
+@pytest.mark.parametrize(
+    ("rule", "index", "code"), VALID, ids=[f"{r}-valid-{i}" for r, i, _ in VALID]
+)
 def test_valid_example_is_silent(rule: str, index: int, code: str) -> None:
     scan = scan_source(code, "example.py")
     assert scan.error is None
     assert [(f.line, f.op, f.rule) for f in scan.findings] == []
 
 
-@pytest.mark.parametrize(("rule", "index", "code"), INVALID, ids=[f"{r}-invalid-{i}"
-                                                                   for r, i, _ in INVALID])
+@pytest.mark.parametrize(
+    ("rule", "index", "code"), INVALID, ids=[f"{r}-invalid-{i}" for r, i, _ in INVALID]
+)
 def test_invalid_example_is_flagged_by_its_rule(rule: str, index: int, code: str) -> None:
     scan = scan_source(code, "example.py")
     assert scan.error is None

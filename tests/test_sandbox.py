@@ -58,8 +58,13 @@ PLANTED = {
     "GITHUB_TOKEN": "ghs_plantedtoken0123456789abcdef",
     "AWS_SECRET_ACCESS_KEY": "planted/aws/secret/key",
 }
-LIMITS = Limits(memory_bytes=3 * 1024**3, processes=100, file_bytes=16 * 1024**2,
-                open_files=256, stderr_bytes=16 * 1024)
+LIMITS = Limits(
+    memory_bytes=3 * 1024**3,
+    processes=100,
+    file_bytes=16 * 1024**2,
+    open_files=256,
+    stderr_bytes=16 * 1024,
+)
 STORM_BOUND = 300
 
 HOSTILE = '''\
@@ -201,8 +206,17 @@ def log_of_softmax(logits: Tensor) -> Tensor:
     probs = torch.softmax(logits, dim=-1)
     return torch.log(probs)
 '''
-ATTACKS = ["spin", "fork_storm", "hog", "printer", "dial", "snoop", "scribble", "daemon",
-           "log_of_softmax"]
+ATTACKS = [
+    "spin",
+    "fork_storm",
+    "hog",
+    "printer",
+    "dial",
+    "snoop",
+    "scribble",
+    "daemon",
+    "log_of_softmax",
+]
 
 
 @dataclass
@@ -218,8 +232,11 @@ class Attack:
     seconds: float
 
     def record(self, name: str) -> dict[str, Any]:
-        found = [r for r in self.result.records if r["fingerprint"] == self.fingerprints[name]
-                 and r.get("stage") != "fix"]
+        found = [
+            r
+            for r in self.result.records
+            if r["fingerprint"] == self.fingerprints[name] and r.get("stage") != "fix"
+        ]
         assert len(found) == 1, (name, self.result.records, self.result.stderr[-1500:])
         return found[0]
 
@@ -231,8 +248,10 @@ class Attack:
 
     def isolated(self, what: str) -> None:
         if not self.result.isolation.get(what):
-            pytest.skip(f"{what} isolation is not available on this machine: "
-                        + "; ".join(self.result.warnings))
+            pytest.skip(
+                f"{what} isolation is not available on this machine: "
+                + "; ".join(self.result.warnings)
+            )
 
 
 def _process_with(token: str) -> list[int]:
@@ -273,18 +292,29 @@ def attack(tmp_path_factory: pytest.TempPathFactory) -> Any:
     repo = base / "repo"
     (repo / "hostile").mkdir(parents=True)
     (repo / "hostile" / "__init__.py").write_text("")
-    source = (HOSTILE.replace("STORM_BOUND", str(STORM_BOUND)).replace("PORT", str(port))
-              .replace("OUTSIDE", repr([str(p) for p in outside])).replace("TOKEN", token)
-              .replace("SECRET_FILES", repr([str(key), str(home / ".netrc")])))
+    source = (
+        HOSTILE.replace("STORM_BOUND", str(STORM_BOUND))
+        .replace("PORT", str(port))
+        .replace("OUTSIDE", repr([str(p) for p in outside]))
+        .replace("TOKEN", token)
+        .replace("SECRET_FILES", repr([str(key), str(home / ".netrc")]))
+    )
     (repo / "hostile" / "attacks.py").write_text(source)
     scan = scan_source(source, "hostile/attacks.py")
     by_function = {f.function: f.to_json() for f in scan.findings}
     assert set(ATTACKS) <= set(by_function), sorted(by_function)
-    job = {"repo": str(repo), "findings": [by_function[name] for name in ATTACKS],
-           # a finding's limit covers its search and the reproducer's own python (which
-           # imports torch: seconds on a loaded 2-core machine), so 3 s was too tight
-           "entries": [], "seed": 0, "search_seconds": 1.0, "finding_timeout": 10.0,
-           "harvest": False, "fix": False}
+    job = {
+        "repo": str(repo),
+        "findings": [by_function[name] for name in ATTACKS],
+        # a finding's limit covers its search and the reproducer's own python (which
+        # imports torch: seconds on a loaded 2-core machine), so 3 s was too tight
+        "entries": [],
+        "seed": 0,
+        "search_seconds": 1.0,
+        "finding_timeout": 10.0,
+        "harvest": False,
+        "fix": False,
+    }
     streamed: list[str] = []
     started = time.monotonic()
     with pytest.MonkeyPatch.context() as patch:
@@ -294,7 +324,8 @@ def attack(tmp_path_factory: pytest.TempPathFactory) -> Any:
         patch.setenv("HOME", str(home))
         # the attacks leave what they saw in the checkout: the host's, bound writable
         result = LocalRunner(limits=LIMITS, checkout_copy=False).run(
-            job, timeout=240, on_record=lambda r: streamed.append(r["fingerprint"]))
+            job, timeout=240, on_record=lambda r: streamed.append(r["fingerprint"])
+        )
     seconds = time.monotonic() - started
     connections = []
     try:
@@ -302,8 +333,17 @@ def attack(tmp_path_factory: pytest.TempPathFactory) -> Any:
             connections.append(listener.accept())
     except BlockingIOError:
         pass
-    yield Attack(repo, result, {n: by_function[n]["fingerprint"] for n in ATTACKS}, port,
-                 connections, outside, token, streamed, seconds)
+    yield Attack(
+        repo,
+        result,
+        {n: by_function[n]["fingerprint"] for n in ATTACKS},
+        port,
+        connections,
+        outside,
+        token,
+        streamed,
+        seconds,
+    )
     listener.close()
     for path in outside:
         path.unlink(missing_ok=True)
@@ -331,8 +371,10 @@ def test_printing_without_end_is_stopped_and_costs_no_memory(attack: Attack) -> 
 def test_fork_storm_hits_the_process_limit(attack: Attack) -> None:
     seen = attack.observed("fork")
     if os.geteuid() != 0 and not attack.result.isolation.get("user_namespace"):
-        pytest.skip("not root and no user namespace: RLIMIT_NPROC would count the worker's "
-                    "own processes, so it is not set")
+        pytest.skip(
+            "not root and no user namespace: RLIMIT_NPROC would count the worker's "
+            "own processes, so it is not set"
+        )
     assert seen["error"] is not None and "Resource temporarily unavailable" in seen["error"]
     assert seen["forked"] < LIMITS.processes, seen
     assert attack.record("fork_storm")["status"] in ("error", "confirmed", "not-triggered")
@@ -395,8 +437,9 @@ def test_the_checkout_goes_back_to_its_owner(attack: Attack) -> None:
 
 def test_isolation_is_reported(attack: Attack) -> None:
     isolation = attack.result.isolation
-    assert {"network", "pid_namespace", "mount_namespace", "user", "rlimits",
-            "warnings"} <= set(isolation)
+    assert {"network", "pid_namespace", "mount_namespace", "user", "rlimits", "warnings"} <= set(
+        isolation
+    )
     assert isolation["rlimits"]["as"] == LIMITS.memory_bytes
     if os.geteuid() == 0:
         assert isolation["user"] not in (None, "root")
@@ -410,11 +453,13 @@ def test_isolation_is_reported(attack: Attack) -> None:
 def fake_python(tmp_path: Path, body: str) -> str:
     """A stand-in 'python' for the harness: reads the job, runs `body`."""
     path = tmp_path / "fake-python"
-    path.write_text(f"#!{sys.executable}\nimport json, os, sys, time\n"
-                    "job = json.load(sys.stdin)\n"
-                    "def emit(r):\n"
-                    "    print(json.dumps({**r, 'nonce': job['nonce']}), flush=True)\n"
-                    + textwrap.dedent(body), encoding="utf-8")
+    path.write_text(
+        f"#!{sys.executable}\nimport json, os, sys, time\n"
+        "job = json.load(sys.stdin)\n"
+        "def emit(r):\n"
+        "    print(json.dumps({**r, 'nonce': job['nonce']}), flush=True)\n" + textwrap.dedent(body),
+        encoding="utf-8",
+    )
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return str(path)
 
@@ -426,10 +471,13 @@ def small_job(tmp_path: Path) -> dict[str, Any]:
 
 
 def test_out_of_memory_is_its_own_outcome_and_keeps_earlier_records(tmp_path: Path) -> None:
-    python = fake_python(tmp_path, """
+    python = fake_python(
+        tmp_path,
+        """
         emit({'fingerprint': 'a', 'status': 'confirmed'})
         hog = bytearray(8 * 1024**3)
-    """)
+    """,
+    )
     runner = LocalRunner(python=python, limits=Limits(memory_bytes=1024**3))
     result = runner.run(small_job(tmp_path), timeout=30)
     assert result.outcome == "out-of-memory", (result.reason, result.stderr)
@@ -438,13 +486,16 @@ def test_out_of_memory_is_its_own_outcome_and_keeps_earlier_records(tmp_path: Pa
 
 
 def test_wall_clock_timeout_kills_the_run_and_keeps_earlier_records(tmp_path: Path) -> None:
-    python = fake_python(tmp_path, """
+    python = fake_python(
+        tmp_path,
+        """
         emit({'fingerprint': 'a', 'status': 'confirmed'})
         signal = __import__('signal')
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         while True:
             time.sleep(0.1)
-    """)
+    """,
+    )
     started = time.monotonic()
     result = LocalRunner(python=python).run(small_job(tmp_path), timeout=2)
     assert result.outcome == "timeout" and "2 s" in result.reason
@@ -453,34 +504,45 @@ def test_wall_clock_timeout_kills_the_run_and_keeps_earlier_records(tmp_path: Pa
 
 
 def test_cpu_time_limit_ends_a_busy_run_as_a_timeout(tmp_path: Path) -> None:
-    python = fake_python(tmp_path, """
+    python = fake_python(
+        tmp_path,
+        """
         emit({'fingerprint': 'a', 'status': 'confirmed'})
         while True:
             pass
-    """)
+    """,
+    )
     result = LocalRunner(python=python, limits=Limits(cpu_seconds=1)).run(
-        small_job(tmp_path), timeout=30)
+        small_job(tmp_path), timeout=30
+    )
     assert result.outcome == "timeout" and "CPU time" in result.reason, result
     assert [r["fingerprint"] for r in result.records] == ["a"]
 
 
 def test_a_crash_is_reported_with_the_signal(tmp_path: Path) -> None:
-    python = fake_python(tmp_path, """
+    python = fake_python(
+        tmp_path,
+        """
         emit({'fingerprint': 'a', 'status': 'not-triggered'})
         os.kill(os.getpid(), 11)
-    """)
+    """,
+    )
     result = LocalRunner(python=python).run(small_job(tmp_path), timeout=30)
     assert result.outcome == "crashed" and "SIGSEGV" in result.reason, result
     assert [r["fingerprint"] for r in result.records] == ["a"]
 
 
 def test_records_past_the_output_cap_stop_the_run(tmp_path: Path) -> None:
-    python = fake_python(tmp_path, """
+    python = fake_python(
+        tmp_path,
+        """
         while True:
             emit({'fingerprint': 'a', 'padding': 'x' * 4096})
-    """)
+    """,
+    )
     result = LocalRunner(python=python, max_output_bytes=64 * 1024).run(
-        small_job(tmp_path), timeout=30)
+        small_job(tmp_path), timeout=30
+    )
     assert result.outcome == "crashed" and "65536 bytes" in result.reason, result
 
 
@@ -488,16 +550,20 @@ def test_required_network_isolation_that_is_missing_does_not_run(tmp_path: Path)
     marker = tmp_path / "ran"
     python = fake_python(tmp_path, f"open({str(marker)!r}, 'w').close()\n")
     result = LocalRunner(python=python, unshare="", require_network_isolation=True).run(
-        small_job(tmp_path), timeout=30)
+        small_job(tmp_path), timeout=30
+    )
     assert result.outcome == "isolation-unavailable" and "network" in result.reason
     assert not marker.exists() and result.records == []
 
 
 def test_without_namespaces_the_result_says_so(tmp_path: Path) -> None:
-    python = fake_python(tmp_path, """
+    python = fake_python(
+        tmp_path,
+        """
         emit({'fingerprint': 'a', 'status': 'not-triggered'})
         emit({'done': True})
-    """)
+    """,
+    )
     result = LocalRunner(python=python, unshare="").run(small_job(tmp_path), timeout=30)
     if result.outcome == "isolation-unavailable":  # as root, the checkout is closed to the user
         assert "cannot reach" in result.reason
@@ -513,11 +579,16 @@ def test_without_namespaces_the_result_says_so(tmp_path: Path) -> None:
 def test_record_stream_keeps_only_nonced_records_across_chunks() -> None:
     seen: list[dict[str, Any]] = []
     stream = RecordStream("n0", cap=10_000, on_record=seen.append)
-    text = (json.dumps({"fingerprint": "a", "nonce": "n0"}) + "\n"
-            + json.dumps({"fingerprint": "forged", "nonce": "guess"}) + "\nnoise\n"
-            + json.dumps({"done": True, "nonce": "n0"}) + "\n").encode()
+    text = (
+        json.dumps({"fingerprint": "a", "nonce": "n0"})
+        + "\n"
+        + json.dumps({"fingerprint": "forged", "nonce": "guess"})
+        + "\nnoise\n"
+        + json.dumps({"done": True, "nonce": "n0"})
+        + "\n"
+    ).encode()
     for i in range(0, len(text), 7):
-        stream.feed(text[i:i + 7])
+        stream.feed(text[i : i + 7])
     stream.close()
     assert [r["fingerprint"] for r in stream.records] == ["a"] and seen == stream.records
     assert stream.done and not stream.overflow
@@ -545,6 +616,7 @@ def test_scrubbed_env_keeps_gpu_passthrough(monkeypatch: pytest.MonkeyPatch) -> 
 # what it found (the finding's `error` carries it back), beside an ordinary torch.log finding
 # that must still be confirmed. And a third: a PR that brings its own `runners/harness.py`.
 
+
 @dataclass
 class Probe:
     repo: Path
@@ -552,8 +624,11 @@ class Probe:
     fingerprints: dict[str, str]
 
     def record(self, name: str) -> dict[str, Any]:
-        found = [r for r in self.result.records
-                 if r["fingerprint"] == self.fingerprints[name] and r.get("stage") != "fix"]
+        found = [
+            r
+            for r in self.result.records
+            if r["fingerprint"] == self.fingerprints[name] and r.get("stage") != "fix"
+        ]
         assert len(found) == 1, (name, self.result.records, self.result.stderr[-1500:])
         return found[0]
 
@@ -564,15 +639,24 @@ class Probe:
 
     def isolated(self, what: str) -> None:
         if not self.result.isolation.get(what):
-            pytest.skip(f"{what} is not available on this machine: "
-                        + "; ".join(self.result.warnings))
+            pytest.skip(
+                f"{what} is not available on this machine: " + "; ".join(self.result.warnings)
+            )
 
 
 def _review(repo: Path, modules: dict[str, str], timeout: float = 300) -> Probe:
     """Write `modules` (path: source) into `repo`, scan them, run every finding of them."""
     fingerprints, findings = write_modules(repo, modules)
-    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
-           "search_seconds": 1.0, "finding_timeout": 120.0, "harvest": False, "fix": False}
+    job = {
+        "repo": str(repo),
+        "findings": findings,
+        "entries": [],
+        "seed": 0,
+        "search_seconds": 1.0,
+        "finding_timeout": 120.0,
+        "harvest": False,
+        "fix": False,
+    }
     result = LocalRunner(limits=Limits(stderr_bytes=16 * 1024)).run(job, timeout=timeout)
     return Probe(repo, result, fingerprints)
 
@@ -583,7 +667,8 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> Any:
     repo = base / "repo"
     (repo / ".git").mkdir(parents=True)
     (repo / ".git" / "config").write_text(
-        f'[remote "origin"]\n\turl = https://x-access-token:{GIT_TOKEN}@github.com/o/r\n')
+        f'[remote "origin"]\n\turl = https://x-access-token:{GIT_TOKEN}@github.com/o/r\n'
+    )
     other_job = Path(tempfile.mkdtemp(prefix="numcheck-head-"))  # a concurrent job's checkout
     (other_job / "model.py").write_text(OTHER_JOB_TEXT)
     host = Path(tempfile.mkdtemp(prefix="numcheck-test-", dir="/var/tmp"))
@@ -596,15 +681,24 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> Any:
     service = SocketService()
     token = f"numcheck-host-{secrets.token_hex(6)}"  # a host process the job must not see
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", token])
-    files = [str(repo / ".git" / "config"), str(host / "config"), str(host / "app.db"),
-             str(other_job / "model.py")]
+    files = [
+        str(repo / ".git" / "config"),
+        str(host / "config"),
+        str(host / "app.db"),
+        str(other_job / "model.py"),
+    ]
     try:
-        result = _review(repo, {
-            "probes/__init__.py": "",
-            "probes/sock.py": PROBE_SOCKET.replace("SOCKET_PATH", repr(service.path)),
-            "probes/files.py": PROBE_FILES.replace("FILES", repr(files))
-                                          .replace("HOST_TOKEN", token),
-            "probes/ordinary.py": ORDINARY})
+        result = _review(
+            repo,
+            {
+                "probes/__init__.py": "",
+                "probes/sock.py": PROBE_SOCKET.replace("SOCKET_PATH", repr(service.path)),
+                "probes/files.py": PROBE_FILES.replace("FILES", repr(files)).replace(
+                    "HOST_TOKEN", token
+                ),
+                "probes/ordinary.py": ORDINARY,
+            },
+        )
         yield result, service
     finally:
         sleeper.kill()
@@ -636,8 +730,13 @@ def test_sockets_of_any_family_but_unix_are_refused(probe: tuple[Probe, Any]) ->
     result.isolated("seccomp")
     seen = seen_by_probe(result.error("through_files"))
     refused = errno.EAFNOSUPPORT
-    assert seen["sockets"] == {"inet": refused, "inet6": refused, "netlink": refused,
-                               "packet": refused, "pair": "x"}, seen["sockets"]
+    assert seen["sockets"] == {
+        "inet": refused,
+        "inet6": refused,
+        "netlink": refused,
+        "packet": refused,
+        "pair": "x",
+    }, seen["sockets"]
 
 
 def test_other_jobs_checkouts_are_out_of_reach(probe: tuple[Probe, Any]) -> None:
@@ -750,8 +849,9 @@ def test_a_forged_fix_record_never_becomes_a_suggestion(git_repo: GitRepoFactory
     from runners.pipeline import analyze
     from runners.trusted import NOT_TRUSTED
 
-    repo = git_repo({"pkg/__init__.py": "", "pkg/rates.py": "import torch\n"},
-                    {"pkg/rates.py": FORGER})
+    repo = git_repo(
+        {"pkg/__init__.py": "", "pkg/rates.py": "import torch\n"}, {"pkg/rates.py": FORGER}
+    )
     result = analyze(repo.root, "main", "feature", Config(search_seconds=2.0))
     (finding,) = [f for f in result.findings if f.op == "log"]
     assert finding.status == "confirmed", (finding.error, result.errors)
@@ -799,8 +899,7 @@ def rate(x: torch.Tensor) -> torch.Tensor:
 '''
 
 
-def test_a_forged_reproducer_is_never_shown_and_proves_nothing(
-        git_repo: GitRepoFactory) -> None:
+def test_a_forged_reproducer_is_never_shown_and_proves_nothing(git_repo: GitRepoFactory) -> None:
     """The PR's code can print its own finding's confirmation record first (the supervisor
     relays the first record of the stage). The host writes the reproducer itself from the
     record's plan (runners/trusted.py): the text in the record is ignored, and a plan naming
@@ -809,8 +908,10 @@ def test_a_forged_reproducer_is_never_shown_and_proves_nothing(
     from analyzers.report.markdown import render_markdown
     from runners.pipeline import analyze
 
-    repo = git_repo({"pkg/__init__.py": "", "pkg/rates.py": "import torch\n"},
-                    {"pkg/rates.py": REPRODUCER_FORGER})
+    repo = git_repo(
+        {"pkg/__init__.py": "", "pkg/rates.py": "import torch\n"},
+        {"pkg/rates.py": REPRODUCER_FORGER},
+    )
     result = analyze(repo.root, "main", "feature", Config(search_seconds=2.0, fix=False))
     (finding,) = [f for f in result.findings if f.op == "log"]
     assert finding.status == "potential" and finding.reproducer is None, finding
@@ -826,7 +927,7 @@ def test_a_forged_reproducer_is_never_shown_and_proves_nothing(
 # signal and loops, one whose code segfaults, one that forges another finding's record and
 # looks for the nonce, then the ordinary finding, which must still be confirmed.
 
-UNRULY = '''\
+UNRULY = """\
 import gc
 import json
 import sys
@@ -852,7 +953,7 @@ def forger(x: Tensor) -> Tensor:
 
 def _report(seen):
     raise RuntimeError("seen " + json.dumps(seen))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -860,14 +961,26 @@ def unruly(tmp_path_factory: pytest.TempPathFactory) -> Probe:
     repo = tmp_path_factory.mktemp("unruly") / "repo"
     repo.mkdir()
     others = [f.fingerprint for f in scan_source(ORDINARY, "probes/ordinary.py").findings]
-    source = UNRULY.replace("OTHERS", repr(others)).replace("UNRULY_FUNCTIONS",
-                                                            UNRULY_FUNCTIONS.strip())
-    job_modules = {"probes/__init__.py": "", "probes/unruly.py": source,
-                   "probes/ordinary.py": ORDINARY}
+    source = UNRULY.replace("OTHERS", repr(others)).replace(
+        "UNRULY_FUNCTIONS", UNRULY_FUNCTIONS.strip()
+    )
+    job_modules = {
+        "probes/__init__.py": "",
+        "probes/unruly.py": source,
+        "probes/ordinary.py": ORDINARY,
+    }
     fingerprints, findings = write_modules(repo, job_modules)
     assert list(fingerprints) == ["blocker", "segfault", "forger", "log_of_softmax"]
-    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
-           "search_seconds": 1.0, "finding_timeout": 10.0, "harvest": False, "fix": False}
+    job = {
+        "repo": str(repo),
+        "findings": findings,
+        "entries": [],
+        "seed": 0,
+        "search_seconds": 1.0,
+        "finding_timeout": 10.0,
+        "harvest": False,
+        "fix": False,
+    }
     started = time.monotonic()
     result = LocalRunner(limits=Limits(stderr_bytes=16 * 1024)).run(job, timeout=240)
     probe = Probe(repo, result, fingerprints)
@@ -897,7 +1010,7 @@ def test_the_worker_holds_no_nonce_and_cannot_forge_another_finding(unruly: Prob
 
 # ---------------------------------------------------------------- a uid per concurrent job
 
-WHO = '''\
+WHO = """\
 import json
 import os
 import time
@@ -914,7 +1027,7 @@ def who(x: Tensor) -> Tensor:
     time.sleep(3)  # long enough for the other job to be running too
     _report({"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups()})
     return torch.log(x)
-'''
+"""
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only a root worker leases uids")
@@ -932,9 +1045,16 @@ def test_concurrent_jobs_run_as_different_uids(tmp_path: Path) -> None:
         (repo / "who" / "__init__.py").write_text("")
         (repo / "who" / "me.py").write_text(WHO)
         findings = [f.to_json() for f in scan_source(WHO, "who/me.py").findings]
-        job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
-               "search_seconds": 1.0, "finding_timeout": 60.0, "harvest": False,
-               "fix": False}
+        job = {
+            "repo": str(repo),
+            "findings": findings,
+            "entries": [],
+            "seed": 0,
+            "search_seconds": 1.0,
+            "finding_timeout": 60.0,
+            "harvest": False,
+            "fix": False,
+        }
         results[index] = LocalRunner(uids=uids).run(job, timeout=180)
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(2)]
@@ -1007,8 +1127,16 @@ def test_memory_is_limited_for_the_job_as_a_whole(tmp_path: Path) -> None:
     modules = {"greedy/eat.py": GREEDY, "greedy/ordinary.py": ORDINARY}
     fingerprints, findings = write_modules(repo, modules)
     assert list(fingerprints) == ["greedy", "log_of_softmax"]
-    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
-           "search_seconds": 1.0, "finding_timeout": 60.0, "harvest": False, "fix": False}
+    job = {
+        "repo": str(repo),
+        "findings": findings,
+        "entries": [],
+        "seed": 0,
+        "search_seconds": 1.0,
+        "finding_timeout": 60.0,
+        "harvest": False,
+        "fix": False,
+    }
     limits = Limits(memory_bytes=2560 * 1024**2, stderr_bytes=16 * 1024)
     result = LocalRunner(limits=limits).run(job, timeout=240)
     assert result.outcome == "ok", (result.reason, result.stderr[-1500:])
@@ -1071,10 +1199,19 @@ def _filled(repo: Path, source: str) -> dict[str, Any]:
     (repo / "fill" / "__init__.py").write_text("")
     (repo / "fill" / "up.py").write_text(source)
     findings = [f.to_json() for f in scan_source(source, "fill/up.py").findings]
-    job = {"repo": str(repo), "findings": findings, "entries": [], "seed": 0,
-           "search_seconds": 1.0, "finding_timeout": 120.0, "harvest": False, "fix": False}
-    result = LocalRunner(limits=Limits(tmpfs_bytes=128 * 1024**2, stderr_bytes=16 * 1024)
-                         ).run(job, timeout=240)
+    job = {
+        "repo": str(repo),
+        "findings": findings,
+        "entries": [],
+        "seed": 0,
+        "search_seconds": 1.0,
+        "finding_timeout": 120.0,
+        "harvest": False,
+        "fix": False,
+    }
+    result = LocalRunner(limits=Limits(tmpfs_bytes=128 * 1024**2, stderr_bytes=16 * 1024)).run(
+        job, timeout=240
+    )
     assert result.outcome == "ok", (result.reason, result.stderr[-1500:])
     if not result.isolation.get("minimal_root"):
         pytest.skip("no minimal root here: the job's folders are the host's")
@@ -1101,7 +1238,10 @@ def test_the_checkout_is_a_capped_copy_the_host_never_sees_written(tmp_path: Pat
     here = "os.path.dirname(os.path.abspath(__file__))"
     source = FILLER.replace("tempfile.gettempdir()", here).replace(
         "    _report(seen)",
-        f"    open(os.path.join({here}, 'left.txt'), 'w').write('x')\n    _report(seen)")
+        f"    open(os.path.join({here}, 'left.txt'), 'w').write('x')\n    _report(seen)",
+    )
     _filled(tmp_path / "repo", source)
     assert sorted(p.name for p in (tmp_path / "repo" / "fill").iterdir()) == [
-        "__init__.py", "up.py"]
+        "__init__.py",
+        "up.py",
+    ]

@@ -67,8 +67,9 @@ class Net(nn.Module):
         return self.lin(x).squeeze(-1), scale
 """
 LOG_LINE = "        return self.lin(x).squeeze(-1), torch.log(scale)"
-MODEL_FEATURE = MODEL_MAIN.replace("        return self.lin(x).squeeze(-1), scale",
-                                   LOG_LINE) + """
+MODEL_FEATURE = (
+    MODEL_MAIN.replace("        return self.lin(x).squeeze(-1), scale", LOG_LINE)
+    + """
 
 class Unused(nn.Module):
     def __init__(self, dim: int) -> None:
@@ -78,6 +79,7 @@ class Unused(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.sqrt(x - self.dim)
 """
+)
 
 TRAIN_MAIN = """\
 import sys
@@ -113,26 +115,40 @@ if __name__ == "__main__":
 """
 DIV_LINE = "            loss = ((pred - y) ** 2).mean() / y.sum() - 0.01 * penalty.mean()"
 TRAIN_FEATURE = TRAIN_MAIN.replace(
-    "            loss = ((pred - y) ** 2).mean() - 0.01 * penalty.mean()", DIV_LINE)
+    "            loss = ((pred - y) ** 2).mean() - 0.01 * penalty.mean()", DIV_LINE
+)
 
 
 # ---------------------------------------------------------------- end to end
 
 
 def test_training_script_bugs_are_confirmed_by_steering_external_values(
-        git_repo: GitRepoFactory) -> None:
-    repo = git_repo({"pyproject.toml": PYPROJECT, "scriptpkg/__init__.py": "",
-                     "scriptpkg/model.py": MODEL_MAIN, "train.py": TRAIN_MAIN},
-                    {"scriptpkg/model.py": MODEL_FEATURE, "train.py": TRAIN_FEATURE})
+    git_repo: GitRepoFactory,
+) -> None:
+    repo = git_repo(
+        {
+            "pyproject.toml": PYPROJECT,
+            "scriptpkg/__init__.py": "",
+            "scriptpkg/model.py": MODEL_MAIN,
+            "train.py": TRAIN_MAIN,
+        },
+        {"scriptpkg/model.py": MODEL_FEATURE, "train.py": TRAIN_FEATURE},
+    )
     config = load_config(repo.root)
     assert config.script is not None and config.script["command"] == [
-        "train.py", "--epochs", "1000"]
+        "train.py",
+        "--epochs",
+        "1000",
+    ]
     started = time.perf_counter()
     result = analyze(repo.root, "main", "feature", config)
     assert result.errors == []
     found = {(f.path, f.op): f for f in result.findings}
-    assert set(found) == {("scriptpkg/model.py", "log"), ("scriptpkg/model.py", "sqrt"),
-                          ("train.py", "div")}
+    assert set(found) == {
+        ("scriptpkg/model.py", "log"),
+        ("scriptpkg/model.py", "sqrt"),
+        ("train.py", "div"),
+    }
 
     log = found["scriptpkg/model.py", "log"]
     assert log.status == "confirmed", log.error
@@ -148,7 +164,8 @@ def test_training_script_bugs_are_confirmed_by_steering_external_values(
         f"random train.py:{features + 1} #0": (0.0, 1.0, "observed"),
         f"data train.py:{loop} #0[0]": (0.0, 2.0, "config"),
         f"data train.py:{loop} #0[1]": (0.0, 2.0, "config"),
-        f"random train.py:{noise} #0": (0.0, 1.0, "observed")}
+        f"random train.py:{noise} #0": (0.0, 1.0, "observed"),
+    }
     # the script's own values do not fire (the search started there: its first evaluation
     # is still short of log's domain), so the search had to steer them
     (first, loss, stage), *_ = log.trigger["trace"]
@@ -158,8 +175,7 @@ def test_training_script_bugs_are_confirmed_by_steering_external_values(
 
     div = found["train.py", "div"]
     assert div.status == "confirmed", div.error
-    assert div.reproducer is not None and f"'data train.py:{loop} #0[1]': value_" in \
-        div.reproducer
+    assert div.reproducer is not None and f"'data train.py:{loop} #0[1]': value_" in div.reproducer
 
     # a module the script never reaches within its per-run limit is still reached: the
     # synthesised call builds it with a size for its `dim: int` (signatures.constructor_args)
@@ -190,10 +206,13 @@ def test_training_script_bugs_are_confirmed_by_steering_external_values(
     assert "x = natural.detach().clone()" in script
     assert f"'data train.py:{loop} #0[0]': value_" in script
     (repo.root / "test_repro.py").write_text(script, encoding="utf-8")
-    (repo.root / "scriptpkg/model.py").write_text(MODEL_FEATURE.replace(
-        "torch.log(scale)", "torch.log(scale.clamp_min(1e-6))"), encoding="utf-8")
-    fixed = subprocess.run([sys.executable, "test_repro.py"], cwd=repo.root,
-                           capture_output=True, text=True, timeout=60)
+    (repo.root / "scriptpkg/model.py").write_text(
+        MODEL_FEATURE.replace("torch.log(scale)", "torch.log(scale.clamp_min(1e-6))"),
+        encoding="utf-8",
+    )
+    fixed = subprocess.run(
+        [sys.executable, "test_repro.py"], cwd=repo.root, capture_output=True, text=True, timeout=60
+    )
     assert fixed.returncode == 0, fixed.stderr[-2000:]
 
 
@@ -233,21 +252,26 @@ main(sys.argv[1])
 
 
 def test_values_are_keyed_by_call_site_and_substituted_and_runs_stop_after_the_op(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     progress = tmp_path / "progress.json"
     root, name = make_script(tmp_path / "steered", STEERED)
-    entry = build(root, name, args=(str(progress),), max_values=3,
-                  bounds={"random": (-1.0, 1.0)})
+    entry = build(root, name, args=(str(progress),), max_values=3, bounds={"random": (-1.0, 1.0)})
     # the two draws on one line are told apart by occurrence; the weight init inside
     # nn.Linear is the library's and randint's integers are not searched; max_values keeps
     # the three values nearest the op
     draws = line_of(STEERED, "    noise = [torch.randn(3) for _ in range(2)]")
     loop = line_of(STEERED, "    for step, batch in enumerate(DataLoader(Pairs(), batch_size=4)):")
-    assert entry.script.labels == [f"random run.py:{draws} #1", f"data run.py:{loop} #0['x']",
-                                   f"data run.py:{loop} #0['w']"]
+    assert entry.script.labels == [
+        f"random run.py:{draws} #1",
+        f"data run.py:{loop} #0['x']",
+        f"data run.py:{loop} #0['w']",
+    ]
     assert [(s.shape, s.lo, s.hi, s.source) for s in entry.specs] == [
-        ((3,), -1.0, 1.0, "config"), ((4, 3), 0.0, 40.0, "observed"),
-        ((4,), 0.0, 40.0, "observed")]
+        ((3,), -1.0, 1.0, "config"),
+        ((4, 3), 0.0, 40.0, "observed"),
+        ((4,), 0.0, 40.0, "observed"),
+    ]
     assert json.loads(progress.read_text()) == 0  # stopped at the first step, of 8
     natural = entry.call(entry.start or [])
     assert [bool(torch.isfinite(o).all()) for o in natural] == [True]
@@ -256,8 +280,9 @@ def test_values_are_keyed_by_call_site_and_substituted_and_runs_stop_after_the_o
     assert out.tolist() == [-math.inf] * 4  # the substituted batch reached the op
     assert json.loads(progress.read_text()) == 0
 
-    searcher = Searcher(entry, str(root / name), op_line(root, name), "log",
-                        budget=Budget(seconds=5.0))
+    searcher = Searcher(
+        entry, str(root / name), op_line(root, name), "log", budget=Budget(seconds=5.0)
+    )
     outcome = searcher.run(entry.start)
     assert outcome.triggered and outcome.where == "forward", outcome
 
@@ -279,8 +304,7 @@ main()
 """
 
 
-def test_numpy_draws_are_external_values_and_the_reproducer_stands_alone(
-        tmp_path: Path) -> None:
+def test_numpy_draws_are_external_values_and_the_reproducer_stands_alone(tmp_path: Path) -> None:
     root, name = make_script(tmp_path / "numpy_draw", NUMPY_DRAW)
     original = np.random.rand
     entry = build(root, name)
@@ -289,32 +313,40 @@ def test_numpy_draws_are_external_values_and_the_reproducer_stands_alone(
     offset = line_of(NUMPY_DRAW, "    offset = rand()")
     assert entry.script.labels == [f"random run.py:{weights} #0", f"random run.py:{offset} #0"]
     assert [(s.dtype, s.shape, s.lo, s.hi) for s in entry.specs] == [
-        ("float64", (4,), 0.0, 1.0), ("float64", (), 0.0, 1.0)]
+        ("float64", (4,), 0.0, 1.0),
+        ("float64", (), 0.0, 1.0),
+    ]
     (natural,) = entry.call(entry.start or [])
     assert bool(torch.isfinite(natural).all())
     lines = op_line(root, name)
-    outcome = Searcher(entry, str(root / name), lines, "log",
-                       budget=Budget(seconds=5.0)).run(entry.start)
+    outcome = Searcher(entry, str(root / name), lines, "log", budget=Budget(seconds=5.0)).run(
+        entry.start
+    )
     assert outcome.triggered, outcome
-    small = minimise_script(entry, outcome.inputs, lambda trial: not bool(
-        torch.isfinite(entry.call(trial)[0]).all()))
+    small = minimise_script(
+        entry, outcome.inputs, lambda trial: not bool(torch.isfinite(entry.call(trial)[0]).all())
+    )
     target = Target(name, min(lines), "log", "torch.log(x)", "forward")
     source = render_script(entry, small, target, 0)
     assert "import numpy" not in source.split("def value_")[0]  # torch is all it needs
     (root / "test_repro.py").write_text(source, encoding="utf-8")
-    test = next(v for k, v in runpy.run_path(str(root / "test_repro.py")).items()
-                if k.startswith("test_"))
+    test = next(
+        v for k, v in runpy.run_path(str(root / "test_repro.py")).items() if k.startswith("test_")
+    )
     with pytest.raises(AssertionError, match=f"log at run.py:{min(lines)} makes NaN/Inf"):
         test()
-    (root / name).write_text(NUMPY_DRAW.replace("torch.log(x)", "torch.log(x + 1)"),
-                             encoding="utf-8")
+    (root / name).write_text(
+        NUMPY_DRAW.replace("torch.log(x)", "torch.log(x + 1)"), encoding="utf-8"
+    )
     test()  # fixed: passes
 
 
 def test_module_commands_get_their_arguments(tmp_path: Path) -> None:
     root = tmp_path / "module_command"
     make_script(root / "mscript_pkg", "", name="__init__.py")
-    make_script(root / "mscript_pkg", """\
+    make_script(
+        root / "mscript_pkg",
+        """\
         import sys
 
         import torch
@@ -322,7 +354,9 @@ def test_module_commands_get_their_arguments(tmp_path: Path) -> None:
         shift = float(sys.argv[sys.argv.index("--shift") + 1])
         x = torch.rand(4) + shift
         y = torch.log(x)  # the op
-        """, name="train.py")
+        """,
+        name="train.py",
+    )
     config = ScriptConfig(("-m", "mscript_pkg.train", "--shift", "-2"))
     lines = op_line(root / "mscript_pkg", "train.py")
     entry = build_script_entry(root, config, "mscript_pkg/train.py", lines, "log", 0)
@@ -333,13 +367,16 @@ def test_module_commands_get_their_arguments(tmp_path: Path) -> None:
 
 def test_the_findings_deadline_still_wins_over_a_longer_run_limit(tmp_path: Path) -> None:
     """The per-run limit nests inside the harness's deadline for the whole finding."""
-    root, name = make_script(tmp_path / "deadline", """\
+    root, name = make_script(
+        tmp_path / "deadline",
+        """\
         import torch
         x = torch.rand(3)
         while True:
             pass
         y = torch.log(x)  # the op
-        """)
+        """,
+    )
     started = time.perf_counter()
     with pytest.raises(FindingTimeout), _deadline(0.5):
         build(root, name, run_seconds=30.0)
@@ -361,83 +398,112 @@ for (x,) in DataLoader(data, batch_size=4):
 """
 
 
-def test_a_gradient_only_failure_gets_a_reproducer_that_checks_the_gradient(
-        tmp_path: Path) -> None:
+def test_a_gradient_only_failure_gets_a_reproducer_that_checks_the_gradient(tmp_path: Path) -> None:
     root, name = make_script(tmp_path / "gradient", GRADIENT_ONLY)
     lines = op_line(root, name)
     entry = build(root, name, op="sqrt")
     searcher = Searcher(entry, str(root / name), lines, "sqrt", budget=Budget(seconds=5.0))
     outcome = searcher.run(entry.start)
     assert outcome.triggered and outcome.where == "backward", outcome
-    small = minimise_script(entry, outcome.inputs,
-                            lambda trial: searcher.evaluate(trial).backward)
+    small = minimise_script(entry, outcome.inputs, lambda trial: searcher.evaluate(trial).backward)
     first = localise(entry, small, str(root), where="backward")  # as the harness does
     assert first is not None and first["where"] == "backward", first
-    source = render_script(entry, small, Target(name, min(lines), "sqrt", "torch.sqrt(...)",
-                                                "backward"), 0)
+    source = render_script(
+        entry, small, Target(name, min(lines), "sqrt", "torch.sqrt(...)", "backward"), 0
+    )
     (root / "test_repro.py").write_text(source, encoding="utf-8")
-    test = next(v for k, v in runpy.run_path(str(root / "test_repro.py")).items()
-                if k.startswith("test_"))
+    test = next(
+        v for k, v in runpy.run_path(str(root / "test_repro.py")).items() if k.startswith("test_")
+    )
     with pytest.raises(AssertionError, match="its gradient is NaN/Inf"):
         test()
 
 
-@pytest.mark.parametrize(("body", "settings", "message"), [
-    ("""\
+@pytest.mark.parametrize(
+    ("body", "settings", "message"),
+    [
+        (
+            """\
      import torch
      x = torch.rand(3)
      raise ValueError("no data found")
      y = torch.log(x)  # the op
-     """, {}, "the script raised ValueError: no data found at run.py:3 before reaching "
-              "run.py:4"),
-    ("""\
+     """,
+            {},
+            "the script raised ValueError: no data found at run.py:3 before reaching run.py:4",
+        ),
+        (
+            """\
      import torch
      x = torch.rand(3)
      while True:
          pass
      y = torch.log(x)  # the op
-     """, {"run_seconds": 0.5}, "the script did not reach run.py:5 within its per-run "
-                               "limit of "),
-    ("""\
+     """,
+            {"run_seconds": 0.5},
+            "the script did not reach run.py:5 within its per-run limit of ",
+        ),
+        (
+            """\
      import torch
      x = torch.rand(3)
      if x.sum() > 100:
          y = torch.log(x)  # the op
-     """, {}, "script `run.py` ran to completion without reaching run.py:4"),
-    ("""\
+     """,
+            {},
+            "script `run.py` ran to completion without reaching run.py:4",
+        ),
+        (
+            """\
      import sys
      import torch
      x = torch.rand(3)
      sys.exit(3)
      y = torch.log(x)  # the op
-     """, {}, "the script exited with status 3 before reaching run.py:5"),
-    ("""\
+     """,
+            {},
+            "the script exited with status 3 before reaching run.py:5",
+        ),
+        (
+            """\
      import torch
      x = torch.rand(3)
      exit()
      y = torch.log(x)  # the op
-     """, {}, "script `run.py` ran to completion without reaching run.py:4"),
-    ("""\
+     """,
+            {},
+            "script `run.py` ran to completion without reaching run.py:4",
+        ),
+        (
+            """\
      import sys
      import torch
      x = torch.rand(3)
      quit(0) if x.sum() < 100 else sys.exit(0)
      y = torch.log(x)  # the op
-     """, {}, "script `run.py` ran to completion without reaching run.py:5"),
-    ("""\
+     """,
+            {},
+            "script `run.py` ran to completion without reaching run.py:5",
+        ),
+        (
+            """\
      import torch
      y = torch.log(torch.ones(3))  # the op
-     """, {}, "no float external value (data batch, random draw) came before it"),
-])
+     """,
+            {},
+            "no float external value (data batch, random draw) came before it",
+        ),
+    ],
+)
 def test_a_script_that_cannot_get_to_the_op_is_a_clear_error(
-        tmp_path: Path, body: str, settings: dict[str, object], message: str) -> None:
+    tmp_path: Path, body: str, settings: dict[str, object], message: str
+) -> None:
     root, name = make_script(tmp_path / "broken", textwrap.dedent(body))
     started = time.perf_counter()
     with pytest.raises(EntryError) as raised:
         build(root, name, **settings)
     assert message in str(raised.value)
     assert time.perf_counter() - started < 5
-
 
 
 def test_a_script_runs_with_python_script_py_semantics(tmp_path: Path) -> None:
@@ -447,10 +513,13 @@ def test_a_script_runs_with_python_script_py_semantics(tmp_path: Path) -> None:
     (root / "data").mkdir(parents=True)
     (root / "data" / "scale.txt").write_text("2.0\n", encoding="utf-8")
     root, name = make_script(root / "scripts", "", "myutil.py")
-    (root / "myutil.py").write_text("def scale():\n    return float(open('data/scale.txt')"
-                                    ".read())\n", encoding="utf-8")
+    (root / "myutil.py").write_text(
+        "def scale():\n    return float(open('data/scale.txt').read())\n", encoding="utf-8"
+    )
     root = root.parent
-    make_script(root, """\
+    make_script(
+        root,
+        """\
         import os
         import sys
         import torch
@@ -462,7 +531,9 @@ def test_a_script_runs_with_python_script_py_semantics(tmp_path: Path) -> None:
         assert sys.path[0] == os.path.dirname(os.path.abspath(__file__)), sys.path[0]
         x = torch.rand(3) * myutil.scale()
         y = torch.log(x)  # the op
-        """, "scripts/train.py")
+        """,
+        "scripts/train.py",
+    )
     entry = build(root, "scripts/train.py", args=("--steps", "2"))
     assert entry is not None
 
@@ -494,21 +565,28 @@ for step in range(10_000_000):  # importing this file would train until the dead
 
 
 def test_an_unguarded_training_script_is_never_imported_and_runs_as_a_script(
-        git_repo: GitRepoFactory) -> None:
+    git_repo: GitRepoFactory,
+) -> None:
     """No configuration: the file does work at import, so its function is extracted rather
     than imported (the training loop never runs), and the top-level op is reached by running
     the file as `python train.py` up to the op."""
     repo = git_repo({"train.py": "import torch\n"}, {"train.py": UNGUARDED})
     started = time.monotonic()
-    result = analyze(repo.root, "main", "feature", Config(
-        search_seconds=3.0, harvest=False, fix=False, dynamic_timeout=400))
+    result = analyze(
+        repo.root,
+        "main",
+        "feature",
+        Config(search_seconds=3.0, harvest=False, fix=False, dynamic_timeout=400),
+    )
     by_line = {f.line: f for f in result.findings}
     assert time.monotonic() - started < 300  # nothing ran to the deadline
-    in_function = by_line[line_of(UNGUARDED, "    return -(onehot * torch.log(probs))"
-                                           ".sum(-1).mean()")]
+    in_function = by_line[
+        line_of(UNGUARDED, "    return -(onehot * torch.log(probs)).sum(-1).mean()")
+    ]
     assert in_function.status == "confirmed", in_function.error
-    assert "does work at import (line 16: a loop at the top level)" in \
-        (in_function.reproducer or "")
+    assert "does work at import (line 16: a loop at the top level)" in (
+        in_function.reproducer or ""
+    )
     assert "importlib.import_module('train')" not in (in_function.reproducer or "")
     at_top = by_line[line_of(UNGUARDED, "    spread = torch.log(scores.abs().sum())")]
     assert at_top.status in ("confirmed", "not-triggered"), at_top.error

@@ -39,8 +39,14 @@ def build(root: Path, name: str, op: str, **settings: object) -> ScriptEntry:
 
 def run_python(root: Path, source: str) -> subprocess.CompletedProcess[str]:
     (root / "test_repro.py").write_text(source, encoding="utf-8")
-    return subprocess.run([sys.executable, "test_repro.py"], cwd=root, capture_output=True,
-                          text=True, timeout=180, env={**os.environ, "PYTHONPATH": ""})
+    return subprocess.run(
+        [sys.executable, "test_repro.py"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": ""},
+    )
 
 
 def fails_then_passes(script: Path, source: str, message: str, fixed_body: str) -> None:
@@ -87,24 +93,33 @@ main(sys.argv[1])
 
 
 def test_values_are_keyed_by_call_site_substituted_and_runs_stop_after_the_op(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     progress = tmp_path / "progress.json"
     root, name = make_script(tmp_path / "steered", STEERED)
     original = tf.random.normal
-    entry = build(root, name, "log", args=(str(progress),), max_values=4,
-                  bounds={"random": (-1.0, 1.0)})
+    entry = build(
+        root, name, "log", args=(str(progress),), max_values=4, bounds={"random": (-1.0, 1.0)}
+    )
     assert tf.random.normal is original and not tf.config.functions_run_eagerly()
     # the two draws on one line are told apart by occurrence; the Dense layer's initial
     # weights are Keras's own draws; max_values keeps the four values nearest the op
     draws = line_of(STEERED, "    noise = [tf.random.normal([3]) for _ in range(2)]")
     scale = line_of(STEERED, "    scale = np.random.uniform(1.0, 2.0)")
     loop = line_of(STEERED, "    for step, batch in enumerate(batches()):")
-    assert entry.script.labels == [f"random run.py:{draws} #1", f"random run.py:{scale} #0",
-                                   f"data run.py:{loop} #0['x']", f"data run.py:{loop} #0['w']"]
+    assert entry.script.labels == [
+        f"random run.py:{draws} #1",
+        f"random run.py:{scale} #0",
+        f"data run.py:{loop} #0['x']",
+        f"data run.py:{loop} #0['w']",
+    ]
     assert entry.framework == "tensorflow"
     assert [(s.dtype, s.shape, s.lo, s.hi, s.source) for s in entry.specs] == [
-        ("float32", (3,), -1.0, 1.0, "config"), ("float64", (), -1.0, 1.0, "config"),
-        ("float32", (4, 3), 0.0, 40.0, "observed"), ("float32", (4,), 0.0, 40.0, "observed")]
+        ("float32", (3,), -1.0, 1.0, "config"),
+        ("float64", (), -1.0, 1.0, "config"),
+        ("float32", (4, 3), 0.0, 40.0, "observed"),
+        ("float32", (4,), 0.0, 40.0, "observed"),
+    ]
     assert json.loads(progress.read_text()) == 0  # stopped at the first step, of 8
 
     tensors = [tf.constant(x.numpy()) for x in entry.start or []]
@@ -115,8 +130,9 @@ def test_values_are_keyed_by_call_site_substituted_and_runs_stop_after_the_op(
     assert out.numpy().tolist() == [-np.inf] * 4  # the substituted batch reached the op
 
     lines = op_line(root, name)
-    outcome = Searcher(entry, str(root / name), lines, "log",
-                       budget=Budget(seconds=10.0)).run(entry.start)
+    outcome = Searcher(entry, str(root / name), lines, "log", budget=Budget(seconds=10.0)).run(
+        entry.start
+    )
     assert outcome.triggered and outcome.where == "forward", outcome
 
     def fails(trial: list[torch.Tensor]) -> bool:
@@ -129,9 +145,15 @@ def test_values_are_keyed_by_call_site_substituted_and_runs_stop_after_the_op(
     head = source.split("def value_")[0]
     assert "import torch" not in head and "import tensorflow as tf" in head
     assert "analyzers" not in source  # it stands alone: no numcheck import
-    fails_then_passes(root / name, source, f"log at run.py:{min(lines)} makes NaN/Inf",
-                      STEERED.replace("tf.math.log(tf.reduce_sum(batch[\"x\"], -1)",
-                                      "tf.math.log(1.0 + tf.reduce_sum(batch[\"x\"], -1)"))
+    fails_then_passes(
+        root / name,
+        source,
+        f"log at run.py:{min(lines)} makes NaN/Inf",
+        STEERED.replace(
+            'tf.math.log(tf.reduce_sum(batch["x"], -1)',
+            'tf.math.log(1.0 + tf.reduce_sum(batch["x"], -1)',
+        ),
+    )
 
 
 GRADIENT = """\
@@ -150,13 +172,13 @@ main()
 """
 
 
-def test_a_gradient_failure_gets_a_reproducer_that_checks_the_op_derivative(
-        tmp_path: Path) -> None:
+def test_a_gradient_failure_gets_a_reproducer_that_checks_the_op_derivative(tmp_path: Path) -> None:
     root, name = make_script(tmp_path / "gradient", GRADIENT)
     entry = build(root, name, "sqrt")
     lines = op_line(root, name)
-    outcome = Searcher(entry, str(root / name), lines, "sqrt",
-                       budget=Budget(seconds=10.0)).run(entry.start)
+    outcome = Searcher(entry, str(root / name), lines, "sqrt", budget=Budget(seconds=10.0)).run(
+        entry.start
+    )
     assert outcome.triggered and outcome.where == "backward", outcome
     first = localise(entry, outcome.inputs, str(root), where="backward")  # as the harness
     assert first is not None, "a TF script's trigger is replayed for localisation"
@@ -167,8 +189,9 @@ def test_a_gradient_failure_gets_a_reproducer_that_checks_the_op_derivative(
     assert "check_gradient=True" in source
     failed = run_python(root, source)
     assert failed.returncode != 0
-    assert f"sqrt at run.py:{min(lines)}: its gradient is NaN/Inf" in failed.stderr, \
-        failed.stderr[-2000:]
+    assert f"sqrt at run.py:{min(lines)}: its gradient is NaN/Inf" in failed.stderr, failed.stderr[
+        -2000:
+    ]
     natural = render_script(entry, list(entry.start or []), target, 0)
     assert run_python(root, natural).returncode == 0  # the script's own batch is fine
 
@@ -214,19 +237,28 @@ if __name__ == "__main__":
 """
 
 
-def test_compiled_train_step_is_confirmed_and_fixed_through_the_harness(
-        tmp_path: Path) -> None:
+def test_compiled_train_step_is_confirmed_and_fixed_through_the_harness(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "train.py").write_text(TRAIN, encoding="utf-8")
     scan = scan_source(TRAIN, "train.py")
     (finding,) = [f.to_json() for f in scan.findings]
     assert (finding["op"], finding["function"], finding["framework"]) == (
-        "div", "train_step", "tensorflow")
-    job = {"repo": str(repo), "findings": [finding], "entries": [], "seed": 0,
-           "search_seconds": 10.0, "finding_timeout": 240.0, "fix_timeout": 300.0,
-           "harvest": False,
-           "script": {"command": "train.py"}}
+        "div",
+        "train_step",
+        "tensorflow",
+    )
+    job = {
+        "repo": str(repo),
+        "findings": [finding],
+        "entries": [],
+        "seed": 0,
+        "search_seconds": 10.0,
+        "finding_timeout": 240.0,
+        "fix_timeout": 300.0,
+        "harvest": False,
+        "script": {"command": "train.py"},
+    }
     result = with_reproducers(LocalRunner().run(job, timeout=600), [finding])
     assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
     (record,) = [r for r in result.records if r.get("stage") != "fix"]
@@ -281,20 +313,26 @@ main()
 
 
 def test_a_keras_fit_script_has_its_draws_and_fits_batches_as_external_values(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     root, name = make_script(tmp_path / "fit", FIT)
     entry = build(root, name, "log")
     # the numpy draws the data are made from, and the first batch fit's train step asked its
     # iterator for (keyed at the `model.fit` line), before the op ran in that step
-    draws = [line_of(FIT, '    x = np.random.rand(32, 4).astype("float32")'),
-             line_of(FIT, '    y = np.random.uniform(0.5, 1.0, size=(32, 1)).astype("float32")')]
+    draws = [
+        line_of(FIT, '    x = np.random.rand(32, 4).astype("float32")'),
+        line_of(FIT, '    y = np.random.uniform(0.5, 1.0, size=(32, 1)).astype("float32")'),
+    ]
     fit = line_of(FIT, "    model.fit(data, epochs=2, shuffle=False, verbose=0)")
-    assert entry.script.labels == [f"random run.py:{n} #0" for n in draws] + \
-        [f"data run.py:{fit} #0[0]", f"data run.py:{fit} #0[1]"]
+    assert entry.script.labels == [f"random run.py:{n} #0" for n in draws] + [
+        f"data run.py:{fit} #0[0]",
+        f"data run.py:{fit} #0[1]",
+    ]
     (natural,) = entry.call([tf.constant(x.numpy()) for x in entry.start or []])
     assert bool(tf.math.is_finite(natural))  # the loss of fit's first batch, compiled step
-    outcome = Searcher(entry, str(root / name), op_line(root, name), "log",
-                       budget=FIT_BUDGET).run(entry.start)
+    outcome = Searcher(entry, str(root / name), op_line(root, name), "log", budget=FIT_BUDGET).run(
+        entry.start
+    )
     assert outcome.triggered and outcome.where == "forward", outcome
 
 
@@ -328,7 +366,8 @@ main()
 
 @pytest.mark.parametrize("steps", [1, 2])
 def test_fits_batches_are_steered_and_reproduced_without_a_single_draw(
-        tmp_path: Path, steps: int) -> None:
+    tmp_path: Path, steps: int
+) -> None:
     # no random draw makes the data: only fit's batches can reach the op, which runs from
     # the second step on. One step per execution asks the iterator's `get_next`; two ask
     # `get_next_as_optional`, the second batch from inside the execution's loop, 21 frames
@@ -337,15 +376,13 @@ def test_fits_batches_are_steered_and_reproduced_without_a_single_draw(
     root, name = make_script(tmp_path / f"fit{steps}", body)
     entry = build(root, name, "log")
     fit = line_of(body, "    model.fit(data, epochs=1, shuffle=False, verbose=0)")
-    assert entry.script.labels == [f"data run.py:{fit} #{n}[{i}]" for n in (0, 1)
-                                   for i in (0, 1)]
+    assert entry.script.labels == [f"data run.py:{fit} #{n}[{i}]" for n in (0, 1) for i in (0, 1)]
     x1, y1 = (x.numpy() for x in (entry.start or [])[2:])
     assert x1.shape == (4, 4) and y1.shape == (4, 1)
     assert np.allclose(y1[:, 0], np.linspace(0.5, 1.0, 16)[4:8])  # the second batch, as read
 
     lines = op_line(root, name)
-    outcome = Searcher(entry, str(root / name), lines, "log",
-                       budget=FIT_BUDGET).run(entry.start)
+    outcome = Searcher(entry, str(root / name), lines, "log", budget=FIT_BUDGET).run(entry.start)
     assert outcome.triggered and outcome.where == "forward", outcome
     y1 = outcome.inputs[3].numpy()
     assert (y1 <= 0).any()  # the second batch's targets were steered out of log's domain
@@ -354,5 +391,9 @@ def test_fits_batches_are_steered_and_reproduced_without_a_single_draw(
 
     target = Target(name, min(lines), "log", "tf.math.log(...)", "forward")
     source = render_script(entry, outcome.inputs, target, 0)
-    fails_then_passes(root / name, source, f"log at run.py:{min(lines)} makes NaN/Inf",
-                      body.replace("tf.math.log(y_true)", "tf.math.log(tf.maximum(y_true, 1e-6))"))
+    fails_then_passes(
+        root / name,
+        source,
+        f"log at run.py:{min(lines)} makes NaN/Inf",
+        body.replace("tf.math.log(y_true)", "tf.math.log(tf.maximum(y_true, 1e-6))"),
+    )

@@ -96,10 +96,17 @@ def _entry(root: Path, function: str, *inputs: str) -> Entry:
     return build_configured(root, EntryConfig(f"{PACKAGE}.cases:{function}", inputs), seed=0)
 
 
-def _searcher(root: Path, entry: Entry, marker: str, op: str, seed: int = 0,
-              budget: Budget | None = None) -> Searcher:
-    return Searcher(entry, str(root / PACKAGE / "cases.py"), _line(root, marker), op,
-                    seed=seed, budget=budget or Budget(seconds=20, evaluations=3000))
+def _searcher(
+    root: Path, entry: Entry, marker: str, op: str, seed: int = 0, budget: Budget | None = None
+) -> Searcher:
+    return Searcher(
+        entry,
+        str(root / PACKAGE / "cases.py"),
+        _line(root, marker),
+        op,
+        seed=seed,
+        budget=budget or Budget(seconds=20, evaluations=3000),
+    )
 
 
 def _calls(root: Path) -> list[int]:
@@ -124,15 +131,20 @@ def test_atan2_probe_records_both_operands_and_the_loss_uses_both(source: Path) 
     assert len(hit.call.others) == 1
     assert torch.equal(hit.call.others[0], torch.tensor([[3.0, 0.5]]))
     assert float(suspect_loss("atan2", hit.operand, call=hit.call)) == pytest.approx(0.75)
-    assert float(suspect_loss("atan2", torch.tensor([0.0]),
-                              call=CallSite(others=(torch.tensor([0.0]),)))) <= 0
+    assert (
+        float(
+            suspect_loss("atan2", torch.tensor([0.0]), call=CallSite(others=(torch.tensor([0.0]),)))
+        )
+        <= 0
+    )
 
 
 def test_atan2_just_off_the_origin_is_confirmed_in_its_gradient(source: Path) -> None:
     """torch masks atan2's gradient at exactly (0, 0); 1 / (x^2 + y^2) still overflows for
     displacements around 1e-20, which only shrinking the point towards 0 reaches."""
-    entry = _entry(source, "heading", "float32[2,6,2] in [-50, 50]",
-                   "float32[2,5] in [-3.14, 3.14]")
+    entry = _entry(
+        source, "heading", "float32[2,6,2] in [-50, 50]", "float32[2,5] in [-3.14, 3.14]"
+    )
     outcome = _searcher(source, entry, "@atan2", "atan2").run()
     assert outcome.triggered and outcome.where == "backward", outcome
     d = outcome.inputs[0][:, 1:] - outcome.inputs[0][:, :-1]
@@ -157,8 +169,14 @@ def test_mvlgamma_objective_reads_p(source: Path) -> None:
     three = call_site("mvlgamma", "mvlgamma", (x,), {"p": 3})
     assert float(suspect_loss("mvlgamma", x, call=three)) == pytest.approx(0.5)
     assert float(suspect_loss("mvlgamma", torch.tensor([1.0]), call=three)) <= 0
-    assert float(suspect_loss("mvlgamma", torch.tensor([1.0]),
-                              call=call_site("mvlgamma", "mvlgamma", (x, 1), {}))) > 0
+    assert (
+        float(
+            suspect_loss(
+                "mvlgamma", torch.tensor([1.0]), call=call_site("mvlgamma", "mvlgamma", (x, 1), {})
+            )
+        )
+        > 0
+    )
     entry = _entry(source, "multigamma", "float32[8] in [0.8, 6]")
     outcome = _searcher(source, entry, "@mvlgamma", "mvlgamma").run()
     assert outcome.triggered and float(outcome.inputs[0].amin()) <= 1.0
@@ -167,14 +185,16 @@ def test_mvlgamma_objective_reads_p(source: Path) -> None:
 def test_cross_entropy_objective_counts_the_targets_not_ignored(source: Path) -> None:
     logits = torch.zeros(4, 3)
     target = torch.tensor([0, 2, 0, 1])
-    site = call_site("cross_entropy", "cross_entropy", (logits, target),
-                     {"ignore_index": 0})
+    site = call_site("cross_entropy", "cross_entropy", (logits, target), {"ignore_index": 0})
     assert float(suspect_loss("cross_entropy", logits, call=site)) == 2
-    weighted = call_site("cross_entropy", "cross_entropy", (logits, target),
-                         {"ignore_index": 0, "weight": torch.tensor([1.0, 0.0, 0.5])})
+    weighted = call_site(
+        "cross_entropy",
+        "cross_entropy",
+        (logits, target),
+        {"ignore_index": 0, "weight": torch.tensor([1.0, 0.0, 0.5])},
+    )
     assert float(suspect_loss("cross_entropy", logits, call=weighted)) == 0.5
-    summed = call_site("cross_entropy", "cross_entropy", (logits, target),
-                       {"reduction": "sum"})
+    summed = call_site("cross_entropy", "cross_entropy", (logits, target), {"reduction": "sum"})
     assert suspect_loss("cross_entropy", logits, call=summed) is None  # cannot be 0/0
     entry = _entry(source, "token_loss", "float32[4,3] in [-5, 5]", "int64[4] in [0, 2]")
     outcome = _searcher(source, entry, "@cross-entropy", "cross_entropy").run()
@@ -182,15 +202,19 @@ def test_cross_entropy_objective_counts_the_targets_not_ignored(source: Path) ->
     assert bool((outcome.inputs[1] == 0).all())
 
 
-@pytest.mark.parametrize(("name", "bad", "good"), [
-    ("inv", [[1.0, 2.0], [2.0, 4.0]], [[2.0, 1.0], [1.0, 2.0]]),
-    ("logdet", [[1.0, 1.0], [1.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]]),
-    ("cholesky", [[1.0, 0.0], [0.0, -1.0]], [[2.0, 1.0], [1.0, 2.0]]),
-    ("eigh", [[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 2.0]]),
-    ("svd", [[0.0, 1.0], [1.0, 0.0]], [[1.0, 0.0], [0.0, 3.0]]),
-])
+@pytest.mark.parametrize(
+    ("name", "bad", "good"),
+    [
+        ("inv", [[1.0, 2.0], [2.0, 4.0]], [[2.0, 1.0], [1.0, 2.0]]),
+        ("logdet", [[1.0, 1.0], [1.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]]),
+        ("cholesky", [[1.0, 0.0], [0.0, -1.0]], [[2.0, 1.0], [1.0, 2.0]]),
+        ("eigh", [[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 2.0]]),
+        ("svd", [[0.0, 1.0], [1.0, 0.0]], [[1.0, 0.0], [0.0, 3.0]]),
+    ],
+)
 def test_linalg_objective_is_the_distance_to_where_the_function_breaks(
-        name: str, bad: list[list[float]], good: list[list[float]]) -> None:
+    name: str, bad: list[list[float]], good: list[list[float]]
+) -> None:
     site = CallSite(name)
     assert float(suspect_loss("linalg", torch.tensor(bad), call=site)) <= 0, name
     assert float(suspect_loss("linalg", torch.tensor(good), call=site)) > 0, name
@@ -231,12 +255,22 @@ def test_linear_solve_confirms_what_restarts_and_snapping_miss(source: Path) -> 
 
 
 # ---------------------------------------------------------------------------- batched restarts
-def _run(root: Path, function: str, marker: str, batch: int, seed: int = 0,
-         evaluations: int = 3000) -> tuple[Outcome, int, Searcher]:
-    entry = _entry(root, function, "float32[2,4] in [-1, 1]" if function != "batch_stat"
-                   else "float32[2,4] in [0, 1]")
-    searcher = _searcher(root, entry, marker, "log", seed=seed,
-                         budget=Budget(seconds=20, evaluations=evaluations, batch=batch))
+def _run(
+    root: Path, function: str, marker: str, batch: int, seed: int = 0, evaluations: int = 3000
+) -> tuple[Outcome, int, Searcher]:
+    entry = _entry(
+        root,
+        function,
+        "float32[2,4] in [-1, 1]" if function != "batch_stat" else "float32[2,4] in [0, 1]",
+    )
+    searcher = _searcher(
+        root,
+        entry,
+        marker,
+        "log",
+        seed=seed,
+        budget=Budget(seconds=20, evaluations=evaluations, batch=batch),
+    )
     calls = _calls(root)
     calls[0] = 0
     outcome = searcher.run()
@@ -290,21 +324,24 @@ def test_the_new_stages_are_deterministic_under_a_seed(source: Path) -> None:
     runs += [_searcher(source, entry, "@solve", "log", seed=5).run() for _ in range(2)]
     for first, second in (runs[:2], runs[2:]):
         assert first.triggered and second.triggered
-        assert (first.stage, first.where, first.evaluations) == \
-            (second.stage, second.where, second.evaluations)
+        assert (first.stage, first.where, first.evaluations) == (
+            second.stage,
+            second.where,
+            second.evaluations,
+        )
         assert all(torch.equal(a, b) for a, b in zip(first.inputs, second.inputs, strict=True))
         assert first.trace == second.trace
     other = _run(source, "rowwise", "@rowwise", batch=8, seed=12)[0]
     assert not torch.equal(other.inputs[0], runs[0].inputs[0])  # the seed matters
 
 
-def test_tensorflow_probe_sees_atan2_operands_and_the_sqrt_inside_tf_norm(
-        tmp_path: Path) -> None:
+def test_tensorflow_probe_sees_atan2_operands_and_the_sqrt_inside_tf_norm(tmp_path: Path) -> None:
     tf = pytest.importorskip("tensorflow")
     from analyzers.dynamic.tf_backend import TFProbe
 
     path = tmp_path / "tfcode.py"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         import tensorflow as tf
 
 
@@ -312,13 +349,17 @@ def test_tensorflow_probe_sees_atan2_operands_and_the_sqrt_inside_tf_norm(
             a = tf.math.atan2(y, x)
             n = tf.norm(g, axis=-1)
             return a, n
-        """), encoding="utf-8")
+        """),
+        encoding="utf-8",
+    )
     namespace: dict[str, object] = {}
     exec(compile(path.read_text(), str(path), "exec"), namespace)  # noqa: S102
     both = namespace["both"]
     y, x = tf.constant([0.0, 1.0]), tf.constant([2.0, 0.0])
-    with TFProbe(str(path), frozenset({5}), "atan2") as atan2, \
-            TFProbe(str(path), frozenset({6}), "sqrt") as sqrt:
+    with (
+        TFProbe(str(path), frozenset({5}), "atan2") as atan2,
+        TFProbe(str(path), frozenset({6}), "sqrt") as sqrt,
+    ):
         both(y, x, tf.zeros([2, 3]))  # type: ignore[operator]
     (hit,) = atan2.hits
     assert hit.others and hit.others[0] is x
@@ -332,8 +373,9 @@ def chunks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     counts: list[int] = []
     evaluate = Searcher.evaluate
 
-    def recording(self: Searcher, inputs: Any, want_grad: bool = False,
-                  chunks_: int = 1, **kwargs: Any) -> Any:
+    def recording(
+        self: Searcher, inputs: Any, want_grad: bool = False, chunks_: int = 1, **kwargs: Any
+    ) -> Any:
         counts.append(kwargs.get("chunks", chunks_))
         return evaluate(self, inputs, want_grad, kwargs.get("chunks", chunks_))
 
@@ -342,7 +384,8 @@ def chunks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_a_failing_batch_tries_its_closest_restart_alone_first(
-        source: Path, chunks: list[int]) -> None:
+    source: Path, chunks: list[int]
+) -> None:
     """The batch's per-restart suspect losses say which draw came closest: that one goes
     alone right after the batch (here it is the trigger), instead of halving the batch down
     to it; the others would follow alone, closest first. Batches double from one draw to
@@ -352,11 +395,12 @@ def test_a_failing_batch_tries_its_closest_restart_alone_first(
     assert chunks[0] == 1 and 8 in chunks
     assert chunks[-2] > 1 and chunks[-1] == 1, chunks  # the failing batch, its closest alone
     batches = [c for c in chunks if c > 1]  # restart batches 2, 4, 8, 8, ..., never halvings
-    assert batches == [min(2 ** i, 8) for i in range(1, len(batches) + 1)], chunks
+    assert batches == [min(2**i, 8) for i in range(1, len(batches) + 1)], chunks
 
 
 def test_an_entry_that_cannot_take_a_batch_pays_two_evaluations_for_the_test(
-        source: Path, chunks: list[int]) -> None:
+    source: Path, chunks: list[int]
+) -> None:
     """adjacency @ x with adjacency [2, 2]: two restarts concatenated do not multiply. The
     first batched run, the test of batching, holds two draws, which then go alone; from then
     on one draw per call, and the batch cost two evaluations, not `Budget.batch`."""

@@ -72,8 +72,10 @@ def test_io_uring_and_foreign_abis_fail_and_the_rest_passes(machine: str) -> Non
             assert run(machine, arch, nr, 2) == SECCOMP_RET_ALLOW, nr
 
 
-@pytest.mark.skipif(platform.system() != "Linux" or platform.machine() not in ARCHES,
-                    reason="the filter exists for Linux on x86-64 and arm64 only")
+@pytest.mark.skipif(
+    platform.system() != "Linux" or platform.machine() not in ARCHES,
+    reason="the filter exists for Linux on x86-64 and arm64 only",
+)
 def test_installed_in_a_child_it_holds_for_its_children_too() -> None:
     script = (
         "import os, socket, sys\n"
@@ -93,9 +95,11 @@ def test_installed_in_a_child_it_holds_for_its_children_too() -> None:
         "if os.fork() == 0:\n"
         "    print(refused(socket.AF_INET6, socket.SOCK_DGRAM)); sys.stdout.flush()\n"
         "    os._exit(0)\n"
-        "os.wait()\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60)
+        "os.wait()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     if done.stdout.startswith("skip"):
         pytest.skip(done.stdout)

@@ -37,14 +37,28 @@ def test_the_folder_beside_the_failing_import_holds_the_module(tmp_path: Path) -
 def test_the_checkouts_root_is_never_a_sibling_folder(tmp_path: Path) -> None:
     (tmp_path / "numcheck_absent_ce.py").write_text("X = 1\n")
     (tmp_path / "run.py").write_text("from numcheck_absent_ce import X\n")
-    assert sibling_folder("numcheck_absent_ce", _raised_in(tmp_path / "run.py"),
-                          tmp_path) is None
+    assert sibling_folder("numcheck_absent_ce", _raised_in(tmp_path / "run.py"), tmp_path) is None
 
 
-@pytest.mark.parametrize(("value", "ok"), [
-    ("optax/losses", True), ("src/pkg-1/x.y", True), ("a", True),
-    ("/etc", False), ("../up", False), ("a/../b", False), ("a//b", False), ("./a", False),
-    ("a/", False), ("", False), ("a\\b", False), ("a;b", False), ("a\nb", False), (3, False),
-    ("x" * 201, False)])
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("optax/losses", True),
+        ("src/pkg-1/x.y", True),
+        ("a", True),
+        ("/etc", False),
+        ("../up", False),
+        ("a/../b", False),
+        ("a//b", False),
+        ("./a", False),
+        ("a/", False),
+        ("", False),
+        ("a\\b", False),
+        ("a;b", False),
+        ("a\nb", False),
+        (3, False),
+        ("x" * 201, False),
+    ],
+)
 def test_a_plans_folder_is_a_clean_relative_path(value: object, ok: bool) -> None:
     assert (checked_dir(value) == value) is ok

@@ -23,11 +23,17 @@ FINDINGS = [{"fingerprint": "a"}, {"fingerprint": "b"}, {"fingerprint": "c"}]
 
 def worker(body: str, stderr: int | None = None) -> subprocess.Popen[bytes]:
     """A stand-in worker: `say(message)` writes one protocol line."""
-    program = "import json, os, signal, sys, time\n" \
-              "def say(m):\n    sys.stdout.write(json.dumps(m) + '\\n'); sys.stdout.flush()\n" \
-              + textwrap.dedent(body)
-    return subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE,
-                            stderr=stderr, start_new_session=True)
+    program = (
+        "import json, os, signal, sys, time\n"
+        "def say(m):\n    sys.stdout.write(json.dumps(m) + '\\n'); sys.stdout.flush()\n"
+        + textwrap.dedent(body)
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", program],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        start_new_session=True,
+    )
 
 
 def run(body: str, ledger: Ledger) -> tuple[Any, Any, list[dict[str, Any]], float]:
@@ -39,7 +45,8 @@ def run(body: str, ledger: Ledger) -> tuple[Any, Any, list[dict[str, Any]], floa
 
 def test_records_only_for_the_announced_stage_once_each() -> None:
     ledger = Ledger(FINDINGS, fix=True)
-    stage, why, emitted, _ = run('''
+    stage, why, emitted, _ = run(
+        """
         say({"fingerprint": "b", "status": "not-triggered"})   # before any stage: dropped
         say({"begin": "a", "stage": "confirm", "seconds": 5})
         say({"fingerprint": "b", "status": "not-triggered"})   # another finding's: dropped
@@ -52,23 +59,30 @@ def test_records_only_for_the_announced_stage_once_each() -> None:
         say({"begin": "a", "stage": "fix", "seconds": 5})
         say({"fingerprint": "a", "stage": "fix", "fix": {"status": "validated"}})
         say({"done": True})
-    ''', ledger)
+    """,
+        ledger,
+    )
     assert (stage, why) == (None, None)
-    assert emitted == [{"fingerprint": "a", "status": "confirmed", "elapsed": 1.0},
-                       {"fingerprint": "b", "status": "not-triggered"},
-                       {"fingerprint": "a", "stage": "fix", "fix": {"status": "validated"}}]
+    assert emitted == [
+        {"fingerprint": "a", "status": "confirmed", "elapsed": 1.0},
+        {"fingerprint": "b", "status": "not-triggered"},
+        {"fingerprint": "a", "stage": "fix", "fix": {"status": "validated"}},
+    ]
     assert ledger.owed == {"c"} and ledger.fixes_owed == set()
 
 
 def test_a_stage_past_its_limit_is_killed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(supervisor, "GRACE_SECONDS", 0.5)
     ledger = Ledger(FINDINGS, fix=False)
-    stage, why, emitted, seconds = run('''
+    stage, why, emitted, seconds = run(
+        """
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGTERM})
         say({"begin": "a", "stage": "confirm", "seconds": 0.5})
         while True:
             pass
-    ''', ledger)
+    """,
+        ledger,
+    )
     assert stage == {"begin": "a", "stage": "confirm"} and why.startswith("timeout"), why
     assert "supervisor" in why and seconds < 10 and emitted == []
     ledger.fail(stage, why, emitted.append)
@@ -78,18 +92,25 @@ def test_a_stage_past_its_limit_is_killed(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_a_dead_worker_costs_its_stage_and_the_fixes_it_owed() -> None:
     ledger = Ledger(FINDINGS, fix=True)
-    stage, why, emitted, _ = run('''
+    stage, why, emitted, _ = run(
+        """
         say({"begin": "a", "stage": "confirm", "seconds": 5})
         say({"fingerprint": "a", "status": "confirmed"})
         say({"begin": "b", "stage": "confirm", "seconds": 5})
         os.kill(os.getpid(), signal.SIGSEGV)
-    ''', ledger)
+    """,
+        ledger,
+    )
     assert stage == {"begin": "b", "stage": "confirm"} and "SIGSEGV" in why
     ledger.fail(stage, why, emitted.append)
     assert emitted[1:] == [
         {"fingerprint": "b", "status": "error", "error": why},
-        {"fingerprint": "a", "stage": "fix",
-         "fix": {"status": "error", "reason": f"not run: the worker stopped ({why})"}}]
+        {
+            "fingerprint": "a",
+            "stage": "fix",
+            "fix": {"status": "error", "reason": f"not run: the worker stopped ({why})"},
+        },
+    ]
     assert [f["fingerprint"] for f in ledger.todo()] == ["c"]
 
 
@@ -103,14 +124,17 @@ def test_supervise_restarts_a_worker_for_what_is_left(monkeypatch: pytest.Monkey
     """Through the real entry point: the first worker dies on `b`, the second finishes `c`
     without harvesting again; the job's nonce never reaches a worker."""
     jobs: list[dict[str, Any]] = []
-    scripts = iter([
-        'say({"begin": "a", "stage": "confirm", "seconds": 5})\n'
-        'say({"fingerprint": "a", "status": "not-triggered"})\n'
-        'say({"begin": "b", "stage": "confirm", "seconds": 5})\n'
-        'os._exit(3)\n',
-        'say({"begin": "c", "stage": "confirm", "seconds": 5})\n'
-        'say({"fingerprint": "c", "status": "potential"})\n'
-        'say({"done": True})\n'])
+    scripts = iter(
+        [
+            'say({"begin": "a", "stage": "confirm", "seconds": 5})\n'
+            'say({"fingerprint": "a", "status": "not-triggered"})\n'
+            'say({"begin": "b", "stage": "confirm", "seconds": 5})\n'
+            "os._exit(3)\n",
+            'say({"begin": "c", "stage": "confirm", "seconds": 5})\n'
+            'say({"fingerprint": "c", "status": "potential"})\n'
+            'say({"done": True})\n',
+        ]
+    )
 
     def fake_worker(job: dict[str, Any]) -> subprocess.Popen[bytes]:
         jobs.append(job)
@@ -118,13 +142,14 @@ def test_supervise_restarts_a_worker_for_what_is_left(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(supervisor, "_worker", fake_worker)
     emitted: list[dict[str, Any]] = []
-    supervisor.supervise({"findings": FINDINGS, "harvest": True, "fix": False},
-                         emitted.append)
+    supervisor.supervise({"findings": FINDINGS, "harvest": True, "fix": False}, emitted.append)
     assert [(r["fingerprint"], r["status"]) for r in emitted] == [
-        ("a", "not-triggered"), ("b", "error"), ("c", "potential")]
+        ("a", "not-triggered"),
+        ("b", "error"),
+        ("c", "potential"),
+    ]
     assert "exited with status 3" in emitted[1]["error"]
-    assert [[f["fingerprint"] for f in job["findings"]] for job in jobs] == [
-        ["a", "b", "c"], ["c"]]
+    assert [[f["fingerprint"] for f in job["findings"]] for job in jobs] == [["a", "b", "c"], ["c"]]
     assert all("nonce" not in job for job in jobs)
 
 
@@ -132,16 +157,30 @@ def test_the_harness_entry_point_keeps_the_nonce_from_the_worker(tmp_path: Any) 
     """`python -I -m runners.harness` with no finding: the supervisor answers `done` with the
     nonce; and `not_dumpable` makes a process non-dumpable (PR_GET_DUMPABLE reads 0 after)."""
     job = {"repo": str(tmp_path), "findings": [], "nonce": "n0nce", "harvest": False}
-    proc = subprocess.run([sys.executable, "-I", "-m", "runners.harness"],
-                          input=json.dumps(job).encode(), capture_output=True, timeout=60,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, "-I", "-m", "runners.harness"],
+        input=json.dumps(job).encode(),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert json.loads(proc.stdout.decode().strip().splitlines()[-1]) == {"done": True,
-                                                                        "nonce": "n0nce"}
+    assert json.loads(proc.stdout.decode().strip().splitlines()[-1]) == {
+        "done": True,
+        "nonce": "n0nce",
+    }
     check = subprocess.run(
-        [sys.executable, "-c", "import ctypes; from runners.supervisor import not_dumpable; "
-         "print(not_dumpable(), ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))"],
-        capture_output=True, text=True, timeout=60, check=True)
+        [
+            sys.executable,
+            "-c",
+            "import ctypes; from runners.supervisor import not_dumpable; "
+            "print(not_dumpable(), ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert check.stdout.split() == ["True", "0"]
 
 
@@ -150,15 +189,21 @@ def test_a_worker_idle_outside_any_stage_is_stopped(monkeypatch: pytest.MonkeyPa
     IDLE_SECONDS it is killed and what is owed is reported, not waited for."""
     monkeypatch.setattr(supervisor, "IDLE_SECONDS", 1.0)
     ledger = Ledger(FINDINGS, fix=False)
-    stage, why, emitted, seconds = run('''
+    stage, why, emitted, seconds = run(
+        """
         say({"begin": "a", "stage": "confirm", "seconds": 5})
         say({"fingerprint": "a", "status": "not-triggered"})
         time.sleep(60)
-    ''', ledger)
+    """,
+        ledger,
+    )
     assert stage is None and "outside any finding" in why and seconds < 10, why
     ledger.fail(stage, why, emitted.append)
     assert [(r["fingerprint"], r["status"]) for r in emitted] == [
-        ("a", "not-triggered"), ("b", "error"), ("c", "error")]
+        ("a", "not-triggered"),
+        ("b", "error"),
+        ("c", "error"),
+    ]
     assert emitted[1]["error"] == f"not run: {why}"
 
 
@@ -167,7 +212,8 @@ def test_a_flood_on_stderr_is_passed_on_bounded(capfd: pytest.CaptureFixture[str
     and last 32 KiB and a count, and the record after the flood still arrives."""
     ledger = Ledger(FINDINGS, fix=False)
     emitted: list[dict[str, Any]] = []
-    proc = worker('''
+    proc = worker(
+        """
         say({"begin": "a", "stage": "confirm", "seconds": 60})
         sys.stderr.write("first words\\n")
         for _ in range(2000):
@@ -176,7 +222,9 @@ def test_a_flood_on_stderr_is_passed_on_bounded(capfd: pytest.CaptureFixture[str
         sys.stderr.flush()
         say({"fingerprint": "a", "status": "potential"})
         say({"done": True})
-    ''', stderr=subprocess.PIPE)
+    """,
+        stderr=subprocess.PIPE,
+    )
     assert drive(proc, ledger, emitted.append) == (None, None)
     assert emitted == [{"fingerprint": "a", "status": "potential"}]
     err = capfd.readouterr().err

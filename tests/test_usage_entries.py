@@ -14,8 +14,9 @@ from harness_support import run_findings, run_script, write_repo
 from analyzers.dynamic.entries import synthesise
 from analyzers.dynamic.specs import InputSpec, default_spec
 
-CASES = (Path(__file__).parent / "fixtures" / "dynamic" / "dynfix" / "usage_cases.py"
-         ).read_text(encoding="utf-8")
+CASES = (Path(__file__).parent / "fixtures" / "dynamic" / "dynfix" / "usage_cases.py").read_text(
+    encoding="utf-8"
+)
 
 
 @pytest.fixture
@@ -38,13 +39,13 @@ def test_an_unpacked_index_is_an_integer_tensor_of_valid_rows(repo: Path) -> Non
 
 
 def test_constructor_values_come_from_the_body_checks_and_none_for_the_unannotated(
-        repo: Path) -> None:
+    repo: Path,
+) -> None:
     entry = synthesise(repo, "usage_cases.py", "Checked.forward", 0)
     assert entry.init == {"nu": 0.5, "encoder": None}
 
 
-def test_an_input_written_into_in_place_gets_copies_and_the_gradient_reaches_it(
-        repo: Path) -> None:
+def test_an_input_written_into_in_place_gets_copies_and_the_gradient_reaches_it(repo: Path) -> None:
     entry = synthesise(repo, "usage_cases.py", "SelfLoopMean.forward", 0)
     x, adj = (torch.ones(3, 2, requires_grad=True), torch.zeros(3, 3, requires_grad=True))
     entry.call([x, adj]).sum().backward()
@@ -52,13 +53,19 @@ def test_an_input_written_into_in_place_gets_copies_and_the_gradient_reaches_it(
 
 
 def test_each_is_confirmed_with_a_reproducer_that_fails_alone(repo: Path) -> None:
-    run = run_findings(repo, "usage_cases.py",
-                       ["Checked.forward", "SelfLoopMean.forward", "edge_cosine",
-                        "stable_noise"], finding_timeout=90, timeout=400)
-    expected = {"stable_noise": "stable_noise((4, 8), alpha)",
-                "edge_cosine": "edge_index = torch.",
-                "SelfLoopMean.forward": "adj.clone()",
-                "Checked.forward": "Checked(nu=0.5, encoder=None)"}
+    run = run_findings(
+        repo,
+        "usage_cases.py",
+        ["Checked.forward", "SelfLoopMean.forward", "edge_cosine", "stable_noise"],
+        finding_timeout=90,
+        timeout=400,
+    )
+    expected = {
+        "stable_noise": "stable_noise((4, 8), alpha)",
+        "edge_cosine": "edge_index = torch.",
+        "SelfLoopMean.forward": "adj.clone()",
+        "Checked.forward": "Checked(nu=0.5, encoder=None)",
+    }
     for function, text in expected.items():
         record = run.record(function)
         assert record["status"] == "confirmed", (function, record.get("error"))

@@ -27,7 +27,7 @@ from runners.harness import normal_inputs
 from runners.local import LocalRunner, RunResult
 
 PACKAGE = "weightmods"
-NET = '''\
+NET = """\
 import torch
 from torch import nn
 
@@ -45,7 +45,7 @@ class Energy(nn.Module):
 
 def energy(x: torch.Tensor) -> torch.Tensor:
     return torch.log(x.abs().sum(-1))
-'''
+"""
 ENTRY = f'''\
 [[tool.numcheck.entries]]
 target = "{PACKAGE}.net:Energy"
@@ -76,9 +76,16 @@ def harness(repo: Path, config: str) -> RunResult:
     scan = scan_source(NET, f"{PACKAGE}/net.py")
     findings = [f.to_json() for f in scan.findings if f.function == "Energy.forward"]
     assert len(findings) == 1, scan
-    job = {"repo": str(repo), "findings": findings, "entries": entries, "seed": 0,
-           "harvest": False, "search_seconds": 2.0, "finding_timeout": 60.0,
-           "fix": "weights" in config}
+    job = {
+        "repo": str(repo),
+        "findings": findings,
+        "entries": entries,
+        "seed": 0,
+        "harvest": False,
+        "search_seconds": 2.0,
+        "finding_timeout": 60.0,
+        "fix": "weights" in config,
+    }
     result = with_reproducers(LocalRunner().run(job, timeout=120), findings)
     assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
     return result
@@ -100,26 +107,39 @@ def test_a_bug_only_a_weight_reaches_is_confirmed_inside_the_weight_box(runs: Ru
     record = runs.weighted
     assert record["status"] == "confirmed", record
     inputs = record["box"]["inputs"]
-    assert inputs[0] == {"dtype": "float32", "shape": [4, 8], "lo": -10.0, "hi": 10.0,
-                         "source": "config"}
+    assert inputs[0] == {
+        "dtype": "float32",
+        "shape": [4, 8],
+        "lo": -10.0,
+        "hi": 10.0,
+        "source": "config",
+    }
     # the parameters, in named_parameters() order, after the call's input
     assert [box.get("weight") for box in inputs] == [None, "scale", "proj.weight", "proj.bias"]
-    assert inputs[1] == {"dtype": "float32", "shape": [], "lo": -1.0, "hi": 1.0,
-                         "source": "config", "weight": "scale"}
+    assert inputs[1] == {
+        "dtype": "float32",
+        "shape": [],
+        "lo": -1.0,
+        "hi": 1.0,
+        "source": "config",
+        "weight": "scale",
+    }
     assert inputs[2]["shape"] == [8, 8] and inputs[2]["source"] == "config"
     scale = record["trigger"]["inputs"][1]
     assert scale["shape"] == [] and -1.0 <= scale["values"] < 0.0  # in the box, and below 0
 
 
 def test_the_proof_names_the_weight_boxes(runs: Runs) -> None:
-    (finding,) = [f for f in scan_source(NET, f"{PACKAGE}/net.py").findings
-                  if f.function == "Energy.forward"]
+    (finding,) = [
+        f for f in scan_source(NET, f"{PACKAGE}/net.py").findings if f.function == "Energy.forward"
+    ]
     finding.status = "confirmed"  # as runners.pipeline merges the harness record
     finding.trigger = {**runs.weighted["trigger"], "box": runs.weighted["box"]}
     sentence = proof_sentence(finding)
-    assert f"of {PACKAGE}.net:Energy (config entry), inputs in float32[4, 8] in [-10, 10]; " \
-        "weight scale float32[] in [-1, 1]; weight proj.weight float32[8, 8] in [-1, 1]" \
-        in sentence, sentence
+    assert (
+        f"of {PACKAGE}.net:Energy (config entry), inputs in float32[4, 8] in [-10, 10]; "
+        "weight scale float32[] in [-1, 1]; weight proj.weight float32[8, 8] in [-1, 1]" in sentence
+    ), sentence
 
 
 def test_without_weights_the_same_entry_is_not_confirmed(runs: Runs) -> None:
@@ -167,13 +187,19 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def build(repo: Path, target: str, weights: Any) -> Any:
-    return build_configured(repo, EntryConfig(target, ("float32[4,8] in [-10, 10]",),
-                                              {"features": 8} if "Energy" in target else {},
-                                              weights=weights), seed=0)
+    return build_configured(
+        repo,
+        EntryConfig(
+            target,
+            ("float32[4,8] in [-10, 10]",),
+            {"features": 8} if "Energy" in target else {},
+            weights=weights,
+        ),
+        seed=0,
+    )
 
 
-def test_weights_start_from_the_initialised_module_and_feed_the_normal_inputs(
-        repo: Path) -> None:
+def test_weights_start_from_the_initialised_module_and_feed_the_normal_inputs(repo: Path) -> None:
     entry = build(repo, f"{PACKAGE}.net:Energy", "in [-0.5, 2]")
     assert entry.weights == ("scale", "proj.weight", "proj.bias")
     assert [s.shape for s in entry.specs] == [(4, 8), (), (8, 8), (8,)]
@@ -187,38 +213,47 @@ def test_weights_start_from_the_initialised_module_and_feed_the_normal_inputs(
 
 
 def test_an_unknown_parameter_name_lists_the_names_that_exist(repo: Path) -> None:
-    with pytest.raises(EntryError, match=re.escape(
+    with pytest.raises(
+        EntryError,
+        match=re.escape(
             "weights names 'temperature', which is not a float parameter of the module; "
-            "its float parameters are: scale, proj.weight, proj.bias")):
+            "its float parameters are: scale, proj.weight, proj.bias"
+        ),
+    ):
         build(repo, f"{PACKAGE}.net:Energy", {"temperature": "in [0, 10]"})
 
 
 def test_weights_on_a_plain_function_are_refused(repo: Path) -> None:
-    with pytest.raises(EntryError, match="`weights` needs a target that is an nn.Module "
-                                         "class .* this one is a function"):
+    with pytest.raises(
+        EntryError,
+        match="`weights` needs a target that is an nn.Module class .* this one is a function",
+    ):
         build(repo, f"{PACKAGE}.net:energy", "in [-1, 1]")
 
 
 def test_both_forms_load_and_reach_the_job_as_written(tmp_path: Path) -> None:
     (tmp_path / ".numcheck.toml").write_text(
-        ENTRY + WEIGHTS + ENTRY + 'weights = "in [-1, 1]"\n', encoding="utf-8")
+        ENTRY + WEIGHTS + ENTRY + 'weights = "in [-1, 1]"\n', encoding="utf-8"
+    )
     first, second = load_config(tmp_path).to_json()["entries"]
     assert first["weights"] == {"scale": "in [-1, 1]", "*": "in [-1, 1]"}
     assert second["weights"] == "in [-1, 1]"
     assert config_from_mapping({"entries": [{"target": "m:C"}]}).entries[0]["weights"] is None
 
 
-@pytest.mark.parametrize(("toml", "message"), [
-    ("'[-1, 1]'", "cannot read weights = '[-1, 1]'; write it as \"in [lo, hi]\""),
-    ("{ scale = [0, 1] }", "cannot read weights.scale = [0, 1]; write it as \"in [lo, hi]\""),
-    ("'in [2, 1]'", "empty box in weights = 'in [2, 1]': 2 > 1"),
-    ("'in [0, inf]'", "the box of weights = 'in [0, inf]' must be finite"),
-    ("'in [a, 1]'", "cannot read the bounds of weights = 'in [a, 1]'; write numbers"),
-    ("{}", "weights must be a box or a table of boxes, got {}"),
-    ("3", "weights must be a box or a table of boxes, got 3"),
-])
-def test_malformed_weights_are_clear_config_errors(tmp_path: Path, toml: str,
-                                                   message: str) -> None:
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("'[-1, 1]'", "cannot read weights = '[-1, 1]'; write it as \"in [lo, hi]\""),
+        ("{ scale = [0, 1] }", 'cannot read weights.scale = [0, 1]; write it as "in [lo, hi]"'),
+        ("'in [2, 1]'", "empty box in weights = 'in [2, 1]': 2 > 1"),
+        ("'in [0, inf]'", "the box of weights = 'in [0, inf]' must be finite"),
+        ("'in [a, 1]'", "cannot read the bounds of weights = 'in [a, 1]'; write numbers"),
+        ("{}", "weights must be a box or a table of boxes, got {}"),
+        ("3", "weights must be a box or a table of boxes, got 3"),
+    ],
+)
+def test_malformed_weights_are_clear_config_errors(tmp_path: Path, toml: str, message: str) -> None:
     (tmp_path / ".numcheck.toml").write_text(ENTRY + f"weights = {toml}\n", encoding="utf-8")
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path)
@@ -226,5 +261,6 @@ def test_malformed_weights_are_clear_config_errors(tmp_path: Path, toml: str,
     assert str(info.value).startswith(where), info.value
     assert message in str(info.value)
     if "write it as" in message or "got" in message:  # the accepted forms, spelled out
-        assert 'weights = "in [-1, 1]" (every float parameter) or weights = { temperature' \
-            in str(info.value)
+        assert 'weights = "in [-1, 1]" (every float parameter) or weights = { temperature' in str(
+            info.value
+        )

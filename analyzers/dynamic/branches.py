@@ -40,8 +40,9 @@ def branch_values(fn: Any, line: int) -> dict[str, Any]:
     wanted = line - start + 1  # the line in the parsed text
     needs: dict[str, Any] = {}
     _visit(function.body, wanted, needs)
-    params = {a.arg for a in [*function.args.posonlyargs, *function.args.args,
-                              *function.args.kwonlyargs]}
+    params = {
+        a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
+    }
     return {name: value for name, value in needs.items() if name in params}
 
 
@@ -60,9 +61,12 @@ def _visit(body: list[ast.stmt], line: int, needs: dict[str, Any]) -> None:
         for field in ("body", "orelse", "finalbody", "handlers"):
             nested = getattr(stmt, field, None)
             if isinstance(nested, list) and nested and isinstance(nested[0], ast.AST):
-                _visit([n for n in nested if isinstance(n, ast.stmt)]
-                       + [s for h in nested if isinstance(h, ast.ExceptHandler)
-                          for s in h.body], line, needs)
+                _visit(
+                    [n for n in nested if isinstance(n, ast.stmt)]
+                    + [s for h in nested if isinstance(h, ast.ExceptHandler) for s in h.body],
+                    line,
+                    needs,
+                )
         return
 
 
@@ -95,13 +99,17 @@ def exponent_values(fn: Any, line: int) -> dict[str, Any]:
         return {}
     function, start = parsed
     wanted = line - start + 1
-    params = {a.arg for a in [*function.args.posonlyargs, *function.args.args,
-                              *function.args.kwonlyargs]}
+    params = {
+        a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
+    }
     found: dict[str, Any] = {}
     for node in ast.walk(function):
         exponent = _exponent(node)
-        if isinstance(exponent, ast.Name) and exponent.id in params \
-                and exponent.lineno <= wanted <= (exponent.end_lineno or exponent.lineno):
+        if (
+            isinstance(exponent, ast.Name)
+            and exponent.id in params
+            and exponent.lineno <= wanted <= (exponent.end_lineno or exponent.lineno)
+        ):
             found[exponent.id] = FRACTIONAL_EXPONENT
     return found
 
@@ -111,8 +119,13 @@ def _exponent(node: ast.AST) -> ast.expr | None:
         return node.right
     if not isinstance(node, ast.Call):
         return None
-    name = node.func.attr if isinstance(node.func, ast.Attribute) else \
-        node.func.id if isinstance(node.func, ast.Name) else ""
+    name = (
+        node.func.attr
+        if isinstance(node.func, ast.Attribute)
+        else node.func.id
+        if isinstance(node.func, ast.Name)
+        else ""
+    )
     if name not in POWER_FUNCTIONS:
         return None
     keyword = next((k.value for k in node.keywords if k.arg in ("exponent", "x2")), None)

@@ -20,10 +20,34 @@ from analyzers.dynamic.probe import MAX_FRAMES as PROBE_FRAMES
 
 NUMPY_LOADS = ("load", "loadtxt", "genfromtxt")  # numpy's readers of arrays from files
 NUMPY_DRAWS = (  # numpy.random's module-level functions that return floats
-    "rand", "randn", "random", "random_sample", "ranf", "sample", "uniform", "normal",
-    "standard_normal", "exponential", "standard_exponential", "gamma", "standard_gamma",
-    "beta", "laplace", "logistic", "lognormal", "chisquare", "standard_t", "standard_cauchy",
-    "rayleigh", "weibull", "pareto", "power", "gumbel", "triangular", "vonmises", "wald",
+    "rand",
+    "randn",
+    "random",
+    "random_sample",
+    "ranf",
+    "sample",
+    "uniform",
+    "normal",
+    "standard_normal",
+    "exponential",
+    "standard_exponential",
+    "gamma",
+    "standard_gamma",
+    "beta",
+    "laplace",
+    "logistic",
+    "lognormal",
+    "chisquare",
+    "standard_t",
+    "standard_cauchy",
+    "rayleigh",
+    "weibull",
+    "pareto",
+    "power",
+    "gumbel",
+    "triangular",
+    "vonmises",
+    "wald",
 )
 DISPATCH_FILES = ("overrides.py", "_tensor.py", "_device.py")  # torch's plumbing, not a caller
 MAX_FRAMES = 32  # how far up a value's call site may be: past wrappers such as tqdm, and
@@ -82,7 +106,7 @@ class CallSites:
         path = self._realpath(filename)
         if not path.startswith(self.root) or "site-packages" in path:
             return None
-        return path[len(self.root):].replace(os.sep, "/")
+        return path[len(self.root) :].replace(os.sep, "/")
 
     def _on_watched_line(self, frame: Any) -> bool:
         for _ in range(WATCH_FRAMES):
@@ -124,8 +148,9 @@ class CallSites:
 
     def _done(self) -> bool:
         """Is the run over at the next framework call or value off the watched lines?"""
-        return (self.ran and len(self.hits) >= self.stop_after) or \
-            (self.stop_at_line and self.line_runs >= self.stop_after)
+        return (self.ran and len(self.hits) >= self.stop_after) or (
+            self.stop_at_line and self.line_runs >= self.stop_after
+        )
 
     def _on_line(self, value: Any) -> None:
         """A framework call on the watched lines gave `value` (kept from their first run)."""
@@ -190,8 +215,10 @@ class CallSites:
         numpy: Any = None
         with contextlib.suppress(ImportError):
             import numpy
-        for owner, names, kind in ((getattr(numpy, "random", None), NUMPY_DRAWS, "random"),
-                                   (numpy, NUMPY_LOADS, "data")):
+        for owner, names, kind in (
+            (getattr(numpy, "random", None), NUMPY_DRAWS, "random"),
+            (numpy, NUMPY_LOADS, "data"),
+        ):
             for name in names if owner is not None else ():
                 draw = getattr(owner, name, None)
                 if callable(draw):
@@ -209,6 +236,7 @@ def _numpy_draw(draw: Any, kind: str = "random") -> Any:
     """numpy.random.<draw> (or numpy.load, `kind` "data"), recorded at its call site while a
     mode is in force (a module that imported the function during a run keeps this wrapper: it
     asks for the mode of the day)."""
+
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         natural = draw(*args, **kwargs)
         mode = CallSites.active[-1] if CallSites.active else None

@@ -41,10 +41,12 @@ def encode_value(value: object) -> Any:
     if kind is tuple:
         return {"tuple": [encode_value(v) for v in value]}  # type: ignore[attr-defined]
     if kind is dict:
-        return {"dict": [[encode_value(k), encode_value(v)]
-                         for k, v in value.items()]}  # type: ignore[attr-defined]
-    raise ValueError(f"a {kind.__module__}.{kind.__qualname__}"
-                     if kind.__module__ != "builtins" else f"a {kind.__qualname__}")
+        return {"dict": [[encode_value(k), encode_value(v)] for k, v in value.items()]}  # type: ignore[attr-defined]
+    raise ValueError(
+        f"a {kind.__module__}.{kind.__qualname__}"
+        if kind.__module__ != "builtins"
+        else f"a {kind.__qualname__}"
+    )
 
 
 def spell(value: object) -> str:
@@ -62,14 +64,21 @@ def layout(x: torch.Tensor, spec: InputSpec) -> dict[str, Any]:
     """A tensor as the plan holds it (`writer.tensor_code` writes it): in full when small
     (or when too many elements differ), else a base value plus the points that differ."""
     values = x.detach().to("cpu")
-    values = values if spec.dtype == "bool" else values.to(
-        torch.float64 if spec.is_float else torch.int64)
+    values = (
+        values
+        if spec.dtype == "bool"
+        else values.to(torch.float64 if spec.is_float else torch.int64)
+    )
     base = base_value(spec)
     flat = values.reshape(-1)
     indices = [int(i) for i in torch.nonzero(flat != base).reshape(-1)]
-    out: dict[str, Any] = {"dtype": spec.dtype, "shape": list(x.shape),
-                           "float": spec.is_float, "base": base,
-                           "inline": x.numel() <= INLINE_LIMIT or len(indices) > MAX_POINTS}
+    out: dict[str, Any] = {
+        "dtype": spec.dtype,
+        "shape": list(x.shape),
+        "float": spec.is_float,
+        "base": base,
+        "inline": x.numel() <= INLINE_LIMIT or len(indices) > MAX_POINTS,
+    }
     if out["inline"]:
         out["values"] = values.tolist()
     else:

@@ -87,8 +87,7 @@ def resolve_attr(module: Any, qualname: str) -> Any:
     return obj
 
 
-def build_configured(repo_dir: Path, config: EntryConfig, seed: int,
-                     device: str = "cpu") -> Entry:
+def build_configured(repo_dir: Path, config: EntryConfig, seed: int, device: str = "cpu") -> Entry:
     module_name, _, qualname = config.target.partition(":")
     if not qualname:
         raise EntryError(f"entry target {config.target!r} must be 'package.module:name'")
@@ -112,16 +111,37 @@ def build_configured(repo_dir: Path, config: EntryConfig, seed: int,
         instance: Any = obj(**config.init)
         if config.dtype and isinstance(instance, torch.nn.Module):
             instance = instance.to(TORCH_DTYPES[config.dtype])
-        return with_weights(Entry(config.target, specs, _place(instance, device), "config",
-                                  init=dict(config.init), framework=framework,
-                                  param_names=_param_names(instance),
-                                  dtype=config.autocast or config.dtype or "float32",
-                                  autocast=config.autocast, device=device),
-                            config.weights, seed)
-    return with_weights(Entry(config.target, specs, obj, "config", framework=framework,
-                              param_names=_param_names(obj),
-                              dtype=config.autocast or config.dtype or "float32",
-                              autocast=config.autocast, device=device), config.weights, seed)
+        return with_weights(
+            Entry(
+                config.target,
+                specs,
+                _place(instance, device),
+                "config",
+                init=dict(config.init),
+                framework=framework,
+                param_names=_param_names(instance),
+                dtype=config.autocast or config.dtype or "float32",
+                autocast=config.autocast,
+                device=device,
+            ),
+            config.weights,
+            seed,
+        )
+    return with_weights(
+        Entry(
+            config.target,
+            specs,
+            obj,
+            "config",
+            framework=framework,
+            param_names=_param_names(obj),
+            dtype=config.autocast or config.dtype or "float32",
+            autocast=config.autocast,
+            device=device,
+        ),
+        config.weights,
+        seed,
+    )
 
 
 # Shapes tried, in order, for tensor parameters that say nothing of their shape, when the
@@ -133,8 +153,10 @@ SHAPE_GUESSES: tuple[tuple[int, ...], ...] = ((8, 8), (2, 3, 8, 8), (2, 6, 16), 
 
 
 _DIM = r"(?:\*|\.\.\.|\d+|[A-Za-z]\w{0,3})"
-_SHAPE_IN_TEXT = (re.compile(rf"\(({_DIM}(?:\s*,\s*{_DIM}){{1,5}})\)"),  # (*, 3, H, W)
-                  re.compile(r"\b([A-Z\d*]{1,3}(?:x[A-Z\d*]{1,3}){1,5})(?![\w])"))  # BxCxHxW
+_SHAPE_IN_TEXT = (
+    re.compile(rf"\(({_DIM}(?:\s*,\s*{_DIM}){{1,5}})\)"),  # (*, 3, H, W)
+    re.compile(r"\b([A-Z\d*]{1,3}(?:x[A-Z\d*]{1,3}){1,5})(?![\w])"),
+)  # BxCxHxW
 
 
 def shape_from_message(text: str) -> tuple[int, ...] | None:
@@ -158,9 +180,16 @@ def shape_from_message(text: str) -> tuple[int, ...] | None:
     return tuple(sizes) if len(sizes) >= 2 and all(0 < n <= 64 for n in sizes) else None
 
 
-def synthesise(repo_dir: Path, path: str, function: str, seed: int,
-               device: str = "cpu", shape: tuple[int, ...] | None = None,
-               operand: str = "", line: int | None = None) -> Entry:
+def synthesise(
+    repo_dir: Path,
+    path: str,
+    function: str,
+    seed: int,
+    device: str = "cpu",
+    shape: tuple[int, ...] | None = None,
+    operand: str = "",
+    line: int | None = None,
+) -> Entry:
     """A call for the function enclosing a finding, from what its code says; `shape`, for
     the parameters whose annotation gives none (default: batch x features); `operand`, the
     flagged op's operand text, whose parameters are searched even where they default to
@@ -171,8 +200,7 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
     try:
         loaded = load(repo_dir, module_name)
     except Exception as exc:  # the PR's module may fail to import for any reason
-        raise EntryError(f"importing {module_name} failed: {type(exc).__name__}: {exc}") \
-            from exc
+        raise EntryError(f"importing {module_name} failed: {type(exc).__name__}: {exc}") from exc
     module = loaded.module
     parts = function.split(".")
     if "<locals>" in parts or function == "<module>":
@@ -183,8 +211,7 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
         outer = _enclosing_function(module, parts)
         if outer is None:
             extra = f" (the module was {loaded.how}: {loaded.why})" if loaded.why else ""
-            raise EntryError(f"{module_name} has no {function}{extra}; configure an entry") \
-                from exc
+            raise EntryError(f"{module_name} has no {function}{extra}; configure an entry") from exc
         function, obj = outer  # a function defined inside it: calling it runs the op
         parts = function.split(".")
     target = f"{module_name}:{function}"
@@ -192,31 +219,53 @@ def synthesise(repo_dir: Path, path: str, function: str, seed: int,
         owner = resolve_attr(module, ".".join(parts[:-1]))
         if inspect.isclass(owner):
             entry = _method_entry(owner, parts[-1], target, seed, device, shape)
-            return replace(entry, loading=loaded.how, loading_why=loaded.why,
-                           stand_ins=loaded.stand_ins, script_dirs=loaded.script_dirs,
-                           moved=loaded.moved)
+            return replace(
+                entry,
+                loading=loaded.how,
+                loading_why=loaded.why,
+                stand_ins=loaded.stand_ins,
+                script_dirs=loaded.script_dirs,
+                moved=loaded.moved,
+            )
     # the enclosing tests' values win over a fractional exponent
-    branch = {**exponent_values(obj, line), **branch_values(obj, line)} \
-        if line is not None else None
+    branch = (
+        {**exponent_values(obj, line), **branch_values(obj, line)} if line is not None else None
+    )
     uses = parameter_uses(obj)
     leading = _leading_sizes(obj, uses, shape or (DEFAULT_BATCH, DEFAULT_FEATURES))
     specs, constants, chosen = specs_from_signature(
-        functools.partial(obj, *leading) if leading else obj, None, shape,
-        operand_names=operand_names(operand), branch=branch, uses=uses)
+        functools.partial(obj, *leading) if leading else obj,
+        None,
+        shape,
+        operand_names=operand_names(operand),
+        branch=branch,
+        uses=uses,
+    )
     framework = framework_of(obj)
     # leading sizes go by position, before the searched tensors: a template, as a recorded
     # call's (harvest.py), which the reproducer spells out the same way
     template = [*leading, *[None] * len(specs)] if leading else None
-    return Entry(target, specs, obj, "synthesised", constants=constants, passed=chosen,
-                 template=template, template_kwargs=constants if leading else {},
-                 framework=framework, param_names=_param_names(obj)[len(leading):],
-                 device="cpu" if framework in ("tensorflow", "jax", "numpy") else device,
-                 loading=loaded.how, loading_why=loaded.why, stand_ins=loaded.stand_ins,
-                 script_dirs=loaded.script_dirs, moved=loaded.moved)
+    return Entry(
+        target,
+        specs,
+        obj,
+        "synthesised",
+        constants=constants,
+        passed=chosen,
+        template=template,
+        template_kwargs=constants if leading else {},
+        framework=framework,
+        param_names=_param_names(obj)[len(leading) :],
+        device="cpu" if framework in ("tensorflow", "jax", "numpy") else device,
+        loading=loaded.how,
+        loading_why=loaded.why,
+        stand_ins=loaded.stand_ins,
+        script_dirs=loaded.script_dirs,
+        moved=loaded.moved,
+    )
 
 
-def _leading_sizes(fn: Any, uses: ParameterUses,
-                   shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+def _leading_sizes(fn: Any, uses: ParameterUses, shape: tuple[int, ...]) -> list[tuple[int, ...]]:
     """`shape` (the searched tensors' own, so what the code makes of it broadcasts with
     them) for each of the function's first positional parameters that its body uses as a
     size (`def _unsafe_standard_stable(shape, alpha, beta)`): the tensors after them cannot
@@ -227,8 +276,11 @@ def _leading_sizes(fn: Any, uses: ParameterUses,
     except (TypeError, ValueError):
         return sizes
     for param in params:
-        if param.name not in uses.sizes or param.default is not inspect.Parameter.empty \
-                or param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+        if (
+            param.name not in uses.sizes
+            or param.default is not inspect.Parameter.empty
+            or param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD)
+        ):
             break
         sizes.append(shape)
     return sizes
@@ -249,8 +301,14 @@ def _enclosing_function(module: Any, parts: list[str]) -> tuple[str, Any] | None
     return None
 
 
-def _method_entry(owner: type, method: str, target: str, seed: int, device: str,
-                  shape: tuple[int, ...] | None = None) -> Entry:
+def _method_entry(
+    owner: type,
+    method: str,
+    target: str,
+    seed: int,
+    device: str,
+    shape: tuple[int, ...] | None = None,
+) -> Entry:
     if framework_of(owner) == "tensorflow" and callable(getattr(owner, "build", None)):
         return _keras_entry(owner, method, target, seed)
     if not issubclass(owner, torch.nn.Module):
@@ -260,18 +318,30 @@ def _method_entry(owner: type, method: str, target: str, seed: int, device: str,
     try:
         instance = owner(**init)
     except TypeError as exc:
-        raise EntryError(f"{owner.__name__}() needs constructor arguments ({exc}); "
-                         "configure an entry with `init`") from exc
+        raise EntryError(
+            f"{owner.__name__}() needs constructor arguments ({exc}); "
+            "configure an entry with `init`"
+        ) from exc
     except Exception as exc:  # the PR's constructor, on the values numcheck made up
-        raise EntryError(f"{owner.__name__}({_spelled(init)}) failed: {type(exc).__name__}: "
-                         f"{str(exc)[:160]}; configure an entry with `init`") from exc
+        raise EntryError(
+            f"{owner.__name__}({_spelled(init)}) failed: {type(exc).__name__}: "
+            f"{str(exc)[:160]}; configure an entry with `init`"
+        ) from exc
     first = _first_layer_spec(instance)
     bound = getattr(_place(instance, device), method)
-    specs, constants, chosen = specs_from_signature(bound, first, shape,
-                                                    uses=parameter_uses(bound))
-    return Entry(target, specs, bound, "synthesised", constants=constants, passed=chosen,
-                 init=init, is_method=True,
-                 param_names=_param_names(bound), device=device)
+    specs, constants, chosen = specs_from_signature(bound, first, shape, uses=parameter_uses(bound))
+    return Entry(
+        target,
+        specs,
+        bound,
+        "synthesised",
+        constants=constants,
+        passed=chosen,
+        init=init,
+        is_method=True,
+        param_names=_param_names(bound),
+        device=device,
+    )
 
 
 def _spelled(init: dict[str, Any]) -> str:
@@ -284,28 +354,46 @@ def _object_entry(owner: type, member: str, target: str, seed: int, device: str)
     torch.manual_seed(seed)
     _seed_tensorflow(framework, seed)
     found = object_inputs(owner, member, framework)
-    return Entry(target, found.specs, found.call, "synthesised", constants=found.constants,
-                 passed=found.chosen, framework=framework, param_names=found.param_names,
-                 device="cpu" if framework in ("tensorflow", "jax", "numpy") else device)
+    return Entry(
+        target,
+        found.specs,
+        found.call,
+        "synthesised",
+        constants=found.constants,
+        passed=found.chosen,
+        framework=framework,
+        param_names=found.param_names,
+        device="cpu" if framework in ("tensorflow", "jax", "numpy") else device,
+    )
 
 
 def _keras_entry(owner: type, method: str, target: str, seed: int) -> Entry:
     """A Keras layer or model built with its defaults and called through `__call__` (which
     builds it on the first input): its `call` method's tensor parameters are the inputs."""
     if method != "call":
-        raise EntryError(f"{owner.__name__}.{method} is not the layer's call; configure an "
-                         "entry that calls it")
+        raise EntryError(
+            f"{owner.__name__}.{method} is not the layer's call; configure an entry that calls it"
+        )
     _seed_tensorflow("tensorflow", seed)
     try:
         instance = owner()
     except TypeError as exc:
-        raise EntryError(f"{owner.__name__}() needs constructor arguments ({exc}); "
-                         "configure an entry with `init`") from exc
-    specs, constants, chosen = specs_from_signature(instance.call,
-                                                     _keras_input_spec(instance))
-    return Entry(target, specs, instance, "synthesised", constants=constants, passed=chosen,
-                 is_method=True,
-                 framework="tensorflow", param_names=_param_names(instance.call))
+        raise EntryError(
+            f"{owner.__name__}() needs constructor arguments ({exc}); "
+            "configure an entry with `init`"
+        ) from exc
+    specs, constants, chosen = specs_from_signature(instance.call, _keras_input_spec(instance))
+    return Entry(
+        target,
+        specs,
+        instance,
+        "synthesised",
+        constants=constants,
+        passed=chosen,
+        is_method=True,
+        framework="tensorflow",
+        param_names=_param_names(instance.call),
+    )
 
 
 def _keras_input_spec(layer: Any) -> InputSpec | None:
@@ -318,17 +406,23 @@ def _keras_input_spec(layer: Any) -> InputSpec | None:
         return default_spec(shape) if "float" in dtype else None
     for value in vars(layer).values():
         if type(value).__name__ == "Embedding" and hasattr(value, "input_dim"):
-            return InputSpec("int64", (DEFAULT_BATCH, 16), 0, int(value.input_dim) - 1,
-                             "default")
+            return InputSpec("int64", (DEFAULT_BATCH, 16), 0, int(value.input_dim) - 1, "default")
     return None
 
 
 def framework_of(obj: Any) -> str:
-    """"tensorflow" when the code's module works with TensorFlow/Keras and not PyTorch,
+    """ "tensorflow" when the code's module works with TensorFlow/Keras and not PyTorch,
     "jax" when it works with JAX and neither of them, "numpy" when it works with NumPy alone."""
     module = inspect.getmodule(obj if not isinstance(obj, torch.nn.Module) else type(obj))
-    roots = {getattr(v, "__name__", "").split(".", 1)[0] for v in vars(module).values()
-             if inspect.ismodule(v)} if module else set()
+    roots = (
+        {
+            getattr(v, "__name__", "").split(".", 1)[0]
+            for v in vars(module).values()
+            if inspect.ismodule(v)
+        }
+        if module
+        else set()
+    )
     if "torch" not in roots and roots & {"tensorflow", "keras", "tf_keras"}:
         return "tensorflow"
     if not roots & {"torch", "tensorflow", "keras", "tf_keras"} and "jax" in roots:
@@ -353,8 +447,11 @@ def _seed_tensorflow(framework: str, seed: int) -> None:
 def _param_names(fn: Any) -> list[str]:
     """Positional parameter names of what calling `fn` runs (a module's forward, a Keras
     layer's call)."""
-    return positional_names(fn.forward if isinstance(fn, torch.nn.Module) else (
-        fn.call if hasattr(fn, "call") and not inspect.isfunction(fn) else fn))
+    return positional_names(
+        fn.forward
+        if isinstance(fn, torch.nn.Module)
+        else (fn.call if hasattr(fn, "call") and not inspect.isfunction(fn) else fn)
+    )
 
 
 def _first_layer_spec(module: torch.nn.Module) -> InputSpec | None:
@@ -367,12 +464,9 @@ def _first_layer_spec(module: torch.nn.Module) -> InputSpec | None:
         if isinstance(layer, torch.nn.Conv1d):
             return default_spec((DEFAULT_BATCH, layer.in_channels, 32))
         if isinstance(layer, torch.nn.Embedding):
-            return InputSpec("int64", (DEFAULT_BATCH, 16), 0, layer.num_embeddings - 1,
-                             "default")
+            return InputSpec("int64", (DEFAULT_BATCH, 16), 0, layer.num_embeddings - 1, "default")
         if isinstance(layer, torch.nn.LayerNorm):
             return default_spec((DEFAULT_BATCH, *layer.normalized_shape))
         if isinstance(layer, torch.nn.RNNBase):
             return default_spec((DEFAULT_BATCH, 8, layer.input_size))
     return None
-
-

@@ -120,8 +120,11 @@ class Entry:
         """The trainable float parameters of the module the entry calls (an nn.Module, a
         method of one, or a recorded module's replay: the copy its last call ran on): a NaN
         that reaches only their gradient still breaks training."""
-        owner = self.fn if isinstance(self.fn, torch.nn.Module) else \
-            getattr(self.fn, "__self__", None) or getattr(self.fn, "last_module", None)
+        owner = (
+            self.fn
+            if isinstance(self.fn, torch.nn.Module)
+            else getattr(self.fn, "__self__", None) or getattr(self.fn, "last_module", None)
+        )
         if not isinstance(owner, torch.nn.Module):
             return []
         return [p for p in owner.parameters() if p.requires_grad and p.is_floating_point()]
@@ -149,9 +152,19 @@ class Entry:
             return None
         if self.framework == "tensorflow":
             twin = _keras_twin(self.fn, self.init, self.specs, self.constants, dtype)
-            return None if twin is None else replace(
-                self, fn=twin, dtype=dtype, autocast=None, start=None, float32_reference=False,
-                specs=[replace(s, dtype=dtype) if s.is_float else s for s in self.specs])
+            return (
+                None
+                if twin is None
+                else replace(
+                    self,
+                    fn=twin,
+                    dtype=dtype,
+                    autocast=None,
+                    start=None,
+                    float32_reference=False,
+                    specs=[replace(s, dtype=dtype) if s.is_float else s for s in self.specs],
+                )
+            )
         if self.framework != "torch":
             return None
         wanted = TORCH_DTYPES[dtype]
@@ -171,13 +184,18 @@ class Entry:
             fn = getattr(copy.deepcopy(owner).to(wanted), getattr(fn, "__name__", ""))
         elif not callable(fn) or not hasattr(fn, "__code__"):
             return None
-        return replace(self, fn=fn, dtype=dtype, autocast=None,
-                       specs=[replace(s, dtype=dtype) if s.is_float else s for s in self.specs],
-                       constants={k: cast(v) for k, v in self.constants.items()},
-                       template=None if self.template is None else
-                       [cast(v) for v in self.template],
-                       template_kwargs={k: cast(v) for k, v in self.template_kwargs.items()},
-                       start=None, float32_reference=False)
+        return replace(
+            self,
+            fn=fn,
+            dtype=dtype,
+            autocast=None,
+            specs=[replace(s, dtype=dtype) if s.is_float else s for s in self.specs],
+            constants={k: cast(v) for k, v in self.constants.items()},
+            template=None if self.template is None else [cast(v) for v in self.template],
+            template_kwargs={k: cast(v) for k, v in self.template_kwargs.items()},
+            start=None,
+            float32_reference=False,
+        )
 
     def under_autocast(self, dtype: str) -> Entry | None:
         """The same float32 call in mixed precision: under `torch.autocast` in `dtype`, or a
@@ -192,22 +210,32 @@ class Entry:
             twin = _keras_twin(self.fn, self.init, self.specs, self.constants, policy)
             if twin is None or twin is self.fn:
                 return None
-            return replace(self, fn=twin, init={**self.init, "dtype": policy}, dtype=dtype,
-                           autocast=dtype, start=None)
+            return replace(
+                self,
+                fn=twin,
+                init={**self.init, "dtype": policy},
+                dtype=dtype,
+                autocast=dtype,
+                start=None,
+            )
         if self.framework != "torch":
             return None
         return replace(self, autocast=dtype, dtype=dtype)
 
     def describe_box(self) -> list[dict[str, Any]]:
         boxes = [spec.to_json() for spec in self.specs]
-        for box, name in zip(boxes[len(boxes) - len(self.weights):], self.weights,
-                             strict=True):
+        for box, name in zip(boxes[len(boxes) - len(self.weights) :], self.weights, strict=True):
             box["weight"] = name  # a configured weight range (weights.py)
         return boxes
 
 
-def _keras_twin(fn: Any, init: Mapping[str, Any], specs: Sequence[InputSpec],
-                constants: Mapping[str, Any], dtype: str) -> Any:
+def _keras_twin(
+    fn: Any,
+    init: Mapping[str, Any],
+    specs: Sequence[InputSpec],
+    constants: Mapping[str, Any],
+    dtype: str,
+) -> Any:
     """A TensorFlow callable computing in `dtype` (or under a `mixed_...` policy): a plain
     function as it is (its inputs are cast), a Keras layer made again with `dtype=` and the
     original's weights; None for a layer not built yet or one that cannot be made so."""
@@ -220,8 +248,10 @@ def _keras_twin(fn: Any, init: Mapping[str, Any], specs: Sequence[InputSpec],
     given = "float32" if dtype.startswith("mixed_") else dtype  # a policy takes float32 in
     try:  # the PR's constructor and build may fail in any way
         twin = type(fn)(**{**init, "dtype": dtype})
-        twin(*[tf.zeros(spec.shape, given if spec.is_float else spec.dtype) for spec in specs],
-             **constants)
+        twin(
+            *[tf.zeros(spec.shape, given if spec.is_float else spec.dtype) for spec in specs],
+            **constants,
+        )
         twin.set_weights(fn.get_weights())
     except Exception:
         return None
@@ -239,8 +269,9 @@ def device_type(device: str) -> str:
     return device.split(":", 1)[0]
 
 
-def call_with_weights(module: Any, names: Sequence[str], inputs: Sequence[Any],
-                      kwargs: Mapping[str, Any]) -> Any:
+def call_with_weights(
+    module: Any, names: Sequence[str], inputs: Sequence[Any], kwargs: Mapping[str, Any]
+) -> Any:
     """Run the module on the call's inputs with the trailing inputs as its named parameters,
     functionally: the module keeps its own values, gradients reach the inputs."""
     from torch.func import functional_call

@@ -33,8 +33,9 @@ class Evaluation:
     batch_kept: bool = False  # every output kept the first input's leading rows
 
 
-def suspect_loss_or_none(op: str, operand: torch.Tensor, dtype: str,
-                         call: CallSite) -> torch.Tensor | None:
+def suspect_loss_or_none(
+    op: str, operand: torch.Tensor, dtype: str, call: CallSite
+) -> torch.Tensor | None:
     """The objective, or None where this call's shapes do not fit it (a slice of a batch
     that is not a square matrix): guidance is lost, never the search."""
     try:
@@ -58,12 +59,16 @@ def chunk_losses(op: str, hit: Hit, dtype: str, chunks: int) -> list[float]:
     if rows == 0 or rows % chunks:
         return [math.inf] * chunks
     parts = _split(operand, chunks, rows)
-    others = list(zip(*[_split(o, chunks, rows) for o in hit.call.others], strict=True)) \
-        if hit.call.others else [()] * chunks
+    others = (
+        list(zip(*[_split(o, chunks, rows) for o in hit.call.others], strict=True))
+        if hit.call.others
+        else [()] * chunks
+    )
     out = []
     for part, other in zip(parts, others, strict=True):
-        call = replace(hit.call, others=tuple(o.detach() if isinstance(o, torch.Tensor) else o
-                                              for o in other))
+        call = replace(
+            hit.call, others=tuple(o.detach() if isinstance(o, torch.Tensor) else o for o in other)
+        )
         value = suspect_loss_or_none(op, part, dtype, call)
         out.append(math.inf if value is None else float(value))
     return out
@@ -74,8 +79,11 @@ def keeps_rows(output: Any, rows: int) -> bool:
     if isinstance(output, dict):
         output = list(output.values())
     if isinstance(output, tuple | list):
-        parts = [keeps_rows(o, rows) for o in output if hasattr(o, "shape") or
-                 isinstance(o, tuple | list | dict)]
+        parts = [
+            keeps_rows(o, rows)
+            for o in output
+            if hasattr(o, "shape") or isinstance(o, tuple | list | dict)
+        ]
         return bool(parts) and all(parts)
     shape = getattr(output, "shape", None)
     return shape is not None and len(shape) >= 1 and shape[0] == rows

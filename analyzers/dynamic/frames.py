@@ -29,8 +29,9 @@ class UserFrames:
     def _relative(self, filename: str) -> str | None:
         if filename not in self._inside:
             path = os.path.realpath(filename)
-            self._inside[filename] = os.path.relpath(path, self.root) \
-                if path.startswith(self.root + os.sep) else None
+            self._inside[filename] = (
+                os.path.relpath(path, self.root) if path.startswith(self.root + os.sep) else None
+            )
         return self._inside[filename]
 
     def find(self, depth: int) -> tuple[str, int] | None:
@@ -38,8 +39,9 @@ class UserFrames:
 
     def find_from(self, frame: FrameType | None) -> tuple[str, int] | None:
         for _ in range(self.limit):
-            if frame is None or (self.stop is not None and
-                                 os.path.realpath(frame.f_code.co_filename) == self.stop):
+            if frame is None or (
+                self.stop is not None and os.path.realpath(frame.f_code.co_filename) == self.stop
+            ):
                 return None
             relative = self._relative(frame.f_code.co_filename)
             if relative is not None:

@@ -123,23 +123,30 @@ def _construction_seed() -> int | None:
 def _wrap(store: list[Recorded], original: Any, is_method: bool) -> Any:
     @functools.wraps(original)
     def recording(*args: Any, **kwargs: Any) -> Any:
-        if len(store) < CALLS_KEPT and not any(
-                is_symbolic(v) for v in (*args, *kwargs.values())):
+        if len(store) < CALLS_KEPT and not any(is_symbolic(v) for v in (*args, *kwargs.values())):
             owner = None
             init = None
             rest = args
             if is_method and args:
                 with contextlib.suppress(Exception):
-                    owner = KerasOwner.at_call(args[0]) if is_layer(args[0]) else \
-                        copy.deepcopy(args[0])
+                    owner = (
+                        KerasOwner.at_call(args[0]) if is_layer(args[0]) else copy.deepcopy(args[0])
+                    )
                 with contextlib.suppress(Exception):
                     init = _BUILT.get(args[0])
                 rest = args[1:]
             tf_call = isinstance(owner, KerasOwner) or any(
-                is_tf_value(v) for v in (*rest, *kwargs.values()))
-            store.append(Recorded(tuple(_clone(a) for a in rest),
-                                  {k: _clone(v) for k, v in kwargs.items()}, owner, init,
-                                  "tensorflow" if tf_call else "torch"))
+                is_tf_value(v) for v in (*rest, *kwargs.values())
+            )
+            store.append(
+                Recorded(
+                    tuple(_clone(a) for a in rest),
+                    {k: _clone(v) for k, v in kwargs.items()},
+                    owner,
+                    init,
+                    "tensorflow" if tf_call else "torch",
+                )
+            )
         return original(*args, **kwargs)
 
     return _same_signature(recording, original)
@@ -156,13 +163,16 @@ def _same_signature(wrapper: Any, original: Any) -> Any:
 def _wrap_init(cls: type, original: Any) -> Any:
     """Record the arguments an instance of exactly `cls` is built with (a subclass passes
     its own arguments to its own constructor: those are not these)."""
+
     @functools.wraps(original)
     def recording_init(self: Any, *args: Any, **kwargs: Any) -> None:
         built = None
         if type(self) is cls:
-            built = Construction(tuple(_copied(a) for a in args),
-                                 {k: _copied(v) for k, v in kwargs.items()},
-                                 _construction_seed())
+            built = Construction(
+                tuple(_copied(a) for a in args),
+                {k: _copied(v) for k, v in kwargs.items()},
+                _construction_seed(),
+            )
         original(self, *args, **kwargs)
         if built is not None:
             with contextlib.suppress(Exception):
@@ -181,8 +191,9 @@ def _wrap_seed(original: Any) -> Any:
     return seeding
 
 
-def _patch(patched: list[tuple[Any, str, Any, bool]], owner: Any, name: str,
-           replacement: Any) -> None:
+def _patch(
+    patched: list[tuple[Any, str, Any, bool]], owner: Any, name: str, replacement: Any
+) -> None:
     """Set `owner.name`, remembering how to undo it (delete what was only inherited)."""
     own = name in vars(owner)
     patched.append((owner, name, vars(owner).get(name), own))
@@ -193,7 +204,8 @@ def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harve
     """Run the repository's tests once with every (path, function) target wrapped."""
     result = Harvest()
     tests = [p for p in ("tests", "test") if (repo / p).is_dir()] or [
-        str(p.relative_to(repo)) for p in repo.rglob("test_*.py")][:50]
+        str(p.relative_to(repo)) for p in repo.rglob("test_*.py")
+    ][:50]
     if not tests:
         result.note = "no tests found"
         return result
@@ -220,8 +232,11 @@ def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harve
         if not callable(function_obj):
             continue
         _patch(patched, owner, parts[-1], _wrap(store, function_obj, is_method))
-        if is_method and (issubclass(owner, torch.nn.Module) or is_layer(owner)) and \
-                owner not in classes:
+        if (
+            is_method
+            and (issubclass(owner, torch.nn.Module) or is_layer(owner))
+            and owner not in classes
+        ):
             classes.add(owner)
             _patch(patched, owner, "__init__", _wrap_init(owner, owner.__init__))
     if classes:
@@ -257,10 +272,19 @@ def _run_pytest(repo: Path, tests: list[str], seconds: float) -> bool:
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)  # once: nothing may fire after the harvest
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(
-                io.StringIO()):
-            pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir",
-                         str(repo), *tests])
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            pytest.main(
+                [
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "-p",
+                    "no:randomly",
+                    "--rootdir",
+                    str(repo),
+                    *tests,
+                ]
+            )
     except (HarvestTimeout, Exception):  # noqa: BLE001 - the limit can land anywhere,
         pass  # pytest's own parsing included; whatever was recorded before it still counts
     finally:
@@ -318,11 +342,19 @@ class ModuleScript:
 
     def plan(self) -> dict[str, Any]:
         """The reproducer plan's `rebuild` (writer._rebuild_lines writes it)."""
-        return {"class_path": self.class_path, "args": self.args, "kwargs": self.kwargs,
-                "base_seed": self.base_seed, "call_seed": self.call_seed, "dtype": self.dtype,
-                "state_literal": self.state_values, "state": self.state,
-                "state_keys": self.state_keys, "training": self.training,
-                "modes": [list(mode) for mode in self.modes]}
+        return {
+            "class_path": self.class_path,
+            "args": self.args,
+            "kwargs": self.kwargs,
+            "base_seed": self.base_seed,
+            "call_seed": self.call_seed,
+            "dtype": self.dtype,
+            "state_literal": self.state_values,
+            "state": self.state,
+            "state_keys": self.state_keys,
+            "training": self.training,
+            "modes": [list(mode) for mode in self.modes],
+        }
 
 
 @dataclass
@@ -337,8 +369,7 @@ class ModuleReplay:
     the same every time); on a fresh copy per call when the method changes the module's state
     (BatchNorm's running statistics in train mode), so evaluations stay independent."""
 
-    def __init__(self, module: torch.nn.Module, method: str, fresh: bool,
-                 seed: int = 0) -> None:
+    def __init__(self, module: torch.nn.Module, method: str, fresh: bool, seed: int = 0) -> None:
         self.module = module
         self.method = method
         self.fresh = fresh
@@ -355,15 +386,24 @@ class ModuleReplay:
 
 def _snapshot(module: torch.nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     tensors = {k: v.detach().clone() for k, v in module.state_dict().items()}
-    scalars = {f"{name}.{attr}": value for name, sub in module.named_modules()
-               for attr, value in vars(sub).items() if isinstance(value, REPLAYABLE)}
+    scalars = {
+        f"{name}.{attr}": value
+        for name, sub in module.named_modules()
+        for attr, value in vars(sub).items()
+        if isinstance(value, REPLAYABLE)
+    }
     return tensors, scalars
 
 
-def _same_state(a: tuple[dict[str, torch.Tensor], dict[str, Any]],
-                b: tuple[dict[str, torch.Tensor], dict[str, Any]]) -> bool:
-    return a[1] == b[1] and a[0].keys() == b[0].keys() and all(
-        _same_tensor(a[0][k], b[0][k]) for k in a[0])
+def _same_state(
+    a: tuple[dict[str, torch.Tensor], dict[str, Any]],
+    b: tuple[dict[str, torch.Tensor], dict[str, Any]],
+) -> bool:
+    return (
+        a[1] == b[1]
+        and a[0].keys() == b[0].keys()
+        and all(_same_tensor(a[0][k], b[0][k]) for k in a[0])
+    )
 
 
 def _same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -374,8 +414,9 @@ def _same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(a, b)
 
 
-def _mutates(module: torch.nn.Module, method: str, args: tuple[Any, ...],
-             kwargs: dict[str, Any]) -> bool:
+def _mutates(
+    module: torch.nn.Module, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> bool:
     """Does one call of the method change the module's state? (Raising counts as yes.)"""
     try:
         probe = copy.deepcopy(module)
@@ -429,38 +470,78 @@ def entry_from_call(key: str, call: Recorded, fn: Any) -> Entry:
         return _layer_entry(key, call, fn, specs, template, start)
     if call.owner is not None:
         return _method_entry(key, call, fn, specs, template, start)
-    return Entry(key, specs, fn, "harvested", template=template,
-                 template_kwargs=dict(call.kwargs), start=start, dtype=dtype,
-                 param_names=_parameter_names(fn, template, 0), framework=call.framework)
+    return Entry(
+        key,
+        specs,
+        fn,
+        "harvested",
+        template=template,
+        template_kwargs=dict(call.kwargs),
+        start=start,
+        dtype=dtype,
+        param_names=_parameter_names(fn, template, 0),
+        framework=call.framework,
+    )
 
 
-def _layer_entry(key: str, call: Recorded, fn: Any, specs: list[InputSpec],
-                 template: list[Any], start: list[torch.Tensor]) -> HarvestedMethod:
+def _layer_entry(
+    key: str,
+    call: Recorded,
+    fn: Any,
+    specs: list[InputSpec],
+    template: list[Any],
+    start: list[torch.Tensor],
+) -> HarvestedMethod:
     """A recorded Keras layer method: replayed on the live layer, its variables restored to
     the recording before every call (harvest_keras.py)."""
     method = key.rpartition(".")[2]
     owner = call.owner
     assert isinstance(owner, KerasOwner)
-    return HarvestedMethod(key, specs, KerasReplay(owner, method, call.init), "harvested",
-                           template=template, template_kwargs=dict(call.kwargs), start=start,
-                           dtype=specs[0].dtype, is_method=True, framework="tensorflow",
-                           param_names=_parameter_names(fn, template, 1),
-                           module_script=plan_script(key, owner, method, call.init,
-                                                     call.args, call.kwargs))
+    return HarvestedMethod(
+        key,
+        specs,
+        KerasReplay(owner, method, call.init),
+        "harvested",
+        template=template,
+        template_kwargs=dict(call.kwargs),
+        start=start,
+        dtype=specs[0].dtype,
+        is_method=True,
+        framework="tensorflow",
+        param_names=_parameter_names(fn, template, 1),
+        module_script=plan_script(key, owner, method, call.init, call.args, call.kwargs),
+    )
 
 
-def _method_entry(key: str, call: Recorded, fn: Any, specs: list[InputSpec],
-                  template: list[Any], start: list[torch.Tensor]) -> HarvestedMethod:
+def _method_entry(
+    key: str,
+    call: Recorded,
+    fn: Any,
+    specs: list[InputSpec],
+    template: list[Any],
+    start: list[torch.Tensor],
+) -> HarvestedMethod:
     owner = call.owner
     if not isinstance(owner, torch.nn.Module):
-        raise ValueError(f"recorded calls of {type(owner).__name__} methods need the test's "
-                         "object state; only nn.Module state is replayed")
+        raise ValueError(
+            f"recorded calls of {type(owner).__name__} methods need the test's "
+            "object state; only nn.Module state is replayed"
+        )
     method = key.rpartition(".")[2]
     replay = ModuleReplay(owner, method, fresh=_mutates(owner, method, call.args, call.kwargs))
-    return HarvestedMethod(key, specs, replay, "harvested", template=template,
-                           template_kwargs=dict(call.kwargs), start=start, dtype=specs[0].dtype,
-                           is_method=True, param_names=_parameter_names(fn, template, 1),
-                           module_script=module_script(key, call, replay))
+    return HarvestedMethod(
+        key,
+        specs,
+        replay,
+        "harvested",
+        template=template,
+        template_kwargs=dict(call.kwargs),
+        start=start,
+        dtype=specs[0].dtype,
+        is_method=True,
+        param_names=_parameter_names(fn, template, 1),
+        module_script=module_script(key, call, replay),
+    )
 
 
 def module_script(key: str, call: Recorded, replay: ModuleReplay) -> ModuleScript:
@@ -470,8 +551,9 @@ def module_script(key: str, call: Recorded, replay: ModuleReplay) -> ModuleScrip
     try:
         return _plan(key, call, replay)
     except Exception as exc:  # the PR's module may fail to compare, save or copy in any way
-        return ModuleScript(reason=f"checking a rebuild of the recorded module failed: "
-                                   f"{type(exc).__name__}: {exc}")
+        return ModuleScript(
+            reason=f"checking a rebuild of the recorded module failed: {type(exc).__name__}: {exc}"
+        )
 
 
 def _plan(key: str, call: Recorded, replay: ModuleReplay) -> ModuleScript:
@@ -480,37 +562,54 @@ def _plan(key: str, call: Recorded, replay: ModuleReplay) -> ModuleScript:
     owner = replay.module
     kind = type(owner)
     if kind.__module__ != module_name or kind.__qualname__ != class_path:
-        return ModuleScript(reason=f"the tests called {qualname} on a "
-                                   f"{kind.__module__}.{kind.__qualname__}, a subclass whose "
-                                   "constructor call is not recorded")
+        return ModuleScript(
+            reason=f"the tests called {qualname} on a "
+            f"{kind.__module__}.{kind.__qualname__}, a subclass whose "
+            "constructor call is not recorded"
+        )
     if call.init is None:
-        return ModuleScript(reason=f"the call that built the {class_path} was not recorded "
-                                   "(it was built before the harvest, or copied)")
+        return ModuleScript(
+            reason=f"the call that built the {class_path} was not recorded "
+            "(it was built before the harvest, or copied)"
+        )
     try:
         args = [encode_value(a) for a in call.init.args]
         kwargs = encode_keywords(call.init.kwargs)
     except ValueError as exc:
-        return ModuleScript(reason=f"an argument of the {class_path} constructor is {exc}, "
-                                   "which a script cannot spell")
+        return ModuleScript(
+            reason=f"an argument of the {class_path} constructor is {exc}, "
+            "which a script cannot spell"
+        )
     init_source = arguments({"args": args, "kwargs": kwargs}, "the constructor")  # messages
-    plan = ModuleScript(class_path, args, kwargs,
-                        base_seed=call.init.seed if call.init.seed is not None else 0,
-                        call_seed=replay.seed, training=owner.training)
+    plan = ModuleScript(
+        class_path,
+        args,
+        kwargs,
+        base_seed=call.init.seed if call.init.seed is not None else 0,
+        call_seed=replay.seed,
+        training=owner.training,
+    )
     try:
         rebuilt = _rebuild(kind, call.init, plan, owner)
     except _NoScript as exc:
         return ModuleScript(reason=str(exc))
     except Exception as exc:
-        return ModuleScript(reason=f"rebuilding {class_path}({init_source}) outside the tests "
-                                   f"failed: {type(exc).__name__}: {exc}")
+        return ModuleScript(
+            reason=f"rebuilding {class_path}({init_source}) outside the tests "
+            f"failed: {type(exc).__name__}: {exc}"
+        )
     if not _same_state(_snapshot(owner), _snapshot(rebuilt)):
-        return ModuleScript(reason=f"{class_path}({init_source}) with the recorded state_dict "
-                                   "loaded does not hold the recorded state")
+        return ModuleScript(
+            reason=f"{class_path}({init_source}) with the recorded state_dict "
+            "loaded does not hold the recorded state"
+        )
     if not _same_answer(replay, rebuilt, call):
-        return ModuleScript(reason=f"{class_path}({init_source}) with the recorded state_dict "
-                                   f"loaded does not answer the recorded call like the "
-                                   "module the tests built (it keeps state outside its "
-                                   "state_dict)")
+        return ModuleScript(
+            reason=f"{class_path}({init_source}) with the recorded state_dict "
+            f"loaded does not answer the recorded call like the "
+            "module the tests built (it keeps state outside its "
+            "state_dict)"
+        )
     return plan
 
 
@@ -519,13 +618,13 @@ class _NoScript(Exception):
 
 
 def _float_dtype(module: torch.nn.Module) -> torch.dtype | None:
-    dtypes = {t.dtype for t in (*module.parameters(), *module.buffers())
-              if t.is_floating_point()}
+    dtypes = {t.dtype for t in (*module.parameters(), *module.buffers()) if t.is_floating_point()}
     return dtypes.pop() if len(dtypes) == 1 else None
 
 
-def _rebuild(kind: type, init: Construction, plan: ModuleScript,
-             owner: torch.nn.Module) -> torch.nn.Module:
+def _rebuild(
+    kind: type, init: Construction, plan: ModuleScript, owner: torch.nn.Module
+) -> torch.nn.Module:
     """Build the module as the reproducer will, filling in the plan's state and modes."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(plan.base_seed)
@@ -539,10 +638,15 @@ def _rebuild(kind: type, init: Construction, plan: ModuleScript,
     fresh = module.state_dict()
     if recorded.keys() != fresh.keys():
         extra = sorted(set(recorded) ^ set(fresh))[:3]
-        raise _NoScript(f"a freshly built {plan.class_path} has other state entries than the "
-                        f"recorded one ({', '.join(extra)})")
-    differing = {k: v.detach().clone().contiguous() for k, v in recorded.items()
-                 if not _same_tensor(v, fresh[k])}
+        raise _NoScript(
+            f"a freshly built {plan.class_path} has other state entries than the "
+            f"recorded one ({', '.join(extra)})"
+        )
+    differing = {
+        k: v.detach().clone().contiguous()
+        for k, v in recorded.items()
+        if not _same_tensor(v, fresh[k])
+    }
     if differing:
         plan.state_keys = sorted(differing)
         if sum(t.numel() for t in differing.values()) <= LITERAL_LIMIT:
@@ -554,16 +658,21 @@ def _rebuild(kind: type, init: Construction, plan: ModuleScript,
             torch.save(differing, buffer)
             size = buffer.getbuffer().nbytes
             if size > STATE_LIMIT:
-                raise _NoScript(f"the recorded state of the {plan.class_path} differs from a "
-                                f"freshly built one in {len(differing)} tensors "
-                                f"({size / 1024:.0f} KiB saved), more than the "
-                                f"{STATE_LIMIT // 1024} KiB a reproducer embeds")
+                raise _NoScript(
+                    f"the recorded state of the {plan.class_path} differs from a "
+                    f"freshly built one in {len(differing)} tensors "
+                    f"({size / 1024:.0f} KiB saved), more than the "
+                    f"{STATE_LIMIT // 1024} KiB a reproducer embeds"
+                )
             plan.state = base64.b64encode(buffer.getvalue()).decode("ascii")
             loaded = torch.load(io.BytesIO(base64.b64decode(plan.state)), weights_only=True)
         module.load_state_dict(loaded, strict=False)
     module.train(plan.training)
-    plan.modes = [(name, sub.training) for name, sub in owner.named_modules()
-                  if name and sub.training != plan.training]
+    plan.modes = [
+        (name, sub.training)
+        for name, sub in owner.named_modules()
+        if name and sub.training != plan.training
+    ]
     for name, mode in plan.modes:
         module.get_submodule(name).training = mode
     return module
@@ -571,12 +680,12 @@ def _rebuild(kind: type, init: Construction, plan: ModuleScript,
 
 def _same_answer(replay: ModuleReplay, rebuilt: torch.nn.Module, call: Recorded) -> bool:
     """The recorded call on the recorded module and on the rebuilt one: the same outputs."""
+
     def answer(module: torch.nn.Module) -> list[torch.Tensor]:
         again = ModuleReplay(copy.deepcopy(module), replay.method, False, replay.seed)
         with torch.no_grad():
-            return [t.detach() for t in
-                    tensors_in(again(*_clone(call.args), **_clone(call.kwargs)))]
+            return [
+                t.detach() for t in tensors_in(again(*_clone(call.args), **_clone(call.kwargs)))
+            ]
 
     return same_answers(answer, replay.module, rebuilt, _same_tensor)
-
-

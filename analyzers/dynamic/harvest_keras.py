@@ -39,8 +39,12 @@ LITERAL_LIMIT = 64  # variables of at most this many values in all are written o
 def is_tf_value(value: Any) -> bool:
     """A concrete TensorFlow tensor or variable (eager: it has values to record)."""
     module = type(value).__module__
-    return module.startswith(("tensorflow", "keras")) and hasattr(value, "numpy") and \
-        hasattr(value, "dtype") and hasattr(value, "shape")
+    return (
+        module.startswith(("tensorflow", "keras"))
+        and hasattr(value, "numpy")
+        and hasattr(value, "dtype")
+        and hasattr(value, "shape")
+    )
 
 
 def is_symbolic(value: Any) -> bool:
@@ -48,8 +52,9 @@ def is_symbolic(value: Any) -> bool:
     if "tensorflow" not in sys.modules:
         return False
     tf = sys.modules["tensorflow"]
-    return (isinstance(value, tf.Tensor) and not hasattr(value, "numpy")) or \
-        type(value).__name__ == "KerasTensor"
+    return (isinstance(value, tf.Tensor) and not hasattr(value, "numpy")) or type(
+        value
+    ).__name__ == "KerasTensor"
 
 
 def to_torch(value: Any) -> torch.Tensor:
@@ -58,8 +63,7 @@ def to_torch(value: Any) -> torch.Tensor:
     dtype_name = getattr(value.dtype, "name", str(value.dtype))
     if dtype_name == "bfloat16":
         tf = sys.modules["tensorflow"]
-        return torch.from_numpy(np.array(tf.cast(value, tf.float32).numpy())).to(
-            torch.bfloat16)
+        return torch.from_numpy(np.array(tf.cast(value, tf.float32).numpy())).to(torch.bfloat16)
     return torch.from_numpy(np.array(value.numpy()))
 
 
@@ -123,8 +127,10 @@ class KerasReplay:
         """The same recorded call on a layer of `cls` (a patched copy of the class, in the
         fix stage) built with the recorded arguments and holding the recorded variables."""
         if self.init is None:
-            raise TypeError(f"the call that built the {type(self.layer).__qualname__} was not "
-                            "recorded: a patched layer cannot be built like it")
+            raise TypeError(
+                f"the call that built the {type(self.layer).__qualname__} was not "
+                "recorded: a patched layer cannot be built like it"
+            )
         layer = cls(*copy.deepcopy(self.init.args), **copy.deepcopy(self.init.kwargs))
         config = self.layer.get_build_config()
         if config:
@@ -149,20 +155,35 @@ class KerasScript:
     reason: str | None = None
 
     def plan(self) -> dict[str, Any]:
-        return {"class_path": self.class_path, "args": self.args, "kwargs": self.kwargs,
-                "build_config": self.build_config, "weights": self.weights,
-                "state": self.state}
+        return {
+            "class_path": self.class_path,
+            "args": self.args,
+            "kwargs": self.kwargs,
+            "build_config": self.build_config,
+            "weights": self.weights,
+            "state": self.state,
+        }
 
 
 def weights_data(weights: list[np.ndarray]) -> list[dict[str, Any]]:
     """Small variables as plan data: values exact (float64), with their dtype."""
-    return [{"dtype": w.dtype.name,
-             "values": (w.astype(np.float64) if w.dtype.kind == "f" else w).tolist()}
-            for w in weights]
+    return [
+        {
+            "dtype": w.dtype.name,
+            "values": (w.astype(np.float64) if w.dtype.kind == "f" else w).tolist(),
+        }
+        for w in weights
+    ]
 
 
-def plan_script(key: str, owner: KerasOwner, method: str, init: Any,
-                call_args: tuple[Any, ...], call_kwargs: dict[str, Any]) -> KerasScript:
+def plan_script(
+    key: str,
+    owner: KerasOwner,
+    method: str,
+    init: Any,
+    call_args: tuple[Any, ...],
+    call_kwargs: dict[str, Any],
+) -> KerasScript:
     """Write the rebuild down and run it exactly as the script will: a fresh layer from the
     recorded constructor call, built from its build config, holding the recorded variables,
     must answer the recorded call with the recorded layer's outputs."""
@@ -170,40 +191,51 @@ def plan_script(key: str, owner: KerasOwner, method: str, init: Any,
     class_path = qualname.rpartition(".")[0]
     kind = type(owner.layer)
     if kind.__module__ != module_name or kind.__qualname__ != class_path:
-        return KerasScript(reason=f"the tests called {qualname} on a {kind.__module__}."
-                                  f"{kind.__qualname__}, a subclass whose constructor call is "
-                                  "not recorded")
+        return KerasScript(
+            reason=f"the tests called {qualname} on a {kind.__module__}."
+            f"{kind.__qualname__}, a subclass whose constructor call is "
+            "not recorded"
+        )
     if init is None:
-        return KerasScript(reason=f"the call that built the {class_path} was not recorded "
-                                  "(it was built before the harvest, or copied)")
+        return KerasScript(
+            reason=f"the call that built the {class_path} was not recorded "
+            "(it was built before the harvest, or copied)"
+        )
     try:
         args = [encode_value(a) for a in init.args]
         kwargs = encode_keywords(init.kwargs)
     except ValueError as exc:
-        return KerasScript(reason=f"an argument of the {class_path} constructor is {exc}, "
-                                  "which a script cannot spell")
+        return KerasScript(
+            reason=f"an argument of the {class_path} constructor is {exc}, "
+            "which a script cannot spell"
+        )
     init_source = arguments({"args": args, "kwargs": kwargs}, "the constructor")  # messages
     plan = KerasScript(class_path, args, kwargs)
     try:
         config = owner.layer.get_build_config()
         plan.build_config = encode_value(config) if config else None
     except ValueError as exc:
-        return KerasScript(reason=f"the build config of the {class_path} holds {exc}, which a "
-                                  "script cannot spell")
+        return KerasScript(
+            reason=f"the build config of the {class_path} holds {exc}, which a script cannot spell"
+        )
     try:
         _embed(plan, owner.weights)
         rebuilt = _rebuild(kind, init, plan)
     except ValueError as exc:
         return KerasScript(reason=str(exc))
     except Exception as exc:  # the PR's layer may fail to build or load in any way
-        return KerasScript(reason=f"rebuilding {class_path}({init_source}) outside the tests "
-                                  f"failed: {type(exc).__name__}: {exc}")
+        return KerasScript(
+            reason=f"rebuilding {class_path}({init_source}) outside the tests "
+            f"failed: {type(exc).__name__}: {exc}"
+        )
     replay = KerasReplay(owner, method, init)
     fresh = KerasReplay(KerasOwner.at_call(rebuilt), method, init)
     if not _same_answer(replay, fresh, call_args, call_kwargs):
-        return KerasScript(reason=f"{class_path}({init_source}) with the recorded variables "
-                                  "set does not answer the recorded call like the layer the "
-                                  "tests built (it keeps state outside its variables)")
+        return KerasScript(
+            reason=f"{class_path}({init_source}) with the recorded variables "
+            "set does not answer the recorded call like the layer the "
+            "tests built (it keeps state outside its variables)"
+        )
     return plan
 
 
@@ -215,9 +247,11 @@ def _embed(plan: KerasScript, weights: list[np.ndarray]) -> None:
     np.savez(buffer, *weights)
     size = buffer.getbuffer().nbytes
     if size > WEIGHTS_LIMIT:
-        raise ValueError(f"the recorded {plan.class_path} holds {len(weights)} variables "
-                         f"({size / 1024:.0f} KiB saved), more than the "
-                         f"{WEIGHTS_LIMIT // 1024} KiB a reproducer embeds")
+        raise ValueError(
+            f"the recorded {plan.class_path} holds {len(weights)} variables "
+            f"({size / 1024:.0f} KiB saved), more than the "
+            f"{WEIGHTS_LIMIT // 1024} KiB a reproducer embeds"
+        )
     plan.state = base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
@@ -235,13 +269,18 @@ def _rebuild(kind: type, init: Any, plan: KerasScript) -> Any:
     return layer
 
 
-def _same_answer(recorded: KerasReplay, rebuilt: KerasReplay, args: tuple[Any, ...],
-                 kwargs: dict[str, Any]) -> bool:
+def _same_answer(
+    recorded: KerasReplay, rebuilt: KerasReplay, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> bool:
     def answer(replay: KerasReplay) -> list[np.ndarray]:
         import tensorflow as tf
 
         out = replay(*[to_tf(a) for a in args], **{k: to_tf(v) for k, v in kwargs.items()})
         return [np.array(t) for t in tf.nest.flatten(out) if hasattr(t, "numpy")]
 
-    return same_answers(answer, recorded, rebuilt, lambda a, b: a.shape == b.shape and
-                        np.array_equal(a, b, equal_nan=True))
+    return same_answers(
+        answer,
+        recorded,
+        rebuilt,
+        lambda a, b: a.shape == b.shape and np.array_equal(a, b, equal_nan=True),
+    )

@@ -31,7 +31,6 @@ class Entry(Protocol):
     def call_arrays(self, arrays: list[Any]) -> Any: ...
 
 
-
 @dataclass
 class JaxHit:
     operand: Any
@@ -68,12 +67,16 @@ def finite(value: Any) -> bool:
     """Every float array in a pytree is free of NaN/Inf."""
     import jax
 
-    return all(bool(np.isfinite(np.asarray(leaf)).all())
-               for leaf in jax.tree_util.tree_leaves(value) if _floating(leaf))
+    return all(
+        bool(np.isfinite(np.asarray(leaf)).all())
+        for leaf in jax.tree_util.tree_leaves(value)
+        if _floating(leaf)
+    )
 
 
-def _derivative_fails(original: Callable[..., Any], args: tuple[Any, ...],
-                      kwargs: dict[str, Any], index: int) -> bool:
+def _derivative_fails(
+    original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], index: int
+) -> bool:
     """Is the op's own derivative with respect to its operand non-finite (the `jnp.where`
     leak: a finite masked output whose backward pass is NaN)?"""
     import jax
@@ -82,7 +85,7 @@ def _derivative_fails(original: Callable[..., Any], args: tuple[Any, ...],
     operand = args[index]
 
     def local(v: Any) -> Any:
-        out = original(*args[:index], v, *args[index + 1:], **kwargs)
+        out = original(*args[:index], v, *args[index + 1 :], **kwargs)
         return sum(jnp.sum(leaf) for leaf in jax.tree_util.tree_leaves(out) if _floating(leaf))
 
     try:
@@ -102,8 +105,7 @@ class JaxProbe:
     def __post_init__(self) -> None:
         self._watch = LineWatch(self.path, self.lines)
 
-    def _wrap(self, original: Callable[..., Any], operand_at: int,
-              name: str) -> Callable[..., Any]:
+    def _wrap(self, original: Callable[..., Any], operand_at: int, name: str) -> Callable[..., Any]:
         probe = self
 
         def watched(*args: Any, **kwargs: Any) -> Any:
@@ -111,10 +113,13 @@ class JaxProbe:
             if operand is None or not _is_array(operand) or not probe._watch.caller_on_line():
                 return original(*args, **kwargs)
             out = original(*args, **kwargs)
-            fails = _floating(operand) and finite(operand) and finite(out) \
+            fails = (
+                _floating(operand)
+                and finite(operand)
+                and finite(out)
                 and _derivative_fails(original, args, kwargs, operand_at)
-            probe.hits.append(JaxHit(operand, out, fails,
-                                     call_site(probe.op, name, args, kwargs)))
+            )
+            probe.hits.append(JaxHit(operand, out, fails, call_site(probe.op, name, args, kwargs)))
             return out
 
         return watched
@@ -133,8 +138,12 @@ class JaxProbe:
 def _torch_hit(hit: JaxHit) -> Hit:
     from dataclasses import replace
 
-    return Hit(hit.call.func_name, to_torch(hit.operand), to_torch(hit.output),
-               replace(hit.call, others=tuple(to_torch(o) for o in hit.call.others)))
+    return Hit(
+        hit.call.func_name,
+        to_torch(hit.operand),
+        to_torch(hit.output),
+        replace(hit.call, others=tuple(to_torch(o) for o in hit.call.others)),
+    )
 
 
 def _gradient_fails(entry: Entry, arrays: list[Any]) -> bool:
@@ -161,8 +170,9 @@ def _gradient_fails(entry: Entry, arrays: list[Any]) -> bool:
     return not finite(grads)
 
 
-def evaluate_jax(probe: JaxProbe, entry: Entry, op: str, dtype: str,
-                 inputs: list[torch.Tensor], chunks: int = 1) -> Evaluation:
+def evaluate_jax(
+    probe: JaxProbe, entry: Entry, op: str, dtype: str, inputs: list[torch.Tensor], chunks: int = 1
+) -> Evaluation:
     """One run of a JAX entry under the probe (jit disabled), with the local-derivative
     check; gradient-free: `grads` stays empty."""
     import jax
@@ -174,8 +184,9 @@ def evaluate_jax(probe: JaxProbe, entry: Entry, op: str, dtype: str,
             output = entry.call_arrays(arrays)
     except Exception as exc:  # the PR's code may raise on any input
         return Evaluation(error=f"{type(exc).__name__}: {exc}")
-    kept = bool(inputs) and inputs[0].dim() >= 1 and keeps_rows(to_torch(output),
-                                                                 inputs[0].shape[0])
+    kept = (
+        bool(inputs) and inputs[0].dim() >= 1 and keeps_rows(to_torch(output), inputs[0].shape[0])
+    )
     if not probe.hits:
         return Evaluation(batch_kept=kept)
     result = Evaluation(reached=True, batch_kept=kept)

@@ -53,9 +53,9 @@ def root_of(path: str, module: str) -> str:
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
     names = tuple(module.split("."))
-    if not names or parts[len(parts) - len(names):] != names:
+    if not names or parts[len(parts) - len(names) :] != names:
         raise ValueError(f"{path} is not the file of {module}")
-    return "/".join(parts[:len(parts) - len(names)])
+    return "/".join(parts[: len(parts) - len(names)])
 
 
 def source_roots(repo: Path) -> tuple[str, ...]:
@@ -91,14 +91,17 @@ def _checked(base: Path, candidate: Any) -> str | None:
     if not isinstance(candidate, str) or not candidate.strip() or "\\" in candidate:
         return None
     pure = PurePosixPath(candidate.strip())
-    if pure.is_absolute() or any(p in ("..", "") for p in pure.parts) or not pure.parts \
-            or pure.parts == (".",):
+    if (
+        pure.is_absolute()
+        or any(p in ("..", "") for p in pure.parts)
+        or not pure.parts
+        or pure.parts == (".",)
+    ):
         return None
     clean = "/".join(p for p in pure.parts if p != ".")
     folder = base / clean
     try:
-        if folder.is_symlink() or not folder.resolve().is_relative_to(base) \
-                or not folder.is_dir():
+        if folder.is_symlink() or not folder.resolve().is_relative_to(base) or not folder.is_dir():
             return None
     except OSError:
         return None
@@ -111,8 +114,7 @@ def _src_convention(base: Path) -> bool:
     try:
         if not src.is_dir() or src.is_symlink() or (src / "__init__.py").exists():
             return False
-        return any((child / "__init__.py").is_file() for child in src.iterdir()
-                   if child.is_dir())
+        return any((child / "__init__.py").is_file() for child in src.iterdir() if child.is_dir())
     except OSError:
         return False
 
@@ -191,11 +193,19 @@ def _setup_py(text: str | None) -> Iterator[Any]:
         for keyword in node.keywords:
             if keyword.arg == "package_dir" and isinstance(keyword.value, ast.Dict):
                 for key, value in zip(keyword.value.keys, keyword.value.values, strict=True):
-                    if isinstance(key, ast.Constant) and key.value == "" \
-                            and isinstance(value, ast.Constant):
+                    if (
+                        isinstance(key, ast.Constant)
+                        and key.value == ""
+                        and isinstance(value, ast.Constant)
+                    ):
                         yield value.value
-        name = node.func.attr if isinstance(node.func, ast.Attribute) else \
-            node.func.id if isinstance(node.func, ast.Name) else ""
+        name = (
+            node.func.attr
+            if isinstance(node.func, ast.Attribute)
+            else node.func.id
+            if isinstance(node.func, ast.Name)
+            else ""
+        )
         if name in ("find_packages", "find_namespace_packages"):
             where = [k.value for k in node.keywords if k.arg == "where"] + node.args[:1]
             for value in where[:1]:

@@ -82,19 +82,40 @@ def _stub_parents(repo_dir: Path, module_name: str) -> list[str]:
         sys.modules[name] = package
         made.append(name)
         if i > 1:
-            setattr(sys.modules[".".join(parts[:i - 1])], parts[i - 1], package)
+            setattr(sys.modules[".".join(parts[: i - 1])], parts[i - 1], package)
     return made
 
 
 # Top-level statements the extraction runs: what defines names, not what does work.
-_DEFINES = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-            ast.Assign, ast.AnnAssign)
+_DEFINES = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Assign,
+    ast.AnnAssign,
+)
 
 
 # Methods whose call at the top level means a program is running: training, evaluating,
 # showing or saving results.
-PROGRAM_METHODS = frozenset({"fit", "fit_generator", "train", "evaluate", "predict", "backward",
-                             "step", "show", "savefig", "run", "compile", "summary"})
+PROGRAM_METHODS = frozenset(
+    {
+        "fit",
+        "fit_generator",
+        "train",
+        "evaluate",
+        "predict",
+        "backward",
+        "step",
+        "show",
+        "savefig",
+        "run",
+        "compile",
+        "summary",
+    }
+)
 
 
 def top_level_work(source: str) -> str | None:
@@ -109,8 +130,11 @@ def top_level_work(source: str) -> str | None:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    defined = {s.name for s in tree.body
-               if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+    defined = {
+        s.name
+        for s in tree.body
+        if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
     built: set[str] = set()  # names bound to what a call returned
     for stmt in tree.body:
         if isinstance(stmt, ast.For | ast.AsyncFor | ast.While):
@@ -121,11 +145,18 @@ def top_level_work(source: str) -> str | None:
         if not isinstance(value, ast.Call):
             continue
         func = value.func
-        if isinstance(stmt, ast.Expr) and isinstance(func, ast.Name) \
-                and (func.id in defined or func.id == "print"):
+        if (
+            isinstance(stmt, ast.Expr)
+            and isinstance(func, ast.Name)
+            and (func.id in defined or func.id == "print")
+        ):
             return f"line {stmt.lineno}: a call of {func.id}() at the top level"
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-                and func.value.id in built and func.attr in PROGRAM_METHODS:
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in built
+            and func.attr in PROGRAM_METHODS
+        ):
             return f"line {stmt.lineno}: a call of {func.value.id}.{func.attr}() at the top level"
         if isinstance(stmt, ast.Assign | ast.AnnAssign):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -146,8 +177,9 @@ def _defines_only(stmt: ast.stmt) -> bool:
         return False
     if isinstance(stmt, ast.Assign | ast.AnnAssign):  # `X = 3`, `F = nn.functional`, not calls
         value = stmt.value
-        return value is not None and not any(isinstance(n, ast.Call | ast.Await | ast.Yield)
-                                             for n in ast.walk(value))
+        return value is not None and not any(
+            isinstance(n, ast.Call | ast.Await | ast.Yield) for n in ast.walk(value)
+        )
     return True
 
 
@@ -194,11 +226,17 @@ def _load(repo_dir: Path, module_name: str) -> Loaded:
     on_sys_path(repo_dir)
     path = module_path(repo_dir, module_name)
     base = package_base(repo_dir, module_name)
-    work = top_level_work(path.read_text(encoding="utf-8", errors="replace")) \
-        if path is not None else None
+    work = (
+        top_level_work(path.read_text(encoding="utf-8", errors="replace"))
+        if path is not None
+        else None
+    )
     if work is not None and path is not None:  # never run a program by importing it
-        return _loaded(extract(base, module_name, path), "extracted",
-                       f"{WORK_AT_IMPORT} ({work}), so numcheck does not import it")
+        return _loaded(
+            extract(base, module_name, path),
+            "extracted",
+            f"{WORK_AT_IMPORT} ({work}), so numcheck does not import it",
+        )
     try:  # with the stand-ins an earlier module of this job needed, as its reproducer has
         return _loaded(importlib.import_module(module_name), "import", "")
     except Exception as exc:  # the PR's module may fail to import for any reason
@@ -275,9 +313,16 @@ def package_base(repo_dir: Path, module_name: str) -> Path:
     return repo_dir
 
 
-def import_lines(module: str, imported: str, how: str, why: str, root: str = "",
-                 stand_ins: Sequence[str] = (), script_dirs: Sequence[str] = (),
-                 moves: Sequence[str] = ()) -> list[str]:
+def import_lines(
+    module: str,
+    imported: str,
+    how: str,
+    why: str,
+    root: str = "",
+    stand_ins: Sequence[str] = (),
+    script_dirs: Sequence[str] = (),
+    moves: Sequence[str] = (),
+) -> list[str]:
     """The reproducer's lines that bind `imported` from `module`, loaded the way the search
     loaded it (self-contained: only the standard library). `root`: the source folder the
     module's name is relative to (`src`; "" for the repository root, where the reproducer
@@ -289,76 +334,112 @@ def import_lines(module: str, imported: str, how: str, why: str, root: str = "",
     path = [] if not root and not script_dirs else ["import os", "import sys", ""]
     path = [*moved.lines(moves), *path]
     if root:
-        path += [f"sys.path.insert(0, os.path.join({here}, {root!r}))  # the package's "
-                 "source folder (as an editable install has it)", ""]
+        path += [
+            f"sys.path.insert(0, os.path.join({here}, {root!r}))  # the package's "
+            "source folder (as an editable install has it)",
+            "",
+        ]
     if script_dirs:
-        path += ["# the code imports files beside it by their bare names (`from helpers "
-                 "import ...`), as run from their folder: those folders go last on sys.path",
-                 *[f"sys.path.append(os.path.join({here}, {folder!r}))"
-                   for folder in script_dirs], ""]
+        path += [
+            "# the code imports files beside it by their bare names (`from helpers "
+            "import ...`), as run from their folder: those folders go last on sys.path",
+            *[f"sys.path.append(os.path.join({here}, {folder!r}))" for folder in script_dirs],
+            "",
+        ]
     if stand_ins:
         fails = f"`import {module}` fails here ({why}); " if why else ""
-        path += [f"# {fails}numcheck stood in for the modules the code imports and this "
-                 f"environment cannot: {', '.join(stand_ins)}. Their classes and functions do "
-                 "nothing and make no numbers: a NaN or Inf below comes from the code itself.",
-                 *source_lines(), "", "", f"install({list(stand_ins)!r})", ""]
+        path += [
+            f"# {fails}numcheck stood in for the modules the code imports and this "
+            f"environment cannot: {', '.join(stand_ins)}. Their classes and functions do "
+            "nothing and make no numbers: a NaN or Inf below comes from the code itself.",
+            *source_lines(),
+            "",
+            "",
+            f"install({list(stand_ins)!r})",
+            "",
+        ]
     if how == "import":
         return [*path, f"from {module} import {imported}"]
     base = f"{root!r}, " if root else ""
-    note = f"# {why}; numcheck loaded it " if why.startswith(WORK_AT_IMPORT) else \
-        f"# `import {module}` fails here ({why}); numcheck loaded it "
-    lines = [*path, note + ("without its packages' __init__ files:" if how == "package-stubs"
-                     else "statement by statement, skipping what fails (extracted):"),
-             *(["import ast"] if how == "extracted" else []),
-             "import importlib", "import pathlib", "import sys", "import types",
-             "", "",
-             "def _stub_parents(name):",
-             "    parts = name.split('.')",
-             "    for i in range(1, len(parts)):",
-             "        known = sys.modules.get('.'.join(parts[:i]))",
-             "        if known is not None and getattr(known, '__path__', None) is not None:",
-             "            continue",
-             "        package = types.ModuleType('.'.join(parts[:i]))",
-             f"        package.__path__ = [str(pathlib.Path({base}*parts[:i]))]",
-             "        sys.modules[package.__name__] = package",
-             "        if i > 1:",
-             "            setattr(sys.modules['.'.join(parts[:i - 1])], parts[i - 1], package)",
-             "", ""]
+    note = (
+        f"# {why}; numcheck loaded it "
+        if why.startswith(WORK_AT_IMPORT)
+        else f"# `import {module}` fails here ({why}); numcheck loaded it "
+    )
+    lines = [
+        *path,
+        note
+        + (
+            "without its packages' __init__ files:"
+            if how == "package-stubs"
+            else "statement by statement, skipping what fails (extracted):"
+        ),
+        *(["import ast"] if how == "extracted" else []),
+        "import importlib",
+        "import pathlib",
+        "import sys",
+        "import types",
+        "",
+        "",
+        "def _stub_parents(name):",
+        "    parts = name.split('.')",
+        "    for i in range(1, len(parts)):",
+        "        known = sys.modules.get('.'.join(parts[:i]))",
+        "        if known is not None and getattr(known, '__path__', None) is not None:",
+        "            continue",
+        "        package = types.ModuleType('.'.join(parts[:i]))",
+        f"        package.__path__ = [str(pathlib.Path({base}*parts[:i]))]",
+        "        sys.modules[package.__name__] = package",
+        "        if i > 1:",
+        "            setattr(sys.modules['.'.join(parts[:i - 1])], parts[i - 1], package)",
+        "",
+        "",
+    ]
     # the search's process tried the plain import first: the modules that import loaded
     # before failing (a package's own helpers) stay loaded, and the code may need them; a
     # program is never imported
     if not why.startswith(WORK_AT_IMPORT):
-        lines += ["try:", f"    importlib.import_module({module!r})",
-                  "except Exception:", "    pass",
-                  f"for _name in [n for n in sys.modules if n == {module!r}"
-                  f" or n.startswith({module + '.'!r})]:",
-                  "    del sys.modules[_name]", "", ""]
+        lines += [
+            "try:",
+            f"    importlib.import_module({module!r})",
+            "except Exception:",
+            "    pass",
+            f"for _name in [n for n in sys.modules if n == {module!r}"
+            f" or n.startswith({module + '.'!r})]:",
+            "    del sys.modules[_name]",
+            "",
+            "",
+        ]
     if how == "package-stubs":
-        lines += [f"_stub_parents({module!r})",
-                  f"{imported} = importlib.import_module({module!r}).{imported}"]
+        lines += [
+            f"_stub_parents({module!r})",
+            f"{imported} = importlib.import_module({module!r}).{imported}",
+        ]
         return lines
-    lines += ["def _extract(name):",
-              "    _stub_parents(name)",
-              f"    path = pathlib.Path({base}*name.split('.')).with_suffix('.py')",
-              "    module = types.ModuleType(name)",
-              "    module.__file__, module.__package__ = str(path), name.rpartition('.')[0]",
-              "    sys.modules[name] = module",
-              "    for stmt in ast.parse(path.read_text(encoding='utf-8')).body:",
-              "        value = getattr(stmt, 'value', None)",
-              "        work = (ast.Call, ast.Await, ast.Yield)",
-              "        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and (value is None or any(",
-              "                isinstance(n, work) for n in ast.walk(value))):",
-              "            continue",
-              "        if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef,",
-              "                             ast.AsyncFunctionDef, ast.ClassDef, ast.Assign,",
-              "                             ast.AnnAssign)):",
-              "            try:",
-              "                exec(compile(ast.Module([stmt], []), str(path), 'exec'),",
-              "                     module.__dict__)",
-              "            except Exception:",
-              "                pass",
-              "    return module",
-              "",
-              "",
-              f"{imported} = _extract({module!r}).{imported}"]
+    lines += [
+        "def _extract(name):",
+        "    _stub_parents(name)",
+        f"    path = pathlib.Path({base}*name.split('.')).with_suffix('.py')",
+        "    module = types.ModuleType(name)",
+        "    module.__file__, module.__package__ = str(path), name.rpartition('.')[0]",
+        "    sys.modules[name] = module",
+        "    for stmt in ast.parse(path.read_text(encoding='utf-8')).body:",
+        "        value = getattr(stmt, 'value', None)",
+        "        work = (ast.Call, ast.Await, ast.Yield)",
+        "        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and (value is None or any(",
+        "                isinstance(n, work) for n in ast.walk(value))):",
+        "            continue",
+        "        if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef,",
+        "                             ast.AsyncFunctionDef, ast.ClassDef, ast.Assign,",
+        "                             ast.AnnAssign)):",
+        "            try:",
+        "                exec(compile(ast.Module([stmt], []), str(path), 'exec'),",
+        "                     module.__dict__)",
+        "            except Exception:",
+        "                pass",
+        "    return module",
+        "",
+        "",
+        f"{imported} = _extract({module!r}).{imported}",
+    ]
     return lines

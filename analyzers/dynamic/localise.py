@@ -33,13 +33,17 @@ from analyzers.dynamic.probe import tensors_in
 
 
 def _finite(values: Sequence[torch.Tensor | None]) -> bool:
-    return all(bool(torch.isfinite(t).all()) for t in values
-               if t is not None and (t.is_floating_point() or t.is_complex()))
+    return all(
+        bool(torch.isfinite(t).all())
+        for t in values
+        if t is not None and (t.is_floating_point() or t.is_complex())
+    )
 
 
 def _any_nan(values: list[torch.Tensor]) -> bool:
-    return any(bool(torch.isnan(t).any()) for t in values
-               if t.is_floating_point() or t.is_complex())
+    return any(
+        bool(torch.isnan(t).any()) for t in values if t.is_floating_point() or t.is_complex()
+    )
 
 
 def _writes_infinity(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -62,8 +66,13 @@ class FirstNonFinite(TorchFunctionMode):
         self._frames = UserFrames(root)
         self.found: dict[str, Any] | None = None
 
-    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
-                           kwargs: dict[str, Any] | None = None) -> Any:
+    def __torch_function__(
+        self,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         if self.found is None and not _writes_infinity(args, kwargs):
@@ -72,9 +81,12 @@ class FirstNonFinite(TorchFunctionMode):
             made_nan = not _any_nan(inputs) and _any_nan(outputs)
             if made_nan or (_finite(inputs) and not _finite(outputs)):
                 where = self._frames.find(1)
-                self.found = {"op": _op_name(func),
-                              "path": where[0] if where else None,
-                              "line": where[1] if where else None, "where": "forward"}
+                self.found = {
+                    "op": _op_name(func),
+                    "path": where[0] if where else None,
+                    "line": where[1] if where else None,
+                    "where": "forward",
+                }
         return out
 
 
@@ -86,22 +98,31 @@ class NodeLabels(TorchFunctionMode):
         self._frames = UserFrames(root)
         self.labels: dict[Any, dict[str, Any]] = {}  # autograd Node -> label
 
-    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
-                           kwargs: dict[str, Any] | None = None) -> Any:
+    def __torch_function__(
+        self,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
         out = func(*args, **(kwargs or {}))
         nodes = [t.grad_fn for t in tensors_in(out) if t.grad_fn is not None]
         fresh = [n for n in nodes if n not in self.labels]
         if fresh:
             where = self._frames.find(1)
-            label = {"op": _op_name(func), "path": where[0] if where else None,
-                     "line": where[1] if where else None}
+            label = {
+                "op": _op_name(func),
+                "path": where[0] if where else None,
+                "line": where[1] if where else None,
+            }
             for node in fresh:
                 self.labels[node] = label
         return out
 
 
-def _graph(roots: list[Any], labels: dict[Any, dict[str, Any]]) -> \
-        tuple[dict[Any, dict[str, Any] | None], list[torch.Tensor]]:
+def _graph(
+    roots: list[Any], labels: dict[Any, dict[str, Any]]
+) -> tuple[dict[Any, dict[str, Any] | None], list[torch.Tensor]]:
     """Every node reachable from the roots with its label (an unlabelled node inherits the
     label of the node that first reached it: it was made inside that op), and the leaves."""
     seen: dict[Any, dict[str, Any] | None] = {}
@@ -122,8 +143,11 @@ def _graph(roots: list[Any], labels: dict[Any, dict[str, Any]]) -> \
 
 def _parameter_names(entry: Entry) -> dict[int, str]:
     """id(parameter) -> its name, for every module the entry calls into."""
-    modules = [entry.fn, getattr(entry.fn, "__self__", None),
-               getattr(entry.fn, "last_module", None)]
+    modules = [
+        entry.fn,
+        getattr(entry.fn, "__self__", None),
+        getattr(entry.fn, "last_module", None),
+    ]
     names: dict[int, str] = {}
     for module in modules:
         if isinstance(module, torch.nn.Module):
@@ -132,8 +156,7 @@ def _parameter_names(entry: Entry) -> dict[int, str]:
     return names
 
 
-def _backward(entry: Entry, inputs: Sequence[torch.Tensor], repo: str) -> \
-        dict[str, Any] | None:
+def _backward(entry: Entry, inputs: Sequence[torch.Tensor], repo: str) -> dict[str, Any] | None:
     labels = NodeLabels(repo)
     leaves = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
     with torch.enable_grad():
@@ -153,17 +176,20 @@ def _backward(entry: Entry, inputs: Sequence[torch.Tensor], repo: str) -> \
         culprit: list[Any] = []
 
         def watch(node: Any) -> Any:
-            def hook(grad_inputs: tuple[torch.Tensor | None, ...],
-                     grad_outputs: tuple[torch.Tensor | None, ...]) -> None:
+            def hook(
+                grad_inputs: tuple[torch.Tensor | None, ...],
+                grad_outputs: tuple[torch.Tensor | None, ...],
+            ) -> None:
                 if not culprit and _finite(grad_outputs) and not _finite(grad_inputs):
                     culprit.append(node)
+
             return hook
 
-        handles = [node.register_hook(watch(node)) for node in nodes
-                   if not hasattr(node, "variable")]
+        handles = [
+            node.register_hook(watch(node)) for node in nodes if not hasattr(node, "variable")
+        ]
         try:
-            grads = torch.autograd.grad(total, variables, allow_unused=True) if variables \
-                else ()
+            grads = torch.autograd.grad(total, variables, allow_unused=True) if variables else ()
         except RuntimeError:
             return None
         finally:
@@ -184,16 +210,23 @@ def _backward(entry: Entry, inputs: Sequence[torch.Tensor], repo: str) -> \
         if id(variable) in index:
             bad_inputs.append(names[index[id(variable)]])
         else:
-            bad_parameters.append(parameter_names.get(id(variable),
-                                                      f"<tensor {list(variable.shape)}>"))
-    return {**label, "where": "backward", "node": node.name(),
-            "reaches_inputs": bool(bad_inputs), "inputs": bad_inputs[:MAX_NAMED],
-            "reaches_parameters": bool(bad_parameters),
-            "parameters": sorted(bad_parameters)[:MAX_NAMED]}
+            bad_parameters.append(
+                parameter_names.get(id(variable), f"<tensor {list(variable.shape)}>")
+            )
+    return {
+        **label,
+        "where": "backward",
+        "node": node.name(),
+        "reaches_inputs": bool(bad_inputs),
+        "inputs": bad_inputs[:MAX_NAMED],
+        "reaches_parameters": bool(bad_parameters),
+        "parameters": sorted(bad_parameters)[:MAX_NAMED],
+    }
 
 
-def localise(entry: Entry, inputs: Sequence[torch.Tensor], repo: str,
-             where: str = "forward") -> dict[str, Any] | None:
+def localise(
+    entry: Entry, inputs: Sequence[torch.Tensor], repo: str, where: str = "forward"
+) -> dict[str, Any] | None:
     """Run the trigger once more, watching every op. Forward: the first op that made a
     NaN/Inf, or None when the forward stays finite. `where="backward"` (the search saw the
     failure in the gradient): a forward NaN/Inf still comes first when there is one; else the

@@ -111,8 +111,7 @@ def _tape_id(tensor: Any) -> int | None:
 
 
 def _label(op: str, where: tuple[str, int] | None) -> dict[str, Any]:
-    return {"op": op, "path": where[0] if where else None,
-            "line": where[1] if where else None}
+    return {"op": op, "path": where[0] if where else None, "line": where[1] if where else None}
 
 
 def _gradient_function_frame(frame: FrameType | None) -> FrameType | None:
@@ -141,16 +140,24 @@ class OpWatch:
         self._made_by: dict[int, dict[str, Any]] = {}  # output tape id -> label
         self._read_by: dict[tuple[str, tuple[int | None, ...]], dict[str, Any]] = {}
 
-    def __call__(self, op_type: str, inputs: Any, attrs: Any, outputs: Any,
-                 op_name: Any = None, graph: Any = None) -> None:
+    def __call__(
+        self,
+        op_type: str,
+        inputs: Any,
+        attrs: Any,
+        outputs: Any,
+        op_name: Any = None,
+        graph: Any = None,
+    ) -> None:
         if graph is not None:  # an op created while tracing a tf.function: no values yet
             return None
         with suppress(Exception):  # looking must never change what the code does
             self._see(str(op_type), tuple(inputs or ()), attrs, tuple(outputs or ()))
         return None
 
-    def _see(self, op_type: str, inputs: tuple[Any, ...], attrs: Any,
-             outputs: tuple[Any, ...]) -> None:
+    def _see(
+        self, op_type: str, inputs: tuple[Any, ...], attrs: Any, outputs: tuple[Any, ...]
+    ) -> None:
         if self.mode == "record":
             label = _label(_op_name(op_type), self._frames.find_from(sys._getframe(2)))
             for t in outputs:
@@ -166,8 +173,7 @@ class OpWatch:
         if self.mode == "backward":
             if _finite(before) and not _finite(after):
                 self.culprit = (op_type, self._forward_op(op_type, sys._getframe(2)))
-        elif (not _any_nan(before) and _any_nan(after)) or \
-                (_finite(before) and not _finite(after)):
+        elif (not _any_nan(before) and _any_nan(after)) or (_finite(before) and not _finite(after)):
             where = self._frames.find_from(sys._getframe(2))
             self.found = {**_label(_op_name(op_type), where), "where": "forward"}
 
@@ -224,16 +230,18 @@ def _variables(entry: Entry) -> list[Any]:
 
 def _variable_name(variable: Any) -> str:
     """Keras 3's `path` ("centred/proj"), else the TensorFlow name ("centred/proj:0")."""
-    return str(getattr(variable, "path", None) or getattr(variable, "name", None)
-               or f"<variable {list(getattr(variable, 'shape', []))}>")
+    return str(
+        getattr(variable, "path", None)
+        or getattr(variable, "name", None)
+        or f"<variable {list(getattr(variable, 'shape', []))}>"
+    )
 
 
 def _gradient_values(grad: Any) -> Any:
     return getattr(grad, "values", grad)  # IndexedSlices (a gather's gradient): its values
 
 
-def _backward(entry: Entry, inputs: Sequence[torch.Tensor], repo: str) -> \
-        dict[str, Any] | None:
+def _backward(entry: Entry, inputs: Sequence[torch.Tensor], repo: str) -> dict[str, Any] | None:
     import tensorflow as tf
 
     watch = OpWatch(repo, mode="record")
@@ -247,8 +255,9 @@ def _backward(entry: Entry, inputs: Sequence[torch.Tensor], repo: str) -> \
                 out = entry.call(tensors)
             except Exception:  # the trigger may make the code raise: nothing more to say
                 return None
-            outputs = [o for o in tf.nest.flatten(out)
-                       if isinstance(o, tf.Tensor) and o.dtype.is_floating]
+            outputs = [
+                o for o in tf.nest.flatten(out) if isinstance(o, tf.Tensor) and o.dtype.is_floating
+            ]
             chosen = [o for o in outputs if _finite(_arrays([o]))] or outputs
             if not chosen:
                 return None
@@ -266,15 +275,25 @@ def _backward(entry: Entry, inputs: Sequence[torch.Tensor], repo: str) -> \
     node, label = watch.culprit
     names = input_names(entry, len(tensors))
     index = {id(t): i for i, t in enumerate(tensors)}
-    bad_inputs = [names[index[id(t)]] for t, g in zip(watched, grads, strict=False)
-                  if g is not None and not _finite(_arrays([_gradient_values(g)]))]
-    bad_parameters = [_variable_name(v) for v, g in zip(variables, grads[len(watched):],
-                                                        strict=True)
-                      if g is not None and not _finite(_arrays([_gradient_values(g)]))]
-    return {**label, "where": "backward", "node": node,
-            "reaches_inputs": bool(bad_inputs), "inputs": bad_inputs[:MAX_NAMED],
-            "reaches_parameters": bool(bad_parameters),
-            "parameters": sorted(bad_parameters)[:MAX_NAMED]}
+    bad_inputs = [
+        names[index[id(t)]]
+        for t, g in zip(watched, grads, strict=False)
+        if g is not None and not _finite(_arrays([_gradient_values(g)]))
+    ]
+    bad_parameters = [
+        _variable_name(v)
+        for v, g in zip(variables, grads[len(watched) :], strict=True)
+        if g is not None and not _finite(_arrays([_gradient_values(g)]))
+    ]
+    return {
+        **label,
+        "where": "backward",
+        "node": node,
+        "reaches_inputs": bool(bad_inputs),
+        "inputs": bad_inputs[:MAX_NAMED],
+        "reaches_parameters": bool(bad_parameters),
+        "parameters": sorted(bad_parameters)[:MAX_NAMED],
+    }
 
 
 @contextmanager
@@ -290,8 +309,9 @@ def functions_run(eagerly: bool) -> Iterator[None]:
         tf.config.run_functions_eagerly(before)
 
 
-def localise_tf(entry: Entry, inputs: Sequence[torch.Tensor], repo: str,
-                where: str = "forward") -> dict[str, Any] | None:
+def localise_tf(
+    entry: Entry, inputs: Sequence[torch.Tensor], repo: str, where: str = "forward"
+) -> dict[str, Any] | None:
     """`localise` for a TensorFlow entry: the same result, the same keys. Replayed with the
     `tf.function`s run eagerly, then (when that replay found nothing) as compiled."""
     found = None
@@ -304,8 +324,9 @@ def localise_tf(entry: Entry, inputs: Sequence[torch.Tensor], repo: str,
     return found
 
 
-def _replay(entry: Entry, inputs: Sequence[torch.Tensor], repo: str,
-            where: str) -> dict[str, Any] | None:
+def _replay(
+    entry: Entry, inputs: Sequence[torch.Tensor], repo: str, where: str
+) -> dict[str, Any] | None:
     try:
         tensors = _to_tf(inputs)
     except Exception:  # no TensorFlow, or an input it cannot take

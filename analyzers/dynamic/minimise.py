@@ -18,17 +18,24 @@ def base_value(spec: InputSpec) -> float:
     return 0.0 if spec.lo <= 0 <= spec.hi else spec.lo
 
 
-def minimise(inputs: list[torch.Tensor], specs: list[InputSpec],
-             still_fails: Callable[[list[torch.Tensor]], bool], budget: int = 300) -> \
-        list[torch.Tensor]:
+def minimise(
+    inputs: list[torch.Tensor],
+    specs: list[InputSpec],
+    still_fails: Callable[[list[torch.Tensor]], bool],
+    budget: int = 300,
+) -> list[torch.Tensor]:
     """ddmin over elements: reset chunks to the base value while the trigger persists."""
     bases = [torch.full_like(x, base_value(spec)) for x, spec in zip(inputs, specs, strict=True)]
     return minimise_toward(inputs, bases, still_fails, budget)
 
 
-def minimise_toward(inputs: list[torch.Tensor], bases: Sequence[torch.Tensor | None],
-                    still_fails: Callable[[list[torch.Tensor]], bool], budget: int,
-                    seconds: float = math.inf) -> list[torch.Tensor]:
+def minimise_toward(
+    inputs: list[torch.Tensor],
+    bases: Sequence[torch.Tensor | None],
+    still_fails: Callable[[list[torch.Tensor]], bool],
+    budget: int,
+    seconds: float = math.inf,
+) -> list[torch.Tensor]:
     """ddmin over elements: chunks of each input go back to its base (same shape; None: the
     input is left as it is) while the trigger persists, within `budget` trials and `seconds`."""
     current = [x.detach().clone() for x in inputs]
@@ -41,8 +48,9 @@ def minimise_toward(inputs: list[torch.Tensor], bases: Sequence[torch.Tensor | N
         if base is None:
             continue
         natural = base.detach().reshape(-1).to(current[which].dtype)
-        differing = [int(i) for i in
-                     torch.nonzero(current[which].reshape(-1) != natural).reshape(-1)]
+        differing = [
+            int(i) for i in torch.nonzero(current[which].reshape(-1) != natural).reshape(-1)
+        ]
         chunks = 2
         while differing and not exhausted():
             size = max(1, len(differing) // chunks)
@@ -50,7 +58,7 @@ def minimise_toward(inputs: list[torch.Tensor], bases: Sequence[torch.Tensor | N
             for start in range(0, len(differing), size):
                 if exhausted():
                     break
-                chunk = differing[start:start + size]
+                chunk = differing[start : start + size]
                 trial = [x.clone() for x in current]
                 flat = trial[which].reshape(-1)
                 flat[chunk] = natural[chunk]

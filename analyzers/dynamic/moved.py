@@ -58,8 +58,10 @@ def lines(names: Sequence[str]) -> list[str]:
     MOVED)."""
     if not names:
         return []
-    out = [f"# the code uses names its framework has since moved: {', '.join(names)}; each is "
-           "bound to the same function under its new name"]
+    out = [
+        f"# the code uses names its framework has since moved: {', '.join(names)}; each is "
+        "bound to the same function under its new name"
+    ]
     for name in names:
         place = MOVED[name].rpartition(".")[0]
         out += [f"import {place}", f"{name} = {MOVED[name]}"]

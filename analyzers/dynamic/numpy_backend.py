@@ -71,8 +71,9 @@ def plain(value: Any) -> Any:
 
 
 def _floating(value: Any) -> bool:
-    return isinstance(value, np.ndarray | np.floating) and \
-        np.issubdtype(np.asarray(value).dtype, np.floating)
+    return isinstance(value, np.ndarray | np.floating) and np.issubdtype(
+        np.asarray(value).dtype, np.floating
+    )
 
 
 def finite(value: Any) -> bool:
@@ -118,18 +119,20 @@ class NumpyProbe:
     def __post_init__(self) -> None:
         self._watch = LineWatch(self.path, self.lines)
 
-    def _wrap(self, original: Callable[..., Any], operand_at: int,
-              name: str) -> Callable[..., Any]:
+    def _wrap(self, original: Callable[..., Any], operand_at: int, name: str) -> Callable[..., Any]:
         probe = self
 
         def watched(*args: Any, **kwargs: Any) -> Any:
             operand = args[operand_at] if operand_at < len(args) else None
-            if not isinstance(operand, np.ndarray | np.generic | float | int) \
-                    or not probe._watch.caller_on_line():
+            if (
+                not isinstance(operand, np.ndarray | np.generic | float | int)
+                or not probe._watch.caller_on_line()
+            ):
                 return original(*args, **kwargs)
             out = original(*args, **kwargs)
-            probe.hits.append(NumpyHit(np.asarray(operand), out,
-                                       call_site(probe.op, name, args, kwargs)))
+            probe.hits.append(
+                NumpyHit(np.asarray(operand), out, call_site(probe.op, name, args, kwargs))
+            )
             return out
 
         return watched
@@ -145,12 +148,22 @@ class NumpyProbe:
 def _torch_hit(hit: NumpyHit) -> Hit:
     from dataclasses import replace
 
-    return Hit(hit.call.func_name, to_torch(hit.operand), to_torch(hit.output),
-               replace(hit.call, others=tuple(to_torch(o) for o in hit.call.others)))
+    return Hit(
+        hit.call.func_name,
+        to_torch(hit.operand),
+        to_torch(hit.output),
+        replace(hit.call, others=tuple(to_torch(o) for o in hit.call.others)),
+    )
 
 
-def evaluate_numpy(probe: NumpyProbe, entry: Entry, op: str, dtype: str,
-                   inputs: list[torch.Tensor], chunks: int = 1) -> Evaluation:
+def evaluate_numpy(
+    probe: NumpyProbe,
+    entry: Entry,
+    op: str,
+    dtype: str,
+    inputs: list[torch.Tensor],
+    chunks: int = 1,
+) -> Evaluation:
     """One run of a NumPy entry under the probe, its floating-point flags recorded;
     gradient-free: `grads` stays empty, and only forward failures count."""
     probe.hits.clear()
@@ -166,8 +179,12 @@ def evaluate_numpy(probe: NumpyProbe, entry: Entry, op: str, dtype: str,
             return Evaluation(error=f"{type(exc).__name__}: {exc}")
         # past the op: its flag, raised in the reproducer, stops the run before this error
         raised = True
-    kept = not raised and bool(inputs) and inputs[0].dim() >= 1 and keeps_rows(
-        to_torch(output), inputs[0].shape[0])
+    kept = (
+        not raised
+        and bool(inputs)
+        and inputs[0].dim() >= 1
+        and keeps_rows(to_torch(output), inputs[0].shape[0])
+    )
     if not probe.hits:
         return Evaluation(batch_kept=kept)
     result = Evaluation(reached=True, batch_kept=kept)

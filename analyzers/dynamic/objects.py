@@ -72,9 +72,13 @@ class ObjectCall:
             inputs = inputs[taken:]
         count = len(self.init_names)
         owner: Any = self.owner  # as the reproducer makes it: `Owner.__new__(Owner)`
-        instance = owner.__new__(owner) if self.bare else \
-            self.owner(**dict(zip(self.init_names, inputs[:count], strict=True)), **built,
-                       **self.init)
+        instance = (
+            owner.__new__(owner)
+            if self.bare
+            else self.owner(
+                **dict(zip(self.init_names, inputs[:count], strict=True)), **built, **self.init
+            )
+        )
         member = getattr(instance, self.member)
         return member if self.is_property else member(*inputs[count:], **kwargs)
 
@@ -109,27 +113,35 @@ def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
         static = isinstance(attribute, staticmethod)
         # a method's signature without `self`
         target = source if static else functools.partial(source, None)
-        specs, constants, chosen = specs_from_signature(target, None, allow_empty=True,
-                                                        uses=parameter_uses(source))
-        names = positional_names(source)[0 if static else 1:]
+        specs, constants, chosen = specs_from_signature(
+            target, None, allow_empty=True, uses=parameter_uses(source)
+        )
+        names = positional_names(source)[0 if static else 1 :]
         if not static and specs and not reads_self(function) and not reads_self(source):
-            return ObjectInputs(ObjectCall(owner, member, (), bare=True), specs, constants,
-                                chosen, names[:len(specs)])
+            return ObjectInputs(
+                ObjectCall(owner, member, (), bare=True),
+                specs,
+                constants,
+                chosen,
+                names[: len(specs)],
+            )
     required, optional, init = _constructor(owner)
     candidates = part_candidates(owner, required)  # objects the constructor checks for
     required = [name for name in required if name not in candidates]
     first: Exception | None = None  # the error of the plainest try, the one worth reading
     for parts, extra in itertools.product(
-            itertools.islice(itertools.product(*candidates.values()), MAX_PART_TRIALS),
-            [None, *optional[:MAX_OPTIONAL]]):
+        itertools.islice(itertools.product(*candidates.values()), MAX_PART_TRIALS),
+        [None, *optional[:MAX_OPTIONAL]],
+    ):
         init_names = (*required, *([extra] if extra else []))
         part_names = [n for part in parts for n in part.input_names()]
         if not init_names and not specs and not part_names:
             continue
-        call = ObjectCall(owner, member, tuple(init_names), init, is_property,
-                          parts=tuple(parts))
-        shapes = itertools.islice(itertools.product(
-            CONSTRUCTOR_SHAPES, repeat=len(part_names) + len(init_names)), MAX_SHAPE_TRIALS)
+        call = ObjectCall(owner, member, tuple(init_names), init, is_property, parts=tuple(parts))
+        shapes = itertools.islice(
+            itertools.product(CONSTRUCTOR_SHAPES, repeat=len(part_names) + len(init_names)),
+            MAX_SHAPE_TRIALS,
+        )
         for combination in shapes:
             init_specs = [default_spec(shape) for shape in combination]
             try:
@@ -138,14 +150,23 @@ def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
                 first = first or exc
                 continue
             init_specs = _signs_accepted(call, init_specs, specs, constants, framework)
-            return ObjectInputs(call, [*init_specs, *specs], constants, chosen,
-                                [*part_names, *init_names, *names[:len(specs)]])
+            return ObjectInputs(
+                call,
+                [*init_specs, *specs],
+                constants,
+                chosen,
+                [*part_names, *init_names, *names[: len(specs)]],
+            )
     if first is None:
-        raise EntryError(f"{owner.__name__}.{member} takes no tensor and its constructor "
-                         "none either; configure an entry")
-    raise EntryError(f"{owner.__name__} could not be built and its {member} called from their "
-                     f"signatures ({type(first).__name__}: {str(first)[:160]}); configure an "
-                     "entry with `init`")
+        raise EntryError(
+            f"{owner.__name__}.{member} takes no tensor and its constructor "
+            "none either; configure an entry"
+        )
+    raise EntryError(
+        f"{owner.__name__} could not be built and its {member} called from their "
+        f"signatures ({type(first).__name__}: {str(first)[:160]}); configure an "
+        "entry with `init`"
+    )
 
 
 def _constructor(owner: type) -> tuple[list[str], list[str], dict[str, Any]]:
@@ -164,33 +185,52 @@ def _constructor(owner: type) -> tuple[list[str], list[str], dict[str, Any]]:
         text = annotation_text(param)
         tensor = bool(TENSOR_HINT.search(text))
         if param.default is inspect.Parameter.empty and (
-                tensor or (not text and param.name not in sized)):
+            tensor or (not text and param.name not in sized)
+        ):
             required.append(param.name)
         elif param.default is None and (tensor or not text):
             optional.append(param.name)
     init = {k: v for k, v in sized.items() if k not in required}
-    missing = [p.name for p in signature.parameters.values()
-               if p.default is inspect.Parameter.empty and p.name not in required
-               and p.name not in init and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    missing = [
+        p.name
+        for p in signature.parameters.values()
+        if p.default is inspect.Parameter.empty
+        and p.name not in required
+        and p.name not in init
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
     if missing:
-        raise EntryError(f"{owner.__name__}() needs {', '.join(missing)}; configure an entry "
-                         "with `init`")
+        raise EntryError(
+            f"{owner.__name__}() needs {', '.join(missing)}; configure an entry with `init`"
+        )
     return required, optional, init
 
 
-def _trial(call: ObjectCall, specs: Sequence[InputSpec], constants: dict[str, Any],
-           framework: str, negative: int | None = None) -> None:
+def _trial(
+    call: ObjectCall,
+    specs: Sequence[InputSpec],
+    constants: dict[str, Any],
+    framework: str,
+    negative: int | None = None,
+) -> None:
     """One call on normal values (0.5 to 1.5; the input at `negative` negated); raises
     whatever the code raises."""
     generator = torch.Generator().manual_seed(0)
-    inputs = [(-1.0 if i == negative else 1.0)
-              * (0.5 + torch.rand(spec.shape, generator=generator, dtype=torch.float64))
-              for i, spec in enumerate(specs)]
+    inputs = [
+        (-1.0 if i == negative else 1.0)
+        * (0.5 + torch.rand(spec.shape, generator=generator, dtype=torch.float64))
+        for i, spec in enumerate(specs)
+    ]
     call(*(_native(x.float(), framework) for x in inputs), **constants)
 
 
-def _signs_accepted(call: ObjectCall, init_specs: list[InputSpec], specs: list[InputSpec],
-                    constants: dict[str, Any], framework: str) -> list[InputSpec]:
+def _signs_accepted(
+    call: ObjectCall,
+    init_specs: list[InputSpec],
+    specs: list[InputSpec],
+    constants: dict[str, Any],
+    framework: str,
+) -> list[InputSpec]:
     """A constructor input that the object refuses when negative (a scale checked against
     `constraints.positive`) is searched over the non-negative half of its box: a draw the
     validation rejects tells the search nothing, and the code's users cannot pass it."""

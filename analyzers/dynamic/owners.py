@@ -13,8 +13,10 @@ from typing import Any
 from analyzers.catalogue import CATALOGUE
 
 # The operators of an array type that are an op: `a / b`, `b.__rtruediv__(a)`, `a ** p`.
-OPERATORS = {"div": ("__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__"),
-             "pow": ("__pow__",)}
+OPERATORS = {
+    "div": ("__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__"),
+    "pow": ("__pow__",),
+}
 REVERSED = frozenset({"__rtruediv__", "__rfloordiv__"})
 
 Patched = list[tuple[Any, str, Any]]  # (owner, attribute, the original), in patching order
@@ -57,7 +59,7 @@ def owners(qualname: str) -> Iterator[tuple[Any, str]]:
     module_path, _, attr = qualname.rpartition(".")
     candidates = [module_path]
     if module_path == "tensorflow" or module_path.startswith("tensorflow."):
-        rest = module_path[len("tensorflow"):]
+        rest = module_path[len("tensorflow") :]
         candidates.append("tensorflow.compat.v1" + rest)
     for path in candidates:
         owner = _resolve(path)
@@ -68,8 +70,12 @@ def owners(qualname: str) -> Iterator[tuple[Any, str]]:
         # where the framework itself looks the function up (math_ops.sqrt for tf.norm)
         home = sys.modules.get(getattr(function, "__module__", None) or "")
         name = getattr(function, "__name__", "")
-        if home is not None and home is not owner and name \
-                and getattr(home, name, None) is function:
+        if (
+            home is not None
+            and home is not owner
+            and name
+            and getattr(home, name, None) is function
+        ):
             yield home, name
 
 

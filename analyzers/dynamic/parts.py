@@ -54,10 +54,10 @@ def part_candidates(owner: type, required: list[str]) -> dict[str, list[ObjectPa
     for name, expression in isinstance_checks(init).items():
         if name not in required:
             continue
-        classes = [c for c in _classes(_resolve(expression, owner, init))
-                   if _same_package(c, owner)]
-        parts = [part for c in classes[:MAX_CANDIDATES]
-                 if (part := _part(name, c)) is not None]
+        classes = [
+            c for c in _classes(_resolve(expression, owner, init)) if _same_package(c, owner)
+        ]
+        parts = [part for c in classes[:MAX_CANDIDATES] if (part := _part(name, c)) is not None]
         if parts:
             found[name] = parts
     return found
@@ -115,5 +115,6 @@ def _classes(value: Any) -> list[type]:
 
 
 def _same_package(cls: type, owner: type) -> bool:
-    return cls.__module__.split(".")[0] == owner.__module__.split(".")[0] \
-        and not inspect.isabstract(cls)
+    return cls.__module__.split(".")[0] == owner.__module__.split(".")[
+        0
+    ] and not inspect.isabstract(cls)

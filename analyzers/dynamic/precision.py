@@ -75,8 +75,9 @@ def precisions_to_try(declared: Sequence[str]) -> list[str]:
     return list(dict.fromkeys([*declared, *LOW_PRECISIONS]))
 
 
-def float32_verdict(entry: Entry, path: str, lines: frozenset[int], op: str,
-                    inputs: Sequence[torch.Tensor]) -> Float32Verdict | None:
+def float32_verdict(
+    entry: Entry, path: str, lines: frozenset[int], op: str, inputs: Sequence[torch.Tensor]
+) -> Float32Verdict | None:
     """What the op makes of `inputs` in float32: "finite" (a precision finding), "fails" (a
     float32 bug too), "unreached" or "error"; None where no faithful float32 twin exists."""
     twin = entry.in_dtype("float32")
@@ -90,8 +91,9 @@ def float32_verdict(entry: Entry, path: str, lines: frozenset[int], op: str,
     return "fails" if evaluation.forward or evaluation.backward else "finite"
 
 
-def differential(entry: Entry, path: str, lines: frozenset[int], op: str,
-                 inputs: Sequence[torch.Tensor]) -> dict[str, Any] | None:
+def differential(
+    entry: Entry, path: str, lines: frozenset[int], op: str, inputs: Sequence[torch.Tensor]
+) -> dict[str, Any] | None:
     """The precision block of a trigger found in low precision, or None for a float32 one
     or one without a float32 twin."""
     if entry.dtype not in LOW_PRECISIONS:
@@ -99,13 +101,19 @@ def differential(entry: Entry, path: str, lines: frozenset[int], op: str,
     verdict = float32_verdict(entry, path, lines, op, inputs)
     if verdict is None:
         return None
-    mode = "cast" if not entry.autocast else \
-        "policy" if entry.framework == "tensorflow" else "autocast"
+    mode = (
+        "cast"
+        if not entry.autocast
+        else "policy"
+        if entry.framework == "tensorflow"
+        else "autocast"
+    )
     return {"dtype": entry.dtype, "mode": mode, "float32": verdict}
 
 
-def mark_precision(entry: Entry, path: str, lines: frozenset[int], op: str,
-                   inputs: Sequence[torch.Tensor]) -> dict[str, Any] | None:
+def mark_precision(
+    entry: Entry, path: str, lines: frozenset[int], op: str, inputs: Sequence[torch.Tensor]
+) -> dict[str, Any] | None:
     """`differential`, and a precision finding's entry marked so that its reproducer checks
     float32 first (`Entry.float32_reference`)."""
     block = differential(entry, path, lines, op, inputs)
@@ -126,19 +134,29 @@ class LowPrecisionSearch:
     seconds: float = 0.0
 
 
-def low_precision_search(entry: Entry, path: str, lines: frozenset[int], op: str, seed: int,
-                         budget: Budget, require_visible: bool, dtypes: Sequence[str]
-                         ) -> LowPrecisionSearch:
+def low_precision_search(
+    entry: Entry,
+    path: str,
+    lines: frozenset[int],
+    op: str,
+    seed: int,
+    budget: Budget,
+    require_visible: bool,
+    dtypes: Sequence[str],
+) -> LowPrecisionSearch:
     """A float32 entry searched again under autocast in each of `dtypes`, the budget shared
     equally, until one triggers."""
-    twins = [(dtype, twin) for dtype in dtypes
-             if (twin := entry.under_autocast(dtype)) is not None]
+    twins = [(dtype, twin) for dtype in dtypes if (twin := entry.under_autocast(dtype)) is not None]
     done = LowPrecisionSearch(None, [])
     for dtype, twin in twins:
-        share = dataclasses.replace(budget, seconds=budget.seconds / len(twins),
-                                    evaluations=max(budget.evaluations // len(twins), 1))
-        stage, outcome, searcher = staged_search(twin, path, lines, op, seed, share,
-                                                 require_visible)
+        share = dataclasses.replace(
+            budget,
+            seconds=budget.seconds / len(twins),
+            evaluations=max(budget.evaluations // len(twins), 1),
+        )
+        stage, outcome, searcher = staged_search(
+            twin, path, lines, op, seed, share, require_visible
+        )
         done.searched.append(dtype)
         outcome.evaluations += done.evaluations
         outcome.seconds += done.seconds

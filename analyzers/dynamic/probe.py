@@ -36,8 +36,9 @@ class Hit:
     def float_operands(self) -> list[torch.Tensor]:
         """The operand and the other float tensors the op reads (atan2's x): the op's local
         derivative is checked with respect to each."""
-        others = [t for t in self.call.others
-                  if isinstance(t, torch.Tensor) and t.is_floating_point()]
+        others = [
+            t for t in self.call.others if isinstance(t, torch.Tensor) and t.is_floating_point()
+        ]
         return [self.operand] + [t for t in others if t is not self.operand]
 
 
@@ -89,18 +90,23 @@ class OpProbe(TorchFunctionMode):
         self._names = op_names(op)
         self._watch = LineWatch(path, lines)
 
-    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
-                           kwargs: dict[str, Any] | None = None) -> Any:
+    def __torch_function__(
+        self,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = getattr(func, "__name__", "")
         if name in self._names and self._watch.caller_on_line():
             operand = operand_of(self.op, name, args, kwargs)
             if isinstance(operand, torch.Tensor) and (
-                    isinstance(out, torch.Tensor) or (isinstance(out, tuple) and tensors_in(out))):
+                isinstance(out, torch.Tensor) or (isinstance(out, tuple) and tensors_in(out))
+            ):
                 # tuples: eigh, svd and slogdet return several tensors
-                self.hits.append(Hit(name, operand, out,
-                                     call_site(self.op, name, args, kwargs)))
+                self.hits.append(Hit(name, operand, out, call_site(self.op, name, args, kwargs)))
         return out
 
     def reset(self) -> None:

@@ -48,31 +48,53 @@ def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) ->
     parts = qualname.split(".")
     names = _names(entry, len(inputs))
     out: dict[str, Any] = {
-        "kind": "entry", "module": module, "qualname": qualname,
-        "framework": entry.framework, "device": entry.device, "dtype": entry.dtype,
-        "autocast": entry.autocast, "seed": seed, "loading": entry.loading,
-        "loading_why": entry.loading_why, "stand_ins": list(entry.stand_ins),
+        "kind": "entry",
+        "module": module,
+        "qualname": qualname,
+        "framework": entry.framework,
+        "device": entry.device,
+        "dtype": entry.dtype,
+        "autocast": entry.autocast,
+        "seed": seed,
+        "loading": entry.loading,
+        "loading_why": entry.loading_why,
+        "stand_ins": list(entry.stand_ins),
         "script_dirs": list(getattr(entry, "script_dirs", ())),
         "moved": list(getattr(entry, "moved", ())),
-        "constructed": bool(entry.is_method or entry.init
-                            or (len(parts) == 1 and not _is_function(entry))),
+        "constructed": bool(
+            entry.is_method or entry.init or (len(parts) == 1 and not _is_function(entry))
+        ),
         "rebuild": None if rebuild is None else rebuild.plan(),
-        "init": encode_keywords(entry.init), "weights": weights,
-        "inputs": [{"name": name, "tensor": layout(x, spec)}
-                   for name, x, spec in zip(names, inputs, entry.specs, strict=True)],
+        "init": encode_keywords(entry.init),
+        "weights": weights,
+        "inputs": [
+            {"name": name, "tensor": layout(x, spec)}
+            for name, x, spec in zip(names, inputs, entry.specs, strict=True)
+        ],
         "passed": encode_keywords(entry.passed),
-        "object": None, "template": None, "template_kwargs": [],
+        "object": None,
+        "template": None,
+        "template_kwargs": [],
         "copies_inputs": entry.copies_inputs,
         "float32_reference": entry.float32_reference,
     }
     if isinstance(entry.fn, ObjectCall):  # built from the first inputs, then its member
-        out["object"] = {"init_names": list(entry.fn.init_names),
-                         "init": encode_keywords(entry.fn.init), "member": entry.fn.member,
-                         "property": entry.fn.is_property, "bare": entry.fn.bare,
-                         "parts": [{"name": part.name, "module": part.owner.__module__,
-                                    "qualname": part.owner.__qualname__,
-                                    "init_names": list(part.init_names)}
-                                   for part in entry.fn.parts]}
+        out["object"] = {
+            "init_names": list(entry.fn.init_names),
+            "init": encode_keywords(entry.fn.init),
+            "member": entry.fn.member,
+            "property": entry.fn.is_property,
+            "bare": entry.fn.bare,
+            "parts": [
+                {
+                    "name": part.name,
+                    "module": part.owner.__module__,
+                    "qualname": part.owner.__qualname__,
+                    "init_names": list(part.init_names),
+                }
+                for part in entry.fn.parts
+            ],
+        }
     if entry.template is not None:
         out["template"] = [_slot(slot) for slot in entry.template]
         out["template_kwargs"] = encode_keywords(entry.template_kwargs)
@@ -85,8 +107,13 @@ def _slot(slot: Any) -> dict[str, Any]:
         return {"searched": True}
     if isinstance(slot, torch.Tensor):
         dtype = str(slot.dtype).replace("torch.", "")
-        spec = InputSpec(dtype, tuple(slot.shape), float(slot.min()) if slot.numel() else 0,
-                         float(slot.max()) if slot.numel() else 0, "observed")
+        spec = InputSpec(
+            dtype,
+            tuple(slot.shape),
+            float(slot.min()) if slot.numel() else 0,
+            float(slot.max()) if slot.numel() else 0,
+            "observed",
+        )
         return {"tensor": layout(slot, spec)}
     return {"value": encode_value(slot)}
 

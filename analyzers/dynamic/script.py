@@ -70,21 +70,42 @@ VALUE_KINDS = ("data", "random")
 # torch (and numpy when the script uses it): the reproducer carries a copy of their source,
 # so it substitutes exactly as the search did.
 
-RANDOM_DRAWS = frozenset({
-    "rand", "randn", "rand_like", "randn_like", "normal", "bernoulli", "poisson",
-    "uniform_", "normal_", "bernoulli_", "exponential_", "log_normal_", "cauchy_",
-    "geometric_", "random_", "randint", "randint_like", "randperm", "multinomial",
-})
+RANDOM_DRAWS = frozenset(
+    {
+        "rand",
+        "randn",
+        "rand_like",
+        "randn_like",
+        "normal",
+        "bernoulli",
+        "poisson",
+        "uniform_",
+        "normal_",
+        "bernoulli_",
+        "exponential_",
+        "log_normal_",
+        "cauchy_",
+        "geometric_",
+        "random_",
+        "randint",
+        "randint_like",
+        "randperm",
+        "multinomial",
+    }
+)
 BUILT = frozenset({"tensor", "as_tensor"})  # torch functions that make a tensor of data
 # the legacy constructors a tutorial builds its data with, `torch.FloatTensor(list)`: no
 # torch function of theirs reaches a TorchFunctionMode, so the run wraps them (`_Built`)
 BUILT_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor")
+
+
 class ExternalValues(CallSites, TorchFunctionMode):
     """Intercepts external values at their call sites and watches one op on given lines:
     PyTorch's draws and DataLoader batches, numpy's draws."""
 
-    def __init__(self, root: str, watch_path: str, watch_lines: Any, watch_names: Any,
-                 on_value: Any) -> None:
+    def __init__(
+        self, root: str, watch_path: str, watch_lines: Any, watch_names: Any, on_value: Any
+    ) -> None:
         TorchFunctionMode.__init__(self)
         CallSites.__init__(self, root, watch_path, watch_lines, on_value)
         self.watch_names = frozenset(watch_names)
@@ -95,8 +116,11 @@ class ExternalValues(CallSites, TorchFunctionMode):
         return out
 
     def _substituted(self, natural: Any, value: Any, in_place: bool) -> Any:
-        if value is natural or not isinstance(value, torch.Tensor) \
-                or tuple(value.shape) != tuple(natural.shape):
+        if (
+            value is natural
+            or not isinstance(value, torch.Tensor)
+            or tuple(value.shape) != tuple(natural.shape)
+        ):
             return natural
         value = value.to(dtype=natural.dtype, device=natural.device)
         if in_place:  # x.uniform_(): the script holds x itself
@@ -116,8 +140,7 @@ class ExternalValues(CallSites, TorchFunctionMode):
             return self._put(value, self.on_value(label, value), False)
         return None
 
-    def __torch_function__(self, func: Any, types: Any, args: Any = (),
-                           kwargs: Any = None) -> Any:
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         self._expire()
         caller = sys._getframe(1)
@@ -146,8 +169,13 @@ class ExternalValues(CallSites, TorchFunctionMode):
         """A tensor of data the repository's code built (`torch.tensor(list)`) from
         `made_of`, substituted where it is a float tensor with at least one dimension made of
         something else than a value the run handed out already."""
-        if self.ran or not isinstance(out, torch.Tensor) or not out.is_floating_point() \
-                or out.dim() == 0 or any(made_of is value for value in self.handed):
+        if (
+            self.ran
+            or not isinstance(out, torch.Tensor)
+            or not out.is_floating_point()
+            or out.dim() == 0
+            or any(made_of is value for value in self.handed)
+        ):
             return out
         site = self._site(caller, walk=False)
         if site is None:
@@ -183,8 +211,11 @@ class ExternalValues(CallSites, TorchFunctionMode):
         tensor = torch.from_numpy(array.copy())
         value = self.on_value(label, tensor)
         out = natural
-        if value is not tensor and isinstance(value, torch.Tensor) \
-                and tuple(value.shape) == array.shape:
+        if (
+            value is not tensor
+            and isinstance(value, torch.Tensor)
+            and tuple(value.shape) == array.shape
+        ):
             out = value.detach().cpu().numpy().astype(array.dtype)
             out = out if isinstance(natural, numpy.ndarray) else out.item()
         self.handed.append(out)
@@ -289,11 +320,12 @@ class ScriptConfig:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ScriptConfig:
-        return cls(script_argv(data["command"]),
-                   float(data.get("run_seconds", DEFAULT_RUN_SECONDS)),
-                   int(data.get("max_values", DEFAULT_MAX_VALUES)),
-                   {str(k): (float(v[0]), float(v[1]))
-                    for k, v in dict(data.get("bounds", {})).items()})
+        return cls(
+            script_argv(data["command"]),
+            float(data.get("run_seconds", DEFAULT_RUN_SECONDS)),
+            int(data.get("max_values", DEFAULT_MAX_VALUES)),
+            {str(k): (float(v[0]), float(v[1])) for k, v in dict(data.get("bounds", {})).items()},
+        )
 
     def bounds_for(self, label: str) -> tuple[float, float] | None:
         """The configured box of a value: by its site (`train.py:41`), else by its kind."""
@@ -332,8 +364,13 @@ def _run_limit(seconds: float) -> Iterator[None]:
     deferred: list[bool] = []
 
     def expire(signum: int, frame: Any) -> None:
-        outer = outer_handler if outer_left and callable(outer_handler) and \
-            time.monotonic() - started >= outer_left - 0.01 else None
+        outer = (
+            outer_handler
+            if outer_left
+            and callable(outer_handler)
+            and time.monotonic() - started >= outer_left - 0.01
+            else None
+        )
 
         def ending() -> None:
             if outer is not None:
@@ -348,8 +385,7 @@ def _run_limit(seconds: float) -> Iterator[None]:
         ending()
 
     signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, min(seconds, outer_left) if outer_left else seconds,
-                     1.0)
+    signal.setitimer(signal.ITIMER_REAL, min(seconds, outer_left) if outer_left else seconds, 1.0)
     try:
         yield
     finally:
@@ -357,8 +393,9 @@ def _run_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, outer_handler)
         if outer_left:  # the finding's deadline goes on (if it already fired: fires again)
             left = outer_left - (time.monotonic() - started)
-            signal.setitimer(signal.ITIMER_REAL, left if left > 0 else outer_interval or 0.001,
-                             outer_interval)
+            signal.setitimer(
+                signal.ITIMER_REAL, left if left > 0 else outer_interval or 0.001, outer_interval
+            )
 
 
 class _Tail(io.TextIOBase):
@@ -372,7 +409,7 @@ class _Tail(io.TextIOBase):
         return True
 
     def write(self, text: str) -> int:
-        self.text = (self.text + text)[-self.keep:]
+        self.text = (self.text + text)[-self.keep :]
         return len(text)
 
 
@@ -388,9 +425,18 @@ class ScriptRun:
     empty when the script ended without reaching the line): what the op's NaN reaches on the
     line, and what a fix is compared on, the op removed or not."""
 
-    def __init__(self, repo: Path, config: ScriptConfig, path: str, lines: frozenset[int],
-                 op: str, seed: int, shadows: Path | None = None,
-                 framework: str = "torch", steps: int = 1) -> None:
+    def __init__(
+        self,
+        repo: Path,
+        config: ScriptConfig,
+        path: str,
+        lines: frozenset[int],
+        op: str,
+        seed: int,
+        shadows: Path | None = None,
+        framework: str = "torch",
+        steps: int = 1,
+    ) -> None:
         self.repo = Path(repo).resolve()
         self.steps = steps  # the run ends after this many executions of the op
         self.framework = framework  # "tensorflow": script_tf.TFExternalValues intercepts
@@ -421,11 +467,13 @@ class ScriptRun:
         if self.framework == "tensorflow":
             from analyzers.dynamic.script_tf import TFExternalValues
 
-            mode = TFExternalValues(str(self.repo), str(self.repo / self.path), self.lines,
-                                    self.watched, on_value)
+            mode = TFExternalValues(
+                str(self.repo), str(self.repo / self.path), self.lines, self.watched, on_value
+            )
         else:
-            mode = ExternalValues(str(self.repo), str(self.repo / self.path), self.lines,
-                                  self.names, on_value)
+            mode = ExternalValues(
+                str(self.repo), str(self.repo / self.path), self.lines, self.names, on_value
+            )
         mode.stop_at_line = self.shadows is not None
         mode.stop_after = self.steps
         return mode
@@ -439,40 +487,55 @@ class ScriptRun:
         roots = (self.repo, self.shadows) if self.shadows is not None else ()
         _forget_modules(roots)
         try:
-            with _run_limit(limit), contextlib.redirect_stdout(tail), \
-                    contextlib.redirect_stderr(tail):
+            with (
+                _run_limit(limit),
+                contextlib.redirect_stdout(tail),
+                contextlib.redirect_stderr(tail),
+            ):
                 # the checkout's root and source roots, a patched copy's before the checkout's
-                run_script(str(self.repo), self.config.argv, self.seed, mode,
-                           search_path(self.repo))
+                run_script(
+                    str(self.repo), self.config.argv, self.seed, mode, search_path(self.repo)
+                )
         except ScriptTimeout:
             # past the op (its later steps too slow to reach, or code that no stop rule cut
             # short): what ran is enough
             if mode.ran or mode._done():
                 self.last = mode
                 return mode
-            why = f"run_seconds, times {FIRST_RUN_FACTOR} for the first run, which pays the " \
-                  "imports" if first else "run_seconds"
-            raise ScriptFailed(f"the script did not reach {self.where()} within its per-run "
-                               f"limit of {limit:g} s ({why})") from None
+            why = (
+                f"run_seconds, times {FIRST_RUN_FACTOR} for the first run, which pays the imports"
+                if first
+                else "run_seconds"
+            )
+            raise ScriptFailed(
+                f"the script did not reach {self.where()} within its per-run "
+                f"limit of {limit:g} s ({why})"
+            ) from None
         except SystemExit as exc:
-            raise ScriptFailed(f"the script exited with status {exc.code!r} before reaching "
-                               f"{self.where()}{_said(tail)}") from None
+            raise ScriptFailed(
+                f"the script exited with status {exc.code!r} before reaching "
+                f"{self.where()}{_said(tail)}"
+            ) from None
         except Exception as exc:
-            raise ScriptFailed(f"the script raised {type(exc).__name__}: {exc}"
-                               f"{self._raised_at(exc)} before reaching {self.where()}"
-                               f"{_said(tail)}") from None
+            raise ScriptFailed(
+                f"the script raised {type(exc).__name__}: {exc}"
+                f"{self._raised_at(exc)} before reaching {self.where()}"
+                f"{_said(tail)}"
+            ) from None
         finally:
             _forget_modules(roots)
         self.last = mode
         return mode
 
     def _raised_at(self, exc: BaseException) -> str:
-        frames = [f for f in traceback.extract_tb(exc.__traceback__)
-                  if _inside(f.filename, self.repo)]
+        frames = [
+            f for f in traceback.extract_tb(exc.__traceback__) if _inside(f.filename, self.repo)
+        ]
         if not frames:
             return ""
-        return f" at {Path(frames[-1].filename).resolve().relative_to(self.repo)}:" \
-               f"{frames[-1].lineno}"
+        return (
+            f" at {Path(frames[-1].filename).resolve().relative_to(self.repo)}:{frames[-1].lineno}"
+        )
 
     def __call__(self, *values: Any) -> Any:
         table = dict(zip(self.labels, values, strict=True))
@@ -525,8 +588,17 @@ class ScriptEntry(Entry):
         """The same entry (values, box, labels) running the script in `repo`, a patched copy
         of the repository (the fix stage validates a candidate there)."""
         old = self.script
-        run = ScriptRun(repo, old.config, old.path, old.lines, old.op, old.seed,
-                        shadows=old.repo, framework=old.framework, steps=old.steps)
+        run = ScriptRun(
+            repo,
+            old.config,
+            old.path,
+            old.lines,
+            old.op,
+            old.seed,
+            shadows=old.repo,
+            framework=old.framework,
+            steps=old.steps,
+        )
         run.labels = list(old.labels)
         return replace(self, fn=run)
 
@@ -535,8 +607,17 @@ class ScriptEntry(Entry):
         that needs the weights to move (a sigmoid that saturates once training grew them)
         shows at a later step, and the search steers the values every step sees."""
         old = self.script
-        run = ScriptRun(old.repo, old.config, old.path, old.lines, old.op, old.seed,
-                        shadows=old.shadows, framework=old.framework, steps=steps)
+        run = ScriptRun(
+            old.repo,
+            old.config,
+            old.path,
+            old.lines,
+            old.op,
+            old.seed,
+            shadows=old.shadows,
+            framework=old.framework,
+            steps=steps,
+        )
         run.labels = list(old.labels)
         return replace(self, fn=run)
 
@@ -547,8 +628,15 @@ class ScriptEntry(Entry):
         return boxes
 
 
-def build_script_entry(repo: Path, config: ScriptConfig, path: str, lines: frozenset[int],
-                       op: str, seed: int, framework: str = "torch") -> ScriptEntry:
+def build_script_entry(
+    repo: Path,
+    config: ScriptConfig,
+    path: str,
+    lines: frozenset[int],
+    op: str,
+    seed: int,
+    framework: str = "torch",
+) -> ScriptEntry:
     """Record one run of the script up to the op; its float external values become the
     entry's inputs (kept as torch tensors, TensorFlow's too). EntryError with the reason
     when the script cannot get there."""
@@ -571,26 +659,39 @@ def build_script_entry(repo: Path, config: ScriptConfig, path: str, lines: froze
     except ScriptFailed as exc:
         raise EntryError(f"{command}: {exc}") from None
     if not mode.ran:
-        raise EntryError(f"{command} ran to completion without reaching {runner.where()} "
-                         f"({op} there never ran)")
-    floats = [r for r in recorded if r.value.is_floating_point()
-              and r.value.numel() > 0]
+        raise EntryError(
+            f"{command} ran to completion without reaching {runner.where()} ({op} there never ran)"
+        )
+    floats = [r for r in recorded if r.value.is_floating_point() and r.value.numel() > 0]
     if not floats:
-        raise EntryError(f"{command} reaches {runner.where()}, but no float external value "
-                         "(data batch, random draw) came before it: nothing to search")
-    chosen = floats[-config.max_values:]  # the values nearest the op
+        raise EntryError(
+            f"{command} reaches {runner.where()}, but no float external value "
+            "(data batch, random draw) came before it: nothing to search"
+        )
+    chosen = floats[-config.max_values :]  # the values nearest the op
     specs: list[InputSpec] = []
     for item in chosen:
         configured = config.bounds_for(item.label)
         lo, hi = configured or observed_box(item.value)
-        specs.append(InputSpec(str(item.value.dtype).replace("torch.", ""),
-                               tuple(item.value.shape), lo, hi,
-                               "config" if configured else "observed"))
+        specs.append(
+            InputSpec(
+                str(item.value.dtype).replace("torch.", ""),
+                tuple(item.value.shape),
+                lo,
+                hi,
+                "config" if configured else "observed",
+            )
+        )
     runner.labels = [item.label for item in chosen]
-    return ScriptEntry(f"script: {config.command}", specs, runner, "script",
-                       start=[item.value for item in chosen], framework=framework,
-                       param_names=list(runner.labels))  # localisation names them so
-
+    return ScriptEntry(
+        f"script: {config.command}",
+        specs,
+        runner,
+        "script",
+        start=[item.value for item in chosen],
+        framework=framework,
+        param_names=list(runner.labels),
+    )  # localisation names them so
 
 
 # ---------------------------------------------------------------- minimising and the reproducer
@@ -599,21 +700,27 @@ INLINE_LIMIT = 12  # values with at most this many elements are written out in f
 MAX_POINTS = 64  # beyond this many changed elements the value is written out in full
 
 
-def minimise_script(entry: ScriptEntry, inputs: list[torch.Tensor],
-                    still_fails: Callable[[list[torch.Tensor]], bool], budget: int = 200,
-                    seconds: float = 8.0) -> list[torch.Tensor]:
+def minimise_script(
+    entry: ScriptEntry,
+    inputs: list[torch.Tensor],
+    still_fails: Callable[[list[torch.Tensor]], bool],
+    budget: int = 200,
+    seconds: float = 8.0,
+) -> list[torch.Tensor]:
     """ddmin toward the recorded values (what the seeded script draws and loads): elements
     go back to their natural value while the trigger persists, so the reproducer states only
     the changes that matter."""
     naturals = [x.detach() for x in entry.start or inputs]
     bases: list[torch.Tensor | None] = [
         natural if natural.shape == x.shape else None
-        for natural, x in zip(naturals, inputs, strict=False)]
+        for natural, x in zip(naturals, inputs, strict=False)
+    ]
     return minimise_toward(inputs, bases, still_fails, budget, seconds)
 
 
-def script_plan(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
-                seed: int) -> dict[str, Any]:
+def script_plan(
+    entry: ScriptEntry, inputs: list[torch.Tensor], target: Any, seed: int
+) -> dict[str, Any]:
     """The reproducer as plan data (`writer.write_script` turns it into text, carrying its
     own copy of the interception code): the command, the watched lines, and each external
     value the search changed, small ones in full, large ones as the seeded value's changes."""
@@ -621,18 +728,26 @@ def script_plan(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
     tf_mode = runner.framework == "tensorflow"
     naturals = list(entry.start or [])
     values: list[dict[str, Any]] = []
-    for number, (label, x, spec) in enumerate(zip(runner.labels, inputs, entry.specs,
-                                                  strict=True)):
+    for number, (label, x, spec) in enumerate(zip(runner.labels, inputs, entry.specs, strict=True)):
         natural = naturals[number] if number < len(naturals) else None
-        if natural is not None and natural.shape == x.shape and bool(
-                (x.detach() == natural.to(x.dtype)).all()):
+        if (
+            natural is not None
+            and natural.shape == x.shape
+            and bool((x.detach() == natural.to(x.dtype)).all())
+        ):
             continue  # the search left it as the script makes it
         values.append(_value_plan(number, label, x, natural, spec))
     plan: dict[str, Any] = {
-        "kind": "script", "framework": "tensorflow" if tf_mode else "torch", "seed": seed,
-        "argv": list(runner.config.argv), "command": runner.config.command,
-        "path": runner.path, "lines": sorted(runner.lines), "steps": runner.steps,
-        "values": values}
+        "kind": "script",
+        "framework": "tensorflow" if tf_mode else "torch",
+        "seed": seed,
+        "argv": list(runner.config.argv),
+        "command": runner.config.command,
+        "path": runner.path,
+        "lines": sorted(runner.lines),
+        "steps": runner.steps,
+        "values": values,
+    }
     if tf_mode:
         plan["watched"] = [list(w) for w in runner.watched]
     else:
@@ -641,18 +756,22 @@ def script_plan(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
     return plan
 
 
-def render_script(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any,
-                  seed: int) -> str:
+def render_script(entry: ScriptEntry, inputs: list[torch.Tensor], target: Any, seed: int) -> str:
     """The reproducer's text, written from its plan as the host will write it."""
     return written(script_plan(entry, inputs, target, seed), target)[1]
 
 
-def _value_plan(number: int, label: str, value: torch.Tensor, natural: torch.Tensor | None,
-                spec: InputSpec) -> dict[str, Any]:
+def _value_plan(
+    number: int, label: str, value: torch.Tensor, natural: torch.Tensor | None, spec: InputSpec
+) -> dict[str, Any]:
     """One substitute: small values in full, large ones as the changes to what the script
     made (`natural`)."""
-    plan: dict[str, Any] = {"number": number, "label": label, "dtype": spec.dtype,
-                            "float": spec.is_float}
+    plan: dict[str, Any] = {
+        "number": number,
+        "label": label,
+        "dtype": spec.dtype,
+        "float": spec.is_float,
+    }
     changed = _changed(value, natural)
     if value.numel() <= INLINE_LIMIT or changed is None or len(changed) > MAX_POINTS:
         plan["values"] = value.detach().to("cpu").tolist()
@@ -669,5 +788,4 @@ def _changed(value: torch.Tensor, natural: torch.Tensor | None) -> list[int] | N
     if natural is None or natural.shape != value.shape:
         return None
     flat = value.detach().reshape(-1)
-    return [int(i) for i in torch.nonzero(flat != natural.reshape(-1).to(flat.dtype))
-            .reshape(-1)]
+    return [int(i) for i in torch.nonzero(flat != natural.reshape(-1).to(flat.dtype)).reshape(-1)]

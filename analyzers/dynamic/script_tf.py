@@ -35,16 +35,31 @@ from analyzers.dynamic.callsites import CallSites, StopScript
 
 # tf.random's functions that return float draws (integer draws, shuffles and categorical
 # indices are not values a NaN is searched in)
-TF_RANDOM_DRAWS = ("normal", "uniform", "truncated_normal", "gamma", "stateless_normal",
-                   "stateless_uniform", "stateless_truncated_normal", "stateless_gamma")
+TF_RANDOM_DRAWS = (
+    "normal",
+    "uniform",
+    "truncated_normal",
+    "gamma",
+    "stateless_normal",
+    "stateless_uniform",
+    "stateless_truncated_normal",
+    "stateless_gamma",
+)
 
 
 class TFExternalValues(CallSites):
     """Intercepts TensorFlow's external values at their call sites and watches one op (its
     functions, `watched`: (owner's dotted path, attribute) pairs) on given lines."""
 
-    def __init__(self, root: str, watch_path: str, watch_lines: Any, watched: Any,
-                 on_value: Any, check_gradient: bool = False) -> None:
+    def __init__(
+        self,
+        root: str,
+        watch_path: str,
+        watch_lines: Any,
+        watched: Any,
+        on_value: Any,
+        check_gradient: bool = False,
+    ) -> None:
         CallSites.__init__(self, root, watch_path, watch_lines, on_value)
         self.watched = [tuple(w) for w in watched]
         self.check_gradient = check_gradient  # hits carry the op's local derivative
@@ -58,8 +73,11 @@ class TFExternalValues(CallSites):
     def _put(self, natural: Any, value: Any) -> Any:
         import tensorflow as tf
 
-        if value is natural or not self._tensor(value) \
-                or tuple(value.shape) != tuple(natural.shape):
+        if (
+            value is natural
+            or not self._tensor(value)
+            or tuple(value.shape) != tuple(natural.shape)
+        ):
             return natural
         return tf.cast(value, natural.dtype)  # the same tensor (and gradient) when it agrees
 
@@ -126,8 +144,9 @@ class TFExternalValues(CallSites):
                 return original(*args, **kwargs)
             mode._busy = True
             try:
-                floats = [a for a in (*args, *kwargs.values())
-                          if mode._tensor(a) and a.dtype.is_floating]
+                floats = [
+                    a for a in (*args, *kwargs.values()) if mode._tensor(a) and a.dtype.is_floating
+                ]
                 grads = None
                 if mode.check_gradient and floats:
                     with tf.GradientTape(persistent=True) as tape:
@@ -146,8 +165,15 @@ class TFExternalValues(CallSites):
 
         return watched
 
-    def _stop_after(self, op_type: Any, inputs: Any, attrs: Any, outputs: Any,
-                    op_name: Any = None, graph: Any = None) -> Any:
+    def _stop_after(
+        self,
+        op_type: Any,
+        inputs: Any,
+        attrs: Any,
+        outputs: Any,
+        op_name: Any = None,
+        graph: Any = None,
+    ) -> Any:
         """An eager op callback: an op on the watched lines gives the line's value; the first
         op off them after the watched op ran ends the run."""
         if graph is not None or self._busy:

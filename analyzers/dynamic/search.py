@@ -111,31 +111,47 @@ def _local_derivative_fails(hit: Hit) -> bool:
     if not outputs or not wrt:
         return False
     try:
-        local = torch.autograd.grad(outputs, wrt, [torch.ones_like(o) for o in outputs],
-                                    retain_graph=True, allow_unused=True)
+        local = torch.autograd.grad(
+            outputs,
+            wrt,
+            [torch.ones_like(o) for o in outputs],
+            retain_graph=True,
+            allow_unused=True,
+        )
     except RuntimeError:  # an earlier training step's graph, freed by the script's backward
         return False
     return any(g is not None and not _finite(g) for g in local)
 
 
-def _grads(loss: torch.Tensor, last: torch.Tensor,
-           leaves: list[torch.Tensor]) -> list[torch.Tensor | None]:
+def _grads(
+    loss: torch.Tensor, last: torch.Tensor, leaves: list[torch.Tensor]
+) -> list[torch.Tensor | None]:
     """The gradient of the suspect loss; where the min fell on an earlier training step of a
     script, whose graph the script's own backward freed, the last step's (still whole)."""
     for objective in (loss, last):
         if objective.requires_grad:
             try:
-                return list(torch.autograd.grad(objective, leaves, retain_graph=True,
-                                                allow_unused=True))
+                return list(
+                    torch.autograd.grad(objective, leaves, retain_graph=True, allow_unused=True)
+                )
             except RuntimeError:
                 continue
     return []
 
 
 class Searcher:
-    def __init__(self, entry: Entry, path: str, lines: frozenset[int], op: str,
-                 dtype: str = "float32", seed: int = 0, budget: Budget | None = None,
-                 require_visible: bool = False, stages: tuple[str, ...] = STAGES) -> None:
+    def __init__(
+        self,
+        entry: Entry,
+        path: str,
+        lines: frozenset[int],
+        op: str,
+        dtype: str = "float32",
+        seed: int = 0,
+        budget: Budget | None = None,
+        require_visible: bool = False,
+        stages: tuple[str, ...] = STAGES,
+    ) -> None:
         self.entry = entry
         self.op = op
         self.dtype = dtype
@@ -168,8 +184,9 @@ class Searcher:
         self.search_trace = SearchTrace(spec.suspect_loss if spec and spec.suspect_loss else op)
 
     # ------------------------------------------------------------------ one evaluation
-    def evaluate(self, inputs: Sequence[torch.Tensor], want_grad: bool = False,
-                 chunks: int = 1) -> Evaluation:
+    def evaluate(
+        self, inputs: Sequence[torch.Tensor], want_grad: bool = False, chunks: int = 1
+    ) -> Evaluation:
         """One run of the entry. `chunks` > 1: the inputs are that many restarts concatenated
         along dim 0 (counted as that many evaluations), and `chunk_losses` says how close each
         came; such a run is only ever a hint, never a trigger (see `_restarts`)."""
@@ -177,18 +194,21 @@ class Searcher:
         if self.entry.framework == "tensorflow":
             from analyzers.dynamic.tf_backend import evaluate_tf
 
-            return evaluate_tf(self.tf_probe, self.entry, self.op, self.dtype, list(inputs),
-                               want_grad, chunks)
+            return evaluate_tf(
+                self.tf_probe, self.entry, self.op, self.dtype, list(inputs), want_grad, chunks
+            )
         if self.entry.framework == "jax":  # gradient-free: want_grad finds no grads
             from analyzers.dynamic.jax_backend import evaluate_jax
 
-            return evaluate_jax(self.jax_probe, self.entry, self.op, self.dtype, list(inputs),
-                                chunks)
+            return evaluate_jax(
+                self.jax_probe, self.entry, self.op, self.dtype, list(inputs), chunks
+            )
         if self.entry.framework == "numpy":  # gradient-free, as JAX
             from analyzers.dynamic.numpy_backend import evaluate_numpy
 
-            return evaluate_numpy(self.numpy_probe, self.entry, self.op, self.dtype,
-                                  list(inputs), chunks)
+            return evaluate_numpy(
+                self.numpy_probe, self.entry, self.op, self.dtype, list(inputs), chunks
+            )
         leaves = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
         self.probe.reset()
         try:
@@ -206,8 +226,11 @@ class Searcher:
         for hit in hits:
             # softmax's -inf entries are the mask itself; elsewhere an already non-finite
             # operand means the NaN/Inf was made upstream, not by this op
-            operand_ok = (not bool(torch.isnan(hit.operand).any())) if self.op == "softmax" \
+            operand_ok = (
+                (not bool(torch.isnan(hit.operand).any()))
+                if self.op == "softmax"
                 else _finite(hit.operand) and _finite(list(hit.call.others))
+            )
             if operand_ok and not _finite(hit.output):
                 result.forward = True
             if operand_ok and hit.operand.is_floating_point():
@@ -235,7 +258,7 @@ class Searcher:
         return result
 
     def _visible_in_gradients(self, output: Any, leaves: list[torch.Tensor]) -> str | None:
-        """"gradient" when the backward pass of the output's sum makes an input's gradient
+        """ "gradient" when the backward pass of the output's sum makes an input's gradient
         non-finite, "parameters" when only the module's parameters get one (the step the
         optimiser takes is then NaN), else None."""
         outputs = _float_outputs(output)
@@ -248,9 +271,9 @@ class Searcher:
             grads = torch.autograd.grad(total, inputs + parameters, allow_unused=True)
         except RuntimeError:  # a script's own backward freed the graph (its training step)
             return None
-        if not all(g is None or _finite(g) for g in grads[:len(inputs)]):
+        if not all(g is None or _finite(g) for g in grads[: len(inputs)]):
             return "gradient"
-        if not all(g is None or _finite(g) for g in grads[len(inputs):]):
+        if not all(g is None or _finite(g) for g in grads[len(inputs) :]):
             return "parameters"
         return None
 
@@ -284,27 +307,43 @@ class Searcher:
 
     # ------------------------------------------------------------------ bookkeeping
     def _out_of_budget(self) -> bool:
-        return (self.count >= self.budget.evaluations
-                or time.perf_counter() - self.started > self.budget.seconds)
+        return (
+            self.count >= self.budget.evaluations
+            or time.perf_counter() - self.started > self.budget.seconds
+        )
 
-    def _note(self, inputs: list[torch.Tensor], evaluation: Evaluation, stage: str,
-              restart: bool = False) -> bool:
+    def _note(
+        self, inputs: list[torch.Tensor], evaluation: Evaluation, stage: str, restart: bool = False
+    ) -> bool:
         if evaluation.reached and (self.best is None or evaluation.loss < self.best[0]):
             self.best = (evaluation.loss, [x.detach().clone() for x in inputs])
             self.trace.append((self.count, evaluation.loss, stage))
         accepted = self.accepts(evaluation)
         if evaluation.reached:
-            self.search_trace.add(self.count, time.perf_counter() - self.started,
-                                  evaluation.loss, stage, restart=restart, last=accepted)
+            self.search_trace.add(
+                self.count,
+                time.perf_counter() - self.started,
+                evaluation.loss,
+                stage,
+                restart=restart,
+                last=accepted,
+            )
         return accepted
 
-    def _outcome(self, inputs: list[torch.Tensor], evaluation: Evaluation,
-                 stage: str) -> Outcome:
-        return Outcome(True, "forward" if evaluation.forward else "backward", stage,
-                       [x.detach().clone() for x in inputs], self.count,
-                       time.perf_counter() - self.started, True, evaluation.reaches_output,
-                       evaluation.loss, trace=self.trace,
-                       search_trace=self.search_trace.to_json(triggered=True))
+    def _outcome(self, inputs: list[torch.Tensor], evaluation: Evaluation, stage: str) -> Outcome:
+        return Outcome(
+            True,
+            "forward" if evaluation.forward else "backward",
+            stage,
+            [x.detach().clone() for x in inputs],
+            self.count,
+            time.perf_counter() - self.started,
+            True,
+            evaluation.reaches_output,
+            evaluation.loss,
+            trace=self.trace,
+            search_trace=self.search_trace.to_json(triggered=True),
+        )
 
     def _clip(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         out = []
@@ -333,11 +372,16 @@ class Searcher:
                     return self._outcome(inputs, evaluation, stage)
             if self._out_of_budget():
                 break
-        return Outcome(False, evaluations=self.count,
-                       seconds=time.perf_counter() - self.started, reached=reached,
-                       best_loss=self.best[0] if self.best else math.inf,
-                       error=None if reached else last_error, trace=self.trace,
-                       search_trace=self.search_trace.to_json(triggered=False))
+        return Outcome(
+            False,
+            evaluations=self.count,
+            seconds=time.perf_counter() - self.started,
+            reached=reached,
+            best_loss=self.best[0] if self.best else math.inf,
+            error=None if reached else last_error,
+            trace=self.trace,
+            search_trace=self.search_trace.to_json(triggered=False),
+        )
 
     def _stage(self, stage: str, start: list[torch.Tensor] | None) -> Any:
         if stage == "restarts":
@@ -378,8 +422,10 @@ class Searcher:
         left, size = self.budget.restarts, 1
         closest: tuple[float, list[torch.Tensor]] | None = None  # of the batches that passed
         while left > 0:
-            points = [[sample(spec, self.generator) for spec in self.entry.specs]
-                      for _ in range(min(size, self._batch_size(), left))]
+            points = [
+                [sample(spec, self.generator) for spec in self.entry.specs]
+                for _ in range(min(size, self._batch_size(), left))
+            ]
             left -= len(points)
             size *= 2
             if len(points) == 1:
@@ -418,8 +464,9 @@ class Searcher:
         statistics make every half fail, it costs more than k."""
         order = list(range(len(points)))
         if len(losses) == len(points):
-            order = sorted(order, key=lambda i: (losses[i] if not math.isnan(losses[i])
-                                                 else math.inf, i))
+            order = sorted(
+                order, key=lambda i: (losses[i] if not math.isnan(losses[i]) else math.inf, i)
+            )
         for i in order:
             yield points[i]
 
@@ -433,9 +480,14 @@ class Searcher:
         if self._batch is not None:
             return self._batch
         specs = self.entry.specs  # configured weights (weights.py) are no batch: one run each
-        if self.budget.batch > 1 and specs and not self.entry.weights \
-                and all(len(s.shape) >= 1 for s in specs) \
-                and len({s.shape[0] for s in specs}) == 1 and specs[0].shape[0] > 0:
+        if (
+            self.budget.batch > 1
+            and specs
+            and not self.entry.weights
+            and all(len(s.shape) >= 1 for s in specs)
+            and len({s.shape[0] for s in specs}) == 1
+            and specs[0].shape[0] > 0
+        ):
             return self.budget.batch
         self._decide_batch(False)
         return 1
@@ -460,16 +512,22 @@ class Searcher:
                 yield base
                 return
             grads = iter(evaluation.grads)
-            per_input = [_free(x, next(grads, None), spec) if x.is_floating_point() else None
-                         for x, spec in zip(base, self.entry.specs, strict=True)]
+            per_input = [
+                _free(x, next(grads, None), spec) if x.is_floating_point() else None
+                for x, spec in zip(base, self.entry.specs, strict=True)
+            ]
             norms = [0.0 if g is None else float((g.double() ** 2).sum()) for g in per_input]
             total = sum(norms)
             loss = evaluation.loss
             if not (total > 0 and math.isfinite(total) and 0 < loss < math.inf):
                 return
             for factor in (1.0, 1.5):
-                yield self._clip([x if g is None else _step(x, g, factor * loss / total)
-                                  for x, g in zip(base, per_input, strict=True)])
+                yield self._clip(
+                    [
+                        x if g is None else _step(x, g, factor * loss / total)
+                        for x, g in zip(base, per_input, strict=True)
+                    ]
+                )
             if sum(n > 0 for n in norms) > 1:
                 for i, (g, norm) in enumerate(zip(per_input, norms, strict=True)):
                     if g is not None and norm > 0:
@@ -484,8 +542,10 @@ class Searcher:
         Steps are evaluated here (they need gradients); only a triggering point is yielded."""
         if self.best is None:
             return
-        starts = [self.best[1]] + [[sample(s, self.generator) for s in self.entry.specs]
-                                   for _ in range(self.budget.gradient_starts - 1)]
+        starts = [self.best[1]] + [
+            [sample(s, self.generator) for s in self.entry.specs]
+            for _ in range(self.budget.gradient_starts - 1)
+        ]
         for begin in starts:
             point = [x.clone() for x in begin]
             first = True
@@ -526,16 +586,21 @@ class Searcher:
             return
         base = self.best[1]
         for quantum in (0.0, 1e-3, 1e-2, 0.1, 1.0, 10.0):
-            yield self._clip([_quantise(x, quantum, spec)
-                              for x, spec in zip(base, self.entry.specs, strict=True)])
-        yield self._clip([_equalise(x, spec) for x, spec in
-                          zip(base, self.entry.specs, strict=True)])
+            yield self._clip(
+                [
+                    _quantise(x, quantum, spec)
+                    for x, spec in zip(base, self.entry.specs, strict=True)
+                ]
+            )
+        yield self._clip(
+            [_equalise(x, spec) for x, spec in zip(base, self.entry.specs, strict=True)]
+        )
         for corner in ("lo", "hi", "zero"):
-            yield self._clip([_corner(x, spec, corner) for x, spec in
-                              zip(base, self.entry.specs, strict=True)])
+            yield self._clip(
+                [_corner(x, spec, corner) for x, spec in zip(base, self.entry.specs, strict=True)]
+            )
         floats = [i for i, spec in enumerate(self.entry.specs) if spec.is_float]
-        yield self._clip([_shrink(x, spec) for x, spec in
-                          zip(base, self.entry.specs, strict=True)])
+        yield self._clip([_shrink(x, spec) for x, spec in zip(base, self.entry.specs, strict=True)])
         if len(floats) > 1:
             for i in floats:
                 moved = list(base)
@@ -550,8 +615,9 @@ class Searcher:
             pool = [self.best[1]]
         while not self._out_of_budget():
             parent = pool[int(torch.randint(len(pool), (1,), generator=self.generator))]
-            child = [self._mutate(x, spec) for x, spec in
-                     zip(parent, self.entry.specs, strict=True)]
+            child = [
+                self._mutate(x, spec) for x, spec in zip(parent, self.entry.specs, strict=True)
+            ]
             yield child
             if self.best is not None and self.best[1] is not parent:
                 pool = ([self.best[1]] + pool)[:8]
@@ -563,14 +629,20 @@ class Searcher:
         mask = torch.rand(x.shape, generator=self.generator) < 0.2
         if spec.is_float:
             choice = torch.rand(x.shape, generator=self.generator)
-            ends = torch.where(choice < 0.5, torch.full_like(x, spec.lo),
-                               torch.full_like(x, spec.hi))
+            ends = torch.where(
+                choice < 0.5, torch.full_like(x, spec.lo), torch.full_like(x, spec.hi)
+            )
             zero_ok = spec.lo <= 0 <= spec.hi
             ends = torch.where(choice < 0.15, torch.zeros_like(x), ends) if zero_ok else ends
-            noise = x + torch.randn(x.shape, generator=self.generator, dtype=torch.float64).to(
-                x.dtype) * (spec.hi - spec.lo) * 0.05
-            replacement = torch.where(torch.rand(x.shape, generator=self.generator) < 0.5,
-                                      ends, noise)
+            noise = (
+                x
+                + torch.randn(x.shape, generator=self.generator, dtype=torch.float64).to(x.dtype)
+                * (spec.hi - spec.lo)
+                * 0.05
+            )
+            replacement = torch.where(
+                torch.rand(x.shape, generator=self.generator) < 0.5, ends, noise
+            )
             return torch.where(mask, replacement, x).clamp(spec.lo, spec.hi)
         return torch.where(mask, fresh, x)
 
@@ -633,5 +705,8 @@ def _corner(x: torch.Tensor, spec: InputSpec, which: str) -> torch.Tensor:
     if which == "zero":
         return torch.zeros_like(x) if spec.lo <= 0 <= spec.hi else x
     value = spec.lo if which == "lo" else spec.hi
-    return torch.where(x < 0, torch.full_like(x, spec.lo), torch.full_like(x, spec.hi)) \
-        if which == "hi" else torch.full_like(x, value)
+    return (
+        torch.where(x < 0, torch.full_like(x, spec.lo), torch.full_like(x, spec.hi))
+        if which == "hi"
+        else torch.full_like(x, value)
+    )

@@ -38,9 +38,14 @@ class _Point:
     ordinal: int  # position among the ordinary points (thinning keeps every k-th)
 
     def to_json(self) -> dict[str, Any]:
-        return {"evaluation": self.evaluation, "seconds": round(self.seconds, 4),
-                "value": self.value, "best": self.best, "stage": self.stage,
-                "restart": self.restart}
+        return {
+            "evaluation": self.evaluation,
+            "seconds": round(self.seconds, 4),
+            "value": self.value,
+            "best": self.best,
+            "stage": self.stage,
+            "restart": self.restart,
+        }
 
 
 class SearchTrace:
@@ -57,8 +62,16 @@ class SearchTrace:
         self.best = math.inf
         self._stage: str | None = None
 
-    def add(self, evaluation: int, seconds: float, value: float, stage: str, *,
-            restart: bool = False, last: bool = False) -> None:
+    def add(
+        self,
+        evaluation: int,
+        seconds: float,
+        value: float,
+        stage: str,
+        *,
+        restart: bool = False,
+        last: bool = False,
+    ) -> None:
         self.seen += 1
         if math.isfinite(value) and value < self.best:
             self.best = value
@@ -71,8 +84,18 @@ class SearchTrace:
                 return
         else:
             self.anchors += 1
-        self.points.append(_Point(evaluation, seconds, _compact(value), _compact(self.best),
-                                  stage, restart, anchor, self.ordinary))
+        self.points.append(
+            _Point(
+                evaluation,
+                seconds,
+                _compact(value),
+                _compact(self.best),
+                stage,
+                restart,
+                anchor,
+                self.ordinary,
+            )
+        )
         if len(self.points) > self.cap:
             self._thin()
 
@@ -83,6 +106,11 @@ class SearchTrace:
             self.points = [p for p in self.points if p.anchor or p.ordinal % self.stride == 0]
 
     def to_json(self, triggered: bool) -> dict[str, Any]:
-        return {"objective": self.objective, "boundary": BOUNDARY, "triggered": triggered,
-                "evaluations_seen": self.seen, "kept_every": self.stride,
-                "points": [p.to_json() for p in self.points]}
+        return {
+            "objective": self.objective,
+            "boundary": BOUNDARY,
+            "triggered": triggered,
+            "evaluations_seen": self.seen,
+            "kept_every": self.stride,
+            "points": [p.to_json() for p in self.points],
+        }

@@ -73,7 +73,10 @@ def checked_dir(value: object) -> str | None:
     if not isinstance(value, str) or not value or len(value) > 200:
         return None
     pure = PurePosixPath(value)
-    if pure.is_absolute() or pure.as_posix() != value \
-            or not all(_PART.match(p) and p not in (".", "..") for p in pure.parts):
+    if (
+        pure.is_absolute()
+        or pure.as_posix() != value
+        or not all(_PART.match(p) and p not in (".", "..") for p in pure.parts)
+    ):
         return None
     return value

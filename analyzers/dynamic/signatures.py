@@ -26,8 +26,10 @@ class EntryError(Exception):
     """No way to call the code; the message says what to configure."""
 
 
-_SIZE_NAME = re.compile(r"(^|_)(channels|dim|dims|features|size|hidden|width|d_model|embed)"
-                        r"(_|$)|^(in|out|n|num)_")
+_SIZE_NAME = re.compile(
+    r"(^|_)(channels|dim|dims|features|size|hidden|width|d_model|embed)"
+    r"(_|$)|^(in|out|n|num)_"
+)
 
 
 def constructor_args(owner: type, *, guess_unannotated: bool = False) -> dict[str, Any]:
@@ -49,7 +51,9 @@ def constructor_args(owner: type, *, guess_unannotated: bool = False) -> dict[st
     args: dict[str, Any] = {}
     for param in signature.parameters.values():  # the class's signature has no `self`
         if param.default is not inspect.Parameter.empty or param.kind in (
-                param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            param.VAR_POSITIONAL,
+            param.VAR_KEYWORD,
+        ):
             continue
         text = annotation_text(param)
         if "head" in param.name:
@@ -67,13 +71,16 @@ def constructor_args(owner: type, *, guess_unannotated: bool = False) -> dict[st
     return args
 
 
-def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
-                         shape: tuple[int, ...] | None = None, *,
-                         allow_empty: bool = False,
-                         operand_names: Collection[str] = (),
-                         branch: Mapping[str, Any] | None = None,
-                         uses: ParameterUses | None = None) -> \
-        tuple[list[InputSpec], dict[str, Any], dict[str, Any]]:
+def specs_from_signature(
+    fn: Callable[..., Any],
+    first: InputSpec | None,
+    shape: tuple[int, ...] | None = None,
+    *,
+    allow_empty: bool = False,
+    operand_names: Collection[str] = (),
+    branch: Mapping[str, Any] | None = None,
+    uses: ParameterUses | None = None,
+) -> tuple[list[InputSpec], dict[str, Any], dict[str, Any]]:
     """(input specs, keyword constants, the constants numcheck chose for parameters without
     a default, which the reproducer must pass). `allow_empty`: no tensor parameter is not an
     error (a method whose inputs all come from its object's constructor). `operand_names`:
@@ -99,53 +106,84 @@ def specs_from_signature(fn: Callable[..., Any], first: InputSpec | None,
             continue
         annotation = annotation_text(param)
         hinted = TENSOR_HINT.search(annotation) is not None
-        given_by_caller = param.default is None and param.name in operand_names \
-            and not constants and not skipped and param.kind is not param.KEYWORD_ONLY \
+        given_by_caller = (
+            param.default is None
+            and param.name in operand_names
+            and not constants
+            and not skipped
+            and param.kind is not param.KEYWORD_ONLY
             and (not annotation or hinted)
+        )
         sized = uses is not None and param.name in uses.sizes and not hinted
         # `def _merge_param(self, direction, scale, eps)`: every caller passes a small positive
         # epsilon; searched, it was set to 0 and "proved" `scale / (eps + norm)`
-        guard = not annotation and param.default is inspect.Parameter.empty \
+        guard = (
+            not annotation
+            and param.default is inspect.Parameter.empty
             and is_epsilon_name(param.name)
-        tensorish = not sized and not guard and (hinted or given_by_caller or (
-            not annotation and param.default is inspect.Parameter.empty))
+        )
+        tensorish = (
+            not sized
+            and not guard
+            and (
+                hinted
+                or given_by_caller
+                or (not annotation and param.default is inspect.Parameter.empty)
+            )
+        )
         if not tensorish:
             if guard:
                 chosen[param.name] = GUARD_VALUE  # the reproducer passes it too
             elif sized and param.default is inspect.Parameter.empty:
                 # the tensors' own shape: what a sample shape of theirs broadcasts with
                 chosen[param.name] = shape or (DEFAULT_BATCH, DEFAULT_FEATURES)
-            elif branch and param.name in branch and branch[param.name] != param.default \
-                    and _fits(branch[param.name], param.default, annotation):
+            elif (
+                branch
+                and param.name in branch
+                and branch[param.name] != param.default
+                and _fits(branch[param.name], param.default, annotation)
+            ):
                 chosen[param.name] = branch[param.name]  # the reproducer passes it too
             elif param.default is inspect.Parameter.empty:
                 found, value = constant_for(str(annotation))
                 if not found:
-                    raise EntryError(f"parameter {param.name!r} ({annotation}) has no default "
-                                     "and is not a tensor; configure an entry")
+                    raise EntryError(
+                        f"parameter {param.name!r} ({annotation}) has no default "
+                        "and is not a tensor; configure an entry"
+                    )
                 chosen[param.name] = value
             constants[param.name] = chosen.get(param.name, param.default)
             continue
-        if param.default is not inspect.Parameter.empty and not given_by_caller and (
-                param.default is None or constants):
+        if (
+            param.default is not inspect.Parameter.empty
+            and not given_by_caller
+            and (param.default is None or constants)
+        ):
             # `pos_weight: Optional[Tensor] = None` is called without it, as callers do; and a
             # tensor after a keyword-passed constant cannot be passed by position
             skipped = True  # nor can a tensor after this one
             continue
         if param.kind is param.KEYWORD_ONLY:
-            raise EntryError(f"keyword-only tensor parameter {param.name!r}; configure an "
-                             "entry")
+            raise EntryError(f"keyword-only tensor parameter {param.name!r}; configure an entry")
         if constants:
-            raise EntryError(f"tensor parameter {param.name!r} follows a non-tensor one "
-                             f"({next(iter(constants))!r}) and has no default; configure an "
-                             "entry")
+            raise EntryError(
+                f"tensor parameter {param.name!r} follows a non-tensor one "
+                f"({next(iter(constants))!r}) and has no default; configure an "
+                "entry"
+            )
         annotated = JAXTYPING_DIMS.search(str(annotation)) is not None
         if uses is not None and param.name in uses.indices and not annotated:
             specs.append(index_spec(uses.rows.get(param.name), shape))
             continue
-        specs.append(first if first is not None and not specs else
-                     default_spec(shape if shape is not None and not annotated
-                                  else shape_from_annotation(str(annotation))))
+        specs.append(
+            first
+            if first is not None and not specs
+            else default_spec(
+                shape
+                if shape is not None and not annotated
+                else shape_from_annotation(str(annotation))
+            )
+        )
     if not specs and not allow_empty:
         raise EntryError("no tensor parameters to search over; configure an entry")
     return specs, constants, chosen
@@ -169,8 +207,7 @@ def _fits(value: Any, default: Any, annotation: str) -> bool:
     if isinstance(value, bool):
         return "bool" in annotation
     if isinstance(value, str):
-        return "str" in annotation or repr(value) in annotation \
-            or f'"{value}"' in annotation
+        return "str" in annotation or repr(value) in annotation or f'"{value}"' in annotation
     if isinstance(value, int):
         return "int" in annotation
     return False
@@ -184,9 +221,14 @@ def undecorated(fn: Any, name: str) -> Any:
     is none. Only the signature is read from it: the call still goes through the wrapper."""
     fn = inspect.unwrap(fn)
     for _ in range(4):  # decorators stacked
-        inner = next((v for cell in getattr(fn, "__closure__", None) or ()
-                      if inspect.isfunction(v := _contents(cell)) and v.__name__ == name
-                      and v is not fn), None)
+        inner = next(
+            (
+                v
+                for cell in getattr(fn, "__closure__", None) or ()
+                if inspect.isfunction(v := _contents(cell)) and v.__name__ == name and v is not fn
+            ),
+            None,
+        )
         if inner is None:
             break
         fn = inspect.unwrap(inner)
@@ -237,11 +279,15 @@ def constant_for(annotation: str) -> tuple[bool, Any]:
     literal = _LITERAL.search(annotation)
     if literal is not None:
         return True, ast.literal_eval(literal[1])
-    if annotation.startswith("Optional[") or annotation.endswith("| None") \
-            or annotation in ("None", "NoneType"):
+    if (
+        annotation.startswith("Optional[")
+        or annotation.endswith("| None")
+        or annotation in ("None", "NoneType")
+    ):
         return True, None
     return {"bool": (True, False), "int": (True, 1), "float": (True, 1.0)}.get(
-        annotation, (False, None))
+        annotation, (False, None)
+    )
 
 
 def shape_from_annotation(annotation: str) -> tuple[int, ...]:

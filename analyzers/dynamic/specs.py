@@ -20,7 +20,8 @@ INT_DTYPES = ("int64", "int32", "bool")
 
 _SPEC = re.compile(
     r"^\s*(?P<dtype>[a-z0-9]+)\s*\[(?P<shape>[0-9,\s]*)\]\s*"
-    r"(?:in\s*\[\s*(?P<lo>[-+0-9.eEinf]+)\s*,\s*(?P<hi>[-+0-9.eEinf]+)\s*\])?\s*$")
+    r"(?:in\s*\[\s*(?P<lo>[-+0-9.eEinf]+)\s*,\s*(?P<hi>[-+0-9.eEinf]+)\s*\])?\s*$"
+)
 
 
 class SpecError(ValueError):
@@ -44,34 +45,51 @@ class InputSpec:
         return f"{self.dtype}[{dims}] in [{self.lo:g}, {self.hi:g}]"
 
     def to_json(self) -> dict[str, Any]:
-        return {"dtype": self.dtype, "shape": list(self.shape), "lo": self.lo, "hi": self.hi,
-                "source": self.source}
+        return {
+            "dtype": self.dtype,
+            "shape": list(self.shape),
+            "lo": self.lo,
+            "hi": self.hi,
+            "source": self.source,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> InputSpec:
-        return cls(data["dtype"], tuple(data["shape"]), float(data["lo"]), float(data["hi"]),
-                   data.get("source", "config"))
+        return cls(
+            data["dtype"],
+            tuple(data["shape"]),
+            float(data["lo"]),
+            float(data["hi"]),
+            data.get("source", "config"),
+        )
 
 
 def parse_spec(text: str, source: BoxSource = "config") -> InputSpec:
     match = _SPEC.match(text)
     if match is None:
-        raise SpecError(f"cannot read input spec {text!r}; write it as "
-                        "'float32[8,16] in [-100, 100]' (dtype[shape] in [lo, hi])")
+        raise SpecError(
+            f"cannot read input spec {text!r}; write it as "
+            "'float32[8,16] in [-100, 100]' (dtype[shape] in [lo, hi])"
+        )
     dtype = match["dtype"]
     if dtype not in FLOAT_DTYPES + INT_DTYPES:
-        raise SpecError(f"unknown dtype {dtype!r} in {text!r}; use one of "
-                        f"{', '.join(FLOAT_DTYPES + INT_DTYPES)}")
+        raise SpecError(
+            f"unknown dtype {dtype!r} in {text!r}; use one of "
+            f"{', '.join(FLOAT_DTYPES + INT_DTYPES)}"
+        )
     shape = tuple(int(d) for d in match["shape"].replace(" ", "").split(",") if d)
     if match["lo"] is None:
-        lo, hi, source = (0.0, 1.0, "default") if dtype == "bool" else (
-            DEFAULT_LO, DEFAULT_HI, "default")
+        lo, hi, source = (
+            (0.0, 1.0, "default") if dtype == "bool" else (DEFAULT_LO, DEFAULT_HI, "default")
+        )
     else:
         try:
             lo, hi = float(match["lo"]), float(match["hi"])
         except ValueError:
-            raise SpecError(f"cannot read the bounds in {text!r}; write numbers, as in "
-                            "'float32[8] in [-1.5, 2e3]'") from None
+            raise SpecError(
+                f"cannot read the bounds in {text!r}; write numbers, as in "
+                "'float32[8] in [-1.5, 2e3]'"
+            ) from None
         if not (math.isfinite(lo) and math.isfinite(hi)):
             raise SpecError(f"the box in {text!r} must be finite: the search samples it")
     if lo > hi:

@@ -38,9 +38,15 @@ def stage_part(number: int, count: int) -> float:
     return FIRST_STAGE_SHARE if number == 0 else 0.5
 
 
-def staged_search(entry: Entry, path: str, lines: frozenset[int], op: str, seed: int,
-                  budget: Budget, require_visible: bool = False
-                  ) -> tuple[Entry, Outcome, Searcher]:
+def staged_search(
+    entry: Entry,
+    path: str,
+    lines: frozenset[int],
+    op: str,
+    seed: int,
+    budget: Budget,
+    require_visible: bool = False,
+) -> tuple[Entry, Outcome, Searcher]:
     """The search over `search_stages(entry)`. A stage before the last runs the directed
     stages only (no open-ended fallback), within its `stage_part` of what is left of the
     budget, so the most credible box goes first and an exhausted one hands its time on. The
@@ -51,11 +57,21 @@ def staged_search(entry: Entry, path: str, lines: frozenset[int], op: str, seed:
         last = number == len(stages) - 1
         part = stage_part(number, len(stages))
         share = dataclasses.replace(
-            budget, seconds=max(budget.seconds - seconds, 0.0) * part,
-            evaluations=max(int((budget.evaluations - runs) * part), 1))
-        searcher = Searcher(stage, path, lines, op, dtype=stage.dtype, seed=seed,
-                            budget=share, require_visible=require_visible,
-                            stages=STAGES if last else DIRECTED_STAGES)
+            budget,
+            seconds=max(budget.seconds - seconds, 0.0) * part,
+            evaluations=max(int((budget.evaluations - runs) * part), 1),
+        )
+        searcher = Searcher(
+            stage,
+            path,
+            lines,
+            op,
+            dtype=stage.dtype,
+            seed=seed,
+            budget=share,
+            require_visible=require_visible,
+            stages=STAGES if last else DIRECTED_STAGES,
+        )
         outcome = searcher.run(stage.start)
         # the finding counts every run and second, every stage's
         outcome.evaluations += runs

@@ -52,8 +52,13 @@ class _StandInType(type):
         return _stand_in_class(name, cls.__module__)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        if "_stand_in" in cls.__dict__ and len(args) == 1 and not kwargs \
-                and callable(args[0]) and not isinstance(args[0], _StandInType):
+        if (
+            "_stand_in" in cls.__dict__
+            and len(args) == 1
+            and not kwargs
+            and callable(args[0])
+            and not isinstance(args[0], _StandInType)
+        ):
             return args[0]  # used as a decorator: the function stays the repository's
         return super().__call__(*args, **kwargs)
 
@@ -137,14 +142,21 @@ def install(names: Any) -> None:
 
 RUNTIME = (_StandInType, _StandIn, _stand_in_class, _StandInModule, _StandInFinder, install)
 _CANNOT_IMPORT = re.compile(
-    r"cannot import name '(\w+)' from (?:partially initialized module )?'([\w.]+)'")
+    r"cannot import name '(\w+)' from (?:partially initialized module )?'([\w.]+)'"
+)
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
 def source_lines() -> list[str]:
     """The stand-in machinery as a reproducer spells it."""
-    lines = ["import importlib.abc", "import importlib.machinery", "import sys", "import types",
-             "from typing import Any", ""]
+    lines = [
+        "import importlib.abc",
+        "import importlib.machinery",
+        "import sys",
+        "import types",
+        "from typing import Any",
+        "",
+    ]
     for part in RUNTIME:
         lines += ["", *inspect.getsource(part).splitlines(), ""]
     return lines
@@ -237,9 +249,13 @@ def _raising_library(exc: BaseException, repo_dir: Path) -> str | None:
         frame = traceback.tb_frame
         filename = frame.f_code.co_filename
         top = str(frame.f_globals.get("__name__", "")).split(".")[0]
-        if frame.f_code.co_name == "<module>" and top and not filename.startswith(
-                (root, stdlib, "<")) and top not in sys.stdlib_module_names \
-                and top not in FRAMEWORKS:
+        if (
+            frame.f_code.co_name == "<module>"
+            and top
+            and not filename.startswith((root, stdlib, "<"))
+            and top not in sys.stdlib_module_names
+            and top not in FRAMEWORKS
+        ):
             return top
         traceback = traceback.tb_next
     return None

@@ -45,11 +45,13 @@ LOSSES: dict[str, Callable[[torch.Tensor, OpSpec, str], torch.Tensor]] = {
     "min(x, 1 - x)": lambda x, spec, dt: torch.minimum(x, 1 - x).amin(),
     "threshold - x": lambda x, spec, dt: (_threshold(spec, dt) - x).amin(),
     "threshold - abs(x)": lambda x, spec, dt: (_threshold(spec, dt) - x.abs()).amin(),
-    "distance to the nearest non-positive integer":
-        lambda x, spec, dt: _nonpositive_integer_distance(x).amin(),
+    "distance to the nearest non-positive integer": lambda x, spec, dt: (
+        _nonpositive_integer_distance(x).amin()
+    ),
     "abs(step)": lambda x, spec, dt: x.abs().amin(),
-    "number of finite entries in the row":
-        lambda x, spec, dt: torch.isfinite(x).sum(-1).amin().to(torch.float32),
+    "number of finite entries in the row": lambda x, spec, dt: (
+        torch.isfinite(x).sum(-1).amin().to(torch.float32)
+    ),
 }
 
 
@@ -64,16 +66,22 @@ class CallSite:
     params: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _arg(args: tuple[object, ...], kwargs: Mapping[str, object], index: int,
-         *names: str, default: object = None) -> object:
+def _arg(
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object],
+    index: int,
+    *names: str,
+    default: object = None,
+) -> object:
     for name in names:
         if name in kwargs:
             return kwargs[name]
     return args[index] if index < len(args) else default
 
 
-def call_site(op: str, func_name: str, args: tuple[object, ...],
-              kwargs: Mapping[str, object]) -> CallSite:
+def call_site(
+    op: str, func_name: str, args: tuple[object, ...], kwargs: Mapping[str, object]
+) -> CallSite:
     """The parts of one intercepted call (torch or TensorFlow) the op's objective reads."""
     if op == "atan2":  # torch.atan2(input, other), Tensor.atan2(other), tf.math.atan2(y, x)
         other = _arg(args, kwargs, 1, "other", "x", "x2")
@@ -87,11 +95,13 @@ def call_site(op: str, func_name: str, args: tuple[object, ...],
         return CallSite(func_name, params={"p": _arg(args, kwargs, 1, "p", "d", default=1)})
     if op == "cross_entropy":
         target = _arg(args, kwargs, 1, "target", "labels")
-        params = {"weight": _arg(args, kwargs, 2, "weight"),
-                  "ignore_index": _arg(args, kwargs, 4, "ignore_index", default=-100),
-                  "reduction": _arg(args, kwargs, 6, "reduction", default="mean"),
-                  "reduce": _arg(args, kwargs, 5, "reduce"),
-                  "size_average": _arg(args, kwargs, 3, "size_average")}
+        params = {
+            "weight": _arg(args, kwargs, 2, "weight"),
+            "ignore_index": _arg(args, kwargs, 4, "ignore_index", default=-100),
+            "reduction": _arg(args, kwargs, 6, "reduction", default="mean"),
+            "reduce": _arg(args, kwargs, 5, "reduce"),
+            "size_average": _arg(args, kwargs, 3, "size_average"),
+        }
         return CallSite(func_name, (target,) if target is not None else (), params)
     return CallSite(func_name)
 
@@ -122,10 +132,10 @@ def _cdist(x1: torch.Tensor, spec: OpSpec, dt: str, call: CallSite) -> torch.Ten
         return ((x1 - x2) ** 2).sum(-1).amin() if x1.dim() else ((x1 - x2) ** 2).amin()
     if x2 is not None and x1.dim() >= 2:  # cdist: [..., P, M] against [..., R, M]
         diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
-        return (diff ** 2).sum(-1).amin()
+        return (diff**2).sum(-1).amin()
     points = _points(x1)  # pdist (or one point set): distinct pairs within the rows
     if points.shape[0] < 2:
-        return (points ** 2).sum(-1).amin()
+        return (points**2).sum(-1).amin()
     i, j = torch.triu_indices(points.shape[0], points.shape[0], offset=1, device=points.device)
     return ((points[i] - points[j]) ** 2).sum(-1).amin()
 
@@ -136,13 +146,15 @@ def _mvlgamma(x: torch.Tensor, spec: OpSpec, dt: str, call: CallSite) -> torch.T
     return (x - (p - 1) / 2).amin()
 
 
-def _non_ignored(x: torch.Tensor, spec: OpSpec, dt: str, call: CallSite) -> \
-        torch.Tensor | None:
+def _non_ignored(x: torch.Tensor, spec: OpSpec, dt: str, call: CallSite) -> torch.Tensor | None:
     """Mean reduction divides by the (weighted) number of targets not equal to ignore_index;
     0 of them is 0/0. A count: no gradient, but the evolutionary stage ranks by it."""
     params = call.params
-    if params.get("reduction", "mean") != "mean" or params.get("reduce") is False \
-            or params.get("size_average") is False:
+    if (
+        params.get("reduction", "mean") != "mean"
+        or params.get("reduce") is False
+        or params.get("size_average") is False
+    ):
         return None
     target = call.others[0] if call.others else None
     if not isinstance(target, torch.Tensor) or target.is_floating_point():
@@ -150,8 +162,12 @@ def _non_ignored(x: torch.Tensor, spec: OpSpec, dt: str, call: CallSite) -> \
     kept = (target != int(params.get("ignore_index", -100))).to(torch.float64)
     weight = params.get("weight")
     if isinstance(weight, torch.Tensor):
-        kept = kept * weight.to(torch.float64, copy=False)[
-            target.clamp(0, weight.numel() - 1).to(weight.device)]
+        kept = (
+            kept
+            * weight.to(torch.float64, copy=False)[
+                target.clamp(0, weight.numel() - 1).to(weight.device)
+            ]
+        )
     return kept.sum()
 
 
@@ -169,8 +185,11 @@ def _linalg(a: torch.Tensor, spec: OpSpec, dt: str, call: CallSite) -> torch.Ten
     if name in ("eigh", "eigvalsh", "svd", "svdvals"):
         if name.startswith("eig") and not square:
             return None
-        values = torch.linalg.eigvalsh(0.5 * (a + a.mT)) if name.startswith("eig") else \
-            torch.linalg.svdvals(a)
+        values = (
+            torch.linalg.eigvalsh(0.5 * (a + a.mT))
+            if name.startswith("eig")
+            else torch.linalg.svdvals(a)
+        )
         scale = values.abs().amax(-1, keepdim=True)
         if n < 2:
             return (scale - blur * scale + 1.0).amin()  # one value: no gap to close
@@ -189,8 +208,7 @@ def _linalg(a: torch.Tensor, spec: OpSpec, dt: str, call: CallSite) -> torch.Ten
     return (values[..., -1:] - blur * values[..., :1]).amin()
 
 
-CALL_LOSSES: dict[str, Callable[[torch.Tensor, OpSpec, str, CallSite],
-                                torch.Tensor | None]] = {
+CALL_LOSSES: dict[str, Callable[[torch.Tensor, OpSpec, str, CallSite], torch.Tensor | None]] = {
     "abs(x) + abs(y)": _atan2,
     "min distance": _cdist,
     "x - (p - 1) / 2": _mvlgamma,
@@ -199,8 +217,9 @@ CALL_LOSSES: dict[str, Callable[[torch.Tensor, OpSpec, str, CallSite],
 }
 
 
-def suspect_loss(op: str, operand: torch.Tensor, dtype: str = "float32",
-                 call: CallSite | None = None) -> torch.Tensor | None:
+def suspect_loss(
+    op: str, operand: torch.Tensor, dtype: str = "float32", call: CallSite | None = None
+) -> torch.Tensor | None:
     """A scalar; the op is at or past its invalid boundary when it is <= 0. None where the
     op has no objective for this call (e.g. cross_entropy with reduction='sum'): the search
     then relies on its gradient-free stages."""
@@ -225,16 +244,28 @@ def op_names(op: str) -> frozenset[str]:
     spec = CATALOGUE.by_op[op]
     names = {q.rsplit(".", 1)[-1] for f, q in spec.qualnames() if f == "torch"}
     # torch.linalg.eigh and torch.special.gammaln arrive as `linalg_eigh`, `special_gammaln`
-    names.update(q.split(".", 1)[1].replace(".", "_") for f, q in spec.qualnames()
-                 if f == "torch" and q.startswith(("torch.linalg.", "torch.special.")))
+    names.update(
+        q.split(".", 1)[1].replace(".", "_")
+        for f, q in spec.qualnames()
+        if f == "torch" and q.startswith(("torch.linalg.", "torch.special."))
+    )
     names.update(spec.methods)
     names.update(DUNDERS.get(op, ()))
     return frozenset(names)
 
 
 DUNDERS = {
-    "div": ("__rdiv__", "__rtruediv__", "__truediv__", "__floordiv__", "__rfloordiv__",
-            "__itruediv__", "__idiv__", "div_", "floor_divide_"),
+    "div": (
+        "__rdiv__",
+        "__rtruediv__",
+        "__truediv__",
+        "__floordiv__",
+        "__rfloordiv__",
+        "__itruediv__",
+        "__idiv__",
+        "div_",
+        "floor_divide_",
+    ),
     "pow": ("__pow__", "__ipow__", "__rpow__"),
     "fmod": ("__mod__", "__rmod__"),
 }
@@ -242,8 +273,9 @@ DUNDERS = {
 RECEIVER_IS_OPERAND = frozenset({"__rdiv__", "__rtruediv__", "__rfloordiv__", "__rmod__"})
 
 
-def operand_of(op: str, func_name: str, args: tuple[object, ...],
-               kwargs: dict[str, object]) -> object | None:
+def operand_of(
+    op: str, func_name: str, args: tuple[object, ...], kwargs: dict[str, object]
+) -> object | None:
     """The risky argument of one intercepted call."""
     spec = CATALOGUE.by_op[op]
     if func_name in RECEIVER_IS_OPERAND:

@@ -15,9 +15,15 @@ import torch
 
 from analyzers.dynamic.specs import InputSpec
 
-TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
-                "float64": torch.float64, "int64": torch.int64, "int32": torch.int32,
-                "bool": torch.bool}
+TORCH_DTYPES = {
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "bool": torch.bool,
+}
 
 
 def sample(spec: InputSpec, generator: torch.Generator) -> torch.Tensor:
@@ -26,8 +32,9 @@ def sample(spec: InputSpec, generator: torch.Generator) -> torch.Tensor:
     if spec.dtype == "bool":
         return torch.randint(0, 2, spec.shape, generator=generator).to(torch.bool)
     if not spec.is_float:
-        return torch.randint(int(spec.lo), int(spec.hi) + 1, spec.shape, generator=generator,
-                             dtype=dtype)
+        return torch.randint(
+            int(spec.lo), int(spec.hi) + 1, spec.shape, generator=generator, dtype=dtype
+        )
     values = torch.rand(spec.shape, generator=generator, dtype=torch.float64)
     return (spec.lo + (spec.hi - spec.lo) * values).to(dtype)
 
@@ -53,8 +60,12 @@ def to_tf(value: Any) -> Any:
     return tf.constant(value.detach().cpu().numpy())
 
 
-def same_answers(answer: Callable[[Any], list[Any]], recorded: Any, rebuilt: Any,
-                 same: Callable[[Any, Any], bool]) -> bool:
+def same_answers(
+    answer: Callable[[Any], list[Any]],
+    recorded: Any,
+    rebuilt: Any,
+    same: Callable[[Any, Any], bool],
+) -> bool:
     """`answer(recorded)` and `answer(rebuilt)` give the same outputs, by `same`. A recorded
     call that raises here has nothing to compare (yes); a rebuild that raises does (no)."""
     try:
@@ -65,5 +76,4 @@ def same_answers(answer: Callable[[Any], list[Any]], recorded: Any, rebuilt: Any
         got = answer(rebuilt)
     except Exception:
         return False
-    return len(got) == len(expected) and all(
-        same(a, b) for a, b in zip(expected, got, strict=True))
+    return len(got) == len(expected) and all(same(a, b) for a, b in zip(expected, got, strict=True))

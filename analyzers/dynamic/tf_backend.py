@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from analyzers.dynamic.entry import Entry
 
 
-
 @dataclass
 class TFHit:
     operand: Any
@@ -41,8 +40,11 @@ class TFHit:
     @property
     def others(self) -> list[Any]:
         """The other float tensors the op reads (atan2's x)."""
-        return [t for t in self.call.others
-                if hasattr(t, "dtype") and getattr(t.dtype, "is_floating", False)]
+        return [
+            t
+            for t in self.call.others
+            if hasattr(t, "dtype") and getattr(t.dtype, "is_floating", False)
+        ]
 
 
 @dataclass
@@ -57,8 +59,7 @@ class TFProbe:
     def __post_init__(self) -> None:
         self._watch = LineWatch(self.path, self.lines)
 
-    def _wrap(self, original: Callable[..., Any], operand_at: int,
-              name: str) -> Callable[..., Any]:
+    def _wrap(self, original: Callable[..., Any], operand_at: int, name: str) -> Callable[..., Any]:
         import tensorflow as tf
 
         probe = self
@@ -111,8 +112,11 @@ def suspect_loss_tf(op: str, x: Any, dtype: str, call: CallSite | None = None) -
     spec = CATALOGUE.by_op[op]
     x = tf.cast(x, tf.float64)
     threshold = float(spec.thresholds.get(dtype, limits(dtype).exp_max))
-    others = [tf.cast(o, tf.float64) for o in (call.others if call else ())
-              if hasattr(o, "dtype") and getattr(o.dtype, "is_floating", False)]
+    others = [
+        tf.cast(o, tf.float64)
+        for o in (call.others if call else ())
+        if hasattr(o, "dtype") and getattr(o.dtype, "is_floating", False)
+    ]
     forms: dict[str, Callable[[Any], Any]] = {
         "x": lambda v: v,
         "abs(x)": tf.abs,
@@ -122,12 +126,14 @@ def suspect_loss_tf(op: str, x: Any, dtype: str, call: CallSite | None = None) -
         "min(x, 1 - x)": lambda v: tf.minimum(v, 1 - v),
         "threshold - x": lambda v: threshold - v,
         "threshold - abs(x)": lambda v: threshold - tf.abs(v),
-        "distance to the nearest non-positive integer":
-            lambda v: tf.where(v > 0, v, tf.abs(v - tf.round(v))),
+        "distance to the nearest non-positive integer": lambda v: tf.where(
+            v > 0, v, tf.abs(v - tf.round(v))
+        ),
         # atan2(y, x): both near the origin
         "abs(x) + abs(y)": lambda v: tf.abs(v) + (tf.abs(others[0]) if others else 0.0),
-        "smallest gap between eigenvalues (or the smallest eigenvalue)":
-            lambda v: _linalg_tf(v, call.func_name if call else "", dtype),
+        "smallest gap between eigenvalues (or the smallest eigenvalue)": lambda v: _linalg_tf(
+            v, call.func_name if call else "", dtype
+        ),
     }
     form = forms.get(spec.suspect_loss)
     if form is None:
@@ -183,12 +189,23 @@ def _to_torch(value: Any) -> Any:
 
 def _as_torch_hit(hit: TFHit) -> Hit:
     """The hit in torch tensors, for the per-restart losses of a batched run."""
-    return Hit(hit.call.func_name, _to_torch(hit.operand), None,
-               replace(hit.call, others=tuple(_to_torch(o) for o in hit.call.others)))
+    return Hit(
+        hit.call.func_name,
+        _to_torch(hit.operand),
+        None,
+        replace(hit.call, others=tuple(_to_torch(o) for o in hit.call.others)),
+    )
 
 
-def evaluate_tf(probe: TFProbe, entry: Entry, op: str, dtype: str, inputs: list[torch.Tensor],
-                want_grad: bool, chunks: int = 1) -> Evaluation:
+def evaluate_tf(
+    probe: TFProbe,
+    entry: Entry,
+    op: str,
+    dtype: str,
+    inputs: list[torch.Tensor],
+    want_grad: bool,
+    chunks: int = 1,
+) -> Evaluation:
     """One run of a TensorFlow entry under the probe, with the local-derivative check."""
     import tensorflow as tf
 
@@ -206,15 +223,24 @@ def evaluate_tf(probe: TFProbe, entry: Entry, op: str, dtype: str, inputs: list[
             return Evaluation(error=f"{type(exc).__name__}: {exc}")
         finally:
             probe.tape = None
-        usable = [h for h in probe.hits if h.operand.dtype.is_floating and _finite(h.operand)
-                  and _finite(h.others)]
+        usable = [
+            h
+            for h in probe.hits
+            if h.operand.dtype.is_floating and _finite(h.operand) and _finite(h.others)
+        ]
         losses = [_loss_or_none(op, h, dtype) for h in usable]
         losses = [v for v in losses if v is not None]
         loss = tf.reduce_min(tf.stack(losses)) if losses else None
-        finite_outputs = [o for o in tf.nest.flatten(output)
-                          if isinstance(o, tf.Tensor) and o.dtype.is_floating and _finite(o)]
-        total = tf.add_n([tf.reduce_sum(tf.cast(o, tf.float64)) for o in finite_outputs]) \
-            if finite_outputs else None
+        finite_outputs = [
+            o
+            for o in tf.nest.flatten(output)
+            if isinstance(o, tf.Tensor) and o.dtype.is_floating and _finite(o)
+        ]
+        total = (
+            tf.add_n([tf.reduce_sum(tf.cast(o, tf.float64)) for o in finite_outputs])
+            if finite_outputs
+            else None
+        )
     kept = bool(inputs) and inputs[0].dim() >= 1 and keeps_rows(output, inputs[0].shape[0])
     if not probe.hits:
         return Evaluation(batch_kept=kept)
@@ -229,16 +255,16 @@ def evaluate_tf(probe: TFProbe, entry: Entry, op: str, dtype: str, inputs: list[
     if chunks > 1:
         per_chunk = [math.inf] * chunks
         for hit in usable:
-            for i, value in enumerate(chunk_losses(op, _as_torch_hit(hit),
-                                                    dtype, chunks)):
+            for i, value in enumerate(chunk_losses(op, _as_torch_hit(hit), dtype, chunks)):
                 per_chunk[i] = min(per_chunk[i], value)
         result.chunk_losses = per_chunk
     if loss is not None:
         result.loss = float(loss.numpy())
         if want_grad and watched:
             grads = tape.gradient(loss, watched)
-            result.grads = [None if g is None else torch.from_numpy(np.array(g.numpy()))
-                            for g in grads]
+            result.grads = [
+                None if g is None else torch.from_numpy(np.array(g.numpy())) for g in grads
+            ]
     if result.forward or result.backward:  # where the reproducer sees it (Evaluation.visible)
         if not _finite(output):
             result.visible = "output"

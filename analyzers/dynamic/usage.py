@@ -21,15 +21,41 @@ from typing import Any
 
 # methods and functions whose first argument is a size (`x.new_empty(shape)`,
 # `torch.zeros(shape)`, `x.expand(shape)`)
-SIZE_TAKERS = frozenset({
-    "new_empty", "new_zeros", "new_ones", "new_full", "expand", "reshape", "view",
-    "broadcast_to", "zeros", "ones", "empty", "full", "rand", "randn", "Size"})
+SIZE_TAKERS = frozenset(
+    {
+        "new_empty",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "expand",
+        "reshape",
+        "view",
+        "broadcast_to",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "rand",
+        "randn",
+        "Size",
+    }
+)
 # methods whose argument at this position is an index tensor (`x.index_select(0, idx)`,
 # `out.scatter_add_(0, idx, src)`), and the torch functions taking the tensor first
-INDEX_ARGUMENT = {"index_select": 1, "gather": 1, "scatter": 1, "scatter_": 1,
-                  "scatter_add": 1, "scatter_add_": 1, "scatter_reduce": 1,
-                  "scatter_reduce_": 1, "index_add": 1, "index_add_": 1, "take": 0,
-                  "segment_sum": 1}
+INDEX_ARGUMENT = {
+    "index_select": 1,
+    "gather": 1,
+    "scatter": 1,
+    "scatter_": 1,
+    "scatter_add": 1,
+    "scatter_add_": 1,
+    "scatter_reduce": 1,
+    "scatter_reduce_": 1,
+    "index_add": 1,
+    "index_add_": 1,
+    "take": 0,
+    "segment_sum": 1,
+}
 TORCH_FUNCTION_INDEX = {"index_select": 2, "gather": 2, "scatter_add": 2, "scatter": 2}
 
 
@@ -62,8 +88,9 @@ def parameter_uses(fn: Any) -> ParameterUses:
     if parsed is None:
         return uses
     function, _ = parsed
-    params = {a.arg for a in [*function.args.posonlyargs, *function.args.args,
-                              *function.args.kwonlyargs]}
+    params = {
+        a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
+    }
     aliases = {name: name for name in params}  # a name bound from a parameter: its parameter
     for node in ast.walk(function):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -77,21 +104,26 @@ def parameter_uses(fn: Any) -> ParameterUses:
             _call(node, aliases, uses)
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             for side, other in ((node.left, node.right), (node.right, node.left)):
-                if isinstance(side, ast.Name) and side.id in params \
-                        and isinstance(other, ast.Tuple):  # `shape + (1,)`
+                if (
+                    isinstance(side, ast.Name)
+                    and side.id in params
+                    and isinstance(other, ast.Tuple)
+                ):  # `shape + (1,)`
                     uses.sizes.add(side.id)
     uses.indices -= uses.sizes
     return uses
 
 
-def _unpacked(target: ast.expr, value: ast.expr, aliases: dict[str, str],
-              uses: ParameterUses) -> None:
+def _unpacked(
+    target: ast.expr, value: ast.expr, aliases: dict[str, str], uses: ParameterUses
+) -> None:
     """`row, col = edge_index`: two rows, and `row`, `col` stand for the parameter when
     they index; `x = x.unsqueeze(0)`-style rebinds are not followed."""
     if isinstance(value, ast.Name) and value.id in aliases:
         param = aliases[value.id]
         if isinstance(target, ast.Tuple | ast.List) and all(
-                isinstance(e, ast.Name) for e in target.elts):
+            isinstance(e, ast.Name) for e in target.elts
+        ):
             uses.rows[param] = len(target.elts)
             for element in target.elts:
                 assert isinstance(element, ast.Name)
@@ -110,20 +142,36 @@ def _index_names(index: ast.expr) -> list[str]:
 
 def _call(node: ast.Call, aliases: dict[str, str], uses: ParameterUses) -> None:
     func = node.func
-    name = func.attr if isinstance(func, ast.Attribute) else \
-        func.id if isinstance(func, ast.Name) else ""
+    name = (
+        func.attr
+        if isinstance(func, ast.Attribute)
+        else func.id
+        if isinstance(func, ast.Name)
+        else ""
+    )
     args = node.args
-    if name in SIZE_TAKERS and len(args) == 1 and isinstance(args[0], ast.Name) \
-            and args[0].id in aliases and aliases[args[0].id] == args[0].id:
+    if (
+        name in SIZE_TAKERS
+        and len(args) == 1
+        and isinstance(args[0], ast.Name)
+        and args[0].id in aliases
+        and aliases[args[0].id] == args[0].id
+    ):
         uses.sizes.add(args[0].id)
         return
-    on_module = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+    on_module = (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
         and func.value.id in ("torch", "jnp", "tf", "np")
+    )
     position = TORCH_FUNCTION_INDEX.get(name) if on_module else INDEX_ARGUMENT.get(name)
     if position is None:
         return
-    given = args[position] if position < len(args) else next(
-        (k.value for k in node.keywords if k.arg in ("index", "indices")), None)
+    given = (
+        args[position]
+        if position < len(args)
+        else next((k.value for k in node.keywords if k.arg in ("index", "indices")), None)
+    )
     if isinstance(given, ast.Name) and given.id in aliases:
         uses.indices.add(aliases[given.id])
 
@@ -142,8 +190,9 @@ def reads_self(fn: Any) -> bool:
     if not positional:
         return True
     name = positional[0].arg
-    return any(isinstance(node, ast.Name) and node.id in (name, "super")
-               for node in ast.walk(function))
+    return any(
+        isinstance(node, ast.Name) and node.id in (name, "super") for node in ast.walk(function)
+    )
 
 
 def isinstance_checks(fn: Any) -> dict[str, ast.expr]:
@@ -158,13 +207,23 @@ def isinstance_checks(fn: Any) -> dict[str, ast.expr]:
         return {}
     checks: dict[str, ast.expr] = {}
     for node in ast.walk(parsed[0]):
-        test = node.test if isinstance(node, ast.Assert) else \
-            node.test.operand if isinstance(node, ast.If) and isinstance(
-                node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not) and any(
-                isinstance(s, ast.Raise) for s in node.body) else None
-        if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) \
-                and test.func.id == "isinstance" and len(test.args) == 2 \
-                and isinstance(test.args[0], ast.Name):
+        test = (
+            node.test
+            if isinstance(node, ast.Assert)
+            else node.test.operand
+            if isinstance(node, ast.If)
+            and isinstance(node.test, ast.UnaryOp)
+            and isinstance(node.test.op, ast.Not)
+            and any(isinstance(s, ast.Raise) for s in node.body)
+            else None
+        )
+        if (
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and test.func.id == "isinstance"
+            and len(test.args) == 2
+            and isinstance(test.args[0], ast.Name)
+        ):
             checks.setdefault(test.args[0].id, test.args[1])
     return checks
 
@@ -188,13 +247,17 @@ def allowed_values(fn: Any) -> dict[str, Any]:
 def constant_comparison(node: ast.AST) -> tuple[str, ast.cmpop, Any] | None:
     """(name, operator, constant) for `name == const`, and for `name in (const, ...)` or
     `name not in [...]` with the first constant listed; None for any other expression."""
-    if not (isinstance(node, ast.Compare) and len(node.ops) == 1
-            and isinstance(node.left, ast.Name)):
+    if not (
+        isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.left, ast.Name)
+    ):
         return None
     op, right = node.ops[0], node.comparators[0]
-    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.Tuple | ast.List
-                                                         | ast.Set) and right.elts \
-            and isinstance(right.elts[0], ast.Constant):
+    if (
+        isinstance(op, ast.In | ast.NotIn)
+        and isinstance(right, ast.Tuple | ast.List | ast.Set)
+        and right.elts
+        and isinstance(right.elts[0], ast.Constant)
+    ):
         return node.left.id, op, right.elts[0].value
     if isinstance(op, ast.Eq) and isinstance(right, ast.Constant):
         return node.left.id, op, right.value

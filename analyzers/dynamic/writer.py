@@ -74,6 +74,7 @@ class Target:
 
 # ------------------------------------------------------------------------- checking fields
 
+
 def ident(value: Any, what: str) -> str:
     if isinstance(value, str) and value.isidentifier() and not keyword.iskeyword(value):
         return value
@@ -168,6 +169,7 @@ def base64_text(value: Any, what: str) -> str:
 
 # ------------------------------------------------------------------------------ literals
 
+
 def python_literal(value: float | int | bool) -> str:
     if isinstance(value, bool):
         return repr(value)
@@ -217,8 +219,13 @@ def spell_value(value: Any, depth: int = 0) -> str:
             pairs = [items(pair, "a dict item") for pair in items(inner, tag)]
             if any(len(pair) != 2 for pair in pairs):
                 raise PlanError("a dict item is not a key and a value")
-            return "{" + ", ".join(f"{spell_value(k, depth + 1)}: {spell_value(v, depth + 1)}"
-                                   for k, v in pairs) + "}"
+            return (
+                "{"
+                + ", ".join(
+                    f"{spell_value(k, depth + 1)}: {spell_value(v, depth + 1)}" for k, v in pairs
+                )
+                + "}"
+            )
         if tag == "bytes":
             return repr(base64.b64decode(base64_text(inner, tag)))
         if tag == "dtype":
@@ -241,14 +248,20 @@ def keywords(pairs: Any, what: str) -> list[str]:
 
 def arguments(rebuilt: dict[str, Any], what: str) -> str:
     """A recorded constructor call's arguments: `args` encoded, `kwargs` as keywords."""
-    return ", ".join([*(spell_value(v) for v in items(rebuilt.get("args", []), what)),
-                      *keywords(rebuilt.get("kwargs", []), what)])
+    return ", ".join(
+        [
+            *(spell_value(v) for v in items(rebuilt.get("args", []), what)),
+            *keywords(rebuilt.get("kwargs", []), what),
+        ]
+    )
 
 
 # ----------------------------------------------------------------------------- tensors
 
-def tensor_code(name: str, layout: dict[str, Any], framework: str = "torch",
-                place: str = "cpu") -> list[str]:
+
+def tensor_code(
+    name: str, layout: dict[str, Any], framework: str = "torch", place: str = "cpu"
+) -> list[str]:
     """A tensor from its layout (`encoding.layout`): written out in full, or a base value
     plus the elements that differ."""
     layout = table(layout, "a tensor")
@@ -259,31 +272,42 @@ def tensor_code(name: str, layout: dict[str, Any], framework: str = "torch",
     base = number(layout.get("base", 0), "a tensor's base value")
     if framework == "tensorflow":  # tf tensors are immutable: large ones go via numpy
         if inline:
-            return [f"{name} = tf.constant({nested_literal(layout.get('values'))}, "
-                    f"dtype=tf.{dtype})"]
-        return [f"{name} = np.full({dims!r}, {python_literal(base)})",
-                *points(name, layout.get("points"), dims),
-                f"{name} = tf.constant({name}, dtype=tf.{dtype})"]
+            return [
+                f"{name} = tf.constant({nested_literal(layout.get('values'))}, dtype=tf.{dtype})"
+            ]
+        return [
+            f"{name} = np.full({dims!r}, {python_literal(base)})",
+            *points(name, layout.get("points"), dims),
+            f"{name} = tf.constant({name}, dtype=tf.{dtype})",
+        ]
     if framework == "jax":  # jax arrays are immutable too: large ones go via numpy
         if inline:
-            return [f"{name} = jnp.array({nested_literal(layout.get('values'))}, "
-                    f"dtype=jnp.{dtype})"]
-        return [f"{name} = np.full({dims!r}, {python_literal(base)})",
-                *points(name, layout.get("points"), dims),
-                f"{name} = jnp.array({name}, dtype=jnp.{dtype})"]
+            return [
+                f"{name} = jnp.array({nested_literal(layout.get('values'))}, dtype=jnp.{dtype})"
+            ]
+        return [
+            f"{name} = np.full({dims!r}, {python_literal(base)})",
+            *points(name, layout.get("points"), dims),
+            f"{name} = jnp.array({name}, dtype=jnp.{dtype})",
+        ]
     if framework == "numpy":
         if inline:
-            return [f"{name} = np.array({nested_literal(layout.get('values'))}, "
-                    f"dtype=np.{dtype})"]
-        return [f"{name} = np.full({dims!r}, {python_literal(base)}, dtype=np.{dtype})",
-                *points(name, layout.get("points"), dims)]
+            return [f"{name} = np.array({nested_literal(layout.get('values'))}, dtype=np.{dtype})"]
+        return [
+            f"{name} = np.full({dims!r}, {python_literal(base)}, dtype=np.{dtype})",
+            *points(name, layout.get("points"), dims),
+        ]
     at = "" if place == "cpu" else f", device={place!r}"
     grad = ", requires_grad=True" if is_float else ""
     if inline:
-        return [f"{name} = torch.tensor({nested_literal(layout.get('values'))}, "
-                f"dtype=torch.{dtype}{at}{grad})"]
-    lines = [f"{name} = torch.full({dims!r}, {python_literal(base)}, dtype=torch.{dtype}{at})",
-             *points(name, layout.get("points"), dims)]
+        return [
+            f"{name} = torch.tensor({nested_literal(layout.get('values'))}, "
+            f"dtype=torch.{dtype}{at}{grad})"
+        ]
+    lines = [
+        f"{name} = torch.full({dims!r}, {python_literal(base)}, dtype=torch.{dtype}{at})",
+        *points(name, layout.get("points"), dims),
+    ]
     if is_float:
         lines.append(f"{name}.requires_grad_()")
     return lines
@@ -296,10 +320,13 @@ def points(name: str, changed: Any, dims: tuple[int, ...], indent: str = "") -> 
         position, value = items(point, "a changed element")
         position = items(position, "an element's position")
         if len(position) != len(dims) or any(
-                integer(i, "an index") >= size for i, size in zip(position, dims, strict=True)):
+            integer(i, "an index") >= size for i, size in zip(position, dims, strict=True)
+        ):
             raise PlanError("an element's position is outside the tensor")
-        out.append(f"{indent}{name}[{', '.join(map(str, position))}] = "
-                   f"{python_literal(number(value, 'an element'))}")
+        out.append(
+            f"{indent}{name}[{', '.join(map(str, position))}] = "
+            f"{python_literal(number(value, 'an element'))}"
+        )
     return out
 
 
@@ -309,8 +336,10 @@ def state_literal(state: Any) -> str:
     entries = []
     for key, value in table(state, "a module state").items():
         value = table(value, "a state tensor")
-        entries.append(f"    {str(key)!r}: torch.tensor({nested_literal(value.get('values'))}, "
-                       f"dtype=torch.{ident(value.get('dtype'), 'a state dtype')}),")
+        entries.append(
+            f"    {str(key)!r}: torch.tensor({nested_literal(value.get('values'))}, "
+            f"dtype=torch.{ident(value.get('dtype'), 'a state dtype')}),"
+        )
     return "\n".join(["{", *entries, "}"])
 
 
@@ -319,19 +348,22 @@ def weights_literal(weights: Any) -> str:
     arrays = []
     for value in items(weights, "the layer's variables"):
         value = table(value, "a variable")
-        arrays.append(f"    np.array({nested_literal(value.get('values'))}, "
-                      f"dtype=np.{ident(value.get('dtype'), 'a variable dtype')}),")
+        arrays.append(
+            f"    np.array({nested_literal(value.get('values'))}, "
+            f"dtype=np.{ident(value.get('dtype'), 'a variable dtype')}),"
+        )
     return "\n".join(["[", *arrays, "]"])
 
 
 def state_lines(state: str) -> list[str]:
     """The recorded state that differs from a fresh build: saved bytes, base64."""
     state = base64_text(state, "the embedded state")
-    chunks = [state[i:i + STATE_WIDTH] for i in range(0, len(state), STATE_WIDTH)]
+    chunks = [state[i : i + STATE_WIDTH] for i in range(0, len(state), STATE_WIDTH)]
     return ["STATE = (", *[f'    "{chunk}"' for chunk in chunks], ")", "", ""]
 
 
 # ------------------------------------------------------------------ an entry's reproducer
+
 
 def written(plan: dict[str, Any], target: Target) -> tuple[dict[str, Any], str]:
     """The plan as the host will read it (through JSON, as the record carries it) and the
@@ -369,12 +401,16 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     seed = integer(plan.get("seed"), "the seed")
     loading = choice(plan.get("loading", "import"), HOW, "the loading")
     loading_why = comment_text(plan.get("loading_why", ""), "why the import failed")
-    stand_ins = [_stand_in(name) for name in items(plan.get("stand_ins", []),
-                                                   "the stood-in modules")]
-    script_dirs = [_script_dir(folder) for folder in items(plan.get("script_dirs", []),
-                                                           "the script folders")]
-    moves = [choice(name, tuple(MOVED), "a moved name")
-             for name in items(plan.get("moved", []), "the moved names")]
+    stand_ins = [
+        _stand_in(name) for name in items(plan.get("stand_ins", []), "the stood-in modules")
+    ]
+    script_dirs = [
+        _script_dir(folder) for folder in items(plan.get("script_dirs", []), "the script folders")
+    ]
+    moves = [
+        choice(name, tuple(MOVED), "a moved name")
+        for name in items(plan.get("moved", []), "the moved names")
+    ]
     inputs = items(plan.get("inputs"), "the inputs")
     names = [ident(table(i, "an input").get("name"), "an input's name") for i in inputs]
     if len(set(names)) != len(names):
@@ -382,8 +418,15 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     rebuild = optional(plan.get("rebuild"), table, "the rebuild")
     constructed = flag(plan.get("constructed", False), "constructed")
     # Keras initialisers follow keras' own seed, not tf.random's
-    seeding = ("tf.keras.utils.set_random_seed" if constructed and rebuild is None
-               else "tf.random.set_seed") if tf_mode else "torch.manual_seed"
+    seeding = (
+        (
+            "tf.keras.utils.set_random_seed"
+            if constructed and rebuild is None
+            else "tf.random.set_seed"
+        )
+        if tf_mode
+        else "torch.manual_seed"
+    )
     body: list[str] = [] if jax_mode or numpy_mode else [f"{seeding}({seed})"]
     if rebuild is not None:
         imported = parts[0]
@@ -394,8 +437,7 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         imported = owner
         init = ", ".join(keywords(plan.get("init", []), "the constructor's values"))
         # under autocast the module keeps float32 weights: the dtype is the autocast one
-        cast = f".to(torch.{dtype})" if dtype != "float32" and not tf_mode \
-            and not autocast else ""
+        cast = f".to(torch.{dtype})" if dtype != "float32" and not tf_mode and not autocast else ""
         if place != "cpu":
             cast += f".to({place!r})"
         body.append(f"model = {owner}({init}){cast}")
@@ -423,8 +465,9 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     call_arguments = ", ".join([*given, *passed])
     template = plan.get("template")
     if template is not None:
-        call_arguments = _replayed_arguments(template, plan.get("template_kwargs", []), given,
-                                             body, framework, place)
+        call_arguments = _replayed_arguments(
+            template, plan.get("template_kwargs", []), given, body, framework, place
+        )
     label = f"{target.op} at {target.path}:{target.line}"
     label = comment_text(label, "the label")
     if rebuild is not None and not tf_mode:  # the search ran the method under this seed
@@ -432,58 +475,90 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     if tf_mode:
         body.extend(_tf_check(call, names, floats, label, target.checks_gradient))
     elif jax_mode:
-        body.extend(_jax_check(call, names, call_arguments, floats, label,
-                               target.checks_gradient))
+        body.extend(_jax_check(call, names, call_arguments, floats, label, target.checks_gradient))
     elif numpy_mode:
         body.extend(_numpy_check(call, call_arguments, label, target))
     else:
         if flag(plan.get("float32_reference", False), "float32_reference"):
-            body.extend(_float32_lines(call, call_arguments, names, floats, passed, label,
-                                       cast=dtype != "float32" and not autocast,
-                                       plain=template is None and obj is None
-                                       and rebuild is None, gradient=target.checks_gradient))
+            body.extend(
+                _float32_lines(
+                    call,
+                    call_arguments,
+                    names,
+                    floats,
+                    passed,
+                    label,
+                    cast=dtype != "float32" and not autocast,
+                    plain=template is None and obj is None and rebuild is None,
+                    gradient=target.checks_gradient,
+                )
+            )
         contexts = []  # as Entry.call runs it: on the device, under autocast
         if place != "cpu":
             contexts.append(f"torch.device({place!r})")
         if autocast:
-            contexts.append(f"torch.autocast(\"{place.split(':', 1)[0]}\", "
-                            f"dtype=torch.{autocast})")
+            contexts.append(f'torch.autocast("{place.split(":", 1)[0]}", dtype=torch.{autocast})')
         if contexts:
             body.append(f"with {', '.join(contexts)}:")
             body.append(f"    out = {call}({call_arguments})")
         else:
             body.append(f"out = {call}({call_arguments})")
-        body.append(f"assert _finite(out), \"{label} makes the output NaN/Inf\"")
+        body.append(f'assert _finite(out), "{label} makes the output NaN/Inf"')
         if target.checks_gradient:
             body.append("total = sum(t.sum() for t in _tensors(out) if t.requires_grad)")
             body.append("total.backward()")
             for name in floats:
-                body.append(f"assert {name}.grad is None or "
-                            f"bool(torch.isfinite({name}.grad).all()), "
-                            f"\"{label}: the gradient reaching {name} is NaN/Inf\"")
+                body.append(
+                    f"assert {name}.grad is None or "
+                    f"bool(torch.isfinite({name}.grad).all()), "
+                    f'"{label}: the gradient reaching {name} is NaN/Inf"'
+                )
             if call.startswith("model"):  # the module's weights: what the optimiser updates
                 body.append("for weight_name, weight in model.named_parameters():")
                 braced = label.replace("{", "{{").replace("}", "}}")  # inside an f-string
-                body.append("    assert weight.grad is None or "
-                            "bool(torch.isfinite(weight.grad).all()), "
-                            f"f\"{braced}: the gradient reaching parameter {{weight_name}} is "
-                            "NaN/Inf\"")
+                body.append(
+                    "    assert weight.grad is None or "
+                    "bool(torch.isfinite(weight.grad).all()), "
+                    f'f"{braced}: the gradient reaching parameter {{weight_name}} is '
+                    'NaN/Inf"'
+                )
     test_name = f"test_{_slug(qualname)}_{_slug(target.op)}_is_finite"
     state = rebuild.get("state", "") if rebuild is not None else ""
-    helpers = TF_HELPERS if tf_mode else JAX_HELPERS if jax_mode else \
-        NUMPY_HELPERS if numpy_mode else TORCH_HELPERS
-    framework_imports = ["import numpy as np", "import tensorflow as tf"] if tf_mode else \
-        ["import jax", "import jax.numpy as jnp", "import numpy as np"] if jax_mode else \
-        ["import os", "import traceback", "", "import numpy as np"] if numpy_mode else \
-        ["import copy", "", "import torch"] if any("copy.deepcopy" in line for line in body) \
+    helpers = (
+        TF_HELPERS
+        if tf_mode
+        else JAX_HELPERS
+        if jax_mode
+        else NUMPY_HELPERS
+        if numpy_mode
+        else TORCH_HELPERS
+    )
+    framework_imports = (
+        ["import numpy as np", "import tensorflow as tf"]
+        if tf_mode
+        else ["import jax", "import jax.numpy as jnp", "import numpy as np"]
+        if jax_mode
+        else ["import os", "import traceback", "", "import numpy as np"]
+        if numpy_mode
+        else ["import copy", "", "import torch"]
+        if any("copy.deepcopy" in line for line in body)
         else ["import torch"]
+    )
     lines = [
         *_header(target, label, qualname),
         *(["import base64", "import io", ""] if state else []),
         *framework_imports,
         "",
-        *import_lines(module, imported, loading, loading_why, _root(target.path, module),
-                      stand_ins, script_dirs, moves),
+        *import_lines(
+            module,
+            imported,
+            loading,
+            loading_why,
+            _root(target.path, module),
+            stand_ins,
+            script_dirs,
+            moves,
+        ),
         "",
         "",
         *helpers,
@@ -495,34 +570,46 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     return "\n".join(lines)
 
 
-def _float32_lines(call: str, arguments: str, names: list[str], floats: list[str],
-                   passed: list[str], label: str, cast: bool, plain: bool,
-                   gradient: bool) -> list[str]:
+def _float32_lines(
+    call: str,
+    arguments: str,
+    names: list[str],
+    floats: list[str],
+    passed: list[str],
+    label: str,
+    cast: bool,
+    plain: bool,
+    gradient: bool,
+) -> list[str]:
     """A precision finding's first check: the same call in float32 is finite, and so are
     the gradients reaching its float32 copies of the inputs where the finding is checked by
     its gradient. Without autocast, on a float32 copy of a model cast to low precision. A
     call replayed from a recording or built from an object is run as recorded, forward only;
     one on a model cast to low precision is then not rewritten, and the check is left out."""
-    message = f"\"{label} is NaN/Inf in float32 too\""
+    message = f'"{label} is NaN/Inf in float32 too"'
     if not plain:
         if cast:
             return []
-        return ["with torch.no_grad():  # float32 first: the bug is the low precision's",
-                f"    out32 = {call}({arguments})", f"assert _finite(out32), {message}"]
+        return [
+            "with torch.no_grad():  # float32 first: the bug is the low precision's",
+            f"    out32 = {call}({arguments})",
+            f"assert _finite(out32), {message}",
+        ]
     lines = ["# float32 first: the same inputs are finite there, the bug is the low precision's"]
     if cast and call.startswith("model"):
         lines.append("model32 = copy.deepcopy(model).float()")
-        call = "model32" + call[len("model"):]
+        call = "model32" + call[len("model") :]
     copies = [f"{name}32" for name in floats]
-    lines.extend(f"{name}32 = {name}.detach().clone().float().requires_grad_()"
-                 for name in floats)
+    lines.extend(f"{name}32 = {name}.detach().clone().float().requires_grad_()" for name in floats)
     given = ", ".join([*(f"{name}32" if name in floats else name for name in names), *passed])
     lines.append(f"out32 = {call}({given})")
     lines.append(f"assert _finite(out32), {message}")
     if gradient and copies:
         lines.append("sum(t.sum() for t in _tensors(out32) if t.requires_grad).backward()")
-        lines.append(f"assert all(x.grad is None or bool(torch.isfinite(x.grad).all()) for x "
-                     f"in ({', '.join(copies)},)), {message[:-1]} (gradient)\"")
+        lines.append(
+            f"assert all(x.grad is None or bool(torch.isfinite(x.grad).all()) for x "
+            f'in ({", ".join(copies)},)), {message[:-1]} (gradient)"'
+        )
     return lines
 
 
@@ -573,38 +660,50 @@ def _slug(text: str) -> str:
     return re.sub(r"\W+", "_", text).strip("_").lower() or "entry"
 
 
-def _object_lines(obj: dict[str, Any], owner: str, names: list[str],
-                  module: str) -> list[str]:
+def _object_lines(obj: dict[str, Any], owner: str, names: list[str], module: str) -> list[str]:
     """`run(...)`: the object built from the constructor's inputs (and the constants
     numcheck chose for it), then its member, as `ObjectCall` does during the search; the
     objects it is built with (parts.py) first, from the first inputs."""
     dotted(owner, "the object's class")
     built, names = _part_lines(obj.get("parts", []), names, module)
-    init_names = [ident(n, "a constructor input") for n in items(obj.get("init_names"),
-                                                                  "constructor inputs")]
+    init_names = [
+        ident(n, "a constructor input") for n in items(obj.get("init_names"), "constructor inputs")
+    ]
     count = len(init_names)
-    call_arguments = ", ".join([*(f"{k}={n}" for k, n in zip(init_names, names, strict=False)),
-                                *(f"{name}={name}" for name in built),
-                                *keywords(obj.get("init", []), "the object's constants")])
+    call_arguments = ", ".join(
+        [
+            *(f"{k}={n}" for k, n in zip(init_names, names, strict=False)),
+            *(f"{name}={name}" for name in built),
+            *keywords(obj.get("init", []), "the object's constants"),
+        ]
+    )
     passed = ", ".join([*names[count:], "**kwargs"])
     member = ident(obj.get("member"), "the member")
-    used = f"obj.{member}" if flag(obj.get("property", False), "property") else \
-        f"obj.{member}({passed})"
-    params = ", ".join([*[n for lines in built.values() for n in lines[0]], *names,
-                        "**kwargs"])
+    used = (
+        f"obj.{member}"
+        if flag(obj.get("property", False), "property")
+        else f"obj.{member}({passed})"
+    )
+    params = ", ".join([*[n for lines in built.values() for n in lines[0]], *names, "**kwargs"])
     made = [line for _, lines in built.values() for line in lines]
     if flag(obj.get("bare", False), "bare"):  # usage.reads_self: no constructor runs
-        return [f"def run({params}):",
-                f"    # {member} never reads self: what the object is built with cannot matter",
-                f"    obj = {owner}.__new__({owner})",
-                f"    return {used}"]
-    return [f"def run({params}):", *made,
-            f"    obj = {owner}({call_arguments})",
-            f"    return {used}"]
+        return [
+            f"def run({params}):",
+            f"    # {member} never reads self: what the object is built with cannot matter",
+            f"    obj = {owner}.__new__({owner})",
+            f"    return {used}",
+        ]
+    return [
+        f"def run({params}):",
+        *made,
+        f"    obj = {owner}({call_arguments})",
+        f"    return {used}",
+    ]
 
 
-def _part_lines(parts: Any, names: list[str], module: str) -> \
-        tuple[dict[str, tuple[list[str], list[str]]], list[str]]:
+def _part_lines(
+    parts: Any, names: list[str], module: str
+) -> tuple[dict[str, tuple[list[str], list[str]]], list[str]]:
     """({argument: (its input names, the lines that build it)}, the inputs left) for the
     plan's parts: each a class of the finding's own top-level package (a plan naming any
     other would make the reproducer build what the PR does not bring), from its inputs."""
@@ -616,15 +715,18 @@ def _part_lines(parts: Any, names: list[str], module: str) -> \
         qualname = dotted(part.get("qualname"), "a part's class")
         if part_module.split(".")[0] != module.split(".")[0]:
             raise PlanError("a part's class is not of the finding's own package")
-        init_names = [ident(n, "a part's input") for n in items(part.get("init_names"),
-                                                                "a part's inputs")]
+        init_names = [
+            ident(n, "a part's input") for n in items(part.get("init_names"), "a part's inputs")
+        ]
         if name in built or len(init_names) > len(names):
             raise PlanError("the plan's parts do not match its inputs")
-        taken, names = names[:len(init_names)], names[len(init_names):]
+        taken, names = names[: len(init_names)], names[len(init_names) :]
         top = qualname.split(".")[0]
         arguments = ", ".join(f"{k}={n}" for k, n in zip(init_names, taken, strict=True))
-        built[name] = (taken, [f"    from {part_module} import {top}",
-                               f"    {name} = {qualname}({arguments})"])
+        built[name] = (
+            taken,
+            [f"    from {part_module} import {top}", f"    {name} = {qualname}({arguments})"],
+        )
     return built, names
 
 
@@ -632,14 +734,20 @@ def _shows_lines(target: Target, qualname: str) -> list[str]:
     """The header's word on what the test sees (the op's NaN/Inf may be hidden from the
     output and show only in the gradient)."""
     if target.shows == "gradient" and target.where == "forward":
-        return [f"`{qualname}` hides it from its output, but not from the gradient reaching its",
-                "inputs: the test runs the backward pass and checks them.", ""]
+        return [
+            f"`{qualname}` hides it from its output, but not from the gradient reaching its",
+            "inputs: the test runs the backward pass and checks them.",
+            "",
+        ]
     if target.shows == "gradient":
         return [f"It reaches the gradient of the inputs of `{qualname}`.", ""]
     if target.shows == "parameters":
-        return [f"`{qualname}` hides it from its output and its inputs' gradients, but not from",
-                "the gradient reaching its parameters: the test runs the backward pass and",
-                "checks them.", ""]
+        return [
+            f"`{qualname}` hides it from its output and its inputs' gradients, but not from",
+            "the gradient reaching its parameters: the test runs the backward pass and",
+            "checks them.",
+            "",
+        ]
     if target.shows == "output":
         return [f"It reaches the output of `{qualname}`.", ""]
     return [""]
@@ -656,15 +764,19 @@ def _rebuild_lines(rebuild: dict[str, Any], seed: int) -> list[str]:
     lines.append(f"model = {class_path}({arguments(rebuild, 'the constructor')}){cast}")
     literal, state = rebuild.get("state_literal"), rebuild.get("state", "")
     if literal or state:
-        keys = [comment_text(k, "a state key") for k in items(rebuild.get("state_keys", []),
-                                                               "the state keys")]
-        lines.append(f"# the recorded values of {', '.join(keys[:6])}"
-                     + (", ..." if len(keys) > 6 else ""))
+        keys = [
+            comment_text(k, "a state key")
+            for k in items(rebuild.get("state_keys", []), "the state keys")
+        ]
+        lines.append(
+            f"# the recorded values of {', '.join(keys[:6])}" + (", ..." if len(keys) > 6 else "")
+        )
         if literal:
             lines += f"state = {state_literal(literal)}".splitlines()
         else:
-            lines.append("state = torch.load(io.BytesIO(base64.b64decode(STATE)), "
-                         "weights_only=True)")
+            lines.append(
+                "state = torch.load(io.BytesIO(base64.b64decode(STATE)), weights_only=True)"
+            )
         lines.append("model.load_state_dict(state, strict=False)")
     lines.append(f"model.train({flag(rebuild.get('training', True), 'training')})")
     for mode in items(rebuild.get("modes", []), "the submodules' modes"):
@@ -686,8 +798,10 @@ def _keras_lines(rebuild: dict[str, Any]) -> list[str]:
     if rebuild.get("weights") is not None:
         lines += f"model.set_weights({weights_literal(rebuild['weights'])})".splitlines()
     elif rebuild.get("state"):
-        lines += ["saved = np.load(io.BytesIO(base64.b64decode(STATE)))",
-                  "model.set_weights([saved[f'arr_{i}'] for i in range(len(saved.files))])"]
+        lines += [
+            "saved = np.load(io.BytesIO(base64.b64decode(STATE)))",
+            "model.set_weights([saved[f'arr_{i}'] for i in range(len(saved.files))])",
+        ]
     return lines
 
 
@@ -708,29 +822,44 @@ def _weight_lines(weights: Any, place: str) -> list[str]:
             before += tensor_code(variable, weight["tensor"], "torch", place)
             inside.append(f"    {parameter}.copy_({variable})")
             continue
-        inside += points(parameter, weight.get("points"),
-                         shape(weight.get("shape"), "a weight's shape"), "    ")
+        inside += points(
+            parameter, weight.get("points"), shape(weight.get("shape"), "a weight's shape"), "    "
+        )
     if not inside:
         return []
-    return ["# the weights the search set (the others as constructed)", *before,
-            "with torch.no_grad():", *inside]
+    return [
+        "# the weights the search set (the others as constructed)",
+        *before,
+        "with torch.no_grad():",
+        *inside,
+    ]
 
 
 def no_reproducer(target: Target, reason: str) -> str:
     """No standalone script can rebuild the code's state: a script that says so and exits
     without an AssertionError, so the harness never reports it as a failing reproducer."""
-    message = f"numcheck: no standalone reproducer for {target.op} at " \
-              f"{target.path}:{target.line}: {reason}"
-    return "\n".join([
-        f'"""{comment_text(message, "the reason")}."""',
-        "",
-        f"raise SystemExit({message!r})",
-        "",
-    ])
+    message = (
+        f"numcheck: no standalone reproducer for {target.op} at "
+        f"{target.path}:{target.line}: {reason}"
+    )
+    return "\n".join(
+        [
+            f'"""{comment_text(message, "the reason")}."""',
+            "",
+            f"raise SystemExit({message!r})",
+            "",
+        ]
+    )
 
 
-def _replayed_arguments(template: Any, template_kwargs: Any, names: list[str],
-                        body: list[str], framework: str, place: str) -> str:
+def _replayed_arguments(
+    template: Any,
+    template_kwargs: Any,
+    names: list[str],
+    body: list[str],
+    framework: str,
+    place: str,
+) -> str:
     """A harvested call: searched inputs by name, the recorded rest spelled out."""
     searched = iter(names)
     parts: list[str] = []
@@ -751,39 +880,50 @@ def _replayed_arguments(template: Any, template_kwargs: Any, names: list[str],
     return ", ".join(parts)
 
 
-def _tf_check(call: str, names: list[str], floats: list[str], label: str,
-              gradient: bool) -> list[str]:
+def _tf_check(
+    call: str, names: list[str], floats: list[str], label: str, gradient: bool
+) -> list[str]:
     lines = ["with tf.GradientTape(persistent=True) as tape:"]
     lines += [f"    tape.watch({name})" for name in floats]
     lines += [f"    out = {call}({', '.join(names)})"]
     if gradient:  # the sum must be taken under the tape to be differentiated
         lines += ["    total = tf.add_n([tf.reduce_sum(t) for t in tf.nest.flatten(out)])"]
-    lines += [f"assert _finite(out), \"{label} makes the output NaN/Inf\""]
+    lines += [f'assert _finite(out), "{label} makes the output NaN/Inf"']
     if gradient:
         for name in floats:
-            lines += [f"grad = tape.gradient(total, {name})",
-                      f"assert grad is None or bool(tf.reduce_all(tf.math.is_finite(grad))), "
-                      f"\"{label}: the gradient reaching {name} is NaN/Inf\""]
+            lines += [
+                f"grad = tape.gradient(total, {name})",
+                f"assert grad is None or bool(tf.reduce_all(tf.math.is_finite(grad))), "
+                f'"{label}: the gradient reaching {name} is NaN/Inf"',
+            ]
     return lines
 
 
-def _jax_check(call: str, names: list[str], call_arguments: str, floats: list[str],
-               label: str, gradient: bool) -> list[str]:
+def _jax_check(
+    call: str, names: list[str], call_arguments: str, floats: list[str], label: str, gradient: bool
+) -> list[str]:
     """Run the call with jit off (as the search did), check the output, then the gradient
     of the outputs' sum with respect to each float input."""
-    lines = ["with jax.disable_jit():", f"    out = {call}({call_arguments})",
-             f"assert _finite(out), \"{label} makes the output NaN/Inf\""]
+    lines = [
+        "with jax.disable_jit():",
+        f"    out = {call}({call_arguments})",
+        f'assert _finite(out), "{label} makes the output NaN/Inf"',
+    ]
     if gradient and floats:
         params = ", ".join(names)
         argnums = tuple(names.index(n) for n in floats)
-        lines += [f"def _total({params}):",
-                  f"    return sum(jnp.sum(t) for t in jax.tree_util.tree_leaves("
-                  f"{call}({call_arguments})))",
-                  "with jax.disable_jit():",
-                  f"    grads = jax.grad(_total, argnums={argnums!r})({params})"]
+        lines += [
+            f"def _total({params}):",
+            f"    return sum(jnp.sum(t) for t in jax.tree_util.tree_leaves("
+            f"{call}({call_arguments})))",
+            "with jax.disable_jit():",
+            f"    grads = jax.grad(_total, argnums={argnums!r})({params})",
+        ]
         for i, name in enumerate(floats):
-            lines.append(f"assert bool(jnp.isfinite(grads[{i}]).all()), "
-                         f"\"{label}: the gradient reaching {name} is NaN/Inf\"")
+            lines.append(
+                f"assert bool(jnp.isfinite(grads[{i}]).all()), "
+                f'"{label}: the gradient reaching {name} is NaN/Inf"'
+            )
     return lines
 
 
@@ -791,14 +931,16 @@ def _numpy_check(call: str, call_arguments: str, label: str, target: Target) -> 
     """Run the call with NumPy's floating-point flags raised (as the search recorded them):
     the first one raised at the flagged line fails the test, one raised anywhere else is an
     error of its own; then the output must be finite."""
-    return ["with np.errstate(divide=\"raise\", over=\"raise\", invalid=\"raise\"):",
-            "    try:",
-            f"        out = {call}({call_arguments})",
-            "    except FloatingPointError as exc:",
-            f"        if _raised_at(exc, {target.path!r}, {target.line}):",
-            f"            raise AssertionError(\"{label} makes NaN/Inf: \" + str(exc)) from exc",
-            "        raise",
-            f"assert _finite(out), \"{label} makes the output NaN/Inf\""]
+    return [
+        'with np.errstate(divide="raise", over="raise", invalid="raise"):',
+        "    try:",
+        f"        out = {call}({call_arguments})",
+        "    except FloatingPointError as exc:",
+        f"        if _raised_at(exc, {target.path!r}, {target.line}):",
+        f'            raise AssertionError("{label} makes NaN/Inf: " + str(exc)) from exc',
+        "        raise",
+        f'assert _finite(out), "{label} makes the output NaN/Inf"',
+    ]
 
 
 NUMPY_HELPERS = [
@@ -807,15 +949,14 @@ NUMPY_HELPERS = [
     "        return all(_finite(v) for v in value)",
     "    if isinstance(value, dict):",
     "        return all(_finite(v) for v in value.values())",
-    "    array = np.asarray(value) if isinstance(value, (float, np.ndarray, np.generic)) "
-    "else None",
-    "    return array is None or array.dtype.kind != \"f\" or bool(np.isfinite(array).all())",
+    "    array = np.asarray(value) if isinstance(value, (float, np.ndarray, np.generic)) else None",
+    '    return array is None or array.dtype.kind != "f" or bool(np.isfinite(array).all())',
     "",
     "",
     "def _raised_at(exc, path, line):",
-    "    \"\"\"Was the flag raised by the code at path:line (its last frame in that file)?\"\"\"",
+    '    """Was the flag raised by the code at path:line (its last frame in that file)?"""',
     "    mine = [f for f in traceback.extract_tb(exc.__traceback__)",
-    "            if f.filename.replace(os.sep, \"/\").endswith(\"/\" + path)]",
+    '            if f.filename.replace(os.sep, "/").endswith("/" + path)]',
     "    return bool(mine) and mine[-1].lineno == line",
 ]
 JAX_HELPERS = [
@@ -847,6 +988,7 @@ TF_HELPERS = [
 
 # ---------------------------------------------------------------- a script run's reproducer
 
+
 def write_script(plan: dict[str, Any], target: Target) -> str:
     """Script mode's reproducer: the configured command run with the external values the
     search changed substituted at their call sites; it carries its own copy of the
@@ -861,8 +1003,9 @@ def write_script(plan: dict[str, Any], target: Target) -> str:
     path = plan.get("path")
     if not isinstance(path, str):
         raise PlanError("the watched path is not text")
-    watched_lines = sorted(integer(n, "a watched line", 1) for n in items(plan.get("lines"),
-                                                                          "the lines"))
+    watched_lines = sorted(
+        integer(n, "a watched line", 1) for n in items(plan.get("lines"), "the lines")
+    )
     steps = integer(plan.get("steps", 1), "the training steps", 1)
     label = comment_text(f"{target.op} at {target.path}:{target.line}", "the label")
     values: list[str] = []
@@ -875,34 +1018,50 @@ def write_script(plan: dict[str, Any], target: Target) -> str:
             raise PlanError("a value's label is not text")
         values += [*_value_code(number_, value_label, value, tf_mode), "", ""]
         substitutes.append(f"    {value_label!r}: value_{number_},")
-    slug = re.sub(r"\W+", "_", Path(argv[1 if argv[0] == "-m" and len(argv) > 1 else 0]).stem) \
-        .strip("_").lower()
+    slug = (
+        re.sub(r"\W+", "_", Path(argv[1 if argv[0] == "-m" and len(argv) > 1 else 0]).stem)
+        .strip("_")
+        .lower()
+    )
     test_name = f"test_{slug or 'script'}_{_slug(target.op)}_is_finite"
     if tf_mode:
         imports = ["import numpy as np", "import tensorflow as tf"]
         tf_draws = tuple(str(v) for v in _constant("script_tf.py", "TF_RANDOM_DRAWS"))
-        runtime = [*runtime_lines([f"TF_RANDOM_DRAWS = {tf_draws!r}"],
-                                  ("script_tf.py", "TFExternalValues")), *TF_HELPERS]
-        pairs = [[_text(part, "a watched function") for part in
-                  items(pair, "a watched function")]
-                 for pair in items(plan.get("watched", []), "the watched functions")]
+        runtime = [
+            *runtime_lines(
+                [f"TF_RANDOM_DRAWS = {tf_draws!r}"], ("script_tf.py", "TFExternalValues")
+            ),
+            *TF_HELPERS,
+        ]
+        pairs = [
+            [_text(part, "a watched function") for part in items(pair, "a watched function")]
+            for pair in items(plan.get("watched", []), "the watched functions")
+        ]
         watched = f"({path!r}, {watched_lines!r}, {pairs!r})"
-        make_mode = ["    mode = TFExternalValues(ROOT, os.path.join(ROOT, WATCHED[0]), "
-                     "WATCHED[1], WATCHED[2],",
-                     f"                            _substitute, "
-                     f"check_gradient={target.where == 'backward'})"]
+        make_mode = [
+            "    mode = TFExternalValues(ROOT, os.path.join(ROOT, WATCHED[0]), "
+            "WATCHED[1], WATCHED[2],",
+            f"                            _substitute, "
+            f"check_gradient={target.where == 'backward'})",
+        ]
         check = _tf_checks(label, target.where == "backward")
     else:
         imports = ["import torch", "from torch.overrides import TorchFunctionMode"]
         runtime = [*torch_runtime(), *TORCH_HELPERS]
-        watched_names = [_text(n, "an op's name") for n in items(plan.get("names", []),
-                                                                  "the op's names")]
+        watched_names = [
+            _text(n, "an op's name") for n in items(plan.get("names", []), "the op's names")
+        ]
         watched = f"({path!r}, {watched_lines!r}, {watched_names!r})"
-        make_mode = ["    mode = ExternalValues(ROOT, os.path.join(ROOT, WATCHED[0]), "
-                     "WATCHED[1], WATCHED[2],",
-                     "                          _substitute)"]
-        operand = optional(plan.get("operand"), integer, "the operand") \
-            if target.where == "backward" else None
+        make_mode = [
+            "    mode = ExternalValues(ROOT, os.path.join(ROOT, WATCHED[0]), "
+            "WATCHED[1], WATCHED[2],",
+            "                          _substitute)",
+        ]
+        operand = (
+            optional(plan.get("operand"), integer, "the operand")
+            if target.where == "backward"
+            else None
+        )
         check = _torch_checks(label, operand)
     # the run ends once the line has run (as many times as the search ran it), with the op
     # or without it: a fix that replaces the op must not leave the script running to its end
@@ -911,8 +1070,7 @@ def write_script(plan: dict[str, Any], target: Target) -> str:
         make_mode.append(f"    mode.stop_after = {steps}")
     call = comment_text(target.call, "the call")
     lines = [
-        f'"""numcheck reproducer: `{call}` ({label}) gives NaN/Inf in the '
-        f"{target.where} pass",
+        f'"""numcheck reproducer: `{call}` ({label}) gives NaN/Inf in the {target.where} pass',
         f"when `{command}` runs with the external values below substituted at their call",
         f"sites (everything else is what the script draws and loads under seed {seed}).",
         "",
@@ -951,13 +1109,17 @@ def write_script(plan: dict[str, Any], target: Target) -> str:
         "    return natural if build is None else build(natural)",
         "",
         "",
-        *runnable_test(test_name, [
-            *make_mode,
-            "    run_script(ROOT, ARGV, SEED, mode)",
-            "    if not mode.hits:",
-            f"        print(\"{label} no longer runs\")",
-            "        return",
-            *check]),
+        *runnable_test(
+            test_name,
+            [
+                *make_mode,
+                "    run_script(ROOT, ARGV, SEED, mode)",
+                "    if not mode.hits:",
+                f'        print("{label} no longer runs")',
+                "        return",
+                *check,
+            ],
+        ),
     ]
     return "\n".join(lines)
 
@@ -971,21 +1133,27 @@ def _value_code(number_: int, label: str, value: dict[str, Any], tf_mode: bool) 
     doc = comment_text(label, "a value's label")
     if value.get("points") is None:
         literal = nested_literal(value.get("values"))
-        made = f"tf.constant({literal}, dtype=tf.{dtype})" if tf_mode else \
-            f"torch.tensor({literal}, dtype=torch.{dtype}){grad}"
+        made = (
+            f"tf.constant({literal}, dtype=tf.{dtype})"
+            if tf_mode
+            else f"torch.tensor({literal}, dtype=torch.{dtype}){grad}"
+        )
         return [*lines, f'    """{doc}: written out in full."""', f"    return {made}"]
     changed = items(value["points"], "the changed elements")
-    return [*lines,
-            f'    """{doc}: what the seeded script gives, with {len(changed)} element(s) '
-            'changed."""',
-            "    x = np.array(natural.numpy())" if tf_mode else "    x = natural.detach().clone()",
-            *points("x", changed, shape(value.get("shape"), "a value's shape"), "    "),
-            "    return tf.constant(x)" if tf_mode else f"    return x{grad}"]
+    return [
+        *lines,
+        f'    """{doc}: what the seeded script gives, with {len(changed)} element(s) changed."""',
+        "    x = np.array(natural.numpy())" if tf_mode else "    x = natural.detach().clone()",
+        *points("x", changed, shape(value.get("shape"), "a value's shape"), "    "),
+        "    return tf.constant(x)" if tf_mode else f"    return x{grad}",
+    ]
 
 
 def _torch_checks(label: str, operand: int | None) -> list[str]:
-    check = ["    for out, _, _, _ in mode.hits:",
-             f"        assert _finite(out), \"{label} makes NaN/Inf\""]
+    check = [
+        "    for out, _, _, _ in mode.hits:",
+        f'        assert _finite(out), "{label} makes NaN/Inf"',
+    ]
     if operand is not None:
         check += [
             "    out, args, kwargs, _ = mode.hits[0]",
@@ -993,50 +1161,66 @@ def _torch_checks(label: str, operand: int | None) -> list[str]:
             "    if operand.requires_grad and out.requires_grad:",
             "        (grad,) = torch.autograd.grad(out, operand, torch.ones_like(out),",
             "                                      allow_unused=True)",
-            f"        assert grad is None or _finite(grad), \"{label}: its gradient is NaN/Inf\"",
+            f'        assert grad is None or _finite(grad), "{label}: its gradient is NaN/Inf"',
         ]
     return check
 
 
 def _tf_checks(label: str, gradient: bool) -> list[str]:
     """TFExternalValues hits: (output, the op's local derivatives or None, name)."""
-    check = ["    for out, grads, _ in mode.hits:",
-             f"        assert _finite(out), \"{label} makes NaN/Inf\""]
+    check = [
+        "    for out, grads, _ in mode.hits:",
+        f'        assert _finite(out), "{label} makes NaN/Inf"',
+    ]
     if gradient:
-        check += ["        assert _finite(grads or []), "
-                  f"\"{label}: its gradient is NaN/Inf\""]
+        check += [f'        assert _finite(grads or []), "{label}: its gradient is NaN/Inf"']
     return check
 
 
 # The script runtime a reproducer carries: constants and definitions of callsites.py and
 # script.py (and, for TensorFlow, script_tf.py), read from numcheck's own source files, so
 # the host writes the same runtime the worker ran without importing torch.
-RUNTIME_CONSTANTS = {"NUMPY_DRAWS": ("callsites.py", "NUMPY_DRAWS"),
-                     "NUMPY_LOADS": ("callsites.py", "NUMPY_LOADS"),
-                     "DISPATCH_FILES": ("callsites.py", "DISPATCH_FILES"),
-                     "MAX_FRAMES": ("callsites.py", "MAX_FRAMES"),
-                     # callsites.WATCH_FRAMES is the probe's own limit
-                     "WATCH_FRAMES": ("probe.py", "MAX_FRAMES")}
-RUNTIME_DEFINITIONS = (("callsites.py", "StopScript"), ("callsites.py", "CallSites"),
-                       ("{mode}", "{mode}"), ("script.py", "_Built"),
-                       ("callsites.py", "_numpy_draw"), ("script.py", "run_script"))
+RUNTIME_CONSTANTS = {
+    "NUMPY_DRAWS": ("callsites.py", "NUMPY_DRAWS"),
+    "NUMPY_LOADS": ("callsites.py", "NUMPY_LOADS"),
+    "DISPATCH_FILES": ("callsites.py", "DISPATCH_FILES"),
+    "MAX_FRAMES": ("callsites.py", "MAX_FRAMES"),
+    # callsites.WATCH_FRAMES is the probe's own limit
+    "WATCH_FRAMES": ("probe.py", "MAX_FRAMES"),
+}
+RUNTIME_DEFINITIONS = (
+    ("callsites.py", "StopScript"),
+    ("callsites.py", "CallSites"),
+    ("{mode}", "{mode}"),
+    ("script.py", "_Built"),
+    ("callsites.py", "_numpy_draw"),
+    ("script.py", "run_script"),
+)
 
 
 def torch_runtime() -> list[str]:
     draws = ", ".join(repr(name) for name in sorted(_constant("script.py", "RANDOM_DRAWS")))
     built = ", ".join(repr(name) for name in sorted(_constant("script.py", "BUILT")))
-    return runtime_lines([f"RANDOM_DRAWS = frozenset({{{draws}}})",
-                          f"BUILT = frozenset({{{built}}})",
-                          f"BUILT_TYPES = {_constant('script.py', 'BUILT_TYPES')!r}"],
-                         ("script.py", "ExternalValues"))
+    return runtime_lines(
+        [
+            f"RANDOM_DRAWS = frozenset({{{draws}}})",
+            f"BUILT = frozenset({{{built}}})",
+            f"BUILT_TYPES = {_constant('script.py', 'BUILT_TYPES')!r}",
+        ],
+        ("script.py", "ExternalValues"),
+    )
 
 
 def runtime_lines(constants: list[str], mode: tuple[str, str]) -> list[str]:
     """The interception code a reproducer carries: the framework's own `constants`, the
     ones `CallSites` reads, and the classes and functions of one run with `mode` (a file of
     this folder and a class in it)."""
-    lines = [*constants, *(f"{name} = {_constant(*where)!r}"
-                           for name, where in RUNTIME_CONSTANTS.items()), "", ""]
+    lines = [
+        *constants,
+        *(f"{name} = {_constant(*where)!r}" for name, where in RUNTIME_CONSTANTS.items()),
+        "",
+        "",
+    ]
     for where, name in RUNTIME_DEFINITIONS:
         where, name = mode if name == "{mode}" else (where, name)
         lines += _definition(where, name) + ["", ""]
@@ -1053,10 +1237,15 @@ def _constant(file: str, name: str) -> Any:
     """A literal top-level constant of a runtime file, as a value."""
     for node in _source(file)[1].body:
         if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
             value = node.value
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
-                    value.func.id == "frozenset" and len(value.args) == 1:
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id == "frozenset"
+                and len(value.args) == 1
+            ):
                 return frozenset(ast.literal_eval(value.args[0]))
             return ast.literal_eval(value)
     raise LookupError(f"{file} has no constant {name}")
@@ -1068,5 +1257,5 @@ def _definition(file: str, name: str) -> list[str]:
     for node in module.body:
         if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name == name:
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            return source[first - 1:node.end_lineno]
+            return source[first - 1 : node.end_lineno]
     raise LookupError(f"{file} has no definition {name}")

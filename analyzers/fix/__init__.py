@@ -13,5 +13,12 @@ from analyzers.fix.candidates import Candidate, candidates, first_of_kind
 from analyzers.fix.patch import Patch, apply_suggestion, make_patch
 from analyzers.fix.site import FixRequest
 
-__all__ = ["Candidate", "FixRequest", "Patch", "apply_suggestion", "candidates",
-           "first_of_kind", "make_patch"]
+__all__ = [
+    "Candidate",
+    "FixRequest",
+    "Patch",
+    "apply_suggestion",
+    "candidates",
+    "first_of_kind",
+    "make_patch",
+]

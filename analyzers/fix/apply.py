@@ -35,8 +35,7 @@ class FileFixes:
 
     @property
     def diff(self) -> str:
-        return unified_diff(self.path, self.before, self.after) if self.after != self.before \
-            else ""
+        return unified_diff(self.path, self.before, self.after) if self.after != self.before else ""
 
 
 class FixRefused(Exception):
@@ -45,10 +44,15 @@ class FixRefused(Exception):
 
 def validated(findings: Iterable[Finding]) -> list[Finding]:
     """Findings with a validated fix that has text to apply."""
-    return [f for f in findings if isinstance(f.fix, dict)
-            and f.fix.get("status") == "validated"
-            and isinstance(f.fix.get("original"), str) and _replacement(f.fix) is not None
-            and isinstance(f.fix.get("start_line"), int)]
+    return [
+        f
+        for f in findings
+        if isinstance(f.fix, dict)
+        and f.fix.get("status") == "validated"
+        and isinstance(f.fix.get("original"), str)
+        and _replacement(f.fix) is not None
+        and isinstance(f.fix.get("start_line"), int)
+    ]
 
 
 def _replacement(fix: dict[str, Any]) -> str | None:
@@ -62,9 +66,9 @@ def _locate(lines: list[str], block: list[str], expected: int) -> int | None:
     """0-based index where `block` stands in `lines`: at `expected` if it is there, else the
     nearest occurrence."""
     n = len(block)
-    if 0 <= expected <= len(lines) - n and lines[expected:expected + n] == block:
+    if 0 <= expected <= len(lines) - n and lines[expected : expected + n] == block:
         return expected
-    found = [i for i in range(len(lines) - n + 1) if lines[i:i + n] == block]
+    found = [i for i in range(len(lines) - n + 1) if lines[i : i + n] == block]
     return min(found, key=lambda i: abs(i - expected)) if found else None
 
 
@@ -85,9 +89,13 @@ def _add_imports(text: str, statements: Sequence[str]) -> str:
         for node in tree.body:
             if isinstance(node, ast.Import | ast.ImportFrom):
                 index = node.end_lineno or node.lineno
-        if index == 0 and tree.body and isinstance(tree.body[0], ast.Expr) and \
-                isinstance(tree.body[0].value, ast.Constant) and \
-                isinstance(tree.body[0].value.value, str):
+        if (
+            index == 0
+            and tree.body
+            and isinstance(tree.body[0], ast.Expr)
+            and isinstance(tree.body[0].value, ast.Constant)
+            and isinstance(tree.body[0].value.value, str)
+        ):
             index = tree.body[0].end_lineno or 1
     if index and index <= len(lines) and not lines[index - 1].endswith("\n"):
         lines[index - 1] += "\n"
@@ -106,11 +114,16 @@ def apply_to_source(path: str, source: str, findings: Sequence[Finding]) -> File
         replacement = (_replacement(fix) or "").splitlines(keepends=True)
         at = _locate(lines, block, int(fix["start_line"]) - 1 + offset) if block else None
         if at is None:
-            out.skipped.append((finding.fingerprint, f"the lines of the fix for {finding.op} "
-                                                     f"at line {finding.line} are no longer "
-                                                     "in the file"))
+            out.skipped.append(
+                (
+                    finding.fingerprint,
+                    f"the lines of the fix for {finding.op} "
+                    f"at line {finding.line} are no longer "
+                    "in the file",
+                )
+            )
             continue
-        lines[at:at + len(block)] = replacement
+        lines[at : at + len(block)] = replacement
         offset += len(replacement) - len(block)
         imports += [s for s in fix.get("imports") or [] if isinstance(s, str)]
         out.applied.append(finding.fingerprint)
@@ -130,8 +143,7 @@ def apply_to_source(path: str, source: str, findings: Sequence[Finding]) -> File
 def by_path(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
     grouped: dict[str, list[Finding]] = {}
     for finding in validated(findings):
-        grouped.setdefault(str((finding.fix or {}).get("path") or finding.path), []).append(
-            finding)
+        grouped.setdefault(str((finding.fix or {}).get("path") or finding.path), []).append(finding)
     return grouped
 
 
@@ -142,8 +154,9 @@ def _git(repo: Path, *args: str) -> str:
     return proc.stdout
 
 
-def combined_diff(repo: Path, head: str, findings: Iterable[Finding]) -> tuple[str,
-                                                                             list[FileFixes]]:
+def combined_diff(
+    repo: Path, head: str, findings: Iterable[Finding]
+) -> tuple[str, list[FileFixes]]:
     """One unified diff of every validated fix, against the files at `head` (read from git,
     so the working tree does not matter)."""
     files: list[FileFixes] = []
@@ -159,9 +172,11 @@ def check_head(repo: Path, head: str) -> None:
     checked_out = _git(repo, "rev-parse", "HEAD").strip()
     wanted = _git(repo, "rev-parse", "--verify", f"{head}^{{commit}}").strip()
     if checked_out != wanted:
-        raise FixRefused(f"--fix writes to the working tree, but the head reviewed "
-                         f"({head}, {wanted[:12]}) is not the checked-out commit "
-                         f"({checked_out[:12]}); check it out first, or use --diff")
+        raise FixRefused(
+            f"--fix writes to the working tree, but the head reviewed "
+            f"({head}, {wanted[:12]}) is not the checked-out commit "
+            f"({checked_out[:12]}); check it out first, or use --diff"
+        )
 
 
 def write_fixes(repo: Path, head: str, findings: Iterable[Finding]) -> list[FileFixes]:
@@ -175,10 +190,15 @@ def write_fixes(repo: Path, head: str, findings: Iterable[Finding]) -> list[File
         status = _git(root, "status", "--porcelain", "--", path)
         if status.strip():
             fixes = FileFixes(path, "", "")
-            fixes.skipped = [(f.fingerprint, f"{path} has uncommitted changes; commit or "
-                                             "stash them first, the fix was validated "
-                                             "against the committed text")
-                             for f in group]
+            fixes.skipped = [
+                (
+                    f.fingerprint,
+                    f"{path} has uncommitted changes; commit or "
+                    "stash them first, the fix was validated "
+                    "against the committed text",
+                )
+                for f in group
+            ]
             files.append(fixes)
             continue
         files.append(fix_file(root / path, path, group))

@@ -28,8 +28,7 @@ def epsilon(dtype: str | None, scale: float | None = None) -> float:
     at 1), and normal in the dtype: float32 1e-06, float16 1e-03, bfloat16 1e-02,
     float64 1e-15 for operands of order 1 or unknown."""
     lim = limits(dtype_name(dtype))
-    magnitude = 1.0 if scale is None or not math.isfinite(scale) or scale <= 0 \
-        else min(scale, 1.0)
+    magnitude = 1.0 if scale is None or not math.isfinite(scale) or scale <= 0 else min(scale, 1.0)
     exponent = math.ceil(math.log10(lim.eps * magnitude) - 1e-9)
     exponent = max(exponent, math.ceil(math.log10(lim.tiny) - 1e-9))
     value = float(f"1e{exponent}")

@@ -37,8 +37,13 @@ class Candidate:
     watch: tuple[str, ...]  # risky ops left on the patched lines (the re-search watches them)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "description": self.description,
-                "watch": list(self.watch), "patch": self.patch.to_json()}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "description": self.description,
+            "watch": list(self.watch),
+            "patch": self.patch.to_json(),
+        }
 
 
 def add_imports(module: cst.Module, statements: tuple[str, ...]) -> cst.Module:
@@ -49,11 +54,16 @@ def add_imports(module: cst.Module, statements: tuple[str, ...]) -> cst.Module:
     index = 0
     for i, stmt in enumerate(body):
         if isinstance(stmt, cst.SimpleStatementLine) and any(
-                isinstance(s, cst.Import | cst.ImportFrom) for s in stmt.body):
+            isinstance(s, cst.Import | cst.ImportFrom) for s in stmt.body
+        ):
             index = i + 1
-    if index == 0 and body and isinstance(body[0], cst.SimpleStatementLine) and \
-            isinstance(body[0].body[0], cst.Expr) and \
-            isinstance(body[0].body[0].value, cst.SimpleString):
+    if (
+        index == 0
+        and body
+        and isinstance(body[0], cst.SimpleStatementLine)
+        and isinstance(body[0].body[0], cst.Expr)
+        and isinstance(body[0].body[0].value, cst.SimpleString)
+    ):
         index = 1
     new = [cst.parse_statement(s + "\n") for s in statements]
     return module.with_changes(body=body[:index] + new + body[index:])
@@ -79,12 +89,16 @@ def _span(start: tuple[int, int], text: str) -> tuple[tuple[int, int], tuple[int
 def _start(site: Site, node: cst.CSTNode, request: FixRequest) -> tuple[int, int]:
     """Where `node` starts in the file the site parsed (an edit's text starts there too)."""
     where = site.positions.get(node)
-    return (where.start.line, where.start.column) if where is not None else \
-        (request.line, request.column)
+    return (
+        (where.start.line, where.start.column)
+        if where is not None
+        else (request.line, request.column)
+    )
 
 
-def _siblings(rewritten: str, edit: Edit, start: tuple[int, int], request: FixRequest,
-              strict: bool) -> tuple[str, tuple[str, ...]]:
+def _siblings(
+    rewritten: str, edit: Edit, start: tuple[int, int], request: FixRequest, strict: bool
+) -> tuple[str, tuple[str, ...]]:
     """The same edit applied to the other calls of the op on the finding's lines.
 
     The static pass reports one finding per line and op, so `digamma(s) - digamma(a)` or
@@ -97,10 +111,16 @@ def _siblings(rewritten: str, edit: Edit, start: tuple[int, int], request: FixRe
     written = [_span(start, cst.Module([]).code_for_node(edit.new))]
     for _ in range(MAX_SIBLINGS):
         scan = scan_source(rewritten, request.path, Config(dtype=request.dtype))
-        sibling = next((f for f in scan.findings if f.op == request.op
-                        and request.line <= f.line <= request.end_line
-                        and not any(lo <= (f.line, f.column) < hi for lo, hi in written)),
-                       None)
+        sibling = next(
+            (
+                f
+                for f in scan.findings
+                if f.op == request.op
+                and request.line <= f.line <= request.end_line
+                and not any(lo <= (f.line, f.column) < hi for lo, hi in written)
+            ),
+            None,
+        )
         if sibling is None:
             break
         sub = replace(FixRequest.from_finding(sibling), dtype=request.dtype)
@@ -108,8 +128,9 @@ def _siblings(rewritten: str, edit: Edit, start: tuple[int, int], request: FixRe
             site = parse_site(rewritten, sub)
         except (LookupError, cst.ParserSyntaxError, SyntaxError):
             break
-        same = next((e for e in edits_for(site, strict)
-                     if (e.kind, e.name) == (edit.kind, edit.name)), None)
+        same = next(
+            (e for e in edits_for(site, strict) if (e.kind, e.name) == (edit.kind, edit.name)), None
+        )
         if same is None:
             break
         changed = site.module.deep_replace(same.old, same.new)
@@ -117,8 +138,7 @@ def _siblings(rewritten: str, edit: Edit, start: tuple[int, int], request: FixRe
         if changed.code == rewritten:
             break
         rewritten = changed.code
-        written.append(_span(_start(site, same.old, sub),
-                             cst.Module([]).code_for_node(same.new)))
+        written.append(_span(_start(site, same.old, sub), cst.Module([]).code_for_node(same.new)))
         imports += [i for i in same.imports if i not in imports]
     return rewritten, tuple(imports)
 
@@ -134,15 +154,15 @@ def candidates(source: str, request: FixRequest, strict: bool = False) -> list[C
         return []
     edits = edits_for(site, strict)
     # stable APIs first; pattern fixes (double where, masked fill) next; then eps/clamp/where
-    ordered = sorted(enumerate(edits), key=lambda item: (rank(item[1].kind, item[1].name),
-                                                         item[0]))
+    ordered = sorted(enumerate(edits), key=lambda item: (rank(item[1].kind, item[1].name), item[0]))
     out: list[Candidate] = []
     seen: set[str] = set()
     for _, edit in ordered:
         try:
             rewritten, _ = apply(site.module, edit)
-            rewritten, imports = _siblings(rewritten, edit, _start(site, edit.old, request),
-                                           request, strict)
+            rewritten, imports = _siblings(
+                rewritten, edit, _start(site, edit.old, request), request, strict
+            )
             full = add_imports(cst.parse_module(rewritten), imports).code
             cst.parse_module(full)
         except (cst.ParserSyntaxError, ValueError):
@@ -150,13 +170,23 @@ def candidates(source: str, request: FixRequest, strict: bool = False) -> list[C
         if full == source or full in seen:
             continue
         seen.add(full)
-        patch = make_patch(request.path, source, rewritten, full, line=request.line,
-                           end_line=request.end_line, kind=edit.kind, name=edit.name,
-                           description=edit.description, imports=imports)
+        patch = make_patch(
+            request.path,
+            source,
+            rewritten,
+            full,
+            line=request.line,
+            end_line=request.end_line,
+            kind=edit.kind,
+            name=edit.name,
+            description=edit.description,
+            imports=imports,
+        )
         out.append(Candidate(edit.kind, edit.name, edit.description, full, patch, edit.watch))
     return out
 
 
-def first_of_kind(source: str, request: FixRequest, kind: str,
-                  strict: bool = False) -> Candidate | None:
+def first_of_kind(
+    source: str, request: FixRequest, kind: str, strict: bool = False
+) -> Candidate | None:
     return next((c for c in candidates(source, request, strict) if c.kind == kind), None)

@@ -30,13 +30,22 @@ if TYPE_CHECKING:
     from analyzers.fix.candidates import Candidate
 
 
-def entry_hooks(candidate: Candidate, entry: Entry, *, path: str, module_name: str,
-                trigger: Sequence[Any] | None, normal_inputs: Sequence[Sequence[Any]],
-                directory: Path | None = None, budget: Budget | None = None, seed: int = 0,
-                dtype: str = "float32",
-                reproducer: Callable[[Path], tuple[bool, str]] | None = None,
-                original_source: str | None = None,
-                on_copy: Path | None = None) -> Hooks:
+def entry_hooks(
+    candidate: Candidate,
+    entry: Entry,
+    *,
+    path: str,
+    module_name: str,
+    trigger: Sequence[Any] | None,
+    normal_inputs: Sequence[Sequence[Any]],
+    directory: Path | None = None,
+    budget: Budget | None = None,
+    seed: int = 0,
+    dtype: str = "float32",
+    reproducer: Callable[[Path], tuple[bool, str]] | None = None,
+    original_source: str | None = None,
+    on_copy: Path | None = None,
+) -> Hooks:
     """`Hooks` for one candidate of a finding confirmed on `entry`, in this process: the
     patched module is loaded from its own file, the entry rebound to it (same inputs, box and
     weights), and the search re-run with the same budget on the patched lines. `on_copy`, a
@@ -48,8 +57,13 @@ def entry_hooks(candidate: Candidate, entry: Entry, *, path: str, module_name: s
         file = on_copy / path
         patched = entry.on_copy(on_copy)  # type: ignore[attr-defined]
     else:
-        module, file = load_patched(candidate.source, path, module_name, directory,
-                                    extracted=getattr(entry, "loading", "") == "extracted")
+        module, file = load_patched(
+            candidate.source,
+            path,
+            module_name,
+            directory,
+            extracted=getattr(entry, "loading", "") == "extracted",
+        )
         patched = rebind(entry, module)
     if reproducer is not None:
         run_reproducer: Callable[[], tuple[bool, str]] = lambda: reproducer(file)  # noqa: E731
@@ -59,23 +73,33 @@ def entry_hooks(candidate: Candidate, entry: Entry, *, path: str, module_name: s
         run_reproducer = lambda: (True, "no trigger to reproduce")  # noqa: E731
     return Hooks(
         reproducer=run_reproducer,
-        search=search_hook(patched, str(file), patched_lines(candidate), dtype=dtype,
-                           seed=seed, budget=budget, start=entry.start),
+        search=search_hook(
+            patched,
+            str(file),
+            patched_lines(candidate),
+            dtype=dtype,
+            seed=seed,
+            budget=budget,
+            start=entry.start,
+        ),
         original=lambda x: run_entry(entry, x),
         patched=lambda x: run_entry(patched, x),
         gradients=lambda x: entry_gradients(patched, x),
         original_gradients=lambda x: entry_gradients(entry, x),
-        normal_inputs=normal_inputs, trigger=trigger, reference=float64_reference(entry),
-        original_source=original_source)
+        normal_inputs=normal_inputs,
+        trigger=trigger,
+        reference=float64_reference(entry),
+        original_source=original_source,
+    )
 
 
 _LOADED = itertools.count()
 PATCHED_SUFFIX = "__numcheck_fix_"  # patched modules: `<original>__numcheck_fix_<n>`
 
 
-def load_patched(source: str, path: str, module_name: str,
-                 directory: Path | None = None,
-                 extracted: bool = False) -> tuple[ModuleType, Path]:
+def load_patched(
+    source: str, path: str, module_name: str, directory: Path | None = None, extracted: bool = False
+) -> tuple[ModuleType, Path]:
     """Import a patched copy of one module from a file of its own (the probes watch it by
     file and line). It is named inside the original's package, so relative imports resolve
     against the real package. `extracted`: the original would not import and was built
@@ -124,8 +148,9 @@ def rebind(entry: Entry, module: ModuleType) -> Entry:
 
     replay: Any = entry.fn
     if isinstance(replay, ObjectCall):  # a member of a plain class: the patched class
-        return replace(entry, fn=replay.with_owner(
-            resolve_attr(module, qualname.rpartition(".")[0])))
+        return replace(
+            entry, fn=replay.with_owner(resolve_attr(module, qualname.rpartition(".")[0]))
+        )
     if entry.is_method and hasattr(replay, "rebound"):
         # a recorded Keras layer method call (harvest_keras.KerasReplay): a layer of the
         # patched class, built like the recorded one, holding its variables
@@ -138,8 +163,7 @@ def rebind(entry: Entry, module: ModuleType) -> Entry:
         for sub in patched.modules():
             if type(sub).__module__ == original:
                 sub.__class__ = resolve_attr(module, type(sub).__qualname__)
-        return replace(entry, fn=type(replay)(patched, replay.method, replay.fresh,
-                                              replay.seed))
+        return replace(entry, fn=type(replay)(patched, replay.method, replay.fresh, replay.seed))
     if entry.is_method and entry.framework == "tensorflow":  # a synthesised Keras layer
         instance = resolve_attr(module, qualname.rpartition(".")[0])(**entry.init)
         return replace(entry, fn=_keras_clone(entry.fn, instance))
@@ -171,8 +195,9 @@ def _keras_clone(old: Any, new: Any) -> Any:
     return call
 
 
-def sample_inputs(entry: Entry, count: int, seed: int = 0,
-                  box: Sequence[tuple[float, float] | None] | None = None) -> list[list[Any]]:
+def sample_inputs(
+    entry: Entry, count: int, seed: int = 0, box: Sequence[tuple[float, float] | None] | None = None
+) -> list[list[Any]]:
     """In-domain inputs: draws from the entry's box, or from `box` per input (None keeps
     the entry's). The harness passes harvested values where it has them."""
     import torch
@@ -182,8 +207,10 @@ def sample_inputs(entry: Entry, count: int, seed: int = 0,
     generator = torch.Generator().manual_seed(seed)
     specs = list(entry.specs)
     if box is not None:
-        specs = [replace(s, lo=b[0], hi=b[1]) if b is not None and s.is_float else s
-                 for s, b in zip(specs, box, strict=True)]
+        specs = [
+            replace(s, lo=b[0], hi=b[1]) if b is not None and s.is_float else s
+            for s, b in zip(specs, box, strict=True)
+        ]
     return [[sample(spec, generator) for spec in specs] for _ in range(count)]
 
 
@@ -219,8 +246,11 @@ def entry_gradients(entry: Entry, inputs: Sequence[Any]) -> list[Any]:
                 if t.dtype.is_floating:
                     tape.watch(t)
             output = entry.call(tensors)
-            outs = [o for o in tf.nest.flatten(output)
-                    if isinstance(o, tf.Tensor) and o.dtype.is_floating]
+            outs = [
+                o
+                for o in tf.nest.flatten(output)
+                if isinstance(o, tf.Tensor) and o.dtype.is_floating
+            ]
             total = tf.add_n([tf.reduce_sum(tf.cast(o, tf.float64)) for o in outs])
         return list(tape.gradient(total, [t for t in tensors if t.dtype.is_floating]))
     import torch
@@ -250,18 +280,31 @@ def reproduce(entry: Entry, trigger: Sequence[Any]) -> tuple[bool, str]:
     return False, "finite output and gradient at the trigger"
 
 
-def search_hook(entry: Entry, path: str, lines: frozenset[int], *, dtype: str = "float32",
-                seed: int = 0, budget: Budget | None = None,
-                start: list[Any] | None = None) -> Callable[[str], dict[str, Any]]:
+def search_hook(
+    entry: Entry,
+    path: str,
+    lines: frozenset[int],
+    *,
+    dtype: str = "float32",
+    seed: int = 0,
+    budget: Budget | None = None,
+    start: list[Any] | None = None,
+) -> Callable[[str], dict[str, Any]]:
     """`Hooks.search` for an entry on the patched copy: the real Searcher, per op."""
     from analyzers.dynamic.search import Searcher
 
     def run(op: str) -> dict[str, Any]:
         searcher = Searcher(entry, path, lines, op, dtype=dtype, seed=seed, budget=budget)
         outcome = searcher.run(start)
-        return {"triggered": outcome.triggered, "reached": outcome.reached,
-                "where": outcome.where, "stage": outcome.stage,
-                "evaluations": outcome.evaluations, "seconds": round(outcome.seconds, 4),
-                "best_loss": outcome.best_loss, "error": outcome.error}
+        return {
+            "triggered": outcome.triggered,
+            "reached": outcome.reached,
+            "where": outcome.where,
+            "stage": outcome.stage,
+            "evaluations": outcome.evaluations,
+            "seconds": round(outcome.seconds, 4),
+            "best_loss": outcome.best_loss,
+            "error": outcome.error,
+        }
 
     return run

@@ -42,9 +42,14 @@ class Patch:
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
-    return "".join(difflib.unified_diff(before.splitlines(keepends=True),
-                                        after.splitlines(keepends=True),
-                                        fromfile=f"a/{path}", tofile=f"b/{path}"))
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=f"a/{path}",
+            tofile=f"b/{path}",
+        )
+    )
 
 
 def changed_range(before: str, after: str) -> tuple[int, int] | None:
@@ -66,9 +71,19 @@ def changed_range(before: str, after: str) -> tuple[int, int] | None:
     return first, last
 
 
-def make_patch(path: str, original: str, rewritten: str, with_imports: str, *, line: int,
-               end_line: int, kind: str, name: str, description: str,
-               imports: tuple[str, ...] = ()) -> Patch:
+def make_patch(
+    path: str,
+    original: str,
+    rewritten: str,
+    with_imports: str,
+    *,
+    line: int,
+    end_line: int,
+    kind: str,
+    name: str,
+    description: str,
+    imports: tuple[str, ...] = (),
+) -> Patch:
     """`rewritten` is the source with the expression rewrite only; `with_imports` adds what
     the rewrite needs imported (the same text when nothing is)."""
     changed = changed_range(original, rewritten)
@@ -78,19 +93,31 @@ def make_patch(path: str, original: str, rewritten: str, with_imports: str, *, l
     old_lines = original.splitlines(keepends=True)
     new_lines = rewritten.splitlines(keepends=True)
     tail = len(old_lines) - end  # lines after the range: identical in both
-    replacement_lines = new_lines[start - 1: len(new_lines) - tail]
+    replacement_lines = new_lines[start - 1 : len(new_lines) - tail]
     replacement = "".join(replacement_lines)
     if replacement and not replacement.endswith("\n"):
         replacement += "\n"
-    old_text = "".join(old_lines[start - 1: end])
-    return Patch(kind=kind, name=name, description=description, path=path,
-                 diff=unified_diff(path, original, with_imports), start_line=start,
-                 end_line=end, replacement=replacement, original=old_text,
-                 suggestion_complete=with_imports == rewritten, imports=imports)
+    old_text = "".join(old_lines[start - 1 : end])
+    return Patch(
+        kind=kind,
+        name=name,
+        description=description,
+        path=path,
+        diff=unified_diff(path, original, with_imports),
+        start_line=start,
+        end_line=end,
+        replacement=replacement,
+        original=old_text,
+        suggestion_complete=with_imports == rewritten,
+        imports=imports,
+    )
 
 
 def apply_suggestion(original: str, patch: Patch) -> str:
     """What GitHub does when a suggestion is committed: the range's lines replaced."""
     lines = original.splitlines(keepends=True)
-    return "".join(lines[: patch.start_line - 1]) + patch.replacement + \
-        "".join(lines[patch.end_line:])
+    return (
+        "".join(lines[: patch.start_line - 1])
+        + patch.replacement
+        + "".join(lines[patch.end_line :])
+    )

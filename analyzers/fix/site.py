@@ -29,11 +29,17 @@ from analyzers.static.rules import RuleId
 TF_FRAMEWORKS = ("tensorflow", "keras")
 COMPAT = ("tensorflow.compat.v1", "tensorflow.compat.v2")
 # Names the fixes call that the catalogue does not list (it lists risky ops and guards).
-KNOWN_EXTRA = frozenset({
-    "torch.nn.functional.binary_cross_entropy_with_logits", "torch.nn.BCEWithLogitsLoss",
-    "tensorflow.math.divide_no_nan", "torch.finfo", "torch.ones_like", "torch.zeros_like",
-    "torch.full_like",
-})
+KNOWN_EXTRA = frozenset(
+    {
+        "torch.nn.functional.binary_cross_entropy_with_logits",
+        "torch.nn.BCEWithLogitsLoss",
+        "tensorflow.math.divide_no_nan",
+        "torch.finfo",
+        "torch.ones_like",
+        "torch.zeros_like",
+        "torch.full_like",
+    }
+)
 
 
 def flat(text: str) -> str:
@@ -61,8 +67,7 @@ class FixRequest:
     @classmethod
     def from_finding(cls, finding: object) -> FixRequest:
         """From a `Finding` or its JSON dict."""
-        data: dict[str, Any] = finding if isinstance(finding, dict) else \
-            finding.to_json()  # type: ignore[attr-defined]
+        data: dict[str, Any] = finding if isinstance(finding, dict) else finding.to_json()  # type: ignore[attr-defined]
         interval = data.get("interval") or {}
 
         def num(value: Any) -> float | None:
@@ -72,16 +77,27 @@ class FixRequest:
         if data.get("rule") == RuleId.EPS_UNDERFLOW_FP16:
             dtype = "float16"  # the finding is about what the code does in half precision
         precision = (data.get("trigger") or {}).get("precision")
-        if isinstance(precision, dict) and precision.get("float32") == "finite" \
-                and precision.get("dtype") in LOW_PRECISIONS:
+        if (
+            isinstance(precision, dict)
+            and precision.get("float32") == "finite"
+            and precision.get("dtype") in LOW_PRECISIONS
+        ):
             dtype = precision["dtype"]  # a precision finding is fixed for the precision it fails in
-        return cls(path=data["path"], line=int(data["line"]),
-                   end_line=int(data.get("end_line") or data["line"]), op=data["op"],
-                   call=data.get("call", ""), operand=data.get("operand", ""),
-                   framework=data.get("framework", "torch"), rule=data.get("rule", ""),
-                   column=int(data.get("column", -1)), end_column=int(data.get("end_column", -1)),
-                   dtype=dtype,
-                   lo=num(interval.get("lo")), hi=num(interval.get("hi")))
+        return cls(
+            path=data["path"],
+            line=int(data["line"]),
+            end_line=int(data.get("end_line") or data["line"]),
+            op=data["op"],
+            call=data.get("call", ""),
+            operand=data.get("operand", ""),
+            framework=data.get("framework", "torch"),
+            rule=data.get("rule", ""),
+            column=int(data.get("column", -1)),
+            end_column=int(data.get("end_column", -1)),
+            dtype=dtype,
+            lo=num(interval.get("lo")),
+            hi=num(interval.get("hi")),
+        )
 
     @property
     def is_tf(self) -> bool:
@@ -110,6 +126,7 @@ class Unsupported(Exception):
 
 
 # ---------------------------------------------------------------------------------- the site
+
 
 @dataclass
 class Site:
@@ -140,7 +157,7 @@ class Site:
             return None
         for prefix in COMPAT:
             if resolved.startswith(prefix + "."):
-                resolved = "tensorflow." + resolved[len(prefix) + 1:]
+                resolved = "tensorflow." + resolved[len(prefix) + 1 :]
         return resolved
 
     def spell(self, qual: str) -> str:
@@ -150,7 +167,7 @@ class Site:
         for local, target in self.imports.names.items():
             for base in _targets(target):
                 if qual == base or qual.startswith(base + "."):
-                    text = local + qual[len(base):]
+                    text = local + qual[len(base) :]
                     if best is None or len(base) > best[0]:
                         best = (len(base), text)
         if best is not None:
@@ -197,7 +214,7 @@ def _targets(target: str) -> tuple[str, ...]:
         if target == prefix:
             return ("tensorflow",)
         if target.startswith(prefix + "."):
-            return ("tensorflow." + target[len(prefix) + 1:],)
+            return ("tensorflow." + target[len(prefix) + 1 :],)
     return (target,)
 
 
@@ -214,19 +231,26 @@ def parse_site(source: str, request: FixRequest) -> Site:
     return Site(module, positions, parents, imports, request, node)
 
 
-def _locate(module: cst.Module, positions: dict[cst.CSTNode, CodeRange],
-            request: FixRequest) -> cst.BaseExpression:
+def _locate(
+    module: cst.Module, positions: dict[cst.CSTNode, CodeRange], request: FixRequest
+) -> cst.BaseExpression:
     exact: list[cst.BaseExpression] = []
     by_text: list[tuple[int, cst.BaseExpression]] = []
     want = flat(request.call)
     for node, where in positions.items():
         if not isinstance(node, cst.Call | cst.BinaryOperation):
             continue
-        if where.start.line == request.line and where.start.column == request.column and \
-                where.end.line == request.end_line and where.end.column == request.end_column:
+        if (
+            where.start.line == request.line
+            and where.start.column == request.column
+            and where.end.line == request.end_line
+            and where.end.column == request.end_column
+        ):
             exact.append(node)
-        elif request.line <= where.start.line <= request.end_line and \
-                flat(module.code_for_node(node)) == want:
+        elif (
+            request.line <= where.start.line <= request.end_line
+            and flat(module.code_for_node(node)) == want
+        ):
             by_text.append((abs(where.start.column - request.column), node))
     if exact:
         return exact[0]
@@ -236,6 +260,7 @@ def _locate(module: cst.Module, positions: dict[cst.CSTNode, CodeRange],
 
 
 # ---------------------------------------------------------------------------------- helpers
+
 
 def expr(text: str) -> cst.BaseExpression:
     return cst.parse_expression(text)
@@ -249,8 +274,18 @@ def is_one(node: cst.BaseExpression) -> bool:
     return False
 
 
-ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
-         cst.SimpleString, cst.List, cst.Tuple, cst.Dict)
+ATOMS = (
+    cst.Name,
+    cst.Attribute,
+    cst.Call,
+    cst.Subscript,
+    cst.Integer,
+    cst.Float,
+    cst.SimpleString,
+    cst.List,
+    cst.Tuple,
+    cst.Dict,
+)
 
 
 def atomic(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -357,9 +392,13 @@ def positional(value: cst.BaseExpression) -> cst.Arg:
 
 
 def keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
-    return cst.Arg(value=value, keyword=cst.Name(name),
-                   equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                         whitespace_after=cst.SimpleWhitespace("")))
+    return cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
 
 
 def with_keyword(call: cst.Call, name: str, value: str) -> cst.Call:
@@ -375,7 +414,8 @@ def with_keyword(call: cst.Call, name: str, value: str) -> cst.Call:
         last = args[-1]
         if isinstance(last.comma, cst.MaybeSentinel):
             args[-1] = last.with_changes(
-                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            )
         else:  # a trailing comma: the new argument takes the layout of the ones before it
             between: cst.BaseParenthesizableWhitespace = call.whitespace_before_args
             if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma):
@@ -396,8 +436,11 @@ def operand_node(site: Site) -> cst.BaseExpression:
 
     class Finder(cst.CSTVisitor):
         def on_visit(self, node: cst.CSTNode) -> bool:
-            if isinstance(node, cst.BaseExpression) and node is not site.node and \
-                    flat(site.code(node)) == want:
+            if (
+                isinstance(node, cst.BaseExpression)
+                and node is not site.node
+                and flat(site.code(node)) == want
+            ):
                 found.append(node)
                 return False
             return True
@@ -413,9 +456,14 @@ def operand_node(site: Site) -> cst.BaseExpression:
     return found[0]
 
 
-def substitute_operand(site: Site, new_text: Callable[[cst.BaseExpression], str],
-                       kind: FixKind, name: str, description: str,
-                       watch: tuple[str, ...] | None = None) -> Edit:
+def substitute_operand(
+    site: Site,
+    new_text: Callable[[cst.BaseExpression], str],
+    kind: FixKind,
+    name: str,
+    description: str,
+    watch: tuple[str, ...] | None = None,
+) -> Edit:
     """Replace the operand inside the flagged node. The new text is built from the operand
     without its own parentheses; they are put back around the result when it is not an atom,
     and added where the slot needs an atom (a method receiver, an operand of an operator)."""
@@ -426,9 +474,17 @@ def substitute_operand(site: Site, new_text: Callable[[cst.BaseExpression], str]
         parent = site.parent(operand)
         if operand.lpar:
             new_operand = new_operand.with_changes(lpar=operand.lpar, rpar=operand.rpar)
-        elif isinstance(parent, cst.Attribute | cst.BinaryOperation | cst.UnaryOperation |
-                        cst.Subscript):
+        elif isinstance(
+            parent, cst.Attribute | cst.BinaryOperation | cst.UnaryOperation | cst.Subscript
+        ):
             new_operand = atomic(new_operand)
     new = replace_in(site.node, operand, new_operand)
-    return Edit(kind, name, description, site.node, new, site.take_imports(),
-                watch if watch is not None else (site.request.op,))
+    return Edit(
+        kind,
+        name,
+        description,
+        site.node,
+        new,
+        site.take_imports(),
+        watch if watch is not None else (site.request.op,),
+    )

@@ -81,8 +81,13 @@ class Check:
     reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "ran": self.ran, "passed": self.passed,
-                "figures": jsonable(self.figures), "reason": self.reason}
+        return {
+            "name": self.name,
+            "ran": self.ran,
+            "passed": self.passed,
+            "figures": jsonable(self.figures),
+            "reason": self.reason,
+        }
 
 
 @dataclass
@@ -98,9 +103,14 @@ class Validation:
         return next((c for c in self.checks if c.name == name), None)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "accepted": self.accepted,
-                "rejected_because": self.rejected_because, "seconds": round(self.seconds, 4),
-                "checks": [c.to_json() for c in self.checks]}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "accepted": self.accepted,
+            "rejected_because": self.rejected_because,
+            "seconds": round(self.seconds, 4),
+            "checks": [c.to_json() for c in self.checks],
+        }
 
 
 @dataclass
@@ -134,8 +144,13 @@ class Hooks:
 
 # ---------------------------------------------------------------------------------- checks
 
-def check_static(candidate: Candidate, config: Config | None = None,
-                 original: str | None = None, op: str | None = None) -> Check:
+
+def check_static(
+    candidate: Candidate,
+    config: Config | None = None,
+    original: str | None = None,
+    op: str | None = None,
+) -> Check:
     """The static pass on the patched file flags nothing on the patched lines. Given the
     `original` source and the fixed finding's `op`, the other findings the original had on
     those lines (another op of the same statement, with findings of its own) are left out:
@@ -163,13 +178,20 @@ def check_static(candidate: Candidate, config: Config | None = None,
     for f in left:
         others[(f.op, f.rule)] -= 1
     flagged = [f for f in flagged if f not in left]
-    figures = {"lines": sorted(lines), "flagged": [f"{f.line}:{f.rule}:{f.op}" for f in flagged],
-               "others_left": [f"{f.line}:{f.rule}:{f.op}" for f in left]}
+    figures = {
+        "lines": sorted(lines),
+        "flagged": [f"{f.line}:{f.rule}:{f.op}" for f in flagged],
+        "others_left": [f"{f.line}:{f.rule}:{f.op}" for f in left],
+    }
     if flagged:
         first = flagged[0]
-        return Check("static", True, False, figures,
-                     f"the static pass still flags line {first.line} ({first.rule}: "
-                     f"{first.why})")
+        return Check(
+            "static",
+            True,
+            False,
+            figures,
+            f"the static pass still flags line {first.line} ({first.rule}: {first.why})",
+        )
     return Check("static", True, True, figures)
 
 
@@ -178,34 +200,53 @@ def check_reproducer(run: Callable[[], tuple[bool, str]]) -> Check:
     still_fails, detail = run()
     figures = {"seconds": round(time.perf_counter() - started, 4)}
     if still_fails:
-        return Check("reproducer", True, False, figures,
-                     "the reproducer still fails on the patched code: " + detail[-300:])
+        return Check(
+            "reproducer",
+            True,
+            False,
+            figures,
+            "the reproducer still fails on the patched code: " + detail[-300:],
+        )
     return Check("reproducer", True, True, figures)
 
 
 def check_search(search: Callable[[str], Mapping[str, Any]], watch: Sequence[str]) -> Check:
     if not watch:
-        return Check("search", False, True, {"watched": []},
-                     "no risky op from the catalogue is left on the patched lines")
+        return Check(
+            "search",
+            False,
+            True,
+            {"watched": []},
+            "no risky op from the catalogue is left on the patched lines",
+        )
     runs: dict[str, Any] = {}
     for op in watch:
         result = dict(search(op))
         runs[op] = result
         if result.get("triggered"):
-            return Check("search", True, False, {"watched": list(watch), "runs": runs},
-                         f"the search still triggers {op} on the patched code "
-                         f"({result.get('where', 'forward')}, after "
-                         f"{result.get('evaluations', '?')} evaluations)")
+            return Check(
+                "search",
+                True,
+                False,
+                {"watched": list(watch), "runs": runs},
+                f"the search still triggers {op} on the patched code "
+                f"({result.get('where', 'forward')}, after "
+                f"{result.get('evaluations', '?')} evaluations)",
+            )
     reached = [op for op, r in runs.items() if r.get("reached")]
     reason = "" if reached else "the patched code never reached the watched op"
     return Check("search", True, True, {"watched": list(watch), "runs": runs}, reason)
 
 
-def check_equivalence(original: Callable[[Sequence[Any]], Any],
-                      patched: Callable[[Sequence[Any]], Any],
-                      inputs: Iterable[Sequence[Any]], kind: str, op: str,
-                      dtype: str = "float32",
-                      reference: Callable[[Sequence[Any]], Any] | None = None) -> Check:
+def check_equivalence(
+    original: Callable[[Sequence[Any]], Any],
+    patched: Callable[[Sequence[Any]], Any],
+    inputs: Iterable[Sequence[Any]],
+    kind: str,
+    op: str,
+    dtype: str = "float32",
+    reference: Callable[[Sequence[Any]], Any] | None = None,
+) -> Check:
     """Elementwise, where the original is finite: |patched - original| within tolerance, or
     |patched - reference| within it where a float64 `reference` of the original exists (the
     deviation then reported is the smaller of the two)."""
@@ -222,11 +263,17 @@ def check_equivalence(original: Callable[[Sequence[Any]], Any],
         before = float_arrays(original(copied(sample)))
         seed_all(count)
         after = float_arrays(patched(copied(sample)))
-        if len(before) != len(after) or any(a.shape != b.shape for a, b in
-                                            zip(before, after, strict=True)):
-            return Check("equivalence", True, False, {"inputs": count},
-                         "the patched code returns outputs of another shape: "
-                         f"{[a.shape for a in before]} vs {[b.shape for b in after]}")
+        if len(before) != len(after) or any(
+            a.shape != b.shape for a, b in zip(before, after, strict=True)
+        ):
+            return Check(
+                "equivalence",
+                True,
+                False,
+                {"inputs": count},
+                "the patched code returns outputs of another shape: "
+                f"{[a.shape for a in before]} vs {[b.shape for b in after]}",
+            )
         exact = _reference_arrays(reference, sample, count, before)
         referenced += exact is not None
         sample_abs: float | None = None
@@ -237,8 +284,13 @@ def check_equivalence(original: Callable[[Sequence[Any]], Any],
                 continue
             a_fin, b_fin = a[mask], b[mask]
             if not np.isfinite(b_fin).all():
-                return Check("equivalence", True, False, {"inputs": count},
-                             "the patched code is non-finite where the original was finite")
+                return Check(
+                    "equivalence",
+                    True,
+                    False,
+                    {"inputs": count},
+                    "the patched code is non-finite where the original was finite",
+                )
             diff = np.abs(b_fin - a_fin)
             if exact is not None:
                 r_fin = exact[index][mask]
@@ -257,27 +309,47 @@ def check_equivalence(original: Callable[[Sequence[Any]], Any],
             bad = diff > atol + rtol * np.abs(a_fin)
             if bad.any() and not worst:
                 i = int(np.argmax(diff - (atol + rtol * np.abs(a_fin))))
-                worst = {"original": float(a_fin[i]), "patched": float(b_fin[i]),
-                         "input": count}
+                worst = {"original": float(a_fin[i]), "patched": float(b_fin[i]), "input": count}
         if sample_abs is not None and len(series) < SERIES_CAP:
             series.append({"input": count, "max_abs": sample_abs, "max_rel": sample_rel})
-    figures: dict[str, Any] = {"inputs": count, "compared": compared, "max_abs": max_abs,
-                               "max_rel": max_rel, "atol": atol, "rtol": rtol,
-                               "float64_reference": referenced, "per_input": series}
+    figures: dict[str, Any] = {
+        "inputs": count,
+        "compared": compared,
+        "max_abs": max_abs,
+        "max_rel": max_rel,
+        "atol": atol,
+        "rtol": rtol,
+        "float64_reference": referenced,
+        "per_input": series,
+    }
     if count == 0 or compared == 0:
-        return Check("equivalence", False, False, figures,
-                     "no in-domain input where the original was finite to compare on")
+        return Check(
+            "equivalence",
+            False,
+            False,
+            figures,
+            "no in-domain input where the original was finite to compare on",
+        )
     if worst:
         figures["worst"] = worst
-        return Check("equivalence", True, False, figures,
-                     f"the patch changes in-domain values: max deviation {max_abs:.3g} "
-                     f"absolute, {max_rel:.3g} relative, above atol={atol:g} rtol={rtol:g} "
-                     f"(e.g. {worst['original']:.6g} -> {worst['patched']:.6g})")
+        return Check(
+            "equivalence",
+            True,
+            False,
+            figures,
+            f"the patch changes in-domain values: max deviation {max_abs:.3g} "
+            f"absolute, {max_rel:.3g} relative, above atol={atol:g} rtol={rtol:g} "
+            f"(e.g. {worst['original']:.6g} -> {worst['patched']:.6g})",
+        )
     return Check("equivalence", True, True, figures)
 
 
-def _reference_arrays(reference: Callable[[Sequence[Any]], Any] | None, sample: Sequence[Any],
-                      seed: int, like: list[np.ndarray]) -> list[np.ndarray] | None:
+def _reference_arrays(
+    reference: Callable[[Sequence[Any]], Any] | None,
+    sample: Sequence[Any],
+    seed: int,
+    like: list[np.ndarray],
+) -> list[np.ndarray] | None:
     """The float64 reference's outputs for `sample`, when it runs and matches in shape."""
     if reference is None:
         return None
@@ -286,15 +358,17 @@ def _reference_arrays(reference: Callable[[Sequence[Any]], Any] | None, sample: 
         exact = float_arrays(reference(copied(sample)))
     except Exception:  # the code may not run in float64 (dtype-specific code)
         return None
-    if len(exact) != len(like) or any(a.shape != b.shape for a, b in
-                                      zip(exact, like, strict=True)):
+    if len(exact) != len(like) or any(a.shape != b.shape for a, b in zip(exact, like, strict=True)):
         return None
     return exact
 
 
-def check_gradients(gradients: Callable[[Sequence[Any]], Sequence[Any]],
-                    trigger: Sequence[Any] | None, normal: Iterable[Sequence[Any]],
-                    original: Callable[[Sequence[Any]], Sequence[Any]] | None = None) -> Check:
+def check_gradients(
+    gradients: Callable[[Sequence[Any]], Sequence[Any]],
+    trigger: Sequence[Any] | None,
+    normal: Iterable[Sequence[Any]],
+    original: Callable[[Sequence[Any]], Sequence[Any]] | None = None,
+) -> Check:
     """Finite gradients at the trigger, and at every normal input where the original code's
     gradients were finite: a non-finite gradient the original already had there comes from
     another op of the function (another finding's, or a gradient that is infinite by nature)
@@ -310,16 +384,28 @@ def check_gradients(gradients: Callable[[Sequence[Any]], Sequence[Any]],
         bad = _first_non_finite(grads)
         if bad is None:
             continue
-        if label != "trigger" and original is not None \
-                and _first_non_finite(original(copied(sample))) is not None:
+        if (
+            label != "trigger"
+            and original is not None
+            and _first_non_finite(original(copied(sample))) is not None
+        ):
             inherited += 1
             continue
-        return Check("gradients", True, False, {"inputs": checked},
-                     f"the gradient w.r.t. input {bad} is not finite on the {label}")
+        return Check(
+            "gradients",
+            True,
+            False,
+            {"inputs": checked},
+            f"the gradient w.r.t. input {bad} is not finite on the {label}",
+        )
     if checked == 0:
         return Check("gradients", False, False, {}, "no inputs to take gradients at")
-    return Check("gradients", True, True, {"inputs": checked, "inherited": inherited,
-                                           "trigger": trigger is not None})
+    return Check(
+        "gradients",
+        True,
+        True,
+        {"inputs": checked, "inherited": inherited, "trigger": trigger is not None},
+    )
 
 
 def _first_non_finite(grads: Sequence[Any]) -> int | None:
@@ -335,9 +421,17 @@ def _first_non_finite(grads: Sequence[Any]) -> int | None:
 
 # ---------------------------------------------------------------------------------- driver
 
-def validate(candidate: Candidate, hooks: Hooks, *, op: str, dtype: str = "float32",
-             config: Config | None = None, required: Sequence[str] = CHECKS,
-             checks_to_run: Sequence[str] = CHECKS) -> Validation:
+
+def validate(
+    candidate: Candidate,
+    hooks: Hooks,
+    *,
+    op: str,
+    dtype: str = "float32",
+    config: Config | None = None,
+    required: Sequence[str] = CHECKS,
+    checks_to_run: Sequence[str] = CHECKS,
+) -> Validation:
     """The checks for one candidate, in `checks_to_run` order (default: all, cheapest first);
     the first failure rejects it and skips the rest. A check in `required` whose hook is
     missing rejects the candidate too (nothing unchecked is ever suggested)."""
@@ -351,8 +445,10 @@ def validate(candidate: Candidate, hooks: Hooks, *, op: str, dtype: str = "float
             continue
         if name == "search":  # other flagged ops the static check let stand: searched too
             static = next((c for c in checks if c.name == "static"), None)
-            left = [entry.rsplit(":", 1)[-1] for entry in
-                    (static.figures.get("others_left", []) if static else [])]
+            left = [
+                entry.rsplit(":", 1)[-1]
+                for entry in (static.figures.get("others_left", []) if static else [])
+            ]
             extra = tuple(dict.fromkeys(o for o in left if o not in candidate.watch))
             if extra:
                 candidate = replace(candidate, watch=candidate.watch + extra)
@@ -360,12 +456,25 @@ def validate(candidate: Candidate, hooks: Hooks, *, op: str, dtype: str = "float
         checks.append(check)
         if not check.passed and (check.ran or name in required):
             rejected = f"{name}: {check.reason}"
-    return Validation(candidate.kind, candidate.name, rejected is None, checks, rejected,
-                      time.perf_counter() - started)
+    return Validation(
+        candidate.kind,
+        candidate.name,
+        rejected is None,
+        checks,
+        rejected,
+        time.perf_counter() - started,
+    )
 
 
-def _run_check(name: str, candidate: Candidate, hooks: Hooks, normal: list[Sequence[Any]],
-               op: str, dtype: str, config: Config | None) -> Check:
+def _run_check(
+    name: str,
+    candidate: Candidate,
+    hooks: Hooks,
+    normal: list[Sequence[Any]],
+    op: str,
+    dtype: str,
+    config: Config | None,
+) -> Check:
     try:
         if name == "static":
             return check_static(candidate, config, hooks.original_source, op)
@@ -376,26 +485,33 @@ def _run_check(name: str, candidate: Candidate, hooks: Hooks, normal: list[Seque
         if name == "equivalence":
             if hooks.original is None or hooks.patched is None or not normal:
                 return Check(name, False, False, {}, "no in-domain inputs or callables")
-            return check_equivalence(hooks.original, hooks.patched, normal, candidate.kind, op,
-                                     dtype, hooks.reference)
+            return check_equivalence(
+                hooks.original, hooks.patched, normal, candidate.kind, op, dtype, hooks.reference
+            )
         if name == "gradients":
             if hooks.gradients is None:
                 return Check(name, False, False, {}, "no gradient callable supplied")
-            return check_gradients(hooks.gradients, hooks.trigger, normal,
-                                   hooks.original_gradients)
+            return check_gradients(hooks.gradients, hooks.trigger, normal, hooks.original_gradients)
         if hooks.search is None:
             if not candidate.watch:
                 return check_search(lambda op: {}, ())
             return Check(name, False, False, {}, "no search supplied")
         return check_search(hooks.search, candidate.watch)
     except Exception as exc:  # the patched PR code may raise anywhere
-        return Check(name, True, False, {}, f"the patched code raised {type(exc).__name__}: "
-                                            f"{str(exc)[:300]}")
+        return Check(
+            name, True, False, {}, f"the patched code raised {type(exc).__name__}: {str(exc)[:300]}"
+        )
 
 
-def choose(candidates: Sequence[Candidate], hooks_for: Callable[[Candidate], Hooks], *,
-           op: str, dtype: str = "float32", config: Config | None = None,
-           required: Sequence[str] = CHECKS) -> tuple[Candidate | None, list[Validation]]:
+def choose(
+    candidates: Sequence[Candidate],
+    hooks_for: Callable[[Candidate], Hooks],
+    *,
+    op: str,
+    dtype: str = "float32",
+    config: Config | None = None,
+    required: Sequence[str] = CHECKS,
+) -> tuple[Candidate | None, list[Validation]]:
     """The first candidate (in the order given: developers' preference) that passes every
     check, and the records of all candidates tried. None when none passes: the finding keeps
     its reproducer and says so."""
@@ -404,12 +520,18 @@ def choose(candidates: Sequence[Candidate], hooks_for: Callable[[Candidate], Hoo
         try:
             hooks = hooks_for(candidate)
         except Exception as exc:  # importing the patched copy can fail
-            records.append(Validation(candidate.kind, candidate.name, False, [],
-                                      f"setup: the patched copy could not be loaded "
-                                      f"({type(exc).__name__}: {str(exc)[:300]})"))
+            records.append(
+                Validation(
+                    candidate.kind,
+                    candidate.name,
+                    False,
+                    [],
+                    f"setup: the patched copy could not be loaded "
+                    f"({type(exc).__name__}: {str(exc)[:300]})",
+                )
+            )
             continue
-        record = validate(candidate, hooks, op=op, dtype=dtype, config=config,
-                          required=required)
+        record = validate(candidate, hooks, op=op, dtype=dtype, config=config, required=required)
         records.append(record)
         if record.accepted:
             return candidate, records
@@ -420,23 +542,35 @@ def fix_record(chosen: Candidate | None, records: Sequence[Validation]) -> dict[
     """The `fix` field of a Finding: the patch and its validation, or why there is none."""
     tried = [r.to_json() for r in records]
     if chosen is None:
-        return {"status": "none-validated", "tried": tried,
-                "reason": "no candidate passed validation" if records else "no candidate"}
+        return {
+            "status": "none-validated",
+            "tried": tried,
+            "reason": "no candidate passed validation" if records else "no candidate",
+        }
     accepted = records[-1]
     equivalence = accepted.check("equivalence")
-    return {"status": "validated", "kind": chosen.kind, "name": chosen.name,
-            "description": chosen.description, **chosen.patch.to_json(),
-            "watch": list(chosen.watch),
-            "validation": accepted.to_json(),
-            "max_abs_deviation": equivalence.figures.get("max_abs") if equivalence else None,
-            "max_rel_deviation": equivalence.figures.get("max_rel") if equivalence else None,
-            "rejected": tried[:-1]}
+    return {
+        "status": "validated",
+        "kind": chosen.kind,
+        "name": chosen.name,
+        "description": chosen.description,
+        **chosen.patch.to_json(),
+        "watch": list(chosen.watch),
+        "validation": accepted.to_json(),
+        "max_abs_deviation": equivalence.figures.get("max_abs") if equivalence else None,
+        "max_rel_deviation": equivalence.figures.get("max_rel") if equivalence else None,
+        "rejected": tried[:-1],
+    }
 
 
 # ---------------------------------------------------------------------------------- inputs
 
-def in_domain(original: Callable[[Sequence[Any]], Any],
-              samples: Iterable[Sequence[Any]], partial: bool = False) -> list[Sequence[Any]]:
+
+def in_domain(
+    original: Callable[[Sequence[Any]], Any],
+    samples: Iterable[Sequence[Any]],
+    partial: bool = False,
+) -> list[Sequence[Any]]:
     """The samples on which the original code's outputs are all finite (draws from the box
     that the op's own domain rejects are no basis for a value comparison). `partial` keeps
     those with some finite output too (the comparison only looks where the original was
@@ -448,7 +582,8 @@ def in_domain(original: Callable[[Sequence[Any]], Any],
         except Exception:  # the PR's code may raise on any input
             continue
         if all(np.isfinite(a).all() for a in outputs) or (
-                partial and outputs and any(np.isfinite(a).any() for a in outputs)):
+            partial and outputs and any(np.isfinite(a).any() for a in outputs)
+        ):
             kept.append(sample)
     return kept
 

@@ -107,14 +107,19 @@ def _suggestion_section(finding: Finding, commented: tuple[int, int]) -> str | N
             block = fenced("\n".join(lines), "suggestion")
             if len(block) > _SUGGESTION_CAP:
                 # Half a suggestion would be applied as if whole: say so instead of cutting it.
-                return (f"{head} The replacement ({plural(len(lines), 'line')}) is too long to "
-                        "show here; `numcheck review --format json` prints it.")
+                return (
+                    f"{head} The replacement ({plural(len(lines), 'line')}) is too long to "
+                    "show here; `numcheck review --format json` prints it."
+                )
             return f"{head}\n\n{block}"
         diff = fix_diff(finding)
         if diff is not None:
             start, end = fix_range(finding)
-            why = "it also adds an import" if fix.get("suggestion_complete") is False else \
-                f"it covers lines {start}-{end}"
+            why = (
+                "it also adds an import"
+                if fix.get("suggestion_complete") is False
+                else f"it covers lines {start}-{end}"
+            )
             note = f"{head} As a patch ({why}; `numcheck review --fix` applies it):"
             return f"{note}\n\n{fenced(truncate(diff, _DIFF_CAP), 'diff')}"
     if finding.suggestion:
@@ -137,10 +142,14 @@ def _no_fix_section(finding: Finding) -> str | None:
     tried = rejections(fix)
     if not tried:
         return f"No checked fix: {escape_text(truncate(one_line(reason or 'no candidate'), 500))}."
-    items = "\n".join(f"- {escape_text(one_line(label))}: "
-                      f"{escape_text(truncate(one_line(why), 500))}" for label, why in tried)
-    return _details(f"No checked fix: {plural(len(tried), 'candidate')} tried, none passed",
-                    truncate(items, _TRIGGER_CAP))
+    items = "\n".join(
+        f"- {escape_text(one_line(label))}: {escape_text(truncate(one_line(why), 500))}"
+        for label, why in tried
+    )
+    return _details(
+        f"No checked fix: {plural(len(tried), 'candidate')} tried, none passed",
+        truncate(items, _TRIGGER_CAP),
+    )
 
 
 def _proof_paragraph(finding: Finding) -> str | None:
@@ -158,8 +167,7 @@ def _trigger_section(finding: Finding) -> str | None:
     # the search's plot data is drawn on the report page; in a comment it would crowd out
     # the values a reader needs
     shown = {k: v for k, v in finding.trigger.items() if k != "search_trace"}
-    text = json.dumps(json_safe(shown), indent=2, sort_keys=True, ensure_ascii=False,
-                      default=str)
+    text = json.dumps(json_safe(shown), indent=2, sort_keys=True, ensure_ascii=False, default=str)
     return _details("Trigger", fenced(truncate(text, _TRIGGER_CAP), "json"))
 
 
@@ -196,8 +204,11 @@ def inline_comment(finding: Finding, commented: tuple[int, int] | None = None) -
     proof = _proof_paragraph(finding)
     if proof:
         parts.append(proof)
-    for section in (_suggestion_section(finding, commented), _no_fix_section(finding),
-                    _trigger_section(finding)):
+    for section in (
+        _suggestion_section(finding, commented),
+        _no_fix_section(finding),
+        _trigger_section(finding),
+    ):
         if section:
             parts.append(section)
     marker = fingerprint_marker(finding)
@@ -277,8 +288,9 @@ def settings_notes(result: AnalysisResult) -> str | None:
     notes = [str(n) for n in result.config.get("notes") or () if str(n).strip()]
     if not notes:
         return None
-    items = "\n".join(f"- {inline_markdown(truncate(note, _NOTES_CAP // len(notes)))}"
-                      for note in notes)
+    items = "\n".join(
+        f"- {inline_markdown(truncate(note, _NOTES_CAP // len(notes)))}" for note in notes
+    )
     return f"**Settings.**\n\n{items}"
 
 
@@ -306,20 +318,24 @@ def review_body(result: AnalysisResult, inline: Collection[str] = frozenset()) -
     remaining = [f for f in shown if f.fingerprint not in inline]
     sentence = held_back_sentence(findings, policy)
     if sentence:
-        parts.append(escape_text(sentence) + " They are notice annotations on the check run; "
-                     "`comment_on = \"potential\"` comments on every finding.")
+        parts.append(
+            escape_text(sentence) + " They are notice annotations on the check run; "
+            '`comment_on = "potential"` comments on every finding.'
+        )
     errors_reserve = 8000 if result.errors else 0
     held_reserve = min(12000, 400 * len(kept)) if kept else 0
     if remaining:
-        used = sum(len(p) + 2 for p in parts) + len(REVIEW_MARKER) + errors_reserve \
-            + held_reserve
+        used = sum(len(p) + 2 for p in parts) + len(REVIEW_MARKER) + errors_reserve + held_reserve
         title = "Findings" if not inline else "Findings not commented inline"
         parts.append(f"### {title}\n\n{_findings_table(remaining, BODY_BUDGET - used - 40)}")
     if kept:
         used = sum(len(p) + 2 for p in parts) + len(REVIEW_MARKER) + errors_reserve
         table = _findings_table(kept, BODY_BUDGET - used - 200)
-        why = "not proven" if not any(map(cancels_guard, kept)) else \
-            "not proven, or proven only by cancelling an epsilon"
+        why = (
+            "not proven"
+            if not any(map(cancels_guard, kept))
+            else "not proven, or proven only by cancelling an epsilon"
+        )
         parts.append(_details(f"{plural(len(kept), 'finding')} held back ({why})", table))
     if result.errors:
         parts.append(_errors_section(result.errors, errors_reserve))

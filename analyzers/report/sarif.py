@@ -66,15 +66,17 @@ def _rules(
         text = rule_text.get(rule) or _derived_rule_text(rule, members)
         level = min((f.severity for f in members), key=lambda s: SEVERITY_RANK.get(s, 99))
         index[rule] = len(rules)
-        rules.append({
-            "id": rule,
-            "name": rule,
-            "shortDescription": {"text": text.short},
-            "fullDescription": {"text": text.full},
-            "help": {"text": text.help},
-            "defaultConfiguration": {"level": level},
-            "properties": {"ops": sorted({f.op for f in members})},
-        })
+        rules.append(
+            {
+                "id": rule,
+                "name": rule,
+                "shortDescription": {"text": text.short},
+                "fullDescription": {"text": text.full},
+                "help": {"text": text.help},
+                "defaultConfiguration": {"level": level},
+                "properties": {"ops": sorted({f.op for f in members})},
+            }
+        )
     return rules, index
 
 
@@ -130,12 +132,14 @@ def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
         "ruleIndex": rule_index,
         "level": finding.severity,
         "message": {"text": _message(finding)},
-        "locations": [{
-            "physicalLocation": {
-                "artifactLocation": {"uri": _uri(finding.path), "uriBaseId": SRCROOT},
-                "region": _region(finding),
-            },
-        }],
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": _uri(finding.path), "uriBaseId": SRCROOT},
+                    "region": _region(finding),
+                },
+            }
+        ],
         "partialFingerprints": {FINGERPRINT_KEY: finding.fingerprint},
         "properties": properties,
         **({"fixes": fixes} if fixes else {}),
@@ -158,8 +162,12 @@ def diff_replacements(diff: str) -> list[dict[str, Any]]:
 
     def flush() -> None:
         if removed or added:
-            region = {"startLine": start, "startColumn": 1,
-                      "endLine": start + len(removed), "endColumn": 1}
+            region = {
+                "startLine": start,
+                "startColumn": 1,
+                "endLine": start + len(removed),
+                "endColumn": 1,
+            }
             replacement: dict[str, Any] = {"deletedRegion": region}
             if added:
                 replacement["insertedContent"] = {"text": "".join(added)}
@@ -203,14 +211,20 @@ def _fixes(finding: Finding) -> list[dict[str, Any]]:
     if not replacements:
         return []
     text = str(fix.get("description") or fix.get("kind") or "numcheck fix")
-    return [{
-        "description": {"text": f"{text} (validated by numcheck)"},
-        "artifactChanges": [{
-            "artifactLocation": {"uri": _uri(str(fix.get("path") or finding.path)),
-                                 "uriBaseId": SRCROOT},
-            "replacements": replacements,
-        }],
-    }]
+    return [
+        {
+            "description": {"text": f"{text} (validated by numcheck)"},
+            "artifactChanges": [
+                {
+                    "artifactLocation": {
+                        "uri": _uri(str(fix.get("path") or finding.path)),
+                        "uriBaseId": SRCROOT,
+                    },
+                    "replacements": replacements,
+                }
+            ],
+        }
+    ]
 
 
 def _notification(error: StageError) -> dict[str, Any]:
@@ -221,11 +235,13 @@ def _notification(error: StageError) -> dict[str, Any]:
         "properties": {"stage": error.stage},
     }
     if error.path:
-        note["locations"] = [{
-            "physicalLocation": {
-                "artifactLocation": {"uri": _uri(error.path), "uriBaseId": SRCROOT},
-            },
-        }]
+        note["locations"] = [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": _uri(error.path), "uriBaseId": SRCROOT},
+                },
+            }
+        ]
     return note
 
 
@@ -255,23 +271,29 @@ def to_sarif(
     version = result.tool_version or _installed_version()
     if version:
         driver["version"] = version
-    run_properties = {"repo": result.repo, "base": result.base, "head": result.head,
-                      "timings": json_safe(result.timings)}
+    run_properties = {
+        "repo": result.repo,
+        "base": result.base,
+        "head": result.head,
+        "timings": json_safe(result.timings),
+    }
     return {
         "$schema": SARIF_SCHEMA_URI,
         "version": SARIF_VERSION,
-        "runs": [{
-            "tool": {"driver": driver},
-            "invocations": [_invocation(result)],
-            "results": [_result(f, index[f.rule]) for f in findings],
-            "columnKind": "unicodeCodePoints",
-            "properties": run_properties,
-        }],
+        "runs": [
+            {
+                "tool": {"driver": driver},
+                "invocations": [_invocation(result)],
+                "results": [_result(f, index[f.rule]) for f in findings],
+                "columnKind": "unicodeCodePoints",
+                "properties": run_properties,
+            }
+        ],
     }
 
 
-def to_sarif_text(
-    result: AnalysisResult, rule_text: Mapping[str, RuleText] | None = None
-) -> str:
-    return json.dumps(to_sarif(result, rule_text), indent=2, ensure_ascii=False,
-                      allow_nan=False) + "\n"
+def to_sarif_text(result: AnalysisResult, rule_text: Mapping[str, RuleText] | None = None) -> str:
+    return (
+        json.dumps(to_sarif(result, rule_text), indent=2, ensure_ascii=False, allow_nan=False)
+        + "\n"
+    )

@@ -114,8 +114,11 @@ def suggestion_applies(finding: Finding) -> bool:
     """A validated fix whose replacement alone is the whole patch (no import added outside
     its range)."""
     fix = validated_fix(finding)
-    return fix is not None and fix.get("suggestion_complete", True) is not False and \
-        replacement_lines(finding) is not None
+    return (
+        fix is not None
+        and fix.get("suggestion_complete", True) is not False
+        and replacement_lines(finding) is not None
+    )
 
 
 def fix_diff(finding: Finding) -> str | None:
@@ -141,23 +144,33 @@ def validation_summary(fix: dict[str, Any]) -> str:
             said.append("the reproducer passes")
         elif name == "search":
             if ran:
-                evaluations = sum(int(r.get("evaluations") or 0)
-                                  for r in (figures.get("runs") or {}).values()
-                                  if isinstance(r, dict))
+                evaluations = sum(
+                    int(r.get("evaluations") or 0)
+                    for r in (figures.get("runs") or {}).values()
+                    if isinstance(r, dict)
+                )
                 said.append(f"the search finds no trigger ({evaluations} runs)")
             else:
                 said.append("no risky op left for the search")
         elif name == "static" and ran:
             said.append("the static pass no longer flags it")
         elif name == "equivalence" and ran:
-            said.append(f"max deviation {_num(figures.get('max_abs'))} abs, "
-                        f"{_num(figures.get('max_rel'))} rel on "
-                        f"{figures.get('inputs', '?')} in-domain inputs")
+            said.append(
+                f"max deviation {_num(figures.get('max_abs'))} abs, "
+                f"{_num(figures.get('max_rel'))} rel on "
+                f"{figures.get('inputs', '?')} in-domain inputs"
+            )
         elif name == "gradients" and ran:
-            said.append("gradients finite" + (" at the trigger and" if figures.get("trigger")
-                                              else " on") + " normal inputs"
-                        + (f" ({figures['inherited']} not finite before the patch either: "
-                           "another op's)" if figures.get("inherited") else ""))
+            said.append(
+                "gradients finite"
+                + (" at the trigger and" if figures.get("trigger") else " on")
+                + " normal inputs"
+                + (
+                    f" ({figures['inherited']} not finite before the patch either: another op's)"
+                    if figures.get("inherited")
+                    else ""
+                )
+            )
     return "; ".join(said)
 
 
@@ -198,9 +211,11 @@ def _chosen_values(chosen: Any) -> str:
     that are not numbers are left out (the record comes from the sandbox)."""
     if not isinstance(chosen, dict):
         return ""
-    shown = [f"{name}={value!r}" for name, value in chosen.items()
-             if isinstance(name, str) and name.isidentifier()
-             and isinstance(value, bool | int | float)][:6]
+    shown = [
+        f"{name}={value!r}"
+        for name, value in chosen.items()
+        if isinstance(name, str) and name.isidentifier() and isinstance(value, bool | int | float)
+    ][:6]
     return f", called with {', '.join(shown)} (numcheck's values)" if shown else ""
 
 
@@ -218,12 +233,16 @@ def precision_clause(trigger: dict[str, Any]) -> str:
     trigger found in low precision, else "". Words not of numcheck's own are left out (the
     record comes from the sandbox)."""
     block = trigger.get("precision")
-    if not isinstance(block, dict) or block.get("dtype") not in LOW_PRECISIONS \
-            or block.get("float32") not in _FLOAT32_SAYS:
+    if (
+        not isinstance(block, dict)
+        or block.get("dtype") not in LOW_PRECISIONS
+        or block.get("float32") not in _FLOAT32_SAYS
+    ):
         return ""
-    how = {"autocast": f"under {block['dtype']} autocast",
-           "policy": f"under the mixed_{block['dtype']} policy"}.get(str(block.get("mode")),
-                                                                   f"in {block['dtype']}")
+    how = {
+        "autocast": f"under {block['dtype']} autocast",
+        "policy": f"under the mixed_{block['dtype']} policy",
+    }.get(str(block.get("mode")), f"in {block['dtype']}")
     return f"; found {how}, and {_FLOAT32_SAYS[block['float32']]}"
 
 
@@ -233,37 +252,51 @@ def proof_sentence(finding: Finding) -> str:
     if "evaluations" not in trigger:
         return finding.error or "" if finding.status == "potential" else ""
     box = trigger.get("box") or {}
-    inputs = "; ".join((f"weight {spec['weight']} " if spec.get("weight") else "")
-                       + f"{spec.get('dtype')}{spec.get('shape')} in [{spec.get('lo'):g}, "
-                       f"{spec.get('hi'):g}]"
-                       + (" (widened: the observed range held no trigger)"
-                          if spec.get("source") == "widened" else "")
-                       for spec in box.get("inputs", []))
+    inputs = "; ".join(
+        (f"weight {spec['weight']} " if spec.get("weight") else "")
+        + f"{spec.get('dtype')}{spec.get('shape')} in [{spec.get('lo'):g}, "
+        f"{spec.get('hi'):g}]"
+        + (
+            " (widened: the observed range held no trigger)"
+            if spec.get("source") == "widened"
+            else ""
+        )
+        for spec in box.get("inputs", [])
+    )
     entry = f"{box.get('target', '?')} ({box.get('source', '?')} entry)" if box else ""
     inputs = (inputs or "the box") + _chosen_values(box.get("chosen"))
     if finding.status == "confirmed":
         first = trigger.get("first_nonfinite") or {}
         origin = ""
         if first.get("line") is not None and (first.get("path"), first.get("line")) != (
-                finding.path, finding.line):
-            origin = f"; the first NaN/Inf is made by {first.get('op')} at " \
-                     f"{first.get('path')}:{first.get('line')}"
-        reach = "" if trigger.get("reaches_output", True) else \
-            " (it does not reach the entry's output)"
+            finding.path,
+            finding.line,
+        ):
+            origin = (
+                f"; the first NaN/Inf is made by {first.get('op')} at "
+                f"{first.get('path')}:{first.get('line')}"
+            )
+        reach = (
+            "" if trigger.get("reaches_output", True) else " (it does not reach the entry's output)"
+        )
         steps = trigger.get("steps")
         if isinstance(steps, int) and steps > 1:  # a script run over training steps
             reach += f", at training step {steps}"
-        return (f"NaN/Inf in the {trigger.get('where')} pass after "
-                f"{trigger.get('evaluations')} runs ({trigger.get('seconds', 0):.2f} s, stage "
-                f"{trigger.get('stage')}) of {entry}, inputs in {inputs}"
-                f"{reach}{origin}{precision_clause(trigger)}")
+        return (
+            f"NaN/Inf in the {trigger.get('where')} pass after "
+            f"{trigger.get('evaluations')} runs ({trigger.get('seconds', 0):.2f} s, stage "
+            f"{trigger.get('stage')}) of {entry}, inputs in {inputs}"
+            f"{reach}{origin}{precision_clause(trigger)}"
+        )
     if finding.status == "not-triggered":
         low = trigger.get("low_precision")
         searched = [d for d in low if d in LOW_PRECISIONS] if isinstance(low, list) else []
         also = f", in float32 and in mixed {' and '.join(searched)}" if searched else ""
-        return (f"no trigger in {trigger.get('evaluations')} runs "
-                f"({trigger.get('seconds', 0):.2f} s) of {entry}, inputs in "
-                f"{inputs}{also}" + (f"; {finding.error}" if finding.error else ""))
+        return (
+            f"no trigger in {trigger.get('evaluations')} runs "
+            f"({trigger.get('seconds', 0):.2f} s) of {entry}, inputs in "
+            f"{inputs}{also}" + (f"; {finding.error}" if finding.error else "")
+        )
     if finding.status == "potential" and finding.error:
         return finding.error
     return ""

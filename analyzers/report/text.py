@@ -114,8 +114,10 @@ def _fix_lines(finding: Finding) -> list[str]:
     tried = rejections(finding.fix)
     if not tried:
         return _indented("fix", f"none validated: {_one_line(reason or 'no candidate')}")
-    return _indented("fix", "none validated:\n" + "\n".join(
-        f"{label}: {_one_line(why)[:300]}" for label, why in tried))
+    return _indented(
+        "fix",
+        "none validated:\n" + "\n".join(f"{label}: {_one_line(why)[:300]}" for label, why in tried),
+    )
 
 
 def _summary_lines(result: AnalysisResult) -> list[str]:
@@ -137,8 +139,10 @@ def _summary_lines(result: AnalysisResult) -> list[str]:
     if sentence:
         inline = len(findings) - len(held_back(findings, policy))
         lines.append(f"on a pull request: {plural(inline, 'inline comment')}; {sentence}")
-        lines.extend(f"{_INDENT}held back: {_clean(f.path)}:{f.line} {_clean(f.op)} "
-                     f"[{f.status}]" for f in sorted_findings(held_back(findings, policy)))
+        lines.extend(
+            f"{_INDENT}held back: {_clean(f.path)}:{f.line} {_clean(f.op)} [{f.status}]"
+            for f in sorted_findings(held_back(findings, policy))
+        )
     return lines
 
 

@@ -52,8 +52,10 @@ class FunctionAnalyzer(StatementsMixin, ExpressionsMixin, CallsMixin, ChecksMixi
         return self.findings
 
     def _module_env(self) -> dict[str, Value]:
-        return {name: Value("scalar", constant(round_to(v, self.dtype)))
-                for name, v in self.ctx.constants.items()}
+        return {
+            name: Value("scalar", constant(round_to(v, self.dtype)))
+            for name, v in self.ctx.constants.items()
+        }
 
     def code(self, node: cst.CSTNode) -> str:
         key = id(node)

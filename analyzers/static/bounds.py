@@ -73,20 +73,29 @@ class Depth:
     comparisons: int = 0  # operands of the longest chained comparison
     comparison_line: int = 0
 
-    def refusal(self, path: str, max_levels: int = MAX_NESTING_LEVELS,
-                max_comparisons: int = MAX_CHAINED_COMPARISONS) -> str | None:
+    def refusal(
+        self,
+        path: str,
+        max_levels: int = MAX_NESTING_LEVELS,
+        max_comparisons: int = MAX_CHAINED_COMPARISONS,
+    ) -> str | None:
         """None when libcst may parse the file; else the per-file error, in words."""
         if self.levels > max_levels:
             where = "" if self.chain_line == self.line else f" on line {self.chain_line}"
-            note = f"; a chain of {self.chain:,} {self.chain_word}{where}" \
-                if self.chain > 50 else ""
-            return (f"{path}:{self.line}: too deeply nested for the static pass "
-                    f"({self.levels:,} levels; the limit is {max_levels:,}){note}; "
-                    "the file was not analysed")
+            note = (
+                f"; a chain of {self.chain:,} {self.chain_word}{where}" if self.chain > 50 else ""
+            )
+            return (
+                f"{path}:{self.line}: too deeply nested for the static pass "
+                f"({self.levels:,} levels; the limit is {max_levels:,}){note}; "
+                "the file was not analysed"
+            )
         if self.comparisons > max_comparisons:
-            return (f"{path}:{self.comparison_line}: a comparison chains "
-                    f"{self.comparisons:,} operands, too long for the static pass (the limit "
-                    f"is {max_comparisons:,}); the file was not analysed")
+            return (
+                f"{path}:{self.comparison_line}: a comparison chains "
+                f"{self.comparisons:,} operands, too long for the static pass (the limit "
+                f"is {max_comparisons:,}); the file was not analysed"
+            )
         return None
 
 
@@ -130,11 +139,24 @@ def measure(tree: ast.Module, source: str) -> Depth:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, _NO_NODE):
                 continue
-            stack.append((child, level + step - 1,
-                          binops if isinstance(node, ast.BinOp) and isinstance(child, ast.BinOp)
-                          else 0, inner, line))
-    return Depth(deepest, deepest_line, chain, _line(chain_node), chain_word,
-                 comparisons, _line(comparison_node))
+            stack.append(
+                (
+                    child,
+                    level + step - 1,
+                    binops if isinstance(node, ast.BinOp) and isinstance(child, ast.BinOp) else 0,
+                    inner,
+                    line,
+                )
+            )
+    return Depth(
+        deepest,
+        deepest_line,
+        chain,
+        _line(chain_node),
+        chain_word,
+        comparisons,
+        _line(comparison_node),
+    )
 
 
 def _line(node: ast.AST | None) -> int:
@@ -143,7 +165,8 @@ def _line(node: ast.AST | None) -> int:
 
 def _is_string(node: ast.AST) -> bool:
     return isinstance(node, ast.JoinedStr) or (
-        isinstance(node, ast.Constant) and isinstance(node.value, str | bytes))
+        isinstance(node, ast.Constant) and isinstance(node.value, str | bytes)
+    )
 
 
 def _string_pieces(node: ast.AST, lines: list[str]) -> int:
@@ -151,8 +174,13 @@ def _string_pieces(node: ast.AST, lines: list[str]) -> int:
     ConcatenatedString per literal)."""
     start, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
     col, end_col = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
-    if start is None or end is None or col is None or end_col is None \
-            or not 0 < start <= end <= len(lines):
+    if (
+        start is None
+        or end is None
+        or col is None
+        or end_col is None
+        or not 0 < start <= end <= len(lines)
+    ):
         return 1
     if start == end and end_col - col < STRING_SPAN_CHECKED:
         return 1
@@ -160,8 +188,11 @@ def _string_pieces(node: ast.AST, lines: list[str]) -> int:
     if start == end:
         text = first[col:end_col].decode("utf-8", "replace")
     else:
-        text = first[col:].decode("utf-8", "replace") + "".join(lines[start:end - 1]) + \
-            lines[end - 1].encode("utf-8")[:end_col].decode("utf-8", "replace")
+        text = (
+            first[col:].decode("utf-8", "replace")
+            + "".join(lines[start : end - 1])
+            + lines[end - 1].encode("utf-8")[:end_col].decode("utf-8", "replace")
+        )
     if len(text) < STRING_SPAN_CHECKED:
         return 1
     kinds = {tokenize.STRING}

@@ -71,8 +71,9 @@ class CallsMixin(AnalyzerInterface):
         return [(a.keyword.value if a.keyword else None, self.ev(a.value)) for a in node.args]
 
     @staticmethod
-    def _arg(node: cst.Call, index: int, keywords: tuple[str, ...] = ()) -> \
-            cst.BaseExpression | None:
+    def _arg(
+        node: cst.Call, index: int, keywords: tuple[str, ...] = ()
+    ) -> cst.BaseExpression | None:
         positional = [a for a in node.args if a.keyword is None and not a.star]
         for a in node.args:
             if a.keyword is not None and a.keyword.value in keywords:
@@ -100,32 +101,39 @@ class CallsMixin(AnalyzerInterface):
         if name in ("int", "round", "bool", "str"):
             return Value("scalar")
         if name == "abs" and args:
-            return args[0][1].with_(interval=absolute(args[0][1].interval), producer="abs",
-                                    name=None)
+            return args[0][1].with_(
+                interval=absolute(args[0][1].interval), producer="abs", name=None
+            )
         if name in ("max", "min") and len(args) >= 2:
             ivs = [v.interval for _, v in args]
             if name == "max":
                 lo = max(iv.lo for iv in ivs)
-                return Value(tensor_kind(*(v for _, v in args)),
-                             Interval(lo, max(iv.hi for iv in ivs)))
-            return Value(tensor_kind(*(v for _, v in args)),
-                         Interval(min(iv.lo for iv in ivs), min(iv.hi for iv in ivs)))
+                return Value(
+                    tensor_kind(*(v for _, v in args)), Interval(lo, max(iv.hi for iv in ivs))
+                )
+            return Value(
+                tensor_kind(*(v for _, v in args)),
+                Interval(min(iv.lo for iv in ivs), min(iv.hi for iv in ivs)),
+            )
         return Value("unknown")
 
-    def _call_op_object(self, node: cst.Call, op: str,
-                        args: list[tuple[str | None, Value]]) -> Value:
+    def _call_op_object(
+        self, node: cst.Call, op: str, args: list[tuple[str | None, Value]]
+    ) -> Value:
         spec = CATALOGUE.by_op[op]
         if op == "binary_cross_entropy":
             operand = self._arg(node, 0, ("input",))
             if operand is not None:
                 value = self.ev_cached(operand, args, node)
                 if value.producer == "sigmoid":
-                    self._emit_pattern(node, spec, RuleId.BCE_SIGMOID, operand, value,
-                                       self.ctx.primary_framework)
+                    self._emit_pattern(
+                        node, spec, RuleId.BCE_SIGMOID, operand, value, self.ctx.primary_framework
+                    )
         return Value("tensor")
 
-    def ev_cached(self, operand: cst.BaseExpression, args: list[tuple[str | None, Value]],
-                  node: cst.Call) -> Value:
+    def ev_cached(
+        self, operand: cst.BaseExpression, args: list[tuple[str | None, Value]], node: cst.Call
+    ) -> Value:
         for arg, (_, value) in zip(node.args, args, strict=False):
             if arg.value is operand:
                 return value
@@ -167,14 +175,21 @@ class CallsMixin(AnalyzerInterface):
                 return self.code(arg.value) != "False"
         return False
 
-    def _helper_call(self, node: cst.Call, qual: str, leaf: str,
-                     args: list[tuple[str | None, Value]], framework: str) -> Value:
+    def _helper_call(
+        self,
+        node: cst.Call,
+        qual: str,
+        leaf: str,
+        args: list[tuple[str | None, Value]],
+        framework: str,
+    ) -> Value:
         values = [v for _, v in args]
         root = qual.split(".", 1)[0]
         if leaf == "finfo":
             dtype_text = self.code(node.args[0].value) if node.args else self.dtype
-            dtype = next((d for d in ("float16", "bfloat16", "float64", "float32")
-                          if d in dtype_text), None)
+            dtype = next(
+                (d for d in ("float16", "bfloat16", "float64", "float32") if d in dtype_text), None
+            )
             if dtype is None and ("half" in dtype_text):
                 dtype = "float16"
             return Value("finfo", origin=dtype or self.dtype)
@@ -194,21 +209,27 @@ class CallsMixin(AnalyzerInterface):
             return product([a.value for a in node.args if a.keyword is None])
         if leaf == "cast" and values:  # tf.cast(x, tf.float32): the same values, another dtype
             target = cast_target(self.code(node.args[1].value)) if len(node.args) > 1 else None
-            return values[0].with_(kind="tensor", name=None, dtype=target,
-                                   producer=None if values[0].producer == "matmul"
-                                   else values[0].producer)
+            return values[0].with_(
+                kind="tensor",
+                name=None,
+                dtype=target,
+                producer=None if values[0].producer == "matmul" else values[0].producer,
+            )
         if leaf in UPCASTS and values and values[0].producer == "matmul":
             return values[0].with_(producer=None)
         positional = [v for k, v in args if k is None]
         if leaf in ("max", "min") and len(positional) == 2 and positional[1].kind == "tensor":
             first, second = positional[0].interval, positional[1].interval  # elementwise
             if leaf == "max":
-                return Value("tensor", first.meet_lo(second.lo, second.lo_open)
-                             if second.lo != -INF else first)
+                return Value(
+                    "tensor",
+                    first.meet_lo(second.lo, second.lo_open) if second.lo != -INF else first,
+                )
             return Value("tensor", first.meet_hi(second.hi) if second.hi != INF else first)
         if leaf in SAME_RANGE_REDUCTIONS and values:
-            keep = values[0].producer if values[0].producer in ("exp", "softmax", "sigmoid") \
-                else None
+            keep = (
+                values[0].producer if values[0].producer in ("exp", "softmax", "sigmoid") else None
+            )
             max_of = values[0].name if leaf in ("max", "amax", "reduce_max") else None
             return values[0].with_(kind="tensor", name=None, producer=keep, max_of=max_of)
         if leaf in ("masked_fill",) and len(values) >= 3:
@@ -227,8 +248,9 @@ class CallsMixin(AnalyzerInterface):
             producer = None  # the max was subtracted first: this is logsumexp done right
         iv = value.interval
         if iv.nonnegative():  # a sum of terms >= lo >= 0 is >= lo (each element's floor kept)
-            return Value("tensor", Interval(iv.lo, INF, iv.lo_open),
-                         producer=producer, norm_of=value.norm_of)
+            return Value(
+                "tensor", Interval(iv.lo, INF, iv.lo_open), producer=producer, norm_of=value.norm_of
+            )
         return Value("tensor", producer=producer)
 
     def _masked_fill(self, base: Value, fill: Value) -> Value:
@@ -244,24 +266,48 @@ class CallsMixin(AnalyzerInterface):
         positional = [a for a in node.args if a.keyword is None]
         if receiver.callable_op and method in ("__call__", "forward"):
             return self._call_op_object(node, receiver.callable_op, args)
-        if isinstance(func.value, cst.Name) and func.value.value == "self" \
-                and self.cls is not None and method in self.cls.attr_calls:
+        if (
+            isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+            and self.cls is not None
+            and method in self.cls.attr_calls
+        ):
             made = self._constructed(self.cls.attr_calls[method])
             if made.callable_op:
                 return self._call_op_object(node, made.callable_op, args)
             return Value("tensor" if made.kind == "callable" else "unknown")
         if receiver.kind == "scalar" and method not in ("sqrt", "log", "exp"):
             # `n.float()` of a size keeps its range; anything else on a scalar is a scalar
-            return Value("scalar", receiver.interval) if method in SAME_VALUE_METHODS \
+            return (
+                Value("scalar", receiver.interval)
+                if method in SAME_VALUE_METHODS
                 else Value("scalar")
+            )
         spec = CATALOGUE.method(method)
         tensorish = receiver.kind in ("tensor", "unknown") and receiver.name not in ("self",)
-        if spec is not None and tensorish and self._tensor_signature(spec, method, positional,
-                                                                      node):
-            return self._apply_spec(node, spec, None, self._framework(None), args, values,
-                                    receiver=(func.value, receiver))
-        if method in ("clamp_", "clamp_min_", "clamp_max_", "clip_", "masked_fill_",
-                      "relu_", "abs_"):
+        if (
+            spec is not None
+            and tensorish
+            and self._tensor_signature(spec, method, positional, node)
+        ):
+            return self._apply_spec(
+                node,
+                spec,
+                None,
+                self._framework(None),
+                args,
+                values,
+                receiver=(func.value, receiver),
+            )
+        if method in (
+            "clamp_",
+            "clamp_min_",
+            "clamp_max_",
+            "clip_",
+            "masked_fill_",
+            "relu_",
+            "abs_",
+        ):
             return self._in_place(node, func, method, receiver, args)
         if method == "masked_fill" and len(values) >= 2:
             return self._masked_fill(receiver, values[1])
@@ -273,16 +319,18 @@ class CallsMixin(AnalyzerInterface):
             return product([func.value] + [a.value for a in node.args if a.keyword is None])
         if method in SAME_VALUE_METHODS:
             if receiver.kind == "tensor" or method in ("detach", "float", "contiguous"):
-                return receiver.with_(kind="tensor", name=receiver.name,
-                                      no_grad=receiver.no_grad or method == "detach")
+                return receiver.with_(
+                    kind="tensor",
+                    name=receiver.name,
+                    no_grad=receiver.no_grad or method == "detach",
+                )
             return receiver if receiver.kind == "tensor" else Value("unknown")
         if method in SCALAR_METHODS:
             return self._scalar_method(method, receiver, positional)
         if method in SUM_REDUCTIONS:
             return self._sum(receiver)
         if method in SAME_RANGE_REDUCTIONS:
-            keep = receiver.producer if receiver.producer in ("exp", "softmax", "sigmoid") \
-                else None
+            keep = receiver.producer if receiver.producer in ("exp", "softmax", "sigmoid") else None
             max_of = receiver.name if method in ("max", "amax") else None
             return receiver.with_(kind="tensor", name=None, producer=keep, max_of=max_of)
         if method in BOOL_METHODS:
@@ -319,8 +367,9 @@ class CallsMixin(AnalyzerInterface):
         return None if "dtype" in text or not text else receiver.dtype
 
     @staticmethod
-    def _tensor_signature(spec: OpSpec, method: str, positional: list[cst.Arg],
-                          node: cst.Call) -> bool:
+    def _tensor_signature(
+        spec: OpSpec, method: str, positional: list[cst.Arg], node: cst.Call
+    ) -> bool:
         """Rule out `logger.log("msg", v)`: tensor methods take no (or one) positional."""
         if spec.kind == "guard" or spec.op in ("softmax", "norm", "std", "logit"):
             return True
@@ -328,26 +377,36 @@ class CallsMixin(AnalyzerInterface):
             return len(positional) == 1
         if spec.op == "digamma" and method in ("polygamma", "mvlgamma"):
             return len(positional) <= 1
-        return not positional and all(a.keyword is None or a.keyword.value in ("out",)
-                                      for a in node.args)
+        return not positional and all(
+            a.keyword is None or a.keyword.value in ("out",) for a in node.args
+        )
 
-    def _in_place(self, node: cst.Call, func: cst.Attribute, method: str, receiver: Value,
-                  args: list[tuple[str | None, Value]]) -> Value:
+    def _in_place(
+        self,
+        node: cst.Call,
+        func: cst.Attribute,
+        method: str,
+        receiver: Value,
+        args: list[tuple[str | None, Value]],
+    ) -> Value:
         base = method.rstrip("_")
         if base == "masked_fill" and len(args) >= 2:
             updated = self._masked_fill(receiver, args[1][1])
         elif base in ("relu", "abs"):
-            updated = receiver.with_(interval=absolute(receiver.interval)
-                                     if base == "abs" else receiver.interval.meet_lo(0.0))
+            updated = receiver.with_(
+                interval=absolute(receiver.interval)
+                if base == "abs"
+                else receiver.interval.meet_lo(0.0)
+            )
         else:
-            updated = receiver.with_(interval=self._clamped(receiver.interval, base, node,
-                                                            args))
+            updated = receiver.with_(interval=self._clamped(receiver.interval, base, node, args))
         if isinstance(func.value, cst.Name):
             self.env[func.value.value] = updated.with_(name=func.value.value)
         return updated
 
-    def _clamped(self, iv: Interval, base: str, node: cst.Call,
-                 args: list[tuple[str | None, Value]]) -> Interval:
+    def _clamped(
+        self, iv: Interval, base: str, node: cst.Call, args: list[tuple[str | None, Value]]
+    ) -> Interval:
         """Bounds from clamp/clip arguments: `clamp(min=a, max=b)`, `clamp_min(a)`, ..."""
         positional = [v for k, v in args if k is None]
         keywords = {k: v for k, v in args if k is not None}
@@ -410,19 +469,30 @@ class CallsMixin(AnalyzerInterface):
             if id(leak_node) in flagged_anyway or id(leak_node) in grad_free_ops:
                 continue
             spec = CATALOGUE.by_op[op]
-            self._record(leak_node, spec, RuleId.WHERE_GRAD_LEAK, framework, operand_src,
-                         f"`{self.code(node.func)}` hides the forward value of "
-                         f"`{self.code(leak_node)}` where the condition is {hidden}, but the "
-                         "gradient still flows through it there and is NaN/inf, and "
-                         "0 * NaN = NaN.",
-                         None)
+            self._record(
+                leak_node,
+                spec,
+                RuleId.WHERE_GRAD_LEAK,
+                framework,
+                operand_src,
+                f"`{self.code(node.func)}` hides the forward value of "
+                f"`{self.code(leak_node)}` where the condition is {hidden}, but the "
+                "gradient still flows through it there and is NaN/inf, and "
+                "0 * NaN = NaN.",
+                None,
+            )
         joined = join(true_value, false_value).with_(kind="tensor", name=None)
         if -INF in (true_value.interval.hi, false_value.interval.hi):
             joined = joined.with_(neg_inf_filled=True)  # where(mask, x, -inf): masked_fill
         return joined if joined.producer else joined.with_(producer="where")
 
-    def _replay(self, branch: cst.BaseExpression, before: dict[str, Value],
-                cond: cst.BaseExpression, holds: bool = True) -> Value:
+    def _replay(
+        self,
+        branch: cst.BaseExpression,
+        before: dict[str, Value],
+        cond: cst.BaseExpression,
+        holds: bool = True,
+    ) -> Value:
         """Evaluate the guarded branch for real, so nodes inside it are reported normally."""
         self._apply(facts_from(cond, holds, self.const))
         value = self.ev(branch)

@@ -45,9 +45,16 @@ SPARSITY_PENALTY = re.compile(r"sparsit|lasso|group_?norm_?penalt|l21|l2_1", re.
 
 
 class ChecksMixin(AnalyzerInterface):
-    def _apply_spec(self, node: cst.Call, spec: OpSpec, qual: str | None, framework: str,
-                    args: list[tuple[str | None, Value]], values: list[Value],
-                    receiver: tuple[cst.BaseExpression, Value] | None) -> Value:
+    def _apply_spec(
+        self,
+        node: cst.Call,
+        spec: OpSpec,
+        qual: str | None,
+        framework: str,
+        args: list[tuple[str | None, Value]],
+        values: list[Value],
+        receiver: tuple[cst.BaseExpression, Value] | None,
+    ) -> Value:
         """The op's checks and its result, computed in its tensor operands' promoted dtype
         (`torch.sqrt(v.float() + eps)` is a float32 sqrt in a float16 model)."""
         inputs = [*values, *([receiver[1]] if receiver else [])]
@@ -66,10 +73,16 @@ class ChecksMixin(AnalyzerInterface):
         if self.probe is not None:
             self.probe.grad_free.add(id(node))
 
-    def _apply_spec_value(self, node: cst.Call, spec: OpSpec, qual: str | None,
-                          framework: str, args: list[tuple[str | None, Value]],
-                          values: list[Value],
-                          receiver: tuple[cst.BaseExpression, Value] | None) -> Value:
+    def _apply_spec_value(
+        self,
+        node: cst.Call,
+        spec: OpSpec,
+        qual: str | None,
+        framework: str,
+        args: list[tuple[str | None, Value]],
+        values: list[Value],
+        receiver: tuple[cst.BaseExpression, Value] | None,
+    ) -> Value:
         if spec.kind == "guard":
             return self._guard_value(node, spec, qual, args, values, receiver)
         operand_node, operand = self._operand(node, spec, qual, args, receiver)
@@ -84,46 +97,65 @@ class ChecksMixin(AnalyzerInterface):
             return Value("scalar")
         if spec.op == "softmax":
             if operand.neg_inf_filled and operand_node is not None:
-                self._emit_pattern(node, spec, RuleId.MASKED_SOFTMAX_INF, operand_node, operand,
-                                   framework)
-            elif operand.producer == "matmul" and operand_node is not None \
-                    and self._float16_unit():
-                self._emit_pattern(node, spec, RuleId.FP16_SCORES_OVERFLOW, operand_node, operand,
-                                   framework)
+                self._emit_pattern(
+                    node, spec, RuleId.MASKED_SOFTMAX_INF, operand_node, operand, framework
+                )
+            elif operand.producer == "matmul" and operand_node is not None and self._float16_unit():
+                self._emit_pattern(
+                    node, spec, RuleId.FP16_SCORES_OVERFLOW, operand_node, operand, framework
+                )
             return Value("tensor", UNIT, producer="softmax")
         if spec.op == "binary_cross_entropy":
-            if operand_node is not None and operand.producer == "sigmoid" \
-                    and not self._from_logits(node):
+            if (
+                operand_node is not None
+                and operand.producer == "sigmoid"
+                and not self._from_logits(node)
+            ):
                 self._emit_pattern(node, spec, RuleId.BCE_SIGMOID, operand_node, operand, framework)
             return Value("tensor")
         if operand_node is None:
             return Value("tensor")
         if spec.op == "log" and not operand.absorbed_eps and operand.producer in LOG_PATTERNS:
             rule = LOG_PATTERNS[operand.producer or ""]
-            self._emit_pattern(node, spec, rule, operand_node, operand, framework,
-                               absorb=("exp",) if rule == RuleId.LOG_SUM_EXP else ())
+            self._emit_pattern(
+                node,
+                spec,
+                rule,
+                operand_node,
+                operand,
+                framework,
+                absorb=("exp",) if rule == RuleId.LOG_SUM_EXP else (),
+            )
             return Value("tensor")
         if spec.op == "pow":
             exponent_node = self._arg(node, 0 if receiver else 1, ("exponent", "y"))
             exponent = self.const(exponent_node) if exponent_node is not None else None
             self._check_pow(node, operand, operand_node, exponent, framework)
             if exponent == 2:
-                return Value("tensor", square(operand.interval), producer="square",
-                             norm_of=operand.name)
+                return Value(
+                    "tensor", square(operand.interval), producer="square", norm_of=operand.name
+                )
             return Value("tensor")
         if spec.op == "atan2":
             other_node = self._arg(node, 1 if not receiver else 0, ("other", "x"))
             other = self.ev_cached(other_node, args, node) if other_node is not None else UNKNOWN
             guarded = "where" in (operand.producer, other.producer)
             if not guarded and not operand.interval.nonzero() and not other.interval.nonzero():
-                self._record(node, spec, RuleId.UNGUARDED_DOMAIN, framework,
-                             self.code(operand_node),
-                             "both arguments of atan2 can be 0 at once, where its gradient is "
-                             "NaN (pytorch#98276).", None)
+                self._record(
+                    node,
+                    spec,
+                    RuleId.UNGUARDED_DOMAIN,
+                    framework,
+                    self.code(operand_node),
+                    "both arguments of atan2 can be 0 at once, where its gradient is "
+                    "NaN (pytorch#98276).",
+                    None,
+                )
             return Value("tensor", Interval(-math.pi, math.pi))
         if spec.op == "div":
-            numerator = values[0] if receiver is None and values else (
-                receiver[1] if receiver else UNKNOWN)
+            numerator = (
+                values[0] if receiver is None and values else (receiver[1] if receiver else UNKNOWN)
+            )
             self._check_division(node, operand, operand_node, numerator, framework)
             return Value("tensor", div(numerator.interval, operand.interval, self.dtype))
         if spec.op == "logit" and framework == "torch":
@@ -142,14 +174,21 @@ class ChecksMixin(AnalyzerInterface):
             return True
         return "bfloat16" not in text and self.ctx.half_precision
 
-    def _check_tf_norm(self, node: cst.Call, qual: str,
-                       operand_node: cst.BaseExpression, operand: Value) -> None:
+    def _check_tf_norm(
+        self, node: cst.Call, qual: str, operand_node: cst.BaseExpression, operand: Value
+    ) -> None:
         """TensorFlow's Euclidean norm is sqrt(reduce_sum(x * x)) with no special case at 0
         (PyTorch's norm defines the gradient there as 0): an all-zero vector, a dead ReLU
         group or a prediction equal to its target, makes the gradient 0/0 = NaN."""
         ord_node = self._arg(node, 1, ("ord",)) if not qual.endswith("euclidean_norm") else None
-        if ord_node is not None and self.code(ord_node) not in ("'euclidean'", '"euclidean"',
-                                                                "2", "2.0", "'fro'", '"fro"'):
+        if ord_node is not None and self.code(ord_node) not in (
+            "'euclidean'",
+            '"euclidean"',
+            "2",
+            "2.0",
+            "'fro'",
+            '"fro"',
+        ):
             return
         iv = operand.interval
         shown = explain.short(self.code(operand_node))
@@ -158,17 +197,25 @@ class ChecksMixin(AnalyzerInterface):
         elif iv.lo == 0 and not iv.lo_open and operand.producer in ZERO_PRODUCERS:
             reason = f"`{shown}` {explain.producer_phrase(operand.producer or '', self.dtype)}"
         elif iv.unknown and SPARSITY_PENALTY.search(self.function or ""):
-            reason = (f"`{self.function}` is a sparsity penalty, which drives whole groups of "
-                      f"`{shown}` to exactly zero")
+            reason = (
+                f"`{self.function}` is a sparsity penalty, which drives whole groups of "
+                f"`{shown}` to exactly zero"
+            )
         else:  # an arbitrary vector (an embedding, a residual) is all-zero by accident only
             return
-        self._record(node, CATALOGUE.by_op["sqrt"], RuleId.UNGUARDED_DOMAIN, "tensorflow",
-                     self.code(operand_node),
-                     f"{reason}; `{self.code(node.func)}` is sqrt(reduce_sum(x * x)) without "
-                     f"PyTorch's special case at 0, so its gradient there is 0/0 = NaN "
-                     f"(tensorflow#12071).", iv,
-                     "take the root of the sum of squares plus an epsilon: "
-                     "`tf.sqrt(tf.reduce_sum(tf.square(x), axis) + 1e-12)`")
+        self._record(
+            node,
+            CATALOGUE.by_op["sqrt"],
+            RuleId.UNGUARDED_DOMAIN,
+            "tensorflow",
+            self.code(operand_node),
+            f"{reason}; `{self.code(node.func)}` is sqrt(reduce_sum(x * x)) without "
+            f"PyTorch's special case at 0, so its gradient there is 0/0 = NaN "
+            f"(tensorflow#12071).",
+            iv,
+            "take the root of the sum of squares plus an epsilon: "
+            "`tf.sqrt(tf.reduce_sum(tf.square(x), axis) + 1e-12)`",
+        )
 
     def _logit_eps(self, node: cst.Call, operand: Value, method: bool) -> Value:
         """`torch.logit(x, eps=e)` clamps x to [e, 1 - e] first (both ends as the dtype
@@ -182,10 +229,14 @@ class ChecksMixin(AnalyzerInterface):
             return operand
         return operand.with_(interval=Interval(lo, hi), producer="clamp")
 
-    def _operand(self, node: cst.Call, spec: OpSpec, qual: str | None,
-                 args: list[tuple[str | None, Value]],
-                 receiver: tuple[cst.BaseExpression, Value] | None) -> \
-            tuple[cst.BaseExpression | None, Value]:
+    def _operand(
+        self,
+        node: cst.Call,
+        spec: OpSpec,
+        qual: str | None,
+        args: list[tuple[str | None, Value]],
+        receiver: tuple[cst.BaseExpression, Value] | None,
+    ) -> tuple[cst.BaseExpression | None, Value]:
         if receiver is not None:
             if spec.op in ("div", "fmod"):
                 arg = self._arg(node, 0, spec.operand_keywords)
@@ -197,17 +248,26 @@ class ChecksMixin(AnalyzerInterface):
             return None, UNKNOWN
         return arg, self.ev_cached(arg, args, node)
 
-    def _produce(self, spec: OpSpec, operand: Value, values: list[Value],
-                 receiver: tuple[cst.BaseExpression, Value] | None) -> Value:
+    def _produce(
+        self,
+        spec: OpSpec,
+        operand: Value,
+        values: list[Value],
+        receiver: tuple[cst.BaseExpression, Value] | None,
+    ) -> Value:
         op = spec.op
         if op == "abs":
             return Value("tensor", absolute(operand.interval), producer="abs")
         if op == "square":
-            return Value("tensor", square(operand.interval), producer="square",
-                         norm_of=operand.name)
+            return Value(
+                "tensor", square(operand.interval), producer="square", norm_of=operand.name
+            )
         if op == "relu":
-            return Value("tensor", operand.interval.meet_lo(0.0) if not
-                         operand.interval.unknown else NONNEG, producer="relu")
+            return Value(
+                "tensor",
+                operand.interval.meet_lo(0.0) if not operand.interval.unknown else NONNEG,
+                producer="relu",
+            )
         if op == "norm":
             return Value("tensor", NONNEG, producer="norm", norm_of=operand.name)
         if op == "std":
@@ -237,8 +297,12 @@ class ChecksMixin(AnalyzerInterface):
         if spec.op == "sqrt" and iv.nonnegative():
             producer = "norm" if operand.producer == "sumsq" else None
             hi = math.sqrt(iv.hi) if iv.hi != INF else INF
-            return Value("tensor", Interval(math.sqrt(iv.lo), hi, iv.positive()),
-                         producer=producer, norm_of=operand.norm_of if producer else None)
+            return Value(
+                "tensor",
+                Interval(math.sqrt(iv.lo), hi, iv.positive()),
+                producer=producer,
+                norm_of=operand.norm_of if producer else None,
+            )
         if spec.op in ("sqrt", "rsqrt"):  # NaN where the input is negative, else >= 0
             return Value("tensor", NONNEG)
         if spec.op == "log" and iv.lo > 0:
@@ -249,17 +313,24 @@ class ChecksMixin(AnalyzerInterface):
             return Value("tensor", Interval(lo, hi, spec.output_open_low))
         return Value("tensor")
 
-    def _guard_value(self, node: cst.Call, spec: OpSpec, qual: str | None,
-                     args: list[tuple[str | None, Value]], values: list[Value],
-                     receiver: tuple[cst.BaseExpression, Value] | None) -> Value:
+    def _guard_value(
+        self,
+        node: cst.Call,
+        spec: OpSpec,
+        qual: str | None,
+        args: list[tuple[str | None, Value]],
+        values: list[Value],
+        receiver: tuple[cst.BaseExpression, Value] | None,
+    ) -> Value:
         base = receiver[1] if receiver is not None else (values[0] if values else UNKNOWN)
         rest = args if receiver is not None else args[1:]
         leaf = (qual or "").rsplit(".", 1)[-1] if qual else self.code(node.func).rsplit(".")[-1]
         if spec.op == "clamp":
             name = leaf if leaf in ("clamp_min", "clamp_max") else "clamp"
             iv = self._clamped(base.interval, name, node, rest)
-            return base.with_(kind="tensor", interval=iv, producer=None, name=None,
-                              neg_inf_filled=False)
+            return base.with_(
+                kind="tensor", interval=iv, producer=None, name=None, neg_inf_filled=False
+            )
         if spec.op in ("maximum", "minimum") and rest:
             other = rest[0][1].interval
             iv = base.interval
@@ -270,8 +341,7 @@ class ChecksMixin(AnalyzerInterface):
             return Value("tensor", iv)
         return Value("tensor")
 
-    def _requirement_holds(self, requirement: str, iv: Interval, spec: OpSpec,
-                           dtype: str) -> bool:
+    def _requirement_holds(self, requirement: str, iv: Interval, spec: OpSpec, dtype: str) -> bool:
         if requirement == "positive":
             if spec.op == "digamma":  # digamma(x) ~ -1/x: "positive by convention" (softplus,
                 # exp) is not enough, a positive x below 1/max already overflows to -inf
@@ -291,74 +361,128 @@ class ChecksMixin(AnalyzerInterface):
             return iv.hi <= spec.thresholds.get(dtype, limits(dtype).exp_max)
         return True
 
-    def _check_domain(self, node: cst.CSTNode, spec: OpSpec,
-                      operand_node: cst.BaseExpression, operand: Value, framework: str,
-                      requirement: str | None = None, rule: str = RuleId.UNGUARDED_DOMAIN) -> None:
+    def _check_domain(
+        self,
+        node: cst.CSTNode,
+        spec: OpSpec,
+        operand_node: cst.BaseExpression,
+        operand: Value,
+        framework: str,
+        requirement: str | None = None,
+        rule: str = RuleId.UNGUARDED_DOMAIN,
+    ) -> None:
         requirement = requirement or spec.requires
         if requirement == "none":
             return
         iv = operand.interval
         dtype = operand.dtype or self.dtype  # an upcast operand is checked in its own dtype
         if self._requirement_holds(requirement, iv, spec, dtype):
-            if self.ctx.half_precision and operand.fp16_zero_eps is not None \
-                    and operand.fp16_interval is not None \
-                    and not self._requirement_holds(requirement, operand.fp16_interval, spec,
-                                                    "float16"):
+            if (
+                self.ctx.half_precision
+                and operand.fp16_zero_eps is not None
+                and operand.fp16_interval is not None
+                and not self._requirement_holds(requirement, operand.fp16_interval, spec, "float16")
+            ):
                 eps = operand.fp16_zero_eps
-                self._record(node, spec, RuleId.EPS_UNDERFLOW_FP16, framework,
-                             self.code(operand_node),
-                             f"the epsilon {eps:g} in `{self.code(operand_node)}` is 0.0 in "
-                             f"float16 (the smallest float16 is 6e-08), so under half "
-                             f"precision the guard does nothing and "
-                             f"{explain.consequence(spec, operand.fp16_interval, 'float16', requirement)}.",  # noqa: E501
-                             operand.fp16_interval,
-                             explain.pattern_hint(RuleId.EPS_UNDERFLOW_FP16, framework))
+                self._record(
+                    node,
+                    spec,
+                    RuleId.EPS_UNDERFLOW_FP16,
+                    framework,
+                    self.code(operand_node),
+                    f"the epsilon {eps:g} in `{self.code(operand_node)}` is 0.0 in "
+                    f"float16 (the smallest float16 is 6e-08), so under half "
+                    f"precision the guard does nothing and "
+                    f"{explain.consequence(spec, operand.fp16_interval, 'float16', requirement)}.",  # noqa: E501
+                    operand.fp16_interval,
+                    explain.pattern_hint(RuleId.EPS_UNDERFLOW_FP16, framework),
+                )
             return
         operand_src = self.code(operand_node)
         consequence = explain.consequence(spec, iv, dtype, requirement, framework)
         if operand.absorbed_eps:
-            self._record(node, spec, RuleId.EPS_ABSORBED, framework, operand_src,
-                         f"the epsilon in `{operand_src}` is absorbed ({operand.absorbed_eps}), "
-                         f"so it guards nothing and {consequence}.", iv,
-                         explain.pattern_hint(RuleId.EPS_ABSORBED, framework))
+            self._record(
+                node,
+                spec,
+                RuleId.EPS_ABSORBED,
+                framework,
+                operand_src,
+                f"the epsilon in `{operand_src}` is absorbed ({operand.absorbed_eps}), "
+                f"so it guards nothing and {consequence}.",
+                iv,
+                explain.pattern_hint(RuleId.EPS_ABSORBED, framework),
+            )
             return
         if operand.fp16_zero_eps is not None and dtype == "float16":
-            self._record(node, spec, RuleId.EPS_UNDERFLOW_FP16, framework, operand_src,
-                         f"the epsilon {operand.fp16_zero_eps:g} is 0.0 in float16, so "
-                         f"{consequence}.", iv, explain.pattern_hint(RuleId.EPS_UNDERFLOW_FP16,
-                                                                     framework))
+            self._record(
+                node,
+                spec,
+                RuleId.EPS_UNDERFLOW_FP16,
+                framework,
+                operand_src,
+                f"the epsilon {operand.fp16_zero_eps:g} is 0.0 in float16, so {consequence}.",
+                iv,
+                explain.pattern_hint(RuleId.EPS_UNDERFLOW_FP16, framework),
+            )
             return
-        self._record(node, spec, rule, framework, operand_src,
-                     explain.why(operand_src, operand, consequence, dtype), iv,
-                     explain.domain_hint(spec, operand_src, framework, requirement, iv, dtype))
+        self._record(
+            node,
+            spec,
+            rule,
+            framework,
+            operand_src,
+            explain.why(operand_src, operand, consequence, dtype),
+            iv,
+            explain.domain_hint(spec, operand_src, framework, requirement, iv, dtype),
+        )
 
-    def _check_division(self, node: cst.CSTNode, divisor: Value,
-                        divisor_node: cst.BaseExpression, numerator: Value,
-                        framework: str | None = None, rule: str = RuleId.UNGUARDED_DOMAIN) -> None:
+    def _check_division(
+        self,
+        node: cst.CSTNode,
+        divisor: Value,
+        divisor_node: cst.BaseExpression,
+        numerator: Value,
+        framework: str | None = None,
+        rule: str = RuleId.UNGUARDED_DOMAIN,
+    ) -> None:
         """`x / x.norm()` is the normalisation pattern; a scalar over a norm is a plain
         division (clip coefficients, ratios)."""
         spec = CATALOGUE.by_op["div"]
         framework = framework or self._framework(None)
         same_vector = numerator.kind != "scalar" and (
-            divisor.norm_of is None or numerator.name is None
-            or numerator.name == divisor.norm_of)
+            divisor.norm_of is None or numerator.name is None or numerator.name == divisor.norm_of
+        )
         if divisor.producer == "norm" and same_vector and not divisor.interval.nonzero():
-            self._emit_pattern(node, spec, RuleId.MANUAL_NORMALIZE, divisor_node, divisor,
-                               framework, absorb=("sqrt",))
+            self._emit_pattern(
+                node,
+                spec,
+                RuleId.MANUAL_NORMALIZE,
+                divisor_node,
+                divisor,
+                framework,
+                absorb=("sqrt",),
+            )
             return
         self._check_domain(node, spec, divisor_node, divisor, framework, rule=rule)
 
-    def _check_pow(self, node: cst.CSTNode, base: Value, base_node: cst.BaseExpression,
-                   exponent: float | None, framework: str | None = None,
-                   rule: str = RuleId.UNGUARDED_DOMAIN) -> None:
+    def _check_pow(
+        self,
+        node: cst.CSTNode,
+        base: Value,
+        base_node: cst.BaseExpression,
+        exponent: float | None,
+        framework: str | None = None,
+        rule: str = RuleId.UNGUARDED_DOMAIN,
+    ) -> None:
         """A negative power divides by the base, so a base of unknown range is a candidate
         on the same terms as a divisor (`rule=RuleId.UNKNOWN_OPERAND`, zeros.py)."""
         spec = CATALOGUE.by_op["pow"]
         framework = framework or self._framework(None)
         if exponent is not None and exponent >= 0 and exponent == int(exponent):
             return
-        requirement = "nonzero" if exponent is not None and exponent == int(exponent) \
-            else "positive"
+        requirement = (
+            "nonzero" if exponent is not None and exponent == int(exponent) else "positive"
+        )
         self._check_domain(node, spec, base_node, base, framework, requirement, rule=rule)
 
     def _discarded_guard(self, expr: cst.BaseExpression) -> None:
@@ -384,10 +508,17 @@ class ChecksMixin(AnalyzerInterface):
         if spec is None or spec.kind != "guard" or spec.op == "where" or target is None:
             return
         framework = self._framework(qual)
-        self._record(expr, spec, RuleId.DISCARDED_GUARD, framework, self.code(target),
-                     f"the result of `{self.code(expr)}` is discarded, so `{self.code(target)}` "
-                     f"is not guarded afterwards (clamp and clip return a new tensor).", None,
-                     explain.pattern_hint(RuleId.DISCARDED_GUARD, framework))
+        self._record(
+            expr,
+            spec,
+            RuleId.DISCARDED_GUARD,
+            framework,
+            self.code(target),
+            f"the result of `{self.code(expr)}` is discarded, so `{self.code(target)}` "
+            f"is not guarded afterwards (clamp and clip return a new tensor).",
+            None,
+            explain.pattern_hint(RuleId.DISCARDED_GUARD, framework),
+        )
 
     def ev_quiet(self, node: cst.BaseExpression) -> Value:
         saved_probe, saved_findings = self.probe, self.findings
@@ -397,42 +528,64 @@ class ChecksMixin(AnalyzerInterface):
         finally:
             self.probe, self.findings = saved_probe, saved_findings
 
-    def _emit_pattern(self, node: cst.CSTNode, spec: OpSpec, rule: str,
-                      operand_node: cst.BaseExpression, operand: Value, framework: str,
-                      absorb: tuple[str, ...] = ()) -> None:
+    def _emit_pattern(
+        self,
+        node: cst.CSTNode,
+        spec: OpSpec,
+        rule: str,
+        operand_node: cst.BaseExpression,
+        operand: Value,
+        framework: str,
+        absorb: tuple[str, ...] = (),
+    ) -> None:
         operand_src = self.code(operand_node)
         sentences: dict[str, str] = {
             RuleId.LOG_SOFTMAX: "log of a softmax is -inf as soon as one probability underflows "
-                           f"to 0.0 (logits ~{limits(self.dtype).softmax_zero_gap:g} apart in "
-                           f"{self.dtype})",
+            f"to 0.0 (logits ~{limits(self.dtype).softmax_zero_gap:g} apart in "
+            f"{self.dtype})",
             RuleId.LOG_SIGMOID: f"log of a sigmoid is -inf once the sigmoid saturates to 0.0 or "
-                           f"1.0 in {self.dtype}",
+            f"1.0 in {self.dtype}",
             RuleId.BCE_SIGMOID: "binary cross-entropy on a sigmoid output takes log(0) once the "
-                           "sigmoid saturates; the loss is clamped and the gradient is lost",
+            "sigmoid saturates; the loss is clamped and the gradient is lost",
             RuleId.LOG_SUM_EXP: f"exp overflows to inf above {limits(self.dtype).exp_max:.2f} in "
-                           f"{self.dtype}, so log(sum(exp(x))) is inf where logsumexp is finite",
+            f"{self.dtype}, so log(sum(exp(x))) is inf where logsumexp is finite",
             RuleId.LOG1P: "log(1 + x) loses all precision for |x| below machine epsilon "
-                     f"({limits(self.dtype).eps:.2g} in {self.dtype}) and is NaN for x < -1",
+            f"({limits(self.dtype).eps:.2g} in {self.dtype}) and is NaN for x < -1",
             RuleId.EXPM1: "exp(x) - 1 cancels catastrophically for small x and overflows like exp",
             RuleId.MASKED_SOFTMAX_INF: "the scores are filled with -inf before softmax, so a row "
-                                  "that is entirely masked gives 0/0 = NaN",
+            "that is entirely masked gives 0/0 = NaN",
             RuleId.MANUAL_NORMALIZE: "dividing by a norm is inf/NaN for an all-zero vector, "
-                                "and so is the gradient",
+            "and so is the gradient",
             RuleId.FP16_SCORES_OVERFLOW: "the scores are a float16 product: a dot product above "
-                                    f"{limits('float16').max:g} is inf before any scale "
-                                    "applied after it, and softmax of a row with inf is NaN",
+            f"{limits('float16').max:g} is inf before any scale "
+            "applied after it, and softmax of a row with inf is NaN",
         }
         subject = f"`{explain.short(operand_src)}`"
-        if operand.name and operand.name != operand_src and rule in (
-                RuleId.LOG_SOFTMAX, RuleId.LOG_SIGMOID, RuleId.BCE_SIGMOID,
-                RuleId.MASKED_SOFTMAX_INF):
+        if (
+            operand.name
+            and operand.name != operand_src
+            and rule
+            in (
+                RuleId.LOG_SOFTMAX,
+                RuleId.LOG_SIGMOID,
+                RuleId.BCE_SIGMOID,
+                RuleId.MASKED_SOFTMAX_INF,
+            )
+        ):
             subject += f" (from `{operand.name}`)"
         why = f"{subject}: {sentences.get(rule, rule)}."
         if absorb:
             self._absorb(operand_node if rule != RuleId.EXPM1 else node, absorb)
-        self._record(node, spec, rule, framework, operand_src, why,
-                     operand.interval if not operand.interval.unknown else None,
-                     explain.pattern_hint(rule, framework))
+        self._record(
+            node,
+            spec,
+            rule,
+            framework,
+            operand_src,
+            why,
+            operand.interval if not operand.interval.unknown else None,
+            explain.pattern_hint(rule, framework),
+        )
 
     def _absorb(self, subtree: cst.CSTNode, ops: tuple[str, ...]) -> None:
         inside: set[int] = set()
@@ -441,12 +594,19 @@ class ChecksMixin(AnalyzerInterface):
             current = stack.pop()
             inside.add(id(current))
             stack.extend(current.children)
-        self.findings = [f for f in self.findings
-                         if not (id(f.node) in inside and f.op in ops)]
+        self.findings = [f for f in self.findings if not (id(f.node) in inside and f.op in ops)]
 
-    def _record(self, node: cst.CSTNode, spec: OpSpec, rule: str, framework: str,
-                operand_src: str, why: str, interval: Interval | None,
-                suggestion: str = "") -> None:
+    def _record(
+        self,
+        node: cst.CSTNode,
+        spec: OpSpec,
+        rule: str,
+        framework: str,
+        operand_src: str,
+        why: str,
+        interval: Interval | None,
+        suggestion: str = "",
+    ) -> None:
         if self.ctx.enabled is not None and spec.op not in self.ctx.enabled:
             return
         if self.probe is not None:
@@ -456,8 +616,18 @@ class ChecksMixin(AnalyzerInterface):
         if key in self._seen:
             return
         self._seen.add(key)
-        self.findings.append(RawFinding(
-            node=node, stmt=self.stmt, op=spec.op, rule=rule, framework=framework,
-            call=self.code(node), operand=operand_src, why=why, interval=interval,
-            suggestion=suggestion, function=self.function,
-        ))
+        self.findings.append(
+            RawFinding(
+                node=node,
+                stmt=self.stmt,
+                op=spec.op,
+                rule=rule,
+                framework=framework,
+                call=self.code(node),
+                operand=operand_src,
+                why=why,
+                interval=interval,
+                suggestion=suggestion,
+                function=self.function,
+            )
+        )

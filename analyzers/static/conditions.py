@@ -17,8 +17,16 @@ ALL_FUNCS = ("all", "reduce_all")
 ANY_FUNCS = ("any", "reduce_any")
 MIN_FUNCS = ("min", "amin", "reduce_min", "nanmin")
 MAX_FUNCS = ("max", "amax", "reduce_max", "nanmax")
-COMPARE_METHODS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "greater": ">",
-                   "greater_equal": ">=", "less": "<", "less_equal": "<="}
+COMPARE_METHODS = {
+    "gt": ">",
+    "ge": ">=",
+    "lt": "<",
+    "le": "<=",
+    "greater": ">",
+    "greater_equal": ">=",
+    "less": "<",
+    "less_equal": "<=",
+}
 FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
 NEGATE = {">": "<=", ">=": "<", "<": ">=", "<=": ">"}
 
@@ -48,11 +56,19 @@ def _leaf(func: cst.BaseExpression) -> str | None:
 def _strip(node: cst.BaseExpression) -> cst.BaseExpression:
     """Drop `.item()`, `bool(...)` and parentheses, which do not change the fact."""
     while True:
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                and node.func.attr.value == "item" and not node.args:
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "item"
+            and not node.args
+        ):
             node = node.func.value
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) \
-                and node.func.value == "bool" and len(node.args) == 1:
+        elif (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value == "bool"
+            and len(node.args) == 1
+        ):
             node = node.args[0].value
         else:
             return node
@@ -64,16 +80,21 @@ def _reduced(call: cst.Call) -> cst.BaseExpression | None:
     if not isinstance(func, cst.Attribute):
         return call.args[0].value if call.args else None
     receiver = func.value
-    module_like = isinstance(receiver, cst.Name | cst.Attribute) and call.args \
-        and call.args[0].keyword is None and isinstance(receiver, cst.Name) \
+    module_like = (
+        isinstance(receiver, cst.Name | cst.Attribute)
+        and call.args
+        and call.args[0].keyword is None
+        and isinstance(receiver, cst.Name)
         and receiver.value in MODULE_ALIASES
+    )
     if module_like:
         return call.args[0].value
     return receiver
 
 
-MODULE_ALIASES = frozenset({"torch", "tf", "np", "jnp", "numpy", "jax", "K", "ops", "keras",
-                            "tensorflow"})
+MODULE_ALIASES = frozenset(
+    {"torch", "tf", "np", "jnp", "numpy", "jax", "K", "ops", "keras", "tensorflow"}
+)
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:
@@ -119,8 +140,12 @@ def _comparison(node: cst.Comparison, holds: bool, const: ConstEval) -> list[Fac
     left = node.left
     for target in node.comparisons:
         op = target.operator.__class__.__name__
-        symbol = {"GreaterThan": ">", "GreaterThanEqual": ">=", "LessThan": "<",
-                  "LessThanEqual": "<="}.get(op)
+        symbol = {
+            "GreaterThan": ">",
+            "GreaterThanEqual": ">=",
+            "LessThan": "<",
+            "LessThanEqual": "<=",
+        }.get(op)
         right = target.comparator
         if op in ("NotEqual", "Equal") and len(node.comparisons) == 1:
             if (op == "NotEqual") == holds:
@@ -138,8 +163,9 @@ def _comparison(node: cst.Comparison, holds: bool, const: ConstEval) -> list[Fac
     return facts
 
 
-def _oriented(left: cst.BaseExpression, symbol: str, right: cst.BaseExpression,
-              const: ConstEval) -> list[Fact]:
+def _oriented(
+    left: cst.BaseExpression, symbol: str, right: cst.BaseExpression, const: ConstEval
+) -> list[Fact]:
     subject, bound = _subject(left), const(right)
     if subject is not None and bound is not None:
         return _fact(subject, symbol, bound)
@@ -149,8 +175,7 @@ def _oriented(left: cst.BaseExpression, symbol: str, right: cst.BaseExpression,
     return []
 
 
-def _not_zero(left: cst.BaseExpression, right: cst.BaseExpression,
-              const: ConstEval) -> list[Fact]:
+def _not_zero(left: cst.BaseExpression, right: cst.BaseExpression, const: ConstEval) -> list[Fact]:
     for subject_node, other in ((left, right), (right, left)):
         subject = _subject(subject_node)
         if subject is not None and subject[1] == "each" and const(other) == 0.0:
@@ -177,11 +202,14 @@ def facts_from(test: cst.BaseExpression, holds: bool, const: ConstEval) -> list[
             return facts_from(inner, True, const) if holds else []
         if leaf in ANY_FUNCS and inner is not None:
             return facts_from(inner, False, const) if not holds else []
-        if leaf in ("ne", "not_equal") and isinstance(test.func, cst.Attribute) \
-                and len(test.args) == 1 and holds:
+        if (
+            leaf in ("ne", "not_equal")
+            and isinstance(test.func, cst.Attribute)
+            and len(test.args) == 1
+            and holds
+        ):
             return _not_zero(test.func.value, test.args[0].value, const)
-        if leaf in COMPARE_METHODS and isinstance(test.func, cst.Attribute) \
-                and len(test.args) == 1:
+        if leaf in COMPARE_METHODS and isinstance(test.func, cst.Attribute) and len(test.args) == 1:
             symbol = COMPARE_METHODS[leaf] if holds else NEGATE[COMPARE_METHODS[leaf]]
             return _oriented(test.func.value, symbol, test.args[0].value, const)
     return []
@@ -213,4 +241,3 @@ def compared_names(cond: cst.BaseExpression) -> list[str]:
         elif isinstance(node, cst.UnaryOperation):
             stack.append(node.expression)
     return names
-

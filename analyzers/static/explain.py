@@ -24,7 +24,7 @@ def producer_phrase(producer: str, dtype: str) -> str:
     lim = limits(dtype)
     phrases = {
         "softmax": f"comes from softmax and is exactly 0.0 in {dtype} when logits differ by "
-                   f"more than ~{lim.softmax_zero_gap:g}",
+        f"more than ~{lim.softmax_zero_gap:g}",
         "sigmoid": f"comes from sigmoid and saturates to exactly 0.0 or 1.0 in {dtype}",
         "one_minus_sigmoid": f"is 1 - sigmoid, exactly 0.0 once sigmoid saturates in {dtype}",
         "relu": "comes from relu and is exactly 0 for every non-positive input",
@@ -35,10 +35,10 @@ def producer_phrase(producer: str, dtype: str) -> str:
         "std": "is a standard deviation or variance and is 0 for a constant input",
         "exp": f"comes from exp and overflows to inf above {lim.exp_max:.2f} in {dtype}",
         "softplus": f"comes from softplus, which underflows toward 0 for inputs below "
-                    f"{math.log(lim.tiny):.1f} in {dtype}",
+        f"{math.log(lim.tiny):.1f} in {dtype}",
         "sum_exp": "is a sum of exponentials",
         "exp_flushed": f"comes from exp, and TensorFlow flushes its subnormal results (below "
-                       f"{lim.tiny:.3g} in {dtype}) to exactly 0.0 on the CPU",
+        f"{lim.tiny:.3g} in {dtype}) to exactly 0.0 on the CPU",
         "one_plus": "is 1 + x",
         "tanh": f"comes from tanh and saturates to exactly ±1.0 in {dtype}",
         "cos": "is a cosine and reaches ±1",
@@ -57,8 +57,11 @@ def why(operand_src: str, value: Value, consequence: str, dtype: str) -> str:
         else:
             head = f"`{shown}` {phrase}"
     elif value.zero_reason is not None:
-        head = f"`{shown}` {value.zero_reason}" if value.name in (None, operand_src) else \
-            f"`{shown}` depends on `{value.name}`, which {value.zero_reason}"
+        head = (
+            f"`{shown}` {value.zero_reason}"
+            if value.name in (None, operand_src)
+            else f"`{shown}` depends on `{value.name}`, which {value.zero_reason}"
+        )
     elif not value.interval.unknown:
         head = f"`{shown}` lies in {value.interval.describe()} in {dtype}"
     else:
@@ -71,27 +74,38 @@ def short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def consequence(spec: OpSpec, interval: Interval, dtype: str, requirement: str,
-                framework: str = "torch") -> str:
+def consequence(
+    spec: OpSpec, interval: Interval, dtype: str, requirement: str, framework: str = "torch"
+) -> str:
     op = spec.op
     if framework == "math":  # Python floats raise instead of returning inf/NaN
-        error = {"div": "ZeroDivisionError", "exp": "OverflowError", "expm1": "OverflowError",
-                 "cosh": "OverflowError", "sinh": "OverflowError"}.get(op, "ValueError")
+        error = {
+            "div": "ZeroDivisionError",
+            "exp": "OverflowError",
+            "expm1": "OverflowError",
+            "cosh": "OverflowError",
+            "sinh": "OverflowError",
+        }.get(op, "ValueError")
         return f"math.{op} raises {error} there, which stops the training step"
     if requirement == "positive":
         if op in ("sqrt", "pow") and interval.nonnegative():
-            return (f"{op} is finite at 0 but its gradient is inf there, which turns into "
-                    "NaN in backprop")
+            return (
+                f"{op} is finite at 0 but its gradient is inf there, which turns into "
+                "NaN in backprop"
+            )
         if op in ("sqrt",):
             return "sqrt returns NaN below 0 and its gradient is inf at 0"
         if op == "rsqrt":
             return "rsqrt returns inf at 0 and NaN below"
         if op == "pow":
-            return "the power is inf at 0 for a negative exponent and NaN below 0 for a " \
-                   "fractional one"
+            return (
+                "the power is inf at 0 for a negative exponent and NaN below 0 for a fractional one"
+            )
         if op == "digamma" and interval.positive():
-            return (f"digamma(x) ~ -1/x overflows to -inf for x below "
-                    f"{1.0 / limits(dtype).max:.2g} in {dtype}")
+            return (
+                f"digamma(x) ~ -1/x overflows to -inf for x below "
+                f"{1.0 / limits(dtype).max:.2g} in {dtype}"
+            )
         if op in ("lgamma", "digamma"):
             return f"{op} is inf at 0 and at every negative integer"
         return f"{op} returns -inf at 0 and NaN below"
@@ -115,8 +129,9 @@ def consequence(spec: OpSpec, interval: Interval, dtype: str, requirement: str,
     return f"{op} can produce NaN or Inf"
 
 
-def domain_hint(spec: OpSpec, operand_src: str, framework: str, requirement: str,
-                interval: Interval, dtype: str) -> str:
+def domain_hint(
+    spec: OpSpec, operand_src: str, framework: str, requirement: str, interval: Interval, dtype: str
+) -> str:
     """A short hint until the fix pass proposes a checked patch."""
     plain = short(operand_src, 40)
     simple = re.fullmatch(r"[\w.]+(\([^()]*\))?", plain) is not None
@@ -140,62 +155,93 @@ def domain_hint(spec: OpSpec, operand_src: str, framework: str, requirement: str
         return f"clamp inside (0, 1): `{x}.clamp({eps}, 1 - {eps})`, or pass `eps=` to logit"
     if requirement == "open_unit":
         if tf_like:
-            return f"clip strictly inside (-1, 1): `tf.clip_by_value({plain}, -1 + {eps}, " \
-                   f"1 - {eps})`"
+            return (
+                f"clip strictly inside (-1, 1): `tf.clip_by_value({plain}, -1 + {eps}, 1 - {eps})`"
+            )
         if np_like:
             return f"clip strictly inside (-1, 1): `{mod}.clip({plain}, -1 + {eps}, 1 - {eps})`"
         return f"clamp strictly inside (-1, 1): `{x}.clamp(-1 + {eps}, 1 - {eps})`"
     if requirement == "below_exp_max":
         threshold = spec.thresholds.get(dtype, limits(dtype).exp_max)
         if tf_like or np_like:
-            return f"bound the exponent: `{mod}.minimum({plain}, {threshold:.0f})`, or work in " \
-                   "log space"
+            return (
+                f"bound the exponent: `{mod}.minimum({plain}, {threshold:.0f})`, or work in "
+                "log space"
+            )
         return f"bound the exponent: `{x}.clamp_max({threshold:.0f})`, or work in log space"
     return ""
 
 
 PATTERN_HINTS: dict[str, dict[str, str]] = {
-    RuleId.LOG_SOFTMAX: {"torch": "use `torch.log_softmax(x, dim=...)` on the logits",
-                    "tensorflow": "use `tf.nn.log_softmax(logits)` on the logits",
-                    "default": "use log_softmax on the logits"},
-    RuleId.LOG_SIGMOID: {"torch": "use `torch.nn.functional.logsigmoid(x)` "
-                             "(and `logsigmoid(-x)` for log(1 - sigmoid(x)))",
-                    "tensorflow": "use `tf.math.log_sigmoid(x)` (and `log_sigmoid(-x)` for "
-                                  "log(1 - sigmoid(x)))",
-                    "default": "use log_sigmoid on the logits"},
-    RuleId.BCE_SIGMOID: {"torch": "drop the sigmoid and use `BCEWithLogitsLoss` / "
-                             "`F.binary_cross_entropy_with_logits` on the logits",
-                    "tensorflow": "drop the sigmoid and pass `from_logits=True`",
-                    "default": "compute the loss from the logits"},
-    RuleId.LOG_SUM_EXP: {"torch": "use `torch.logsumexp(x, dim=...)`",
-                    "tensorflow": "use `tf.math.reduce_logsumexp(x, axis=...)`",
-                    "default": "use logsumexp"},
-    RuleId.LOG1P: {"torch": "use `torch.log1p(x)`: exact for small x", "tensorflow":
-              "use `tf.math.log1p(x)`: exact for small x", "default": "use log1p(x)"},
-    RuleId.EXPM1: {"torch": "use `torch.expm1(x)`: exact for small x", "tensorflow":
-              "use `tf.math.expm1(x)`: exact for small x", "default": "use expm1(x)"},
-    RuleId.MASKED_SOFTMAX_INF: {"default": "fill masked positions with "
-                                      "`torch.finfo(scores.dtype).min` instead of -inf, so a "
-                                      "fully masked row stays finite"},
-    RuleId.MANUAL_NORMALIZE: {"torch": "use `torch.nn.functional.normalize(x, dim=...)` or divide "
-                                  "by `norm.clamp_min(eps)`",
-                         "tensorflow": "use `tf.math.l2_normalize(x, axis=...)`",
-                         "default": "divide by max(norm, eps)"},
-    RuleId.FP16_SCORES_OVERFLOW: {"torch": "compute the scores and the softmax in float32: "
-                                      "`torch.softmax(q.float() @ k.float().transpose(-2, -1) "
-                                      "* scale, dim=-1).to(q.dtype)`, or scale q first",
-                             "tensorflow": "compute the scores and the softmax in float32 "
-                                           "(`tf.cast(q, tf.float32)`), or scale q first",
-                             "default": "compute the scores and the softmax in float32"},
-    RuleId.WHERE_GRAD_LEAK: {"default": "make the unsafe branch's input safe too (double where): "
-                                   "`op(where(cond, x, safe_value))`"},
-    RuleId.DISCARDED_GUARD: {"default": "assign the result (`x = x.clamp(...)`) or use the "
-                                   "in-place form (`x.clamp_(...)`)"},
-    RuleId.EPS_ABSORBED: {"default": "add the epsilon last, next to the value that can reach 0, "
-                                "or clamp: an epsilon below the other term's precision "
-                                "vanishes"},
-    RuleId.EPS_UNDERFLOW_FP16: {"default": "use an epsilon float16 can represent (>= 1e-4 keeps "
-                                      "it normal), or `torch.finfo(x.dtype).tiny`"},
+    RuleId.LOG_SOFTMAX: {
+        "torch": "use `torch.log_softmax(x, dim=...)` on the logits",
+        "tensorflow": "use `tf.nn.log_softmax(logits)` on the logits",
+        "default": "use log_softmax on the logits",
+    },
+    RuleId.LOG_SIGMOID: {
+        "torch": "use `torch.nn.functional.logsigmoid(x)` "
+        "(and `logsigmoid(-x)` for log(1 - sigmoid(x)))",
+        "tensorflow": "use `tf.math.log_sigmoid(x)` (and `log_sigmoid(-x)` for "
+        "log(1 - sigmoid(x)))",
+        "default": "use log_sigmoid on the logits",
+    },
+    RuleId.BCE_SIGMOID: {
+        "torch": "drop the sigmoid and use `BCEWithLogitsLoss` / "
+        "`F.binary_cross_entropy_with_logits` on the logits",
+        "tensorflow": "drop the sigmoid and pass `from_logits=True`",
+        "default": "compute the loss from the logits",
+    },
+    RuleId.LOG_SUM_EXP: {
+        "torch": "use `torch.logsumexp(x, dim=...)`",
+        "tensorflow": "use `tf.math.reduce_logsumexp(x, axis=...)`",
+        "default": "use logsumexp",
+    },
+    RuleId.LOG1P: {
+        "torch": "use `torch.log1p(x)`: exact for small x",
+        "tensorflow": "use `tf.math.log1p(x)`: exact for small x",
+        "default": "use log1p(x)",
+    },
+    RuleId.EXPM1: {
+        "torch": "use `torch.expm1(x)`: exact for small x",
+        "tensorflow": "use `tf.math.expm1(x)`: exact for small x",
+        "default": "use expm1(x)",
+    },
+    RuleId.MASKED_SOFTMAX_INF: {
+        "default": "fill masked positions with "
+        "`torch.finfo(scores.dtype).min` instead of -inf, so a "
+        "fully masked row stays finite"
+    },
+    RuleId.MANUAL_NORMALIZE: {
+        "torch": "use `torch.nn.functional.normalize(x, dim=...)` or divide "
+        "by `norm.clamp_min(eps)`",
+        "tensorflow": "use `tf.math.l2_normalize(x, axis=...)`",
+        "default": "divide by max(norm, eps)",
+    },
+    RuleId.FP16_SCORES_OVERFLOW: {
+        "torch": "compute the scores and the softmax in float32: "
+        "`torch.softmax(q.float() @ k.float().transpose(-2, -1) "
+        "* scale, dim=-1).to(q.dtype)`, or scale q first",
+        "tensorflow": "compute the scores and the softmax in float32 "
+        "(`tf.cast(q, tf.float32)`), or scale q first",
+        "default": "compute the scores and the softmax in float32",
+    },
+    RuleId.WHERE_GRAD_LEAK: {
+        "default": "make the unsafe branch's input safe too (double where): "
+        "`op(where(cond, x, safe_value))`"
+    },
+    RuleId.DISCARDED_GUARD: {
+        "default": "assign the result (`x = x.clamp(...)`) or use the "
+        "in-place form (`x.clamp_(...)`)"
+    },
+    RuleId.EPS_ABSORBED: {
+        "default": "add the epsilon last, next to the value that can reach 0, "
+        "or clamp: an epsilon below the other term's precision "
+        "vanishes"
+    },
+    RuleId.EPS_UNDERFLOW_FP16: {
+        "default": "use an epsilon float16 can represent (>= 1e-4 keeps "
+        "it normal), or `torch.finfo(x.dtype).tiny`"
+    },
 }
 
 

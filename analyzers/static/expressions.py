@@ -55,8 +55,9 @@ class ExpressionsMixin(AnalyzerInterface):
                 return Value("scalar")
             stored = round_to(number, self.dtype)
             if stored == 0.0 and number != 0.0:  # `1e-8` in float16: the literal vanishes
-                return Value("scalar", constant(0.0), fp16_zero_eps=number,
-                             fp16_interval=constant(0.0))
+                return Value(
+                    "scalar", constant(0.0), fp16_zero_eps=number, fp16_interval=constant(0.0)
+                )
             return Value("scalar", constant(stored))
         if isinstance(node, cst.UnaryOperation):
             inner = self.ev(node.expression)
@@ -72,9 +73,16 @@ class ExpressionsMixin(AnalyzerInterface):
         if isinstance(node, cst.BinaryOperation):
             left = self.ev(node.left)
             right = self.ev(node.right)
-            symbol = {"Divide": "/", "FloorDivide": "//", "Power": "**", "Add": "+",
-                      "Subtract": "-", "Multiply": "*", "MatrixMultiply": "@",
-                      "Modulo": "%"}.get(node.operator.__class__.__name__)
+            symbol = {
+                "Divide": "/",
+                "FloorDivide": "//",
+                "Power": "**",
+                "Add": "+",
+                "Subtract": "-",
+                "Multiply": "*",
+                "MatrixMultiply": "@",
+                "Modulo": "%",
+            }.get(node.operator.__class__.__name__)
             return self._binop(node, symbol, left, right, node.left, node.right)
         if isinstance(node, cst.Subscript):
             base = self.ev(node.value)
@@ -123,8 +131,9 @@ class ExpressionsMixin(AnalyzerInterface):
         comp: cst.CompFor | None = getattr(node, "for_in", None)
         while comp is not None:
             iterable = self.ev(comp.iter)
-            self._assign(comp.target, Value("tensor" if iterable.is_tensor else "unknown"),
-                         comp.iter)
+            self._assign(
+                comp.target, Value("tensor" if iterable.is_tensor else "unknown"), comp.iter
+            )
             for cond in comp.ifs:
                 self.ev(cond.test)
                 self._apply(facts_from(cond.test, True, self.const))
@@ -181,8 +190,13 @@ class ExpressionsMixin(AnalyzerInterface):
 
     def _finfo_attr(self, base: Value, attr: str) -> Value:
         lim = limits(base.origin or self.dtype)
-        table = {"eps": lim.eps, "tiny": lim.tiny, "smallest_normal": lim.tiny,
-                 "max": lim.max, "min": -lim.max}
+        table = {
+            "eps": lim.eps,
+            "tiny": lim.tiny,
+            "smallest_normal": lim.tiny,
+            "max": lim.max,
+            "min": -lim.max,
+        }
         if attr in table:
             return Value("scalar", constant(table[attr]))
         return Value("scalar")
@@ -197,15 +211,23 @@ class ExpressionsMixin(AnalyzerInterface):
             return Value("tensor")  # `nn.Parameter(...)`, `torch.zeros(...)`: data, not a layer
         return Value("callable")
 
-    def _binop(self, node: cst.CSTNode, symbol: str | None, left: Value, right: Value,
-               left_node: cst.BaseExpression, right_node: cst.BaseExpression) -> Value:
+    def _binop(
+        self,
+        node: cst.CSTNode,
+        symbol: str | None,
+        left: Value,
+        right: Value,
+        left_node: cst.BaseExpression,
+        right_node: cst.BaseExpression,
+    ) -> Value:
         """The value of `left <symbol> right`, in the dtype their promotion gives (an
         explicitly upcast operand computes the op in float32, whatever the unit's dtype)."""
         explicit = promoted(self.dtype, left, right)
         if explicit in ("float32", "float64"):
             left, right = restore_literal(left), restore_literal(right)
-        result = self._binop_value(node, symbol, left, right, left_node, right_node,
-                                   explicit or self.dtype)
+        result = self._binop_value(
+            node, symbol, left, right, left_node, right_node, explicit or self.dtype
+        )
         reason = zeros.after_binop(symbol, left, right, result)
         if reason is not None:
             result = result.with_(zero_reason=reason)
@@ -216,9 +238,16 @@ class ExpressionsMixin(AnalyzerInterface):
             result = result.with_(fp16_zero_eps=None, fp16_interval=None)
         return result.with_(dtype=explicit) if result.kind == "tensor" else result
 
-    def _binop_value(self, node: cst.CSTNode, symbol: str | None, left: Value,
-                     right: Value, left_node: cst.BaseExpression,
-                     right_node: cst.BaseExpression, dtype: str) -> Value:
+    def _binop_value(
+        self,
+        node: cst.CSTNode,
+        symbol: str | None,
+        left: Value,
+        right: Value,
+        left_node: cst.BaseExpression,
+        right_node: cst.BaseExpression,
+        dtype: str,
+    ) -> Value:
         kind = tensor_kind(left, right)
         if symbol in ("/", "//"):
             if right.is_tensor:
@@ -226,9 +255,12 @@ class ExpressionsMixin(AnalyzerInterface):
             elif zeros.can_reach_zero(right, right_node):
                 self._check_division(node, right, right_node, left, rule=RuleId.UNKNOWN_OPERAND)
             quotient = div(left.interval, right.interval, dtype)
-            return Value(kind, zeros.floored(quotient) if symbol == "//" else quotient,
-                         neg_inf_filled=left.neg_inf_filled,
-                         producer=scaled_product(left, right))
+            return Value(
+                kind,
+                zeros.floored(quotient) if symbol == "//" else quotient,
+                neg_inf_filled=left.neg_inf_filled,
+                producer=scaled_product(left, right),
+            )
         if symbol == "**":
             exponent = right.interval.lo if right.interval.lo == right.interval.hi else None
             if left.is_tensor:
@@ -243,50 +275,85 @@ class ExpressionsMixin(AnalyzerInterface):
         if symbol == "+":
             return self._add(node, left, right, left_node, right_node, kind, dtype)
         if symbol == "-":
-            result = Value(kind, sub(left.interval, right.interval, dtype),
-                           neg_inf_filled=left.neg_inf_filled)
+            result = Value(
+                kind, sub(left.interval, right.interval, dtype), neg_inf_filled=left.neg_inf_filled
+            )
             if right.max_of is not None and left.name == right.max_of:
                 result = result.with_(interval=Interval(-INF, 0.0))  # x - max(x) <= 0
             if left.interval == constant(1.0) and right.producer == "sigmoid":
                 result = result.with_(producer="one_minus_sigmoid", name=right.name)
             if left.producer == "exp" and right.interval == constant(1.0) and left.is_tensor:
-                self._emit_pattern(node, CATALOGUE.by_op["exp"], RuleId.EXPM1, left_node, left,
-                                   self._framework(None), absorb=("exp",))
+                self._emit_pattern(
+                    node,
+                    CATALOGUE.by_op["exp"],
+                    RuleId.EXPM1,
+                    left_node,
+                    left,
+                    self._framework(None),
+                    absorb=("exp",),
+                )
             if left.absorbed_eps or right.absorbed_eps:
                 result = result.with_(absorbed_eps=left.absorbed_eps or right.absorbed_eps)
-            if left.interval.lo == left.interval.hi and right.producer is not None \
-                    and result.producer is None:
-                result = result.with_(producer=right.producer if right.producer in (
-                    "softmax", "sigmoid") else None, name=right.name)
+            if (
+                left.interval.lo == left.interval.hi
+                and right.producer is not None
+                and result.producer is None
+            ):
+                result = result.with_(
+                    producer=right.producer if right.producer in ("softmax", "sigmoid") else None,
+                    name=right.name,
+                )
             return result
         if symbol == "*":
-            same = isinstance(left_node, cst.Name) and isinstance(right_node, cst.Name) \
+            same = (
+                isinstance(left_node, cst.Name)
+                and isinstance(right_node, cst.Name)
                 and left_node.value == right_node.value
+            )
             if same:
                 return Value(kind, square(left.interval), producer="square", norm_of=left.name)
-            return Value(kind, mul(left.interval, right.interval, dtype),
-                         neg_inf_filled=left.neg_inf_filled or right.neg_inf_filled,
-                         producer=scaled_product(left, right))
+            return Value(
+                kind,
+                mul(left.interval, right.interval, dtype),
+                neg_inf_filled=left.neg_inf_filled or right.neg_inf_filled,
+                producer=scaled_product(left, right),
+            )
         if symbol == "@":
             return product((left_node, right_node))
         return Value(kind)
 
-    def _add(self, node: cst.CSTNode, left: Value, right: Value,
-             left_node: cst.BaseExpression, right_node: cst.BaseExpression,
-             kind: str, dtype: str) -> Value:
+    def _add(
+        self,
+        node: cst.CSTNode,
+        left: Value,
+        right: Value,
+        left_node: cst.BaseExpression,
+        right_node: cst.BaseExpression,
+        kind: str,
+        dtype: str,
+    ) -> Value:
         a, b = left.interval, right.interval
         absorbed = left.absorbed_eps or right.absorbed_eps
         if a.lo == a.hi and b.lo == b.hi and not math.isinf(a.lo) and not math.isinf(b.lo):
             total, note = fold_add(a.lo, b.lo, dtype)
-            return Value("scalar" if kind == "scalar" else kind,  # type: ignore[arg-type]
-                         constant(total), absorbed_eps=note or absorbed)
+            return Value(
+                "scalar" if kind == "scalar" else kind,  # type: ignore[arg-type]
+                constant(total),
+                absorbed_eps=note or absorbed,
+            )
         result = Value(kind, add(a, b, dtype), absorbed_eps=absorbed)  # type: ignore[arg-type]
         for value, other in ((left, right), (right, left)):
             iv = other.interval
             if iv.lo == iv.hi == 1.0 and value.is_tensor and result.producer is None:
                 result = result.with_(producer="one_plus")
-        eps_value = next((v.interval.lo for v in (left, right)
-                          if v.interval.lo == v.interval.hi and 0 < v.interval.lo < 1e-3), None)
+        eps_value = next(
+            (
+                v.interval.lo
+                for v in (left, right)
+                if v.interval.lo == v.interval.hi and 0 < v.interval.lo < 1e-3
+            ),
+            None,
+        )
         other = right if eps_value is not None and left.interval.lo == eps_value else left
         if eps_value is not None:
             if round_to(eps_value, "float16") == 0.0:
@@ -299,12 +366,14 @@ class ExpressionsMixin(AnalyzerInterface):
             carrier = left if left.fp16_zero_eps else right
             rest = right if carrier is left else left
             if carrier.interval == constant(0.0):  # the vanished literal itself
-                result = result.with_(fp16_zero_eps=carrier.fp16_zero_eps,
-                                      fp16_interval=rest.interval)
+                result = result.with_(
+                    fp16_zero_eps=carrier.fp16_zero_eps, fp16_interval=rest.interval
+                )
             elif carrier.fp16_interval is not None:
-                result = result.with_(fp16_zero_eps=carrier.fp16_zero_eps,
-                                      fp16_interval=add(carrier.fp16_interval, rest.interval,
-                                                        dtype))
+                result = result.with_(
+                    fp16_zero_eps=carrier.fp16_zero_eps,
+                    fp16_interval=add(carrier.fp16_interval, rest.interval, dtype),
+                )
         if left.producer == "square" and right.producer == "square":
             result = result.with_(producer="square")
         return result
@@ -315,8 +384,13 @@ def upcast_call(node: cst.BaseExpression) -> bool:
     if not isinstance(node, cst.Call):
         return False
     func = node.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else \
-        func.value if isinstance(func, cst.Name) else ""
+    name = (
+        func.attr.value
+        if isinstance(func, cst.Attribute)
+        else func.value
+        if isinstance(func, cst.Name)
+        else ""
+    )
     return name in UPCASTS
 
 

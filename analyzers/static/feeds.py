@@ -22,7 +22,8 @@ from collections.abc import Collection
 
 # What an added line must do to a value for a risk below it to be the change's doing.
 CHANGES_THE_RANGE = re.compile(
-    r"inf\b|\.half\(|float16|bfloat16|\bhalf\b|autocast|masked_fill|\beps|1e-\d+|finfo")
+    r"inf\b|\.half\(|float16|bfloat16|\bhalf\b|autocast|masked_fill|\beps|1e-\d+|finfo"
+)
 MAX_HOPS = 3  # unchanged assignments followed back from the op
 
 
@@ -37,9 +38,11 @@ def _names(text: str) -> set[str]:
 def _function_at(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     best: ast.FunctionDef | ast.AsyncFunctionDef | None = None
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) \
-                and node.lineno <= line <= (node.end_lineno or node.lineno) \
-                and (best is None or node.lineno > best.lineno):
+        if (
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.lineno <= line <= (node.end_lineno or node.lineno)
+            and (best is None or node.lineno > best.lineno)
+        ):
             best = node  # the innermost
     return best
 
@@ -59,8 +62,14 @@ def _assignments(func: ast.AST) -> list[tuple[int, set[str], ast.stmt]]:
     return out
 
 
-def feeding_line(tree: ast.Module, source_lines: list[str], op_line: int, operand: str,
-                 definite: bool, added: Collection[int]) -> int | None:
+def feeding_line(
+    tree: ast.Module,
+    source_lines: list[str],
+    op_line: int,
+    operand: str,
+    definite: bool,
+    added: Collection[int],
+) -> int | None:
     """The added line, nearest above `op_line` in its function, whose assignment reaches the
     operand and changes its range (see the module doc); None when there is none."""
     func = _function_at(tree, op_line)

@@ -28,22 +28,36 @@ class AnalyzerInterface(AnalyzerState):
     def _apply(self, facts: list[Fact]) -> None:
         raise NotImplementedError  # statements.py
 
-    def _apply_spec(self, node: cst.Call, spec: OpSpec, qual: str | None, framework: str,
-                    args: list[tuple[str | None, Value]], values: list[Value],
-                    receiver: tuple[cst.BaseExpression, Value] | None) -> Value:
+    def _apply_spec(
+        self,
+        node: cst.Call,
+        spec: OpSpec,
+        qual: str | None,
+        framework: str,
+        args: list[tuple[str | None, Value]],
+        values: list[Value],
+        receiver: tuple[cst.BaseExpression, Value] | None,
+    ) -> Value:
         raise NotImplementedError  # checks.py
 
     @staticmethod
-    def _arg(node: cst.Call, index: int, keywords: tuple[str, ...] = ()) -> \
-            cst.BaseExpression | None:
+    def _arg(
+        node: cst.Call, index: int, keywords: tuple[str, ...] = ()
+    ) -> cst.BaseExpression | None:
         raise NotImplementedError  # calls.py
 
-    def _assign(self, target: cst.BaseExpression, value: Value,
-                source: cst.BaseExpression) -> None:
+    def _assign(self, target: cst.BaseExpression, value: Value, source: cst.BaseExpression) -> None:
         raise NotImplementedError  # statements.py
 
-    def _binop(self, node: cst.CSTNode, symbol: str | None, left: Value, right: Value,
-               left_node: cst.BaseExpression, right_node: cst.BaseExpression) -> Value:
+    def _binop(
+        self,
+        node: cst.CSTNode,
+        symbol: str | None,
+        left: Value,
+        right: Value,
+        left_node: cst.BaseExpression,
+        right_node: cst.BaseExpression,
+    ) -> Value:
         raise NotImplementedError  # expressions.py
 
     def _block(self, body: cst.BaseSuite | cst.Module | Sequence[cst.CSTNode]) -> bool:
@@ -52,21 +66,34 @@ class AnalyzerInterface(AnalyzerState):
     def _call(self, node: cst.Call) -> Value:
         raise NotImplementedError  # calls.py
 
-    def _check_division(self, node: cst.CSTNode, divisor: Value,
-                        divisor_node: cst.BaseExpression, numerator: Value,
-                        framework: str | None = None, rule: str = RuleId.UNGUARDED_DOMAIN) -> None:
+    def _check_division(
+        self,
+        node: cst.CSTNode,
+        divisor: Value,
+        divisor_node: cst.BaseExpression,
+        numerator: Value,
+        framework: str | None = None,
+        rule: str = RuleId.UNGUARDED_DOMAIN,
+    ) -> None:
         raise NotImplementedError  # checks.py
 
-    def _check_pow(self, node: cst.CSTNode, base: Value, base_node: cst.BaseExpression,
-                   exponent: float | None, framework: str | None = None,
-                   rule: str = RuleId.UNGUARDED_DOMAIN) -> None:
+    def _check_pow(
+        self,
+        node: cst.CSTNode,
+        base: Value,
+        base_node: cst.BaseExpression,
+        exponent: float | None,
+        framework: str | None = None,
+        rule: str = RuleId.UNGUARDED_DOMAIN,
+    ) -> None:
         raise NotImplementedError  # checks.py
 
     def _children(self, node: cst.CSTNode) -> None:
         raise NotImplementedError  # statements.py
 
-    def _clamped(self, iv: Interval, base: str, node: cst.Call,
-                 args: list[tuple[str | None, Value]]) -> Interval:
+    def _clamped(
+        self, iv: Interval, base: str, node: cst.Call, args: list[tuple[str | None, Value]]
+    ) -> Interval:
         raise NotImplementedError  # calls.py
 
     def _constructed(self, qual: str) -> Value:
@@ -75,9 +102,16 @@ class AnalyzerInterface(AnalyzerState):
     def _discarded_guard(self, expr: cst.BaseExpression) -> None:
         raise NotImplementedError  # checks.py
 
-    def _emit_pattern(self, node: cst.CSTNode, spec: OpSpec, rule: str,
-                      operand_node: cst.BaseExpression, operand: Value, framework: str,
-                      absorb: tuple[str, ...] = ()) -> None:
+    def _emit_pattern(
+        self,
+        node: cst.CSTNode,
+        spec: OpSpec,
+        rule: str,
+        operand_node: cst.BaseExpression,
+        operand: Value,
+        framework: str,
+        absorb: tuple[str, ...] = (),
+    ) -> None:
         raise NotImplementedError  # checks.py
 
     def _framework(self, qual: str | None) -> str:
@@ -86,13 +120,20 @@ class AnalyzerInterface(AnalyzerState):
     def _from_logits(self, node: cst.Call) -> bool:
         raise NotImplementedError  # calls.py
 
-    def _function(self, func: cst.FunctionDef, qualname: str,
-                  cls: ClassFacts | None) -> None:
+    def _function(self, func: cst.FunctionDef, qualname: str, cls: ClassFacts | None) -> None:
         raise NotImplementedError  # statements.py
 
-    def _record(self, node: cst.CSTNode, spec: OpSpec, rule: str, framework: str,
-                operand_src: str, why: str, interval: Interval | None,
-                suggestion: str = "") -> None:
+    def _record(
+        self,
+        node: cst.CSTNode,
+        spec: OpSpec,
+        rule: str,
+        framework: str,
+        operand_src: str,
+        why: str,
+        interval: Interval | None,
+        suggestion: str = "",
+    ) -> None:
         raise NotImplementedError  # checks.py
 
     def code(self, node: cst.CSTNode) -> str:
@@ -107,8 +148,9 @@ class AnalyzerInterface(AnalyzerState):
     def ev(self, node: cst.BaseExpression) -> Value:
         raise NotImplementedError  # expressions.py
 
-    def ev_cached(self, operand: cst.BaseExpression, args: list[tuple[str | None, Value]],
-                  node: cst.Call) -> Value:
+    def ev_cached(
+        self, operand: cst.BaseExpression, args: list[tuple[str | None, Value]], node: cst.Call
+    ) -> Value:
         raise NotImplementedError  # calls.py
 
     def grad_free_op(self, node: cst.CSTNode) -> None:

@@ -18,17 +18,39 @@ from analyzers.catalogue import CATALOGUE, normalise_qualname
 from analyzers.static.vocabulary import FRAMEWORK_ROOTS, TF_EUCLIDEAN_NORMS
 
 MODULE_BASE_HINTS = ("Module", "Layer", "Model", "Sequential", "LightningModule")
-HALF_PRECISION_HINTS = (".half(", "float16", "torch.half", "autocast", "cuda.amp",
-                        "mixed_precision", "bfloat16", "fp16")
+HALF_PRECISION_HINTS = (
+    ".half(",
+    "float16",
+    "torch.half",
+    "autocast",
+    "cuda.amp",
+    "mixed_precision",
+    "bfloat16",
+    "fp16",
+)
 
 
 _COMMENT = re.compile(r"#[^\n]*")
 
 # Libraries whose tensors are a framework's: what a file that imports only them computes on.
-JAX_LIBRARIES = frozenset({"flax", "optax", "haiku", "equinox", "numpyro", "distrax", "chex",
-                           "jraph", "jaxopt", "jax_md", "trax"})
-TENSORFLOW_LIBRARIES = frozenset({"tensorflow_probability", "tensorflow_addons", "sonnet",
-                                  "tensor2tensor"})
+JAX_LIBRARIES = frozenset(
+    {
+        "flax",
+        "optax",
+        "haiku",
+        "equinox",
+        "numpyro",
+        "distrax",
+        "chex",
+        "jraph",
+        "jaxopt",
+        "jax_md",
+        "trax",
+    }
+)
+TENSORFLOW_LIBRARIES = frozenset(
+    {"tensorflow_probability", "tensorflow_addons", "sonnet", "tensor2tensor"}
+)
 
 
 def ecosystem(root: str) -> str | None:
@@ -82,12 +104,19 @@ class ImportMap:
         `K.exp` -> `keras.ops.exp` when `K` is the package's own backend layer."""
         head, _, rest = dotted.partition(".")
         target = self.names.get(head)
-        qual = None if target is None else \
-            normalise_qualname(f"{target}.{rest}" if rest else target)
+        qual = (
+            None if target is None else normalise_qualname(f"{target}.{rest}" if rest else target)
+        )
         if head in self.backends and rest and (qual is None or CATALOGUE.lookup(qual) is None):
             leaf = rest.rsplit(".", 1)[-1]
-            return next((f"{api}.{leaf}" for api in BACKEND_APIS
-                         if CATALOGUE.lookup(f"{api}.{leaf}") is not None), qual)
+            return next(
+                (
+                    f"{api}.{leaf}"
+                    for api in BACKEND_APIS
+                    if CATALOGUE.lookup(f"{api}.{leaf}") is not None
+                ),
+                qual,
+            )
         return qual
 
     def frameworks(self) -> set[str]:
@@ -95,7 +124,8 @@ class ImportMap:
         (`from torch_scatter import scatter_add` makes `src.exp()` a torch method call)."""
         roots = {q.split(".", 1)[0] for q in self.names.values()}
         return (roots & set(FRAMEWORK_ROOTS)) | {
-            framework for root in roots for framework in [ecosystem(root)] if framework}
+            framework for root in roots for framework in [ecosystem(root)] if framework
+        }
 
 
 @dataclass
@@ -180,8 +210,9 @@ def _is_candidate_call(func: ast.expr, imports: ImportMap, cls: ClassFacts | Non
     qual = imports.resolve(dotted)
     if qual is not None:
         found = CATALOGUE.lookup(qual)
-        return found is not None and (found[0].kind != "producer"
-                                      or normalise_qualname(qual) in TF_EUCLIDEAN_NORMS)
+        return found is not None and (
+            found[0].kind != "producer" or normalise_qualname(qual) in TF_EUCLIDEAN_NORMS
+        )
     if not isinstance(func, ast.Attribute):
         return False  # a local function: nothing the catalogue knows
     if func.attr in _CANDIDATE_METHODS:
@@ -215,8 +246,12 @@ def _class_facts(node: ast.ClassDef, imports: ImportMap) -> ClassFacts:
             callee = dotted_name(sub.value.func)
             qual = imports.resolve(callee) if callee else None
             for target in sub.targets:
-                if (qual and isinstance(target, ast.Attribute)
-                        and isinstance(target.value, ast.Name) and target.value.id == "self"):
+                if (
+                    qual
+                    and isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
                     facts.attr_calls[target.attr] = qual
     facts.attr_defaults = _attr_defaults(node)
     return facts
@@ -229,8 +264,11 @@ def _function_attribute(assign: ast.Assign, imports: ImportMap, facts: ClassFact
     if qual is None or CATALOGUE.lookup(qual) is None or not qual.rsplit(".", 1)[-1][:1].islower():
         return
     for target in assign.targets:
-        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                and target.value.id == "self":
+        if (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
             facts.attr_funcs[target.attr] = qual
 
 
@@ -240,29 +278,53 @@ def _attr_defaults(node: ast.ClassDef) -> dict[str, str]:
     out: its value is not the one set up."""
     counts: dict[str, int] = {}
     for sub in ast.walk(node):
-        targets = sub.targets if isinstance(sub, ast.Assign) else \
-            [sub.target] if isinstance(sub, ast.AugAssign | ast.AnnAssign) else []
+        targets = (
+            sub.targets
+            if isinstance(sub, ast.Assign)
+            else [sub.target]
+            if isinstance(sub, ast.AugAssign | ast.AnnAssign)
+            else []
+        )
         for target in targets:
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                    and target.value.id == "self":
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+            ):
                 counts[target.attr] = counts.get(target.attr, 0) + 1
-    init = next((item for item in node.body if isinstance(item, ast.FunctionDef)
-                 and item.name == "__init__"), None)
+    init = next(
+        (
+            item
+            for item in node.body
+            if isinstance(item, ast.FunctionDef) and item.name == "__init__"
+        ),
+        None,
+    )
     if init is None:
         return {}
     args = init.args
     positional = [*args.posonlyargs, *args.args]
-    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]],
-                        args.defaults, strict=True))
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
-                     if d is not None})
+    defaults = dict(
+        zip(
+            [a.arg for a in positional[len(positional) - len(args.defaults) :]],
+            args.defaults,
+            strict=True,
+        )
+    )
+    defaults.update(
+        {a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None}
+    )
     found: dict[str, str] = {}
     for stmt in init.body:
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
             continue
         target = stmt.targets[0]
-        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                and target.value.id == "self" and counts.get(target.attr) == 1):
+        if not (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+            and counts.get(target.attr) == 1
+        ):
             continue
         value = stmt.value
         if isinstance(value, ast.Name) and value.id in defaults:
@@ -274,9 +336,12 @@ def _attr_defaults(node: ast.ClassDef) -> dict[str, str]:
 
 INF = float("inf")
 CONSTRAINT_RANGES: dict[str, tuple[float, bool, float]] = {
-    "positive": (0.0, True, INF), "nonnegative": (0.0, False, INF),
-    "unit_interval": (0.0, False, 1.0), "positive_integer": (1.0, False, INF),
-    "nonnegative_integer": (0.0, False, INF), "simplex": (0.0, False, 1.0),
+    "positive": (0.0, True, INF),
+    "nonnegative": (0.0, False, INF),
+    "unit_interval": (0.0, False, 1.0),
+    "positive_integer": (1.0, False, INF),
+    "nonnegative_integer": (0.0, False, INF),
+    "simplex": (0.0, False, 1.0),
 }
 
 
@@ -292,14 +357,16 @@ def _constraints(stmt: ast.Assign | ast.AnnAssign, facts: ClassFacts) -> None:
             continue
         if isinstance(value, ast.Attribute) and value.attr in CONSTRAINT_RANGES:
             facts.attr_ranges[key.value] = CONSTRAINT_RANGES[value.attr]
-        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
-                and value.args:
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.args:
             bound = _literal_number(value.args[0])
             name = value.func.attr
             if bound is not None and name in ("greater_than", "greater_than_eq"):
                 facts.attr_ranges[key.value] = (bound, name == "greater_than", INF)
-            elif bound is not None and name in ("interval", "half_open_interval") \
-                    and len(value.args) == 2:
+            elif (
+                bound is not None
+                and name in ("interval", "half_open_interval")
+                and len(value.args) == 2
+            ):
                 upper = _literal_number(value.args[1])
                 if upper is not None:
                     facts.attr_ranges[key.value] = (bound, False, upper)
@@ -309,8 +376,9 @@ def _first_line(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> 
     return min([node.lineno, *(d.lineno for d in node.decorator_list)])
 
 
-def _contains_candidate(nodes: Iterable[ast.AST], imports: ImportMap,
-                        cls: ClassFacts | None = None) -> bool:
+def _contains_candidate(
+    nodes: Iterable[ast.AST], imports: ImportMap, cls: ClassFacts | None = None
+) -> bool:
     return any(_is_candidate(sub, imports, cls) for top in nodes for sub in ast.walk(top))
 
 
@@ -327,8 +395,9 @@ def plan_file(tree: ast.Module, source: str) -> FilePlan:
             if isinstance(target, ast.Name) and value is not None:
                 constants[target.id] = value
     frameworks = imports.frameworks()
-    primary = next((f for f in ("torch", "tensorflow", "keras", "jax", "numpy")
-                    if f in frameworks), "python")
+    primary = next(
+        (f for f in ("torch", "tensorflow", "keras", "jax", "numpy") if f in frameworks), "python"
+    )
     code = _COMMENT.sub("", source)
     half = any(h in code for h in HALF_PRECISION_HINTS)
 
@@ -337,15 +406,28 @@ def plan_file(tree: ast.Module, source: str) -> FilePlan:
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
             if _contains_candidate([stmt], imports):
-                units.append(Unit(_first_line(stmt), stmt.end_lineno or stmt.lineno,
-                                  stmt.col_offset, stmt.name))
+                units.append(
+                    Unit(
+                        _first_line(stmt),
+                        stmt.end_lineno or stmt.lineno,
+                        stmt.col_offset,
+                        stmt.name,
+                    )
+                )
         elif isinstance(stmt, ast.ClassDef):
             facts = _class_facts(stmt, imports)
             for item in stmt.body:
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
                     if _contains_candidate([item], imports, facts):
-                        units.append(Unit(_first_line(item), item.end_lineno or item.lineno,
-                                          item.col_offset, f"{stmt.name}.{item.name}", facts))
+                        units.append(
+                            Unit(
+                                _first_line(item),
+                                item.end_lineno or item.lineno,
+                                item.col_offset,
+                                f"{stmt.name}.{item.name}",
+                                facts,
+                            )
+                        )
                 elif _contains_candidate([item], imports):
                     module_level.append(item)
         else:

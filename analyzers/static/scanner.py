@@ -54,23 +54,29 @@ class FileScan:
     suppressed: int = 0
 
 
-def decode_source(data: bytes, path: str, config: Config = DEFAULT_CONFIG) -> tuple[str | None,
-                                                                                     str | None]:
+def decode_source(
+    data: bytes, path: str, config: Config = DEFAULT_CONFIG
+) -> tuple[str | None, str | None]:
     """(text, error): the error says what is wrong in words a user can act on."""
     if len(data) > config.max_file_bytes:
-        return None, (f"{path} is {len(data):,} bytes, above max_file_bytes "
-                      f"({config.max_file_bytes:,}); raise it in [tool.numcheck] to analyse it")
+        return None, (
+            f"{path} is {len(data):,} bytes, above max_file_bytes "
+            f"({config.max_file_bytes:,}); raise it in [tool.numcheck] to analyse it"
+        )
     if b"\x00" in data[:8192]:
         return None, f"{path} looks binary (contains NUL bytes); skipped"
     try:
         return data.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
-        return None, (f"{path} is not valid UTF-8 (byte {exc.start}: {exc.reason}); "
-                      "save it as UTF-8 to have it analysed")
+        return None, (
+            f"{path} is not valid UTF-8 (byte {exc.start}: {exc.reason}); "
+            "save it as UTF-8 to have it analysed"
+        )
 
 
-def scan_bytes(data: bytes, path: str, config: Config | None = None,
-               lines: frozenset[int] | None = None) -> FileScan:
+def scan_bytes(
+    data: bytes, path: str, config: Config | None = None, lines: frozenset[int] | None = None
+) -> FileScan:
     config = config or DEFAULT_CONFIG
     text, error = decode_source(data, path, config)
     if text is None:
@@ -78,14 +84,17 @@ def scan_bytes(data: bytes, path: str, config: Config | None = None,
     return scan_source(text, path, config, lines)
 
 
-def scan_source(source: str, path: str, config: Config | None = None,
-                lines: frozenset[int] | None = None) -> FileScan:
+def scan_source(
+    source: str, path: str, config: Config | None = None, lines: frozenset[int] | None = None
+) -> FileScan:
     """Analyse one file. `lines`, when given, keeps only findings on those (1-based) lines."""
     config = config or DEFAULT_CONFIG
     scan = FileScan(path, lines=source.count("\n") + (0 if source.endswith("\n") else 1))
     if len(source.encode("utf-8", "surrogatepass")) > config.max_file_bytes:
-        scan.error = (f"{path} is larger than max_file_bytes ({config.max_file_bytes:,}); "
-                      "raise it in [tool.numcheck] to analyse it")
+        scan.error = (
+            f"{path} is larger than max_file_bytes ({config.max_file_bytes:,}); "
+            "raise it in [tool.numcheck] to analyse it"
+        )
         return scan
     try:
         tree = ast.parse(source, filename=path)
@@ -109,8 +118,10 @@ def scan_source(source: str, path: str, config: Config | None = None,
         if any(c.__name__ in RUN_INTERRUPTIONS for c in type(exc).__mro__):
             raise
         scan.findings = []
-        scan.error = (f"{path}: the static pass failed on this file ({_describe(exc)}); "
-                      "the other files were analysed")
+        scan.error = (
+            f"{path}: the static pass failed on this file ({_describe(exc)}); "
+            "the other files were analysed"
+        )
     return scan
 
 
@@ -125,13 +136,25 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _scan_tree(tree: ast.Module, source: str, path: str, config: Config,
-               lines: frozenset[int] | None, scan: FileScan, deep: bool) -> None:
+def _scan_tree(
+    tree: ast.Module,
+    source: str,
+    path: str,
+    config: Config,
+    lines: frozenset[int] | None,
+    scan: FileScan,
+    deep: bool,
+) -> None:
     plan = plan_file(tree, source)
     enabled = frozenset(op for op in CATALOGUE.by_op if config.op_enabled(op))
-    ctx = FileContext(plan.imports, plan.constants, config.dtype, plan.half_precision,
-                      plan.primary_framework,
-                      None if len(enabled) == len(CATALOGUE.by_op) else enabled)
+    ctx = FileContext(
+        plan.imports,
+        plan.constants,
+        config.dtype,
+        plan.half_precision,
+        plan.primary_framework,
+        None if len(enabled) == len(CATALOGUE.by_op) else enabled,
+    )
     units = plan.units
     if lines is not None and not plan.whole_module:
         units = [u for u in units if any(u.start_line <= n <= u.end_line for n in lines)]
@@ -144,8 +167,17 @@ def _scan_tree(tree: ast.Module, source: str, path: str, config: Config,
         for unit in units:
             raw += _analyse_unit(source, unit, ctx, deep)
     suppressions = Suppressions.from_source(source)
-    scan.findings = _finalise(raw, path, config, lines, suppressions, scan,
-                              frozenset(plan.imports.names), tree, source.splitlines())
+    scan.findings = _finalise(
+        raw,
+        path,
+        config,
+        lines,
+        suppressions,
+        scan,
+        frozenset(plan.imports.names),
+        tree,
+        source.splitlines(),
+    )
 
 
 def parse_module(source: str, deep: bool = False) -> cst.Module:
@@ -176,19 +208,20 @@ def parse_module(source: str, deep: bool = False) -> cst.Module:
     return out[0]
 
 
-def _analyse_module(source: str, ctx: FileContext, line_offset: int, col_offset: int,
-                    deep: bool = False) -> list[tuple[RawFinding, CodeRange, CodeRange,
-                                                      int, int]]:
+def _analyse_module(
+    source: str, ctx: FileContext, line_offset: int, col_offset: int, deep: bool = False
+) -> list[tuple[RawFinding, CodeRange, CodeRange, int, int]]:
     module = parse_module(source, deep)
     analyzer = FunctionAnalyzer(module, ctx)
     found = analyzer.run_module()
     return _positions(module, found, line_offset, col_offset)
 
 
-def _analyse_unit(source: str, unit: Unit, ctx: FileContext,
-                  deep: bool = False) -> list[tuple[RawFinding, CodeRange, CodeRange, int, int]]:
+def _analyse_unit(
+    source: str, unit: Unit, ctx: FileContext, deep: bool = False
+) -> list[tuple[RawFinding, CodeRange, CodeRange, int, int]]:
     all_lines = source.splitlines(keepends=True)
-    chunk = all_lines[unit.start_line - 1: unit.end_line]
+    chunk = all_lines[unit.start_line - 1 : unit.end_line]
     indent = unit.indent
     dedented: list[str] = []
     for text in chunk:
@@ -208,30 +241,36 @@ def _analyse_unit(source: str, unit: Unit, ctx: FileContext,
     return _positions(module, found, unit.start_line - 1, indent)
 
 
-def _analyse_function_in_module(source: str, unit: Unit, ctx: FileContext,
-                                deep: bool = False) -> list[tuple[RawFinding, CodeRange,
-                                                                  CodeRange, int, int]]:
+def _analyse_function_in_module(
+    source: str, unit: Unit, ctx: FileContext, deep: bool = False
+) -> list[tuple[RawFinding, CodeRange, CodeRange, int, int]]:
     """Slow path for a function whose text cannot stand alone (odd indentation)."""
     module = parse_module(source, deep)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
     for node, code_range in positions.items():
-        if isinstance(node, cst.FunctionDef) and code_range.start.line <= unit.start_line + 20 \
-                and code_range.end.line == unit.end_line \
-                and node.name.value == unit.name.rsplit(".", 1)[-1]:
+        if (
+            isinstance(node, cst.FunctionDef)
+            and code_range.start.line <= unit.start_line + 20
+            and code_range.end.line == unit.end_line
+            and node.name.value == unit.name.rsplit(".", 1)[-1]
+        ):
             analyzer = FunctionAnalyzer(module, ctx, unit.cls)
             found = analyzer.run_function(node, unit.name)
             return [(f, positions[f.node], positions[f.stmt], 0, 0) for f in found]
     return []
 
 
-def _positions(module: cst.Module, found: list[RawFinding], line_offset: int,
-               col_offset: int) -> list[tuple[RawFinding, CodeRange, CodeRange, int, int]]:
+def _positions(
+    module: cst.Module, found: list[RawFinding], line_offset: int, col_offset: int
+) -> list[tuple[RawFinding, CodeRange, CodeRange, int, int]]:
     if not found:
         return []
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return [(f, positions[f.node], positions.get(f.stmt, positions[f.node]), line_offset,
-             col_offset) for f in found]
+    return [
+        (f, positions[f.node], positions.get(f.stmt, positions[f.node]), line_offset, col_offset)
+        for f in found
+    ]
 
 
 def is_test_file(path: str) -> bool:
@@ -239,8 +278,12 @@ def is_test_file(path: str) -> bool:
     `conftest.py`."""
     parts = path.replace("\\", "/").split("/")
     name = parts[-1]
-    return any(p in ("tests", "test") for p in parts[:-1]) or name.startswith("test_") \
-        or name.endswith("_test.py") or name == "conftest.py"
+    return (
+        any(p in ("tests", "test") for p in parts[:-1])
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+    )
 
 
 def on_constants(item: RawFinding, modules: Collection[str]) -> bool:
@@ -256,8 +299,11 @@ def on_constants(item: RawFinding, modules: Collection[str]) -> bool:
     except (SyntaxError, ValueError, RecursionError):
         return False
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id not in modules \
-                and node.id not in ("float", "int", "abs", "min", "max"):
+        if (
+            isinstance(node, ast.Name)
+            and node.id not in modules
+            and node.id not in ("float", "int", "abs", "min", "max")
+        ):
             return False  # a variable, or a method called on one
     return True
 
@@ -266,8 +312,10 @@ def _occurrences(raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]]) -
     """For each raw finding, how many findings of the same rule, op, call text and function
     come before it in the file (before any is filtered out, so the count does not depend on
     which lines changed)."""
-    order = sorted(range(len(raw)), key=lambda i: (raw[i][1].start.line + raw[i][3],
-                                                   raw[i][1].start.column + raw[i][4]))
+    order = sorted(
+        range(len(raw)),
+        key=lambda i: (raw[i][1].start.line + raw[i][3], raw[i][1].start.column + raw[i][4]),
+    )
     seen: dict[tuple[str, str, str, str], int] = {}
     counts = [0] * len(raw)
     for i in order:
@@ -278,10 +326,17 @@ def _occurrences(raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]]) -
     return counts
 
 
-def _finalise(raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]], path: str,
-              config: Config, lines: frozenset[int] | None, suppressions: Suppressions,
-              scan: FileScan, modules: Collection[str] = (), tree: ast.Module | None = None,
-              source_lines: list[str] | None = None) -> list[Finding]:
+def _finalise(
+    raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]],
+    path: str,
+    config: Config,
+    lines: frozenset[int] | None,
+    suppressions: Suppressions,
+    scan: FileScan,
+    modules: Collection[str] = (),
+    tree: ast.Module | None = None,
+    source_lines: list[str] | None = None,
+) -> list[Finding]:
     best: dict[tuple[int, str], tuple[Finding, int]] = {}
     in_tests = is_test_file(path)
     occurrences = _occurrences(raw)
@@ -291,9 +346,18 @@ def _finalise(raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]], path
         fed_by = None
         if lines is not None and line not in lines:
             rule = RULES_BY_ID.get(item.rule)
-            fed_by = feeding_line(tree, source_lines or [], line, item.operand,
-                                  rule is not None and rule.definite, lines) \
-                if tree is not None else None
+            fed_by = (
+                feeding_line(
+                    tree,
+                    source_lines or [],
+                    line,
+                    item.operand,
+                    rule is not None and rule.definite,
+                    lines,
+                )
+                if tree is not None
+                else None
+            )
             if fed_by is None:
                 continue
         if in_tests and on_constants(item, modules):
@@ -302,21 +366,36 @@ def _finalise(raw: list[tuple[RawFinding, CodeRange, CodeRange, int, int]], path
             scan.suppressed += 1
             continue
         severity = config.severity_for(item.op, RULE_SEVERITY.get(item.rule, "warning"))
-        interval = IntervalInfo(item.interval.lo, item.interval.hi, config.dtype) \
-            if item.interval is not None and not item.interval.unknown else None
+        interval = (
+            IntervalInfo(item.interval.lo, item.interval.hi, config.dtype)
+            if item.interval is not None and not item.interval.unknown
+            else None
+        )
         finding = Finding(
-            path=path, line=line, column=where.start.column + col_offset,
-            end_line=where.end.line + line_offset, end_column=where.end.column + col_offset,
-            function=item.function, op=item.op, framework=item.framework, call=item.call,
-            operand=item.operand, why=item.why, rule=item.rule,
+            path=path,
+            line=line,
+            column=where.start.column + col_offset,
+            end_line=where.end.line + line_offset,
+            end_column=where.end.column + col_offset,
+            function=item.function,
+            op=item.op,
+            framework=item.framework,
+            call=item.call,
+            operand=item.operand,
+            why=item.why,
+            rule=item.rule,
             severity=severity,  # type: ignore[arg-type]
-            interval=interval, suggestion=item.suggestion or None, fed_by=fed_by,
-            fingerprint=make_fingerprint(path, item.rule, item.op, item.call, item.function,
-                                         occurrences[index]),
+            interval=interval,
+            suggestion=item.suggestion or None,
+            fed_by=fed_by,
+            fingerprint=make_fingerprint(
+                path, item.rule, item.op, item.call, item.function, occurrences[index]
+            ),
         )
         if fed_by is not None:
-            finding.why += (f" Line {line} is unchanged; line {fed_by} of this change feeds "
-                            "its operand.")
+            finding.why += (
+                f" Line {line} is unchanged; line {fed_by} of this change feeds its operand."
+            )
         rank = RULE_RANK.get(item.rule, 0)
         key = (line, item.op)
         if key not in best or rank < best[key][1]:

@@ -75,8 +75,13 @@ class StatementsMixin(AnalyzerInterface):
             return False
         if isinstance(stmt, cst.FunctionDef):
             saved = dict(self.env), self.function
-            self._function(stmt, f"{self.function}.{stmt.name.value}"
-                           if self.function != "<module>" else stmt.name.value, None)
+            self._function(
+                stmt,
+                f"{self.function}.{stmt.name.value}"
+                if self.function != "<module>"
+                else stmt.name.value,
+                None,
+            )
             self.env, self.function = saved
             return False
         if isinstance(stmt, cst.ClassDef):
@@ -101,12 +106,21 @@ class StatementsMixin(AnalyzerInterface):
         elif isinstance(small, cst.AugAssign):
             left = self.ev(small.target)
             right = self.ev(small.value)
-            symbol = {"DivideAssign": "/", "FloorDivideAssign": "//", "PowerAssign": "**",
-                      "AddAssign": "+", "SubtractAssign": "-", "MultiplyAssign": "*"}.get(
-                small.operator.__class__.__name__)
-            result = zeros.after_increment(
-                self._binop(small, symbol, left, right, small.target, small.value)) \
-                if symbol else UNKNOWN
+            symbol = {
+                "DivideAssign": "/",
+                "FloorDivideAssign": "//",
+                "PowerAssign": "**",
+                "AddAssign": "+",
+                "SubtractAssign": "-",
+                "MultiplyAssign": "*",
+            }.get(small.operator.__class__.__name__)
+            result = (
+                zeros.after_increment(
+                    self._binop(small, symbol, left, right, small.target, small.value)
+                )
+                if symbol
+                else UNKNOWN
+            )
             self._assign(small.target, result, small.value)
         elif isinstance(small, cst.Expr):
             self.ev(small.value)
@@ -125,8 +139,9 @@ class StatementsMixin(AnalyzerInterface):
             self._apply(facts_from(small.test, True, self.const))
         elif isinstance(small, cst.Continue | cst.Break):
             return True
-        elif isinstance(small, cst.Del | cst.Global | cst.Nonlocal | cst.Import
-                        | cst.ImportFrom | cst.Pass):
+        elif isinstance(
+            small, cst.Del | cst.Global | cst.Nonlocal | cst.Import | cst.ImportFrom | cst.Pass
+        ):
             return False
         else:
             self._children(small)
@@ -147,8 +162,7 @@ class StatementsMixin(AnalyzerInterface):
         lo, lo_open = bound
         return [Fact(name, lo=lo, lo_open=lo_open)]
 
-    def _assign(self, target: cst.BaseExpression, value: Value,
-                source: cst.BaseExpression) -> None:
+    def _assign(self, target: cst.BaseExpression, value: Value, source: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
             name = target.value
             self.env[name] = value.with_(name=name) if value.name is None else value
@@ -165,8 +179,7 @@ class StatementsMixin(AnalyzerInterface):
         elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
             name = target.value.value
             old = self.env.get(name, Value("tensor"))
-            merged = join(old, value).with_(kind=old.kind, producer=old.producer,
-                                            name=name)
+            merged = join(old, value).with_(kind=old.kind, producer=old.producer, name=name)
             if value.interval.hi == -INF:
                 merged = merged.with_(neg_inf_filled=True)
             self.env[name] = merged
@@ -199,8 +212,9 @@ class StatementsMixin(AnalyzerInterface):
     def _loop(self, stmt: cst.For | cst.While) -> None:
         if isinstance(stmt, cst.For):
             iterable = self.ev(stmt.iter)
-            self._assign(stmt.target, Value("tensor" if iterable.is_tensor else "unknown"),
-                         stmt.iter)
+            self._assign(
+                stmt.target, Value("tensor" if iterable.is_tensor else "unknown"), stmt.iter
+            )
             self._loop_index(stmt.target, stmt.iter)
         else:
             self.ev(stmt.test)
@@ -213,8 +227,7 @@ class StatementsMixin(AnalyzerInterface):
         if stmt.orelse is not None:
             self._block(stmt.orelse.body)
 
-    def _loop_index(self, target: cst.BaseExpression, iterable: cst.BaseExpression
-                    ) -> None:
+    def _loop_index(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for i in range(a, b)`: i >= a (>= 0 without a start); with a negative step,
         i > b. `for i, x in enumerate(xs, k)`: i >= k. So `(i + 1)` and `(5 + i) / 6` are
         known positive inside the loop."""
@@ -233,12 +246,21 @@ class StatementsMixin(AnalyzerInterface):
             elif step.hi < 0:
                 stop = values[1].lo
                 bound = Interval(stop + 1 if math.isfinite(stop) else -INF, values[0].hi)
-        elif name == "enumerate" and name not in self.env and isinstance(
-                target, cst.Tuple) and target.elements:
+        elif (
+            name == "enumerate"
+            and name not in self.env
+            and isinstance(target, cst.Tuple)
+            and target.elements
+        ):
             index = target.elements[0].value
-            start = next((a.value for a in iterable.args
-                          if a.keyword is not None and a.keyword.value == "start"),
-                         positional[1] if len(positional) > 1 else None)
+            start = next(
+                (
+                    a.value
+                    for a in iterable.args
+                    if a.keyword is not None and a.keyword.value == "start"
+                ),
+                positional[1] if len(positional) > 1 else None,
+            )
             if start is not None:
                 bound = Interval(self.ev(start).interval.lo, INF)
         if isinstance(index, cst.Name):
@@ -262,16 +284,17 @@ class StatementsMixin(AnalyzerInterface):
             refined = Interval(lo, hi, lo_open, iv.not_zero or fact.nonzero)
             self.env[fact.name] = value.with_(interval=refined, fp16_interval=None)
 
-    def _function(self, func: cst.FunctionDef, qualname: str,
-                  cls: ClassFacts | None) -> None:
+    def _function(self, func: cst.FunctionDef, qualname: str, cls: ClassFacts | None) -> None:
         self.function = qualname
         model_method = cls is not None and cls.is_model and func.name.value in MODEL_METHODS
-        for attr, (lo, lo_open, hi) in (cls.attr_ranges.items() if cls else ()):
-            self.env[f"self.{attr}"] = Value("tensor", Interval(lo, hi, lo_open),
-                                             name=f"self.{attr}")
-        for attr, text in (cls.attr_defaults.items() if cls else ()):  # `self.eps = eps`
+        for attr, (lo, lo_open, hi) in cls.attr_ranges.items() if cls else ():
+            self.env[f"self.{attr}"] = Value(
+                "tensor", Interval(lo, hi, lo_open), name=f"self.{attr}"
+            )
+        for attr, text in cls.attr_defaults.items() if cls else ():  # `self.eps = eps`
             self.env[f"self.{attr}"] = self._from_default(
-                cst.parse_expression(text), Value("unknown", name=f"self.{attr}"))
+                cst.parse_expression(text), Value("unknown", name=f"self.{attr}")
+            )
         params = func.params
         all_params = [*params.posonly_params, *params.params, *params.kwonly_params]
         self.call_results = set()
@@ -311,8 +334,12 @@ class StatementsMixin(AnalyzerInterface):
             return positive
         if iv.lo == 0 and default.fp16_zero_eps is not None:  # `eps=1e-8` in float16: it
             # vanishes, unless the value meets one computed in float32 (`restore_literal`)
-            return value.with_(kind="scalar", interval=NONNEG,
-                               fp16_zero_eps=default.fp16_zero_eps, fp16_interval=NONNEG)
+            return value.with_(
+                kind="scalar",
+                interval=NONNEG,
+                fp16_zero_eps=default.fp16_zero_eps,
+                fp16_interval=NONNEG,
+            )
         if iv.lo == 0:
             return value.with_(kind="scalar", interval=NONNEG)
         return value.with_(kind="scalar")

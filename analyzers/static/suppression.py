@@ -93,7 +93,7 @@ def _parse_directive(text: str) -> tuple[Kind, tuple[str, ...]]:
         close = difflib.get_close_matches(word.lower(), KINDS, n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]!r}?)" if close else " (expected 'ignore' or 'fixme')"
         raise _Malformed(f"unknown directive {word!r}{hint}")
-    rest = text[match.end():] if match else ""
+    rest = text[match.end() :] if match else ""
     stripped = rest.lstrip()
     if stripped.startswith("["):
         end, comment_at = stripped.find("]"), stripped.find("#")
@@ -102,22 +102,27 @@ def _parse_directive(text: str) -> tuple[Kind, tuple[str, ...]]:
             raise _Malformed(f"unclosed '[' in '{kind}{shown}'")
         return kind, _parse_ops(stripped[1:end])
     if stripped and not stripped.startswith(_REASON_STARTS):
-        raise _Malformed(f"unexpected text {stripped.split()[0]!r} after bare '{kind}'; write "
-                         f"'{kind}[op]' to name ops, or start a reason with '--'")
+        raise _Malformed(
+            f"unexpected text {stripped.split()[0]!r} after bare '{kind}'; write "
+            f"'{kind}[op]' to name ops, or start a reason with '--'"
+        )
     return kind, ()
 
 
-def _scan_comment(comment: str, line: int, column: int,
-                  entries: list[Suppression], problems: list[str]) -> None:
+def _scan_comment(
+    comment: str, line: int, column: int, entries: list[Suppression], problems: list[str]
+) -> None:
     for found in _DIRECTIVE_RE.finditer(comment):
         col = column + found.start()
-        after = comment[found.end():]
+        after = comment[found.end() :]
         if found.group("colon") is None:
             word = after.split()[0].lower() if after.split() else ""
             word = word.split("[")[0]
             if difflib.get_close_matches(word, KINDS, n=1, cutoff=0.6):
-                problems.append(f"line {line}: missing ':' after 'numcheck' "
-                                f"(write '# numcheck: {after.strip()}')")
+                problems.append(
+                    f"line {line}: missing ':' after 'numcheck' "
+                    f"(write '# numcheck: {after.strip()}')"
+                )
             continue
         try:
             kind, ops = _parse_directive(after)
@@ -151,8 +156,12 @@ class Suppressions:
                     _scan_comment(tok.string, tok.start[0], tok.start[1], entries, problems)
         except (tokenize.TokenError, SyntaxError) as exc:
             where = _error_line(exc)
-            return cls(problems=[f"line {where}: cannot tokenize source, so no suppression "
-                                 f"comments apply: {_error_text(exc)}"])
+            return cls(
+                problems=[
+                    f"line {where}: cannot tokenize source, so no suppression "
+                    f"comments apply: {_error_text(exc)}"
+                ]
+            )
         return cls(entries=entries, problems=problems)
 
     def match(self, op: str, lines: Iterable[int]) -> SuppressionHit | None:

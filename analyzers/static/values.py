@@ -53,8 +53,7 @@ class Interval:
         return self
 
     def meet_hi(self, hi: float) -> Interval:
-        return Interval(min(self.lo, hi), min(self.hi, hi), self.lo_open) if hi < self.hi \
-            else self
+        return Interval(min(self.lo, hi), min(self.hi, hi), self.lo_open) if hi < self.hi else self
 
     def describe(self) -> str:
         lo = "(" if self.lo_open or self.lo == -INF else "["
@@ -170,8 +169,9 @@ def div(a: Interval, b: Interval, dtype: str) -> Interval:
         # a divisor that may be 0 gives ±inf (flagged by the division check itself) or NaN
         # for 0/0; the sign of every other quotient still follows the operands' signs
         return _sign_only(a, b, a.positive() and b.positive())
-    inv = Interval(1 / b.hi if b.hi != INF else 0.0, 1 / b.lo if b.lo > 0 else INF,
-                   lo_open=b.positive())
+    inv = Interval(
+        1 / b.hi if b.hi != INF else 0.0, 1 / b.lo if b.lo > 0 else INF, lo_open=b.positive()
+    )
     if b.hi < 0:
         inv = Interval(1 / b.hi, 1 / b.lo if b.lo != -INF else 0.0)
     return mul(a, inv, dtype)
@@ -218,8 +218,9 @@ def join(a: Value, b: Value) -> Value:
     """The value after two branches meet: what holds on both."""
     if a == b:
         return a
-    kind: Kind = a.kind if a.kind == b.kind else (
-        "tensor" if "tensor" in (a.kind, b.kind) else "unknown")
+    kind: Kind = (
+        a.kind if a.kind == b.kind else ("tensor" if "tensor" in (a.kind, b.kind) else "unknown")
+    )
     same = a.producer == b.producer
     return Value(
         kind=kind,
@@ -283,11 +284,13 @@ def restore_literal(value: Value) -> Value:
     if value.fp16_zero_eps is None or value.interval.lo != 0.0:
         return value
     if value.interval == constant(0.0):  # the literal itself
-        return value.with_(interval=constant(value.fp16_zero_eps), fp16_zero_eps=None,
-                           fp16_interval=None)
+        return value.with_(
+            interval=constant(value.fp16_zero_eps), fp16_zero_eps=None, fp16_interval=None
+        )
     if value.kind == "scalar" and value.interval.hi == INF:  # a parameter defaulting to it
-        return value.with_(interval=Interval(0.0, INF, True), fp16_zero_eps=None,
-                           fp16_interval=None)
+        return value.with_(
+            interval=Interval(0.0, INF, True), fp16_zero_eps=None, fp16_interval=None
+        )
     return value
 
 

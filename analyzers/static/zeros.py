@@ -51,8 +51,8 @@ def can_reach_zero(value: Value, node: cst.BaseExpression) -> bool:
     if value.zero_reason is None or value.is_tensor or value.interval.nonzero():
         return False
     return value.zero_reason != SUM_OF_UNKNOWNS or (
-        isinstance(node, cst.BinaryOperation) and isinstance(node.operator,
-                                                             cst.Add | cst.Subtract))
+        isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add | cst.Subtract)
+    )
 
 
 def computed_here(node: cst.BaseExpression | None, call_results: set[str]) -> bool:
@@ -70,8 +70,11 @@ def after_binop(symbol: str | None, left: Value, right: Value, result: Value) ->
         if result.kind == "unknown":
             if _lowered(symbol, left, right):
                 return OFFSET
-            return TOTAL if symbol == "+" and not _fixed(left) and not _fixed(right) \
+            return (
+                TOTAL
+                if symbol == "+" and not _fixed(left) and not _fixed(right)
                 else SUM_OF_UNKNOWNS
+            )
         return _through(left.zero_reason or right.zero_reason, prefix=False)
     if symbol == "*":
         return _through(left.zero_reason or right.zero_reason)

@@ -28,8 +28,12 @@ from bench.programs.prepare import PROGRAMS, Program, build_repository, load_pro
 from bench.realworld.review import default_mirrors, find_clone
 from runners.dependencies import DependencyError, prepare
 
-TARGETS = {"confirmed": 0.90, "median_wall_seconds": 30.0, "median_trigger_seconds": 1.0,
-           "evaluation_ratio": 5.0}
+TARGETS = {
+    "confirmed": 0.90,
+    "median_wall_seconds": 30.0,
+    "median_trigger_seconds": 1.0,
+    "evaluation_ratio": 5.0,
+}
 # The bench's budget, the same for every program; the program itself is configured with its
 # script command only.
 SEARCH_SECONDS = 10.0
@@ -59,34 +63,54 @@ class Row:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bench.programs",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mirrors", type=Path, default=None,
-                        help="folder of clones (default: $NUMCHECK_MIRRORS or bench/out/mirrors)")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.programs", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--mirrors",
+        type=Path,
+        default=None,
+        help="folder of clones (default: $NUMCHECK_MIRRORS or bench/out/mirrors)",
+    )
     parser.add_argument("--programs", type=Path, default=PROGRAMS)
-    parser.add_argument("-k", dest="only", action="append", default=[],
-                        help="only programs whose id contains this text (repeatable)")
-    parser.add_argument("--timeout", type=float, default=300.0,
-                        help="wall-clock limit per review, seconds (default 300)")
+    parser.add_argument(
+        "-k",
+        dest="only",
+        action="append",
+        default=[],
+        help="only programs whose id contains this text (repeatable)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="wall-clock limit per review, seconds (default 300)",
+    )
     parser.add_argument("--search-seconds", type=float, default=SEARCH_SECONDS)
-    parser.add_argument("--no-baseline", action="store_true",
-                        help="skip the random-mutation baseline")
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="skip the random-mutation baseline"
+    )
     parser.add_argument("--json", type=Path, default=None, help="write every row here")
     return parser
 
 
 def _config(scratch: Path, program: Program, search_seconds: float, timeout: float) -> Path:
     config = scratch / "numcheck.toml"
-    config.write_text(f"[tool.numcheck]\nsearch_seconds = {search_seconds}\n"
-                      f"dynamic_timeout = {max(int(timeout) - 30, 30)}\n\n"
-                      f"[tool.numcheck.script]\ncommand = {json.dumps(program.script)}\n",
-                      encoding="utf-8")
+    config.write_text(
+        f"[tool.numcheck]\nsearch_seconds = {search_seconds}\n"
+        f"dynamic_timeout = {max(int(timeout) - 30, 30)}\n\n"
+        f"[tool.numcheck.script]\ncommand = {json.dumps(program.script)}\n",
+        encoding="utf-8",
+    )
     return config
 
 
 def _matches(program: Program, finding: Any) -> bool:
-    return (finding.path == program.script and finding.op == program.op
-            and (finding.line in program.lines or finding.end_line in program.lines))
+    return (
+        finding.path == program.script
+        and finding.op == program.op
+        and (finding.line in program.lines or finding.end_line in program.lines)
+    )
 
 
 def _score(row: Row, findings: list[Any]) -> None:
@@ -105,8 +129,9 @@ def _score(row: Row, findings: list[Any]) -> None:
         row.reason = f"{best.status}: {(best.error or '').strip()[:300]}"
 
 
-def review(program: Program, mirrors: Path, *, timeout: float, search_seconds: float,
-           baseline: bool) -> Row:
+def review(
+    program: Program, mirrors: Path, *, timeout: float, search_seconds: float, baseline: bool
+) -> Row:
     clone = find_clone(mirrors, program.repo)
     if clone is None:
         return Row(program, "missing", f"no clone of {program.repo} under {mirrors}")
@@ -118,14 +143,30 @@ def review(program: Program, mirrors: Path, *, timeout: float, search_seconds: f
         except (ValueError, subprocess.CalledProcessError) as exc:
             return Row(program, "missing", str(exc))
         out = scratch / "result.json"
-        argv = [sys.executable, "-m", "bot.cli", "review", str(repo), "--base", base,
-                "--head", head, "--format", "json", "-o", str(out), "--quiet",
-                "--config", str(_config(scratch, program, search_seconds, timeout))]
+        argv = [
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "review",
+            str(repo),
+            "--base",
+            base,
+            "--head",
+            head,
+            "--format",
+            "json",
+            "-o",
+            str(out),
+            "--quiet",
+            "--config",
+            str(_config(scratch, program, search_seconds, timeout)),
+        ]
         started = time.monotonic()
         row = Row(program, "error", missing_files=len(missing))
         try:
-            proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True,
-                                  timeout=timeout)
+            proc = subprocess.run(
+                argv, cwd=scratch, capture_output=True, text=True, timeout=timeout
+            )
         except subprocess.TimeoutExpired:
             row.reason = f"the review did not finish within {timeout:.0f} s"
             row.wall_seconds = time.monotonic() - started
@@ -147,8 +188,17 @@ def _baseline(program: Program, repo: Path, budget: float, timeout: float) -> di
     from bench.programs.baseline import MARKER  # torch: imported only when it runs
 
     lines = f"{program.first}-{program.last}"
-    argv = [sys.executable, "-m", "bench.programs.baseline", str(repo), program.script, lines,
-            program.op, str(budget), "0"]
+    argv = [
+        sys.executable,
+        "-m",
+        "bench.programs.baseline",
+        str(repo),
+        program.script,
+        lines,
+        program.op,
+        str(budget),
+        "0",
+    ]
     # the packages the review installed for the program (its imports: nothing is declared),
     # from the same cache, after numcheck's own
     paths = [str(Path(__file__).resolve().parents[2])]
@@ -160,16 +210,22 @@ def _baseline(program: Program, repo: Path, budget: float, timeout: float) -> di
         paths.append(str(site))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "MPLBACKEND": "Agg"}
     try:
-        proc = subprocess.run(argv, cwd=repo, capture_output=True, text=True,
-                              timeout=min(timeout, 4 * budget + 120), env=env,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            argv,
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=min(timeout, 4 * budget + 120),
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return {"error": "the baseline did not finish in time"}
     marked = [line for line in proc.stdout.splitlines() if line.startswith(MARKER)]
     if not marked:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
         return {"error": f"exit {proc.returncode}: {tail[0][:300]}"}
-    result: dict[str, Any] = json.loads(marked[-1][len(MARKER):])
+    result: dict[str, Any] = json.loads(marked[-1][len(MARKER) :])
     return result
 
 
@@ -194,11 +250,13 @@ def _row(row: Row) -> str:
             return "-"
         return f"{side['evaluations']}{'' if side['triggered'] else ' (no)'}"
 
-    return (f"{row.program.id:<10} {row.outcome:<9} {_cell(row.wall_seconds, '.0f'):>5} "
-            f"{_cell(row.proof_seconds, '.0f'):>5} "
-            f"{_cell(row.trigger_seconds):>7} {_cell(row.evaluations, 'd'):>5} "
-            f"{_cell(row.steps, 'd'):>5} "
-            f"{solved(search):>9} {solved(random):>9}  {row.reason or b.get('error', '')}")
+    return (
+        f"{row.program.id:<10} {row.outcome:<9} {_cell(row.wall_seconds, '.0f'):>5} "
+        f"{_cell(row.proof_seconds, '.0f'):>5} "
+        f"{_cell(row.trigger_seconds):>7} {_cell(row.evaluations, 'd'):>5} "
+        f"{_cell(row.steps, 'd'):>5} "
+        f"{solved(search):>9} {solved(random):>9}  {row.reason or b.get('error', '')}"
+    )
 
 
 def summary(rows: Sequence[Row]) -> list[str]:
@@ -207,18 +265,27 @@ def summary(rows: Sequence[Row]) -> list[str]:
     walls = [r.wall_seconds for r in counted if r.wall_seconds is not None]
     proofs = [r.proof_seconds for r in counted if r.proof_seconds is not None]
     triggers = [r.trigger_seconds for r in confirmed if r.trigger_seconds is not None]
-    both = [r for r in rows if r.baseline.get("search", {}).get("triggered")
-            and r.baseline.get("random", {}).get("triggered")]
-    ratios = [r.baseline["random"]["evaluations"] / max(r.baseline["search"]["evaluations"], 1)
-              for r in both]
-    only_search = sum(1 for r in rows if r.baseline.get("search", {}).get("triggered")
-                      and not r.baseline.get("random", {}).get("triggered"))
+    both = [
+        r
+        for r in rows
+        if r.baseline.get("search", {}).get("triggered")
+        and r.baseline.get("random", {}).get("triggered")
+    ]
+    ratios = [
+        r.baseline["random"]["evaluations"] / max(r.baseline["search"]["evaluations"], 1)
+        for r in both
+    ]
+    only_search = sum(
+        1
+        for r in rows
+        if r.baseline.get("search", {}).get("triggered")
+        and not r.baseline.get("random", {}).get("triggered")
+    )
     lines = [
         f"programs: {len(rows)} ({len(rows) - len(counted)} missing from the mirrors)",
         f"confirmed at the line: {_pct(len(confirmed), len(counted))}"
         f" (target {TARGETS['confirmed']:.0%})",
-        f"flagged at the line, not confirmed: "
-        f"{sum(1 for r in counted if r.outcome == 'flagged')}",
+        f"flagged at the line, not confirmed: {sum(1 for r in counted if r.outcome == 'flagged')}",
         f"median wall time per program: {_median(walls)} s"
         f" (target < {TARGETS['median_wall_seconds']:g} s); without the fix stage "
         f"{_median(proofs)} s",
@@ -243,13 +310,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.only:
         programs = [p for p in programs if any(k in p.id for k in args.only)]
     mirrors = args.mirrors or default_mirrors()
-    print(f"{'program':<10} {'outcome':<9} {'wall':>5} {'proof':>5} {'trigger':>7} "
-          f"{'evals':>5} {'step':>5} "
-          f"{'search':>9} {'random':>9}  reason", flush=True)
+    print(
+        f"{'program':<10} {'outcome':<9} {'wall':>5} {'proof':>5} {'trigger':>7} "
+        f"{'evals':>5} {'step':>5} "
+        f"{'search':>9} {'random':>9}  reason",
+        flush=True,
+    )
     rows = []
     for program in programs:
-        row = review(program, mirrors, timeout=args.timeout,
-                     search_seconds=args.search_seconds, baseline=not args.no_baseline)
+        row = review(
+            program,
+            mirrors,
+            timeout=args.timeout,
+            search_seconds=args.search_seconds,
+            baseline=not args.no_baseline,
+        )
         rows.append(row)
         print(_row(row), flush=True)
     print()
@@ -257,8 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1, default=str),
-                             encoding="utf-8")
+        args.json.write_text(
+            json.dumps([asdict(r) for r in rows], indent=1, default=str), encoding="utf-8"
+        )
     return 0
 
 

@@ -31,42 +31,55 @@ from analyzers.dynamic.tensors import sample
 MARKER = "numcheck-baseline: "
 
 
-def _random(stages: list[Any], path: str, lines: frozenset[int], op: str, budget: float,
-            seed: int) -> dict[str, Any]:
+def _random(
+    stages: list[Any], path: str, lines: frozenset[int], op: str, budget: float, seed: int
+) -> dict[str, Any]:
     """Uniform draws in each stage's box: each stage before the last for the most of what is
     left of `budget` the search gives it (`staged_search`), the last for the rest."""
     generator = torch.Generator().manual_seed(seed + 1)
     started = time.perf_counter()
     draws = 0
     for number, stage in enumerate(stages):
-        searcher = Searcher(stage, path, lines, op, dtype=stage.dtype, seed=seed,
-                            require_visible=False)
+        searcher = Searcher(
+            stage, path, lines, op, dtype=stage.dtype, seed=seed, require_visible=False
+        )
         left = budget - (time.perf_counter() - started)
         until = time.perf_counter() + left * stage_part(number, len(stages))
         while time.perf_counter() < until:
             draws += 1
             evaluation = searcher.evaluate([sample(spec, generator) for spec in stage.specs])
             if evaluation.forward or evaluation.backward:
-                return {"triggered": True, "evaluations": draws,
-                        "seconds": round(time.perf_counter() - started, 4)}
-    return {"triggered": False, "evaluations": draws,
-            "seconds": round(time.perf_counter() - started, 4)}
+                return {
+                    "triggered": True,
+                    "evaluations": draws,
+                    "seconds": round(time.perf_counter() - started, 4),
+                }
+    return {
+        "triggered": False,
+        "evaluations": draws,
+        "seconds": round(time.perf_counter() - started, 4),
+    }
 
 
-def measure(repo: Path, script: str, lines: frozenset[int], op: str, budget: float,
-            seed: int) -> dict[str, Any]:
+def measure(
+    repo: Path, script: str, lines: frozenset[int], op: str, budget: float, seed: int
+) -> dict[str, Any]:
     config = ScriptConfig.from_json({"command": script})
     path = str(repo / script)
     try:
         entry = build_script_entry(repo, config, script, lines, op, seed)
     except EntryError as exc:
         return {"error": str(exc)}
-    _, outcome, _ = staged_search(entry, path, lines, op, seed,
-                                  Budget(seconds=budget, evaluations=10**9))
+    _, outcome, _ = staged_search(
+        entry, path, lines, op, seed, Budget(seconds=budget, evaluations=10**9)
+    )
     result: dict[str, Any] = {
         "values": len(entry.specs),
-        "search": {"triggered": outcome.triggered, "evaluations": outcome.evaluations,
-                   "seconds": round(outcome.seconds, 4)},
+        "search": {
+            "triggered": outcome.triggered,
+            "evaluations": outcome.evaluations,
+            "seconds": round(outcome.seconds, 4),
+        },
     }
     result["random"] = _random(search_stages(entry), path, lines, op, budget, seed)
     return result

@@ -47,9 +47,19 @@ def load_programs(path: Path = PROGRAMS) -> list[Program]:
         if tuple(row) != COLUMNS:
             raise ValueError(f"{path}: columns must be {COLUMNS}, got {tuple(row)}")
         first, _, last = row["lines"].partition("-")
-        programs.append(Program(row["id"], row["subject"], row["repo"], row["commit"],
-                                row["folder"], row["script"], int(first),
-                                int(last or first), row["op"]))
+        programs.append(
+            Program(
+                row["id"],
+                row["subject"],
+                row["repo"],
+                row["commit"],
+                row["folder"],
+                row["script"],
+                int(first),
+                int(last or first),
+                row["op"],
+            )
+        )
     return programs
 
 
@@ -73,19 +83,21 @@ def blank_inserted(source: str) -> str:
 
 def _git(clone: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     flag = "--git-dir" if (clone / "HEAD").is_file() else "-C"
-    return subprocess.run(["git", flag, str(clone), *args], capture_output=True,
-                          check=False)
+    return subprocess.run(["git", flag, str(clone), *args], capture_output=True, check=False)
 
 
 def export(program: Program, clone: Path, dest: Path) -> list[str]:
     """Write the program's folder at `program.commit` into `dest`, inserted blocks blanked;
     returns the paths whose contents the mirror lacks (large data files a partial clone left
     out): the program runs without them, as a user's checkout without its data would."""
-    listing = _git(clone, "ls-tree", "-r", "-z", "--full-tree", program.commit,
-                   "--", program.folder)
+    listing = _git(
+        clone, "ls-tree", "-r", "-z", "--full-tree", program.commit, "--", program.folder
+    )
     if listing.returncode:
-        raise ValueError(f"{program.repo} has no {program.folder} at {program.commit[:12]}: "
-                         f"{listing.stderr.decode(errors='replace').strip()}")
+        raise ValueError(
+            f"{program.repo} has no {program.folder} at {program.commit[:12]}: "
+            f"{listing.stderr.decode(errors='replace').strip()}"
+        )
     missing = []
     for entry in filter(None, listing.stdout.split(b"\0")):
         meta, _, name = entry.decode().partition("\t")
@@ -114,10 +126,23 @@ def build_repository(program: Program, clone: Path, dest: Path) -> tuple[str, st
     dest.mkdir(parents=True, exist_ok=True)
 
     def git(*args: str) -> str:
-        done = subprocess.run(["git", "-C", str(dest), "-c", "user.name=bench",
-                               "-c", "user.email=bench@numcheck.invalid",
-                               "-c", "commit.gpgsign=false", *args],
-                              capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(dest),
+                "-c",
+                "user.name=bench",
+                "-c",
+                "user.email=bench@numcheck.invalid",
+                "-c",
+                "commit.gpgsign=false",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return done.stdout.strip()
 
     git("init", "-q", "-b", "main")

@@ -24,28 +24,48 @@ from pathlib import Path
 from bench.realworld.corpus import BUGS, JUDGEMENTS, Scored, load_bugs, load_judgements
 from bench.realworld.review import default_mirrors, review
 
-TARGETS = {"recall": 0.90, "proven": 0.60, "inline_proven_or_definite": 0.90,
-           "inline_noise": 0.10, "median_inline": 2}
+TARGETS = {
+    "recall": 0.90,
+    "proven": 0.60,
+    "inline_proven_or_definite": 0.90,
+    "inline_noise": 0.10,
+    "median_inline": 2,
+}
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bench.realworld",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mirrors", type=Path, default=None,
-                        help="folder of full-history clones (default: $NUMCHECK_MIRRORS or "
-                             "bench/out/mirrors)")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.realworld", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--mirrors",
+        type=Path,
+        default=None,
+        help="folder of full-history clones (default: $NUMCHECK_MIRRORS or bench/out/mirrors)",
+    )
     parser.add_argument("--bugs", type=Path, default=BUGS)
     parser.add_argument("--judgements", type=Path, default=JUDGEMENTS)
-    parser.add_argument("-k", dest="only", action="append", default=[],
-                        help="only bugs whose id contains this text (repeatable)")
-    parser.add_argument("--dynamic", action="store_true",
-                        help="run the dynamic pass too (each PR in the sandbox)")
-    parser.add_argument("--timeout", type=float, default=600.0,
-                        help="wall-clock limit per pull request, seconds (default 600)")
+    parser.add_argument(
+        "-k",
+        dest="only",
+        action="append",
+        default=[],
+        help="only bugs whose id contains this text (repeatable)",
+    )
+    parser.add_argument(
+        "--dynamic", action="store_true", help="run the dynamic pass too (each PR in the sandbox)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        help="wall-clock limit per pull request, seconds (default 600)",
+    )
     parser.add_argument("--search-seconds", type=float, default=5.0)
     parser.add_argument("--json", type=Path, default=None, help="write every row here")
-    parser.add_argument("--unjudged", action="store_true",
-                        help="also list the findings that have no judgement yet")
+    parser.add_argument(
+        "--unjudged", action="store_true", help="also list the findings that have no judgement yet"
+    )
     return parser
 
 
@@ -55,8 +75,11 @@ def _pct(n: int, d: int) -> str:
 
 def _scrubbed(text: str) -> str:
     """Reasons quote tracebacks; the stored results must not name this machine's paths."""
-    for path, name in ((sys.prefix, "<venv>"), (sys.base_prefix, "<python>"),
-                       (str(Path(__file__).resolve().parents[2]), "<repo>")):
+    for path, name in (
+        (sys.prefix, "<venv>"),
+        (sys.base_prefix, "<python>"),
+        (str(Path(__file__).resolve().parents[2]), "<repo>"),
+    ):
         text = text.replace(path, name)
     return text
 
@@ -65,16 +88,20 @@ def _row(s: Scored) -> str:
     if s.state != "reviewed":
         return f"{s.bug.id:<40} {s.state:<8} {_scrubbed(s.reason)}"
     at = f"{s.bug_status or '-':<13}" + ("" if s.op_agrees or not s.flagged else " (other op)")
-    row = (f"{s.bug.id:<40} {'flagged' if s.flagged else 'MISSED':<8} {at:<24} "
-           f"findings {s.findings:>3}  inline {s.inline:>2}  {s.seconds:6.1f} s")
+    row = (
+        f"{s.bug.id:<40} {'flagged' if s.flagged else 'MISSED':<8} {at:<24} "
+        f"findings {s.findings:>3}  inline {s.inline:>2}  {s.seconds:6.1f} s"
+    )
     return row + (f"\n    {_scrubbed(s.bug_reason)[:200]}" if s.bug_reason else "")
 
 
 def summary(rows: Sequence[Scored], dynamic: bool) -> list[str]:
     done = [s for s in rows if s.state == "reviewed"]
-    lines = [f"bugs {len(rows)} from {len({s.bug.repo for s in rows})} repositories; "
-             f"reviewed {len(done)}, missing {sum(s.state == 'missing' for s in rows)}, "
-             f"errors {sum(s.state == 'error' for s in rows)}"]
+    lines = [
+        f"bugs {len(rows)} from {len({s.bug.repo for s in rows})} repositories; "
+        f"reviewed {len(done)}, missing {sum(s.state == 'missing' for s in rows)}, "
+        f"errors {sum(s.state == 'error' for s in rows)}"
+    ]
     if not done:
         return lines
     flagged = sum(s.flagged for s in done)
@@ -82,40 +109,53 @@ def summary(rows: Sequence[Scored], dynamic: bool) -> list[str]:
     lines.append(f"  ... naming the bug's op:   {_pct(sum(s.op_agrees for s in done), len(done))}")
     proven = sum(s.proven for s in done)
     with_fix = sum(s.proven and s.fix_validated for s in done)
-    lines.append(f"proven (confirmed):          {_pct(proven, len(done))}"
-                 f"{'' if dynamic else '   (static only: nothing can be proven)'}"
-                 f"   target >= 60 %")
+    lines.append(
+        f"proven (confirmed):          {_pct(proven, len(done))}"
+        f"{'' if dynamic else '   (static only: nothing can be proven)'}"
+        f"   target >= 60 %"
+    )
     lines.append(f"  ... with a validated fix:  {_pct(with_fix, len(done))}")
     statuses = Counter(s.bug_status for s in done if s.flagged)
-    lines.append("status at the bug's line:    " + ", ".join(
-        f"{n} {k}" for k, n in statuses.most_common()))
+    lines.append(
+        "status at the bug's line:    " + ", ".join(f"{n} {k}" for k, n in statuses.most_common())
+    )
     inline = [s.inline for s in done]
     every = [s.findings for s in done]
-    lines.append(f"inline comments per PR:      median {statistics.median(inline):g}, "
-                 f"mean {statistics.mean(inline):.2f}, max {max(inline)}   target median <= 2")
-    lines.append(f"  commenting on every finding would post: median "
-                 f"{statistics.median(every):g}, mean {statistics.mean(every):.2f}, "
-                 f"max {max(every)}")
+    lines.append(
+        f"inline comments per PR:      median {statistics.median(inline):g}, "
+        f"mean {statistics.mean(inline):.2f}, max {max(inline)}   target median <= 2"
+    )
+    lines.append(
+        f"  commenting on every finding would post: median "
+        f"{statistics.median(every):g}, mean {statistics.mean(every):.2f}, "
+        f"max {max(every)}"
+    )
     total_inline = sum(inline)
-    lines.append(f"inline proven or definite:   "
-                 f"{_pct(sum(s.inline_proven_or_definite for s in done), total_inline)}"
-                 "   target >= 90 %")
+    lines.append(
+        f"inline proven or definite:   "
+        f"{_pct(sum(s.inline_proven_or_definite for s in done), total_inline)}"
+        "   target >= 90 %"
+    )
     judged = Counter[str]()
     for s in done:
         judged.update(s.inline_judged)
     unjudged = sum(len(s.inline_unjudged) for s in done)
     read = sum(judged.values())
-    lines.append(f"inline comments read:        {read} of {total_inline} "
-                 f"({', '.join(f'{n} {k}' for k, n in judged.most_common()) or 'none'}); "
-                 f"noise {_pct(judged['noise'], read)}   target < 10 %"
-                 + (f"; {unjudged} unread" if unjudged else ""))
+    lines.append(
+        f"inline comments read:        {read} of {total_inline} "
+        f"({', '.join(f'{n} {k}' for k, n in judged.most_common()) or 'none'}); "
+        f"noise {_pct(judged['noise'], read)}   target < 10 %"
+        + (f"; {unjudged} unread" if unjudged else "")
+    )
     others = Counter[str]()
     for s in done:
         others.update(s.others_judged)
     n_others = sum(len(s.others) for s in done)
-    lines.append(f"other findings (held back or not at the bug): {n_others}; read "
-                 f"{sum(others.values())}: " + (", ".join(
-                     f"{n} {k}" for k, n in others.most_common()) or "none"))
+    lines.append(
+        f"other findings (held back or not at the bug): {n_others}; read "
+        f"{sum(others.values())}: "
+        + (", ".join(f"{n} {k}" for k, n in others.most_common()) or "none")
+    )
     return lines
 
 
@@ -130,14 +170,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.only:
         bugs = [b for b in bugs if any(k in b.id for k in args.only)]
     mirrors = args.mirrors or default_mirrors()
-    shown = "$NUMCHECK_MIRRORS" if os.environ.get("NUMCHECK_MIRRORS") == str(mirrors) \
-        else mirrors  # a result file quotes no path of one machine
-    print(f"mirrors: {shown}; pass: {'static + dynamic' if args.dynamic else 'static'}",
-          flush=True)
+    shown = (
+        "$NUMCHECK_MIRRORS" if os.environ.get("NUMCHECK_MIRRORS") == str(mirrors) else mirrors
+    )  # a result file quotes no path of one machine
+    print(f"mirrors: {shown}; pass: {'static + dynamic' if args.dynamic else 'static'}", flush=True)
     rows = []
     for bug in bugs:
-        scored = review(bug, mirrors, judgements, dynamic=args.dynamic, timeout=args.timeout,
-                        search_seconds=args.search_seconds)
+        scored = review(
+            bug,
+            mirrors,
+            judgements,
+            dynamic=args.dynamic,
+            timeout=args.timeout,
+            search_seconds=args.search_seconds,
+        )
         rows.append(scored)
         print(_row(scored), flush=True)
     print()
@@ -152,10 +198,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print("\t".join((s.bug.id, f.path, str(f.line), f.op, f.rule, f.status)))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps([{
-            **{k: v for k, v in asdict(s).items() if k not in ("others", "inline_unjudged")},
-            "others": [f"{f.path}:{f.line} {f.op} {f.rule} {f.status}" for f in s.others],
-        } for s in rows], indent=1, default=str), encoding="utf-8")
+        args.json.write_text(
+            json.dumps(
+                [
+                    {
+                        **{
+                            k: v
+                            for k, v in asdict(s).items()
+                            if k not in ("others", "inline_unjudged")
+                        },
+                        "others": [
+                            f"{f.path}:{f.line} {f.op} {f.rule} {f.status}" for f in s.others
+                        ],
+                    }
+                    for s in rows
+                ],
+                indent=1,
+                default=str,
+            ),
+            encoding="utf-8",
+        )
     return 0
 
 

@@ -17,8 +17,18 @@ from analyzers.trust import comment_inline, is_definite
 HERE = Path(__file__).parent
 BUGS = HERE / "bugs.tsv"
 JUDGEMENTS = HERE / "judgements.tsv"
-BUG_COLUMNS = ("id", "repo", "framework", "fix_commit", "intro_commit", "path", "line", "op",
-               "excerpt", "summary")
+BUG_COLUMNS = (
+    "id",
+    "repo",
+    "framework",
+    "fix_commit",
+    "intro_commit",
+    "path",
+    "line",
+    "op",
+    "excerpt",
+    "summary",
+)
 JUDGEMENT_COLUMNS = ("bug", "path", "line", "op", "rule", "judgement", "note")
 VERDICTS = ("real", "borderline", "noise")
 # The bug list names the failure; a finding names the op (and a pattern rule). These are the
@@ -86,8 +96,9 @@ def load_judgements(path: Path = JUDGEMENTS) -> dict[JudgementKey, str]:
 
 
 def at_line(bug: Bug, finding: Finding) -> bool:
-    return finding.path == bug.path and finding.line <= bug.line <= max(finding.end_line,
-                                                                        finding.line)
+    return finding.path == bug.path and finding.line <= bug.line <= max(
+        finding.end_line, finding.line
+    )
 
 
 @dataclass
@@ -114,8 +125,12 @@ class Scored:
     errors: list[str] = field(default_factory=list)
 
 
-def score(bug: Bug, findings: Iterable[Finding], judgements: Mapping[JudgementKey, str],
-          policy: str = "proven") -> Scored:
+def score(
+    bug: Bug,
+    findings: Iterable[Finding],
+    judgements: Mapping[JudgementKey, str],
+    policy: str = "proven",
+) -> Scored:
     out = Scored(bug, "reviewed")
     for f in findings:
         out.findings += 1
@@ -126,7 +141,8 @@ def score(bug: Bug, findings: Iterable[Finding], judgements: Mapping[JudgementKe
             if f.status == "confirmed":
                 out.proven = True
                 out.fix_validated = out.fix_validated or (
-                    isinstance(f.fix, dict) and f.fix.get("status") == "validated")
+                    isinstance(f.fix, dict) and f.fix.get("status") == "validated"
+                )
             if not out.bug_status or f.status == "confirmed":
                 out.bug_status = f.status
                 out.bug_reason = (f.error or "")[:300]

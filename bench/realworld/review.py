@@ -29,21 +29,43 @@ def find_clone(mirrors: Path, repo: str) -> Path | None:
     """The git directory of `owner/name` under `mirrors`, in any of the layouts the README
     names; None when it is not there."""
     owner, _, name = repo.partition("/")
-    for candidate in (mirrors / f"{owner}+{name}" / "repo", mirrors / f"{owner}+{name}",
-                      mirrors / owner / f"{name}.git", mirrors / owner / name):
+    for candidate in (
+        mirrors / f"{owner}+{name}" / "repo",
+        mirrors / f"{owner}+{name}",
+        mirrors / owner / f"{name}.git",
+        mirrors / owner / name,
+    ):
         if (candidate / "HEAD").is_file() or (candidate / ".git").exists():
             return candidate
     return None
 
 
 def _has_commit(clone: Path, commit: str) -> bool:
-    return subprocess.run(["git", "--git-dir" if (clone / "HEAD").is_file() else "-C",
-                           str(clone), "cat-file", "-e", f"{commit}^{{commit}}"],
-                          capture_output=True).returncode == 0
+    return (
+        subprocess.run(
+            [
+                "git",
+                "--git-dir" if (clone / "HEAD").is_file() else "-C",
+                str(clone),
+                "cat-file",
+                "-e",
+                f"{commit}^{{commit}}",
+            ],
+            capture_output=True,
+        ).returncode
+        == 0
+    )
 
 
-def review(bug: Bug, mirrors: Path, judgements: dict[JudgementKey, str], *, dynamic: bool,
-           timeout: float, search_seconds: float) -> Scored:
+def review(
+    bug: Bug,
+    mirrors: Path,
+    judgements: dict[JudgementKey, str],
+    *,
+    dynamic: bool,
+    timeout: float,
+    search_seconds: float,
+) -> Scored:
     clone = find_clone(mirrors, bug.repo)
     if clone is None:
         return Scored(bug, "missing", f"no clone of {bug.repo} under {mirrors}")
@@ -55,29 +77,51 @@ def review(bug: Bug, mirrors: Path, judgements: dict[JudgementKey, str], *, dyna
         config = Path(scratch) / "numcheck.toml"
         # the repositories' own configuration is not read: every bug is reviewed the way an
         # unconfigured installation would, except for the search budget
-        config.write_text(f"[tool.numcheck]\nsearch_seconds = {search_seconds}\n"
-                          f"dynamic_timeout = {max(int(timeout) - 30, 30)}\n",
-                          encoding="utf-8")
-        argv = [sys.executable, "-m", "bot.cli", "review", str(clone),
-                "--base", f"{bug.intro_commit}^", "--head", bug.intro_commit,
-                "--format", "json", "-o", str(out), "--quiet", "--config", str(config)]
+        config.write_text(
+            f"[tool.numcheck]\nsearch_seconds = {search_seconds}\n"
+            f"dynamic_timeout = {max(int(timeout) - 30, 30)}\n",
+            encoding="utf-8",
+        )
+        argv = [
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "review",
+            str(clone),
+            "--base",
+            f"{bug.intro_commit}^",
+            "--head",
+            bug.intro_commit,
+            "--format",
+            "json",
+            "-o",
+            str(out),
+            "--quiet",
+            "--config",
+            str(config),
+        ]
         if not dynamic:
             argv.append("--static-only")
         started = time.monotonic()
         try:
-            proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True,
-                                  timeout=timeout)
+            proc = subprocess.run(
+                argv, cwd=scratch, capture_output=True, text=True, timeout=timeout
+            )
         except subprocess.TimeoutExpired:
-            return Scored(bug, "error", f"the review did not finish within {timeout:.0f} s",
-                          seconds=time.monotonic() - started)
+            return Scored(
+                bug,
+                "error",
+                f"the review did not finish within {timeout:.0f} s",
+                seconds=time.monotonic() - started,
+            )
         seconds = time.monotonic() - started
         if proc.returncode not in (0, 1) or not out.exists():
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-            return Scored(bug, "error", f"exit {proc.returncode}: {tail[0][:300]}",
-                          seconds=seconds)
+            return Scored(bug, "error", f"exit {proc.returncode}: {tail[0][:300]}", seconds=seconds)
         data = json.loads(out.read_text(encoding="utf-8"))
     scored = score(bug, (finding_from_json(f) for f in data["findings"]), judgements)
     scored.seconds = seconds
-    scored.errors = [f"{e['stage']}: {e.get('path') or ''} {e['message']}"[:300]
-                     for e in data.get("errors", [])]
+    scored.errors = [
+        f"{e['stage']}: {e.get('path') or ''} {e['message']}"[:300] for e in data.get("errors", [])
+    ]
     return scored

@@ -21,34 +21,53 @@ def _rerun(event: Event, context: Context, head: str, pulls: list[dict[str, Any]
     if not repo or installation is None or not head:
         return "ignored: no repository, installation or head SHA"
     reason = f"{event.name}.rerequested"
-    numbers = [(int(p["number"]), str((p.get("base") or {}).get("sha") or ""))
-               for p in pulls if isinstance(p.get("number"), int)]
+    numbers = [
+        (int(p["number"]), str((p.get("base") or {}).get("sha") or ""))
+        for p in pulls
+        if isinstance(p.get("number"), int)
+    ]
     if not numbers:  # fork PRs carry an empty list: look the head up
         with session_scope(context.settings.database_url) as s:
-            known = s.scalars(select(Analysis).where(
-                Analysis.repo == repo, Analysis.head_sha == head).order_by(
-                Analysis.id.desc()).limit(1)).first()
+            known = s.scalars(
+                select(Analysis)
+                .where(Analysis.repo == repo, Analysis.head_sha == head)
+                .order_by(Analysis.id.desc())
+                .limit(1)
+            ).first()
             if known is not None:
                 numbers = [(known.pr_number, known.base_sha)]
     if not numbers:
-        celery_app.send_task("numcheck.find_pull", args=[installation, repo, head, reason],
-                             queue="static")
+        celery_app.send_task(
+            "numcheck.find_pull", args=[installation, repo, head, reason], queue="static"
+        )
         return "queued a search for the pull request"
-    return "; ".join(schedule_analysis(context.settings, installation_id=installation,
-                                       repo=repo, number=n, head_sha=head, base_sha=b,
-                                       reason=reason, delivery=event.delivery, coalesce=True)
-                     for n, b in numbers)
+    return "; ".join(
+        schedule_analysis(
+            context.settings,
+            installation_id=installation,
+            repo=repo,
+            number=n,
+            head_sha=head,
+            base_sha=b,
+            reason=reason,
+            delivery=event.delivery,
+            coalesce=True,
+        )
+        for n, b in numbers
+    )
 
 
 @router.register("check_run", "rerequested")
 def check_run(event: Event, context: Context) -> str:
     run = event.payload.get("check_run") or {}
-    return _rerun(event, context, str(run.get("head_sha") or ""),
-                  list(run.get("pull_requests") or []))
+    return _rerun(
+        event, context, str(run.get("head_sha") or ""), list(run.get("pull_requests") or [])
+    )
 
 
 @router.register("check_suite", "rerequested")
 def check_suite(event: Event, context: Context) -> str:
     suite = event.payload.get("check_suite") or {}
-    return _rerun(event, context, str(suite.get("head_sha") or ""),
-                  list(suite.get("pull_requests") or []))
+    return _rerun(
+        event, context, str(suite.get("head_sha") or ""), list(suite.get("pull_requests") or [])
+    )

@@ -58,12 +58,18 @@ def command(event: Event, context: Context) -> str:
         return "ignored: not a numcheck command"
     if event.installation_id is None or not event.repo_full_name:
         return "ignored: no installation or repository"
-    job = {"installation": {"id": event.installation_id},
-           "repository": event.repo_full_name, "number": int(issue["number"]),
-           "comment": {"id": int(comment["id"]), "body": str(comment.get("body") or ""),
-                       "author_association": str(comment.get("author_association") or ""),
-                       "user": str((comment.get("user") or {}).get("login") or "")},
-           "delivery": event.delivery}
+    job = {
+        "installation": {"id": event.installation_id},
+        "repository": event.repo_full_name,
+        "number": int(issue["number"]),
+        "comment": {
+            "id": int(comment["id"]),
+            "body": str(comment.get("body") or ""),
+            "author_association": str(comment.get("author_association") or ""),
+            "user": str((comment.get("user") or {}).get("login") or ""),
+        },
+        "delivery": event.delivery,
+    }
     celery_app.send_task("numcheck.command", args=[job], queue="static")
     return f"queued command {name or 'unknown'}"
 
@@ -80,25 +86,39 @@ def run_command(settings: Settings, job: dict[str, Any], client: GitHubClient) -
     login = str(comment["user"])
     outsider = str(comment["author_association"]).upper() not in WRITE_ASSOCIATIONS
     if outsider and not claim_reply(settings, repo, number, login, int(comment["id"])):
-        return (f"not answered: {login} was answered on this pull request within "
-                f"{settings.command_reply_minutes:g} minutes")
+        return (
+            f"not answered: {login} was answered on this pull request within "
+            f"{settings.command_reply_minutes:g} minutes"
+        )
     client.react_to_issue_comment(repo, int(comment["id"]), "eyes")
     if name == "rerun":
         if not may_rerun(client, repo, login, comment["author_association"]):
-            client.issue_comment(repo, number, (
-                f"Sorry @{login}, only people with write access to this repository can ask "
-                "numcheck to re-run. A maintainer can comment `/numcheck rerun` instead; "
-                "every push is analysed anyway."))
+            client.issue_comment(
+                repo,
+                number,
+                (
+                    f"Sorry @{login}, only people with write access to this repository can ask "
+                    "numcheck to re-run. A maintainer can comment `/numcheck rerun` instead; "
+                    "every push is analysed anyway."
+                ),
+            )
             return "refused"
         pull = client.pull(repo, number)
         if pull.state != "open":
             client.issue_comment(repo, number, "numcheck analyses open pull requests only.")
             return "closed"
         client.react_to_issue_comment(repo, int(comment["id"]), "+1")
-        return schedule_analysis(settings, installation_id=int(job["installation"]["id"]),
-                                 repo=repo, number=number, head_sha=pull.head.sha,
-                                 base_sha=pull.base.sha, reason="command.rerun",
-                                 delivery=str(job.get("delivery") or ""), coalesce=True)
+        return schedule_analysis(
+            settings,
+            installation_id=int(job["installation"]["id"]),
+            repo=repo,
+            number=number,
+            head_sha=pull.head.sha,
+            base_sha=pull.base.sha,
+            reason="command.rerun",
+            delivery=str(job.get("delivery") or ""),
+            coalesce=True,
+        )
     prefix = "" if name == "help" else "numcheck does not know that command.\n\n"
     client.issue_comment(repo, number, prefix + HELP)
     return "help"

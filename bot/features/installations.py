@@ -13,8 +13,13 @@ from bot.webhooks import Event, Router
 
 router = Router("installations")
 
-_STATUS = {"created": "active", "new_permissions_accepted": "active", "unsuspend": "active",
-           "suspend": "suspended", "deleted": "deleted"}
+_STATUS = {
+    "created": "active",
+    "new_permissions_accepted": "active",
+    "unsuspend": "active",
+    "suspend": "suspended",
+    "deleted": "deleted",
+}
 
 
 def _upsert(session: Any, data: dict[str, Any], selection: str | None = None) -> Installation:
@@ -25,8 +30,9 @@ def _upsert(session: Any, data: dict[str, Any], selection: str | None = None) ->
     account = data.get("account") or {}
     inst.account_login = str(account.get("login", inst.account_login or ""))
     inst.account_type = str(account.get("type", inst.account_type or ""))
-    inst.repository_selection = str(selection or data.get("repository_selection")
-                                    or inst.repository_selection or "")
+    inst.repository_selection = str(
+        selection or data.get("repository_selection") or inst.repository_selection or ""
+    )
     return inst
 
 
@@ -35,8 +41,9 @@ def _add_repos(session: Any, inst: Installation, repos: list[dict[str, Any]]) ->
     for repo in repos:
         name = str(repo.get("full_name", ""))
         if name and name not in known:
-            inst.repositories.append(InstallationRepository(
-                full_name=name, repo_id=int(repo.get("id") or 0)))
+            inst.repositories.append(
+                InstallationRepository(full_name=name, repo_id=int(repo.get("id") or 0))
+            )
             known.add(name)
 
 
@@ -61,10 +68,12 @@ def installation_repositories(event: Event, context: Context) -> str:
         inst = _upsert(s, data, event.payload.get("repository_selection"))
         s.flush()
         _add_repos(s, inst, event.payload.get("repositories_added") or [])
-        removed = [str(r.get("full_name")) for r in
-                   event.payload.get("repositories_removed") or []]
+        removed = [str(r.get("full_name")) for r in event.payload.get("repositories_removed") or []]
         if removed:
-            s.execute(delete(InstallationRepository).where(
-                InstallationRepository.installation_id == inst.id,
-                InstallationRepository.full_name.in_(removed)))
+            s.execute(
+                delete(InstallationRepository).where(
+                    InstallationRepository.installation_id == inst.id,
+                    InstallationRepository.full_name.in_(removed),
+                )
+            )
     return f"installation {data['id']} repositories {event.action}"

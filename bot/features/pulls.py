@@ -23,9 +23,16 @@ def analyse(event: Event, context: Context) -> str:
     base = str((pull.get("base") or {}).get("sha") or "")
     if not head:
         return "ignored: no head SHA"
-    return schedule_analysis(context.settings, installation_id=installation, repo=repo,
-                             number=int(pull["number"]), head_sha=head, base_sha=base,
-                             reason=f"pull_request.{event.action}", delivery=event.delivery)
+    return schedule_analysis(
+        context.settings,
+        installation_id=installation,
+        repo=repo,
+        number=int(pull["number"]),
+        head_sha=head,
+        base_sha=base,
+        reason=f"pull_request.{event.action}",
+        delivery=event.delivery,
+    )
 
 
 @router.register("pull_request", "edited")

@@ -14,14 +14,15 @@ from typing import Any
 
 from analyzers.model import Finding
 
-CONTEXT = 4           # lines before and after the finding's (or its fix's) lines
+CONTEXT = 4  # lines before and after the finding's (or its fix's) lines
 MAX_LINES = 40
 MAX_LINE_CHARS = 400
 MAX_FILE_BYTES = 2_000_000
 
 
-def collect(root: Path, findings: Iterable[Finding], context: int = CONTEXT
-            ) -> dict[str, dict[str, Any]]:
+def collect(
+    root: Path, findings: Iterable[Finding], context: int = CONTEXT
+) -> dict[str, dict[str, Any]]:
     """fingerprint -> {"start": first line number, "lines": [text, ...]}."""
     base = root.resolve()
     files: dict[str, list[str] | None] = {}
@@ -41,7 +42,9 @@ def collect(root: Path, findings: Iterable[Finding], context: int = CONTEXT
         if start > len(lines):
             continue
         out[finding.fingerprint] = {
-            "start": start, "lines": [t[:MAX_LINE_CHARS] for t in lines[start - 1:end]]}
+            "start": start,
+            "lines": [t[:MAX_LINE_CHARS] for t in lines[start - 1 : end]],
+        }
     return out
 
 
@@ -63,7 +66,10 @@ def fallback(finding: Finding) -> dict[str, Any]:
     fix = finding.fix or {}
     original = fix.get("original")
     if isinstance(original, str) and isinstance(fix.get("start_line"), int) and original:
-        return {"start": fix["start_line"], "lines": original.splitlines()[:MAX_LINES],
-                "partial": True}
+        return {
+            "start": fix["start_line"],
+            "lines": original.splitlines()[:MAX_LINES],
+            "partial": True,
+        }
     text = " " * max(finding.column, 0) + finding.call
     return {"start": finding.line, "lines": text.splitlines()[:MAX_LINES], "partial": True}

@@ -16,8 +16,25 @@ from html import escape
 
 from markupsafe import Markup
 
-BUILTINS = frozenset({"print", "len", "range", "min", "max", "abs", "sum", "float", "int",
-                      "list", "dict", "tuple", "isinstance", "super", "self"})
+BUILTINS = frozenset(
+    {
+        "print",
+        "len",
+        "range",
+        "min",
+        "max",
+        "abs",
+        "sum",
+        "float",
+        "int",
+        "list",
+        "dict",
+        "tuple",
+        "isinstance",
+        "super",
+        "self",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -63,8 +80,12 @@ def highlight(text: str, mark: tuple[int, int] | None = None) -> Markup:
     """One line as HTML spans; `mark` (start, end columns) is wrapped in <mark>."""
     classes = _classes(text)
     marked = [mark is not None and mark[0] <= i < mark[1] for i in range(len(text))]
-    return Markup("".join(f"<mark>{''.join(pieces)}</mark>" if is_marked else "".join(pieces)
-                          for is_marked, pieces in _runs(text, classes, marked)))
+    return Markup(
+        "".join(
+            f"<mark>{''.join(pieces)}</mark>" if is_marked else "".join(pieces)
+            for is_marked, pieces in _runs(text, classes, marked)
+        )
+    )
 
 
 def _runs(text: str, classes: list[str], marked: list[bool]) -> list[tuple[bool, list[str]]]:
@@ -86,8 +107,12 @@ def _runs(text: str, classes: list[str], marked: list[bool]) -> list[tuple[bool,
     return runs
 
 
-def excerpt_lines(lines: list[str], first: int, flagged: tuple[int, int],
-                  call: tuple[int, int, int, int] | None = None) -> list[Line]:
+def excerpt_lines(
+    lines: list[str],
+    first: int,
+    flagged: tuple[int, int],
+    call: tuple[int, int, int, int] | None = None,
+) -> list[Line]:
     """Numbered, highlighted lines from line `first`; lines in `flagged` (first, last) are
     marked, and the call's span (line, column, end_line, end_column; 0-based columns) too."""
     out: list[Line] = []

@@ -119,8 +119,10 @@ def inline_code(text: str) -> Markup:
     parts = str(text).split("`")
     if len(parts) % 2 == 0:  # an unmatched backtick: leave the text alone
         return Markup.escape(text)
-    return Markup("").join(Markup("<code>{}</code>").format(part) if i % 2 else
-                           Markup.escape(part) for i, part in enumerate(parts))
+    return Markup("").join(
+        Markup("<code>{}</code>").format(part) if i % 2 else Markup.escape(part)
+        for i, part in enumerate(parts)
+    )
 
 
 def anchor(finding: Finding) -> str:
@@ -164,11 +166,17 @@ def _shape(value: Any) -> str:
 
 def _trigger_rows(trigger: Mapping[str, Any]) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
-    labels = (("where", "NaN/Inf in the"), ("stage", "found by the stage"),
-              ("evaluations", "evaluations"), ("seconds", "seconds"),
-              ("best_loss", "closest objective value"), ("device", "device"),
-              ("seed", "seed"), ("reaches_output", "reaches the entry's output"),
-              ("shows", "the reproducer sees it in"))
+    labels = (
+        ("where", "NaN/Inf in the"),
+        ("stage", "found by the stage"),
+        ("evaluations", "evaluations"),
+        ("seconds", "seconds"),
+        ("best_loss", "closest objective value"),
+        ("device", "device"),
+        ("seed", "seed"),
+        ("reaches_output", "reaches the entry's output"),
+        ("shows", "the reproducer sees it in"),
+    )
     for key, label in labels:
         value = trigger.get(key)
         if value is not None and value != "":
@@ -190,8 +198,10 @@ def _figures(figures: Mapping[str, Any]) -> str:
         elif key == "runs" and isinstance(value, dict):
             for op, run in value.items():
                 if isinstance(run, dict):
-                    said.append(f"{op}: {run.get('evaluations', '?')} evaluations, "
-                                f"{'triggered' if run.get('triggered') else 'no trigger'}")
+                    said.append(
+                        f"{op}: {run.get('evaluations', '?')} evaluations, "
+                        f"{'triggered' if run.get('triggered') else 'no trigger'}"
+                    )
         elif isinstance(value, bool | int | float | str):
             said.append(f"{key} = {_num(value)}")
         elif isinstance(value, list) and all(isinstance(v, int | float | str) for v in value):
@@ -206,10 +216,17 @@ def _checks(fix: Mapping[str, Any]) -> list[CheckView]:
     for check in checks if isinstance(checks, list) else []:
         if not isinstance(check, dict):
             continue
-        outcome = "not run" if not check.get("ran") else (
-            "passed" if check.get("passed") else "failed")
-        out.append(CheckView(str(check.get("name", "?")), outcome,
-                             _figures(check.get("figures") or {}), str(check.get("reason") or "")))
+        outcome = (
+            "not run" if not check.get("ran") else ("passed" if check.get("passed") else "failed")
+        )
+        out.append(
+            CheckView(
+                str(check.get("name", "?")),
+                outcome,
+                _figures(check.get("figures") or {}),
+                str(check.get("reason") or ""),
+            )
+        )
     return out
 
 
@@ -239,67 +256,100 @@ def _diff_lines(diff: str) -> list[tuple[str, str]]:
     return out
 
 
-def finding_view(finding: Finding, kept: Mapping[str, Any] | None,
-                 link: Callable[[str], str]) -> FindingView:
+def finding_view(
+    finding: Finding, kept: Mapping[str, Any] | None, link: Callable[[str], str]
+) -> FindingView:
     """Everything the page says about one finding; `link(suffix)` signs a download path."""
     source = kept if kept and isinstance(kept.get("lines"), list) else excerpts.fallback(finding)
     end = max(finding.end_line, finding.line)
-    lines = excerpt_lines([str(t) for t in source["lines"]], int(source["start"]),
-                          (finding.line, end),
-                          (finding.line, finding.column, end, finding.end_column))
+    lines = excerpt_lines(
+        [str(t) for t in source["lines"]],
+        int(source["start"]),
+        (finding.line, end),
+        (finding.line, finding.column, end, finding.end_column),
+    )
     trigger = finding.trigger or {}
     box_value = trigger.get("box")
     box: dict[str, Any] = box_value if isinstance(box_value, dict) else {}
-    box_rows = [{"input": str(spec.get("site") or (f"weight {spec['weight']}" if
-                                                   spec.get("weight") else f"input {i}")),
-                 "dtype": str(spec.get("dtype", "")), "shape": _shape(spec.get("shape")),
-                 "range": f"[{_num(spec.get('lo'))}, {_num(spec.get('hi'))}]",
-                 "source": str(spec.get("source", ""))}
-                for i, spec in enumerate(box.get("inputs") or [], 1) if isinstance(spec, dict)]
-    inputs = [{"input": f"input {i}", "dtype": str(s.get("dtype", "")),
-               "shape": _shape(s.get("shape")), "shown": _values(s)}
-              for i, s in enumerate(trigger.get("inputs") or [], 1) if isinstance(s, dict)]
+    box_rows = [
+        {
+            "input": str(
+                spec.get("site")
+                or (f"weight {spec['weight']}" if spec.get("weight") else f"input {i}")
+            ),
+            "dtype": str(spec.get("dtype", "")),
+            "shape": _shape(spec.get("shape")),
+            "range": f"[{_num(spec.get('lo'))}, {_num(spec.get('hi'))}]",
+            "source": str(spec.get("source", "")),
+        }
+        for i, spec in enumerate(box.get("inputs") or [], 1)
+        if isinstance(spec, dict)
+    ]
+    inputs = [
+        {
+            "input": f"input {i}",
+            "dtype": str(s.get("dtype", "")),
+            "shape": _shape(s.get("shape")),
+            "shown": _values(s),
+        }
+        for i, s in enumerate(trigger.get("inputs") or [], 1)
+        if isinstance(s, dict)
+    ]
     trace = trigger.get("search_trace")
-    search_svg = search_plot(trace, op=finding.op, where=str(trigger.get("where") or "search")) \
-        if isinstance(trace, dict) else None
+    search_svg = (
+        search_plot(trace, op=finding.op, where=str(trigger.get("where") or "search"))
+        if isinstance(trace, dict)
+        else None
+    )
     fix = finding.fix if isinstance(finding.fix, dict) else None
     valid = validated_fix(finding) if fix is not None else None
     equivalence = _equivalence(valid) if valid else None
     deviation_svg = deviation_plot(dict(equivalence)) if equivalence else None
     diff = valid.get("diff") if valid else None
     return FindingView(
-        anchor=anchor(finding), finding=finding,
+        anchor=anchor(finding),
+        finding=finding,
         status_text=STATUS_TEXT.get(finding.status, finding.status),
-        lines=lines, excerpt_partial=bool(source.get("partial")),
+        lines=lines,
+        excerpt_partial=bool(source.get("partial")),
         interval=format_interval(finding.interval) if finding.interval else None,
-        proof=proof_sentence(finding), trigger_rows=_trigger_rows(trigger) if trigger else [],
-        inputs=inputs, box=box_rows,
+        proof=proof_sentence(finding),
+        trigger_rows=_trigger_rows(trigger) if trigger else [],
+        inputs=inputs,
+        box=box_rows,
         box_entry=f"{box.get('target', '?')} ({box.get('source', '?')} entry)" if box else "",
         search_svg=Markup(search_svg) if search_svg else None,
         deviation_svg=Markup(deviation_svg) if deviation_svg else None,
-        reproducer_url=link(f"{finding.fingerprint}/reproducer.py")
-        if finding.reproducer else None,
+        reproducer_url=link(f"{finding.fingerprint}/reproducer.py") if finding.reproducer else None,
         patch_url=link(f"{finding.fingerprint}/fix.diff")
-        if isinstance(diff, str) and diff.strip() else None,
+        if isinstance(diff, str) and diff.strip()
+        else None,
         fix_status=FIX_STATUS_TEXT.get(str(fix.get("status", "validated")))
-        if fix is not None else None,
-        fix_text=validation_summary(valid) if valid else "", fix=valid,
+        if fix is not None
+        else None,
+        fix_text=validation_summary(valid) if valid else "",
+        fix=valid,
         diff_lines=_diff_lines(diff) if isinstance(diff, str) else [],
         checks=_checks(valid) if valid else [],
-        rejected=rejections(fix) if fix is not None and valid is None else [])
+        rejected=rejections(fix) if fix is not None and valid is None else [],
+    )
 
 
-def analysis_page(stored: Stored, *, link: Callable[[str], str], expires: int,
-                  repository_url: str | None, web_url: str | None) -> AnalysisPage:
+def analysis_page(
+    stored: Stored,
+    *,
+    link: Callable[[str], str],
+    expires: int,
+    repository_url: str | None,
+    web_url: str | None,
+) -> AnalysisPage:
     """The whole page; `link(suffix)` gives a signed URL below the analysis."""
     result = stored.result
     findings = sorted_findings(result.findings) if result else []
     files: dict[str, FileView] = {}
     for finding in findings:
-        view = files.setdefault(finding.path, FileView(finding.path,
-                                                       f"file-{len(files) + 1}", []))
-        view.findings.append(finding_view(finding, stored.excerpts.get(finding.fingerprint),
-                                          link))
+        view = files.setdefault(finding.path, FileView(finding.path, f"file-{len(files) + 1}", []))
+        view.findings.append(finding_view(finding, stored.excerpts.get(finding.fingerprint), link))
     timings = dict(stored.timings or {})
     for key, value in (result.timings if result else {}).items():
         timings.setdefault(f"analysis_{key}", value)
@@ -307,11 +357,14 @@ def analysis_page(stored: Stored, *, link: Callable[[str], str], expires: int,
         stored=stored,
         title=f"numcheck report: {stored.repo} #{stored.pr_number}",
         counts=status_counts(findings),
-        timings=[(str(k).replace("_", " "), f"{float(v):.3f}") for k, v in timings.items()
-                 if isinstance(v, int | float)],
+        timings=[
+            (str(k).replace("_", " "), f"{float(v):.3f}")
+            for k, v in timings.items()
+            if isinstance(v, int | float)
+        ],
         errors=[(e.stage, e.path or "", e.message) for e in (result.errors if result else [])],
         files=list(files.values()),
         pull_url=f"{web_url}/{stored.repo}/pull/{stored.pr_number}" if web_url else None,
         repository_url=repository_url,
-        expires=datetime.fromtimestamp(expires, UTC).strftime("%Y-%m-%d %H:%M UTC"))
-
+        expires=datetime.fromtimestamp(expires, UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    )

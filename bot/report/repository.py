@@ -65,8 +65,9 @@ def _date(value: datetime | None) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
 
 
-def repository_page(repo: str, analyses: Sequence[Stored], *, link: Callable[[int], str],
-                    expires: int) -> RepositoryPage:
+def repository_page(
+    repo: str, analyses: Sequence[Stored], *, link: Callable[[int], str], expires: int
+) -> RepositoryPage:
     """`analyses` oldest first; `link(id)` is a signed link to one analysis's page."""
     rows: list[AnalysisRow] = []
     history: list[tuple[str, dict[str, int]]] = []
@@ -74,12 +75,25 @@ def repository_page(repo: str, analyses: Sequence[Stored], *, link: Callable[[in
     for stored in analyses:
         findings = stored.result.findings if stored.result else []
         counts: dict[str, int] = dict(Counter(str(f.status) for f in findings))
-        rows.append(AnalysisRow(stored.id, stored.pr_number, stored.head_sha[:12],
-                                _date(stored.created_at), stored.status, counts,
-                                len(findings), link(stored.id)))
+        rows.append(
+            AnalysisRow(
+                stored.id,
+                stored.pr_number,
+                stored.head_sha[:12],
+                _date(stored.created_at),
+                stored.status,
+                counts,
+                len(findings),
+                link(stored.id),
+            )
+        )
         if stored.result is not None:
-            history.append((f"#{stored.pr_number} at {stored.head_sha[:7]}, "
-                            f"{_date(stored.created_at)}", counts))
+            history.append(
+                (
+                    f"#{stored.pr_number} at {stored.head_sha[:7]}, {_date(stored.created_at)}",
+                    counts,
+                )
+            )
             by_pull[stored.pr_number].append(stored)
     current: Counter[tuple[str, str]] = Counter()
     suggested = fixed = otherwise = still_open = 0
@@ -111,12 +125,22 @@ def repository_page(repo: str, analyses: Sequence[Stored], *, link: Callable[[in
     ops: dict[str, dict[str, int]] = defaultdict(dict)
     for (op, status), n in current.items():
         ops[op][status] = n
-    by_op = sorted((OpRow(op, counts, sum(counts.values())) for op, counts in ops.items()),
-                   key=lambda row: (-row.total, row.op))
+    by_op = sorted(
+        (OpRow(op, counts, sum(counts.values())) for op, counts in ops.items()),
+        key=lambda row: (-row.total, row.op),
+    )
     chart = history_chart(history)
     return RepositoryPage(
-        repo=repo, title=f"numcheck report: {repo}", rows=rows[::-1],
-        chart=Markup(chart) if chart else None, statuses=statuses, by_op=by_op,
-        pulls=len(by_pull), suggested=suggested, fixed_by_suggestion=fixed,
-        resolved_otherwise=otherwise, still_open=still_open,
-        expires=datetime.fromtimestamp(expires, UTC).strftime("%Y-%m-%d %H:%M UTC"))
+        repo=repo,
+        title=f"numcheck report: {repo}",
+        rows=rows[::-1],
+        chart=Markup(chart) if chart else None,
+        statuses=statuses,
+        by_op=by_op,
+        pulls=len(by_pull),
+        suggested=suggested,
+        fixed_by_suggestion=fixed,
+        resolved_otherwise=otherwise,
+        still_open=still_open,
+        expires=datetime.fromtimestamp(expires, UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    )

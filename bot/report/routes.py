@@ -38,8 +38,8 @@ HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
-                               "img-src data:; base-uri 'none'; form-action 'none'; "
-                               "frame-ancestors 'none'",
+    "img-src data:; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'",
 }
 REFUSED = {
     "unsigned": "This link is not signed.",
@@ -48,9 +48,13 @@ REFUSED = {
 }
 _FINGERPRINT = re.compile(r"^[0-9a-f]{24}$")
 
-_env = Environment(loader=PackageLoader("bot.report", "templates"),
-                   autoescape=select_autoescape(["html"]), undefined=StrictUndefined,
-                   trim_blocks=True, lstrip_blocks=True)
+_env = Environment(
+    loader=PackageLoader("bot.report", "templates"),
+    autoescape=select_autoescape(["html"]),
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
 _env.filters["inline_code"] = inline_code
 
 
@@ -58,8 +62,9 @@ def render(template: str, **context: Any) -> str:
     return _env.get_template(template).render(**context)
 
 
-def _answer(body: str, status: int, mimetype: str = "text/html",
-            filename: str | None = None) -> tuple[Response, int]:
+def _answer(
+    body: str, status: int, mimetype: str = "text/html", filename: str | None = None
+) -> tuple[Response, int]:
     response = Response(body, mimetype=mimetype)
     response.headers.update(HEADERS)
     if filename:
@@ -68,8 +73,12 @@ def _answer(body: str, status: int, mimetype: str = "text/html",
 
 
 def _refused(verdict: str) -> tuple[Response, int]:
-    return _answer(render("refused.html", title="Link refused",
-                          message=REFUSED.get(verdict, REFUSED["invalid"])), 403)
+    return _answer(
+        render(
+            "refused.html", title="Link refused", message=REFUSED.get(verdict, REFUSED["invalid"])
+        ),
+        403,
+    )
 
 
 def _missing(what: str) -> tuple[Response, int]:
@@ -79,11 +88,19 @@ def _missing(what: str) -> tuple[Response, int]:
 def stored(row: Analysis) -> Stored:
     """The row's data, read while its session is open."""
     excerpts = (row.publish_state or {}).get("excerpts")
-    return Stored(id=row.id, repo=row.repo, pr_number=row.pr_number, head_sha=row.head_sha,
-                  base_sha=row.base_sha or "", status=row.status, error=row.error or "",
-                  created_at=row.created_at, timings=dict(row.timings or {}),
-                  result=result_from_json(row.result) if row.result else None,
-                  excerpts=excerpts if isinstance(excerpts, dict) else {})
+    return Stored(
+        id=row.id,
+        repo=row.repo,
+        pr_number=row.pr_number,
+        head_sha=row.head_sha,
+        base_sha=row.base_sha or "",
+        status=row.status,
+        error=row.error or "",
+        created_at=row.created_at,
+        timings=dict(row.timings or {}),
+        result=result_from_json(row.result) if row.result else None,
+        excerpts=excerpts if isinstance(excerpts, dict) else {},
+    )
 
 
 def web_url(api_url: str) -> str:
@@ -104,8 +121,9 @@ def blueprint(settings: Settings) -> Blueprint:
     secret = settings.report_secret
 
     def check(scope: signing.Scope, subject: str) -> str:
-        return signing.verify(secret, scope, subject, request.args.get("exp"),
-                              request.args.get("sig"))
+        return signing.verify(
+            secret, scope, subject, request.args.get("exp"), request.args.get("sig")
+        )
 
     def analysis_links(analysis_id: int, expires: int) -> Callable[[str], str]:
         query = signing.query(secret, "analysis", str(analysis_id), expires)
@@ -122,9 +140,13 @@ def blueprint(settings: Settings) -> Blueprint:
             if row is None:
                 return _missing("analysis")
             data = stored(row)
-        page = analysis_page(data, link=analysis_links(analysis_id, expires), expires=expires,
-                             repository_url=settings.repository_report_path(data.repo, expires),
-                             web_url=web_url(settings.github_api_url))
+        page = analysis_page(
+            data,
+            link=analysis_links(analysis_id, expires),
+            expires=expires,
+            repository_url=settings.repository_report_path(data.repo, expires),
+            web_url=web_url(settings.github_api_url),
+        )
         return _answer(render("analysis.html", page=page, title=page.title), 200)
 
     @pages.get("/report/<int:analysis_id>/<fingerprint>/<any('reproducer.py', 'fix.diff'):name>")
@@ -141,15 +163,20 @@ def blueprint(settings: Settings) -> Blueprint:
         finding = next((f for f in findings if f.fingerprint == fingerprint), None)
         if finding is None:
             return _missing("finding")
-        stem = _safe_name(f"numcheck-{analysis_id}-{finding.op}-"
-                          f"{finding.path.rsplit('/', 1)[-1].removesuffix('.py')}-"
-                          f"L{finding.line}")
+        stem = _safe_name(
+            f"numcheck-{analysis_id}-{finding.op}-"
+            f"{finding.path.rsplit('/', 1)[-1].removesuffix('.py')}-"
+            f"L{finding.line}"
+        )
         if name == "reproducer.py":
             if not finding.reproducer:
                 return _missing("reproducer")
             return _answer(finding.reproducer, 200, "text/x-python", f"{stem}.py")
-        diff = (finding.fix or {}).get("diff") if (finding.fix or {}).get(
-            "status", "validated") == "validated" else None
+        diff = (
+            (finding.fix or {}).get("diff")
+            if (finding.fix or {}).get("status", "validated") == "validated"
+            else None
+        )
         if not isinstance(diff, str) or not diff.strip():
             return _missing("patch")
         return _answer(diff, 200, "text/x-diff", f"{stem}.diff")
@@ -162,19 +189,25 @@ def blueprint(settings: Settings) -> Blueprint:
             return _refused(verdict)
         expires = int(request.args["exp"])
         with session_scope(settings.database_url) as s:
-            rows = list(s.scalars(select(Analysis).where(Analysis.repo == repo)
-                                  .order_by(Analysis.created_at.desc(), Analysis.id.desc())
-                                  .limit(HISTORY_LIMIT)))
+            rows = list(
+                s.scalars(
+                    select(Analysis)
+                    .where(Analysis.repo == repo)
+                    .order_by(Analysis.created_at.desc(), Analysis.id.desc())
+                    .limit(HISTORY_LIMIT)
+                )
+            )
             analyses = [stored(row) for row in reversed(rows)]
         if not analyses:
             return _missing("repository")
 
         def link(analysis_id: int) -> str:
-            return (f"/report/{analysis_id}?"
-                    f"{signing.query(secret, 'analysis', str(analysis_id), expires)}")
+            return (
+                f"/report/{analysis_id}?"
+                f"{signing.query(secret, 'analysis', str(analysis_id), expires)}"
+            )
 
         page = repository_page(repo, analyses, link=link, expires=expires)
         return _answer(render("repository.html", page=page, title=page.title), 200)
 
     return pages
-

@@ -41,8 +41,14 @@ def query(secret: bytes, scope: Scope, subject: str, expires: int) -> str:
     return urlencode({"exp": expires, "sig": signature(secret, scope, subject, expires)})
 
 
-def verify(secret: bytes, scope: Scope, subject: str, expires: str | None, sig: str | None,
-           now: float | None = None) -> Verdict:
+def verify(
+    secret: bytes,
+    scope: Scope,
+    subject: str,
+    expires: str | None,
+    sig: str | None,
+    now: float | None = None,
+) -> Verdict:
     """Is this link good? Compared in constant time; "expired" is only said of a link whose
     signature holds (a forged one learns nothing beyond "invalid")."""
     if not secret or not sig or not expires:

@@ -35,15 +35,22 @@ from analyzers.fix.site import Edit, Site, Unsupported
 
 __all__ = ["KIND_ORDER", "REGISTERED", "TRANSFORMS", "edits_for", "fix_order", "rank"]
 
-KIND_ORDER: tuple[FixKind, ...] = ("stable-api", "epsilon", "clamp", "where", "masked-fill",
-                                   "upcast")
+KIND_ORDER: tuple[FixKind, ...] = (
+    "stable-api",
+    "epsilon",
+    "clamp",
+    "where",
+    "masked-fill",
+    "upcast",
+)
 # The fix a pattern's own rule calls for comes right after the stable APIs, before the
 # generic domain fixes: a double where for a where-gradient leak, finfo.min for a -inf fill.
 PATTERN_FIXES = ("double-where", "finfo-min", "assign-guard", "float32-scores")
 
 KIND_MODULES = (stable_log, stable_exp, stable_norm, epsilon, clamp, where, masked_fill, upcast)
 REGISTERED: tuple[Registered, ...] = tuple(
-    entry for module in KIND_MODULES for entry in registered(module.__name__))
+    entry for module in KIND_MODULES for entry in registered(module.__name__)
+)
 TRANSFORMS: tuple[Transform, ...] = tuple(entry.function for entry in REGISTERED)
 
 
@@ -88,9 +95,13 @@ def _check_declared(entry: Registered, site: Site, edits: list[Edit]) -> None:
     name = entry.function.__name__
     for edit in edits:
         if edit.kind != entry.kind or edit.name not in entry.names:
-            raise AssertionError(f"{name} yielded a {edit.kind} edit named {edit.name!r}; it "
-                                 f"declares {entry.kind} {entry.names}")
+            raise AssertionError(
+                f"{name} yielded a {edit.kind} edit named {edit.name!r}; it "
+                f"declares {entry.kind} {entry.names}"
+            )
         spec = CATALOGUE.by_op.get(site.request.op)
         if spec is None or not entry.applies(spec):
-            raise AssertionError(f"{name} yielded an edit for a finding on "
-                                 f"{site.request.op!r}, an op it does not declare")
+            raise AssertionError(
+                f"{name} yielded an edit for a finding on "
+                f"{site.request.op!r}, an op it does not declare"
+            )

@@ -38,8 +38,7 @@ def is_guard(spec: OpSpec) -> bool:
     return spec.kind == "guard"
 
 
-@transform("clamp", "assign-guard", is_guard,
-           "a bare clamp(p, lo, hi) -> p = clamp(p, lo, hi)")
+@transform("clamp", "assign-guard", is_guard, "a bare clamp(p, lo, hi) -> p = clamp(p, lo, hi)")
 def t_discarded_guard(site: Site) -> Iterator[Edit]:
     """`tf.clip_by_value(p, lo, hi)` as a bare statement -> `p = tf.clip_by_value(p, lo, hi)`."""
     if site.request.rule != RuleId.DISCARDED_GUARD or not isinstance(site.node, cst.Call):
@@ -50,11 +49,19 @@ def t_discarded_guard(site: Site) -> Iterator[Edit]:
     target = expr(site.request.operand.strip())
     if not is_simple(target) or not isinstance(target, cst.Name | cst.Attribute):
         return
-    new = cst.Assign(targets=[cst.AssignTarget(target=target)], value=site.node,
-                     semicolon=statement.semicolon)
-    yield Edit("clamp", "assign-guard", f"assign the guard's result back to "
-               f"`{site.request.operand.strip()}`: clamp and clip return a new tensor",
-               statement, new, (), ())
+    new = cst.Assign(
+        targets=[cst.AssignTarget(target=target)], value=site.node, semicolon=statement.semicolon
+    )
+    yield Edit(
+        "clamp",
+        "assign-guard",
+        f"assign the guard's result back to "
+        f"`{site.request.operand.strip()}`: clamp and clip return a new tensor",
+        statement,
+        new,
+        (),
+        (),
+    )
 
 
 @transform("clamp", "clamp", listed("clamp"))
@@ -95,29 +102,42 @@ def t_clamp(site: Site) -> Iterator[Edit]:
     description = ""
     if requirement == "positive" and request.op in ("log", "log2", "log10", "sqrt", "pow"):
         if tf:
+
             def make(x: cst.BaseExpression) -> str:
-                bound = bounds.tiny_literal(dtype) if tiny_is_enough else \
-                    bounds.literal(bounds.epsilon(dtype))
+                bound = (
+                    bounds.tiny_literal(dtype)
+                    if tiny_is_enough
+                    else bounds.literal(bounds.epsilon(dtype))
+                )
                 return tf_call(site, "maximum", site.code(x), bound)
         else:
+
             def make(x: cst.BaseExpression) -> str:
                 return torch_min(x, tiny(x))
-        description = f"clamp the operand to the smallest normal {dtype} (RANUM's " \
-                      "precondition): finite, but no gradient below it" if tiny_is_enough \
-            else f"clamp the base at {bounds.literal(bounds.epsilon(dtype))}: a negative " \
-                 "or unknown exponent makes tiny ** y (or its gradient) inf"
+
+        description = (
+            f"clamp the operand to the smallest normal {dtype} (RANUM's "
+            "precondition): finite, but no gradient below it"
+            if tiny_is_enough
+            else f"clamp the base at {bounds.literal(bounds.epsilon(dtype))}: a negative "
+            "or unknown exponent makes tiny ** y (or its gradient) inf"
+        )
     elif requirement == "positive" and request.op in ("lgamma", "digamma"):
         # tiny would do for the value, not for the gradient (trigamma(tiny) = 1/tiny**2 = inf)
         bound = bounds.literal(bounds.epsilon(dtype))
         make = floor(bound)
-        description = f"clamp the argument at {bound}: {request.op} and its gradient stay " \
-                      f"finite in {dtype}"
-    elif request.op in ("rsqrt", "reciprocal") or (request.op == "div" and (
-            request.nonnegative or syntactically_nonneg(site, operand_node(site)))):
+        description = (
+            f"clamp the argument at {bound}: {request.op} and its gradient stay finite in {dtype}"
+        )
+    elif request.op in ("rsqrt", "reciprocal") or (
+        request.op == "div"
+        and (request.nonnegative or syntactically_nonneg(site, operand_node(site)))
+    ):
         bound = bounds.literal(bounds.epsilon(dtype))
         make = floor(bound)
-        description = f"clamp the non-negative divisor at {bound}, so the quotient stays " \
-                      f"finite in {dtype}"
+        description = (
+            f"clamp the non-negative divisor at {bound}, so the quotient stays finite in {dtype}"
+        )
     elif request.op == "div":
         # a one-sided floor is right for the usual divisor (a count, a sum of mask weights)
         # and reads simply; the equivalence check rejects it where normal inputs give a
@@ -126,28 +146,44 @@ def t_clamp(site: Site) -> Iterator[Edit]:
         bound = bounds.literal(bounds.epsilon(dtype))
         if not is_simple(operand_node(site)):
             yield substitute_operand(
-                site, floor(bound), "clamp", "clamp",
+                site,
+                floor(bound),
+                "clamp",
+                "clamp",
                 f"clamp the divisor at {bound}: for a non-negative divisor (a count, a sum "
-                "of weights); a negative one would change the outputs")
+                "of weights); a negative one would change the outputs",
+            )
         if tf:
+
             def make(x: cst.BaseExpression) -> str:
                 c = site.code(x)
-                return tf_call(site, "where", f"{c} < 0", tf_call(site, "minimum", c,
-                                                                  f"-{bound}"),
-                                tf_call(site, "maximum", c, bound))
+                return tf_call(
+                    site,
+                    "where",
+                    f"{c} < 0",
+                    tf_call(site, "minimum", c, f"-{bound}"),
+                    tf_call(site, "maximum", c, bound),
+                )
         else:
+
             def make(x: cst.BaseExpression) -> str:
                 c, a = site.code(x), atomic_text(site, x)
-                return f"{site.spell('torch.where')}({c} < 0, {a}.clamp_max(-{bound}), " \
-                       f"{a}.clamp_min({bound}))"
+                return (
+                    f"{site.spell('torch.where')}({c} < 0, {a}.clamp_max(-{bound}), "
+                    f"{a}.clamp_min({bound}))"
+                )
+
         description = f"keep the divisor's magnitude at least {bound}, its sign kept"
     elif requirement == "open_unit":
         if tf:
+
             def make(x: cst.BaseExpression) -> str:
                 return tf_call(site, "clip_by_value", site.code(x), f"-1 + {eps}", f"1 - {eps}")
         else:
+
             def make(x: cst.BaseExpression) -> str:
                 return f"{atomic_text(site, x)}.clamp(-1 + {eps}, 1 - {eps})"
+
         description = f"clamp strictly inside (-1, 1) by {eps}, where the gradient is finite"
     elif requirement == "gt_minus_one":
         make = floor(f"-1 + {eps}")
@@ -165,15 +201,18 @@ def t_clamp(site: Site) -> Iterator[Edit]:
         bound = bounds.exp_bound(dtype, threshold)
         two_sided = request.op in ("cosh", "sinh")
         if tf:
+
             def make(x: cst.BaseExpression) -> str:
                 if two_sided:
                     return tf_call(site, "clip_by_value", site.code(x), f"-{bound}", bound)
                 return tf_call(site, "minimum", site.code(x), bound)
         else:
+
             def make(x: cst.BaseExpression) -> str:
                 if two_sided:
                     return f"{atomic_text(site, x)}.clamp(-{bound}, {bound})"
                 return f"{atomic_text(site, x)}.clamp_max({bound})"
+
         description = f"clamp the exponent at {bound} = log(max) of {dtype}"
     if make is None:
         return

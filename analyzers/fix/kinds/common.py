@@ -39,13 +39,17 @@ def assignment(site: Site, name: str) -> cst.BaseExpression | None:
         targets = assigned_names(stmt)
         if name not in targets:
             continue
-        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and
-                isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1 and
-                isinstance(stmt.body[0].targets[0].target, cst.Name)):
+        if not (
+            isinstance(stmt, cst.SimpleStatementLine)
+            and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Assign)
+            and len(stmt.body[0].targets) == 1
+            and isinstance(stmt.body[0].targets[0].target, cst.Name)
+        ):
             return None
         value = stmt.body[0].value
         used = names_in(value)
-        if any(used & assigned_names(later) for later in before[i + 1:]):
+        if any(used & assigned_names(later) for later in before[i + 1 :]):
             return None  # an input of the producer changed in between
         return value
     return None
@@ -111,14 +115,24 @@ def catalogue_kinds(op: str) -> frozenset[str]:
 # Calls whose result is >= 0 by their catalogue entry's output range (abs, square, relu, a
 # norm, exp, softmax, a standard deviation, ...), less those that return a tuple.
 TUPLE_RESULTS = frozenset({"std_mean", "var_mean", "moments"})
-NONNEG_LEAVES = frozenset(
-    name for spec in CATALOGUE.entries if spec.output is not None and spec.output[0] >= 0
-    for name in spec.leaf_names()) - TUPLE_RESULTS
+NONNEG_LEAVES = (
+    frozenset(
+        name
+        for spec in CATALOGUE.entries
+        if spec.output is not None and spec.output[0] >= 0
+        for name in spec.leaf_names()
+    )
+    - TUPLE_RESULTS
+)
 
 
 def syntactically_nonneg(site: Site, node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power) and \
-            isinstance(node.right, cst.Integer) and node.right.evaluated_value % 2 == 0:
+    if (
+        isinstance(node, cst.BinaryOperation)
+        and isinstance(node.operator, cst.Power)
+        and isinstance(node.right, cst.Integer)
+        and node.right.evaluated_value % 2 == 0
+    ):
         return True
     v = view(site, node)
     if v is None:
@@ -135,7 +149,8 @@ def tf_call(site: Site, name: str, *args: str) -> str:
 
 def statement_of(site: Site, node: cst.CSTNode) -> cst.CSTNode | None:
     current: cst.CSTNode | None = node
-    while current is not None and not isinstance(current, cst.SimpleStatementLine |
-                                                 cst.BaseCompoundStatement):
+    while current is not None and not isinstance(
+        current, cst.SimpleStatementLine | cst.BaseCompoundStatement
+    ):
         current = site.parent(current)
     return current

@@ -26,15 +26,23 @@ def neg_inf(node: cst.BaseExpression) -> bool:
     """`float('-inf')`, `-float("inf")`, `-math.inf`, `-torch.inf`, `-np.inf`."""
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
         inner = node.expression
-        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and \
-                inner.func.value == "float" and len(inner.args) == 1 and \
-                isinstance(inner.args[0].value, cst.SimpleString):
+        if (
+            isinstance(inner, cst.Call)
+            and isinstance(inner.func, cst.Name)
+            and inner.func.value == "float"
+            and len(inner.args) == 1
+            and isinstance(inner.args[0].value, cst.SimpleString)
+        ):
             return str(inner.args[0].value.evaluated_value).lower() in ("inf", "infinity")
         dotted = dotted_name(inner)
         return dotted is not None and dotted.rsplit(".", 1)[-1] == "inf"
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and \
-            node.func.value == "float" and len(node.args) == 1 and \
-            isinstance(node.args[0].value, cst.SimpleString):
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "float"
+        and len(node.args) == 1
+        and isinstance(node.args[0].value, cst.SimpleString)
+    ):
         return str(node.args[0].value.evaluated_value).lower() in ("-inf", "-infinity")
     return False
 
@@ -52,8 +60,10 @@ def _fills(site: Site, root: cst.CSTNode) -> list[tuple[cst.CSTNode, cst.CSTNode
     class Finder(cst.CSTVisitor):
         def visit_Call(self, node: cst.Call) -> bool:
             func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("masked_fill",
-                                                                       "masked_fill_"):
+            if isinstance(func, cst.Attribute) and func.attr.value in (
+                "masked_fill",
+                "masked_fill_",
+            ):
                 v = CallView(node, None, func.attr.value, func.value, None)
                 value = v.arg(1, ("value",))
                 if value is not None and neg_inf(value.value) and is_simple(func.value):
@@ -61,8 +71,12 @@ def _fills(site: Site, root: cst.CSTNode) -> list[tuple[cst.CSTNode, cst.CSTNode
                     out.append((value.value, new_value))
                     return False
             v2 = view(site, node)
-            if v2 is not None and v2.spec is not None and v2.spec.op == "where" and \
-                    len(node.args) >= 3:
+            if (
+                v2 is not None
+                and v2.spec is not None
+                and v2.spec.op == "where"
+                and len(node.args) >= 3
+            ):
                 for index in (1, 2):
                     other = node.args[3 - index].value
                     given = node.args[index].value
@@ -108,8 +122,9 @@ def _simple_lines(statement: cst.CSTNode) -> list[cst.SimpleStatementLine]:
     return found
 
 
-def _fill_statement(site: Site, statement: cst.CSTNode,
-                    name: str) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
+def _fill_statement(
+    site: Site, statement: cst.CSTNode, name: str
+) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
     if not isinstance(statement, cst.SimpleStatementLine):
         for line in reversed(_simple_lines(statement)):
             found = _fill_statement(site, line, name)
@@ -122,19 +137,29 @@ def _fill_statement(site: Site, statement: cst.CSTNode,
             if name in targets:
                 return _fills(site, small.value)
             for t in small.targets:  # scores[mask] = float('-inf')
-                if isinstance(t.target, cst.Subscript) and \
-                        site.code(t.target.value).strip() == name and neg_inf(small.value):
+                if (
+                    isinstance(t.target, cst.Subscript)
+                    and site.code(t.target.value).strip() == name
+                    and neg_inf(small.value)
+                ):
                     return [(small.value, expr(_min_text(site, name)))]
         elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             func = small.value.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "masked_fill_" and \
-                    site.code(func.value).strip() == name:
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "masked_fill_"
+                and site.code(func.value).strip() == name
+            ):
                 return _fills(site, small.value)
     return []
 
 
-@transform("masked-fill", "finfo-min", only("softmax"),
-           "s.masked_fill(m, -inf) -> s.masked_fill(m, torch.finfo(s.dtype).min)")
+@transform(
+    "masked-fill",
+    "finfo-min",
+    only("softmax"),
+    "s.masked_fill(m, -inf) -> s.masked_fill(m, torch.finfo(s.dtype).min)",
+)
 def t_masked_fill(site: Site) -> Iterator[Edit]:
     if site.request.op != "softmax":
         return
@@ -157,6 +182,12 @@ def t_masked_fill(site: Site) -> Iterator[Edit]:
     if not edits:
         return
     old, new = edits[0]
-    yield Edit("masked-fill", "finfo-min", "fill masked scores with the dtype's lowest finite "
-               "value instead of -inf: a fully masked row gives a uniform row, not 0/0",
-               old, new, site.take_imports())
+    yield Edit(
+        "masked-fill",
+        "finfo-min",
+        "fill masked scores with the dtype's lowest finite "
+        "value instead of -inf: a fully masked row gives a uniform row, not 0/0",
+        old,
+        new,
+        site.take_imports(),
+    )

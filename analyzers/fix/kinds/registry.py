@@ -46,14 +46,18 @@ def listed(kind: FixKind) -> Applies:
     return lambda spec: kind in spec.fix_kinds()
 
 
-def transform(kind: FixKind, names: str | tuple[str, ...], applies: Applies,
-              shows: str = "") -> Callable[[Transform], Transform]:
+def transform(
+    kind: FixKind, names: str | tuple[str, ...], applies: Applies, shows: str = ""
+) -> Callable[[Transform], Transform]:
     """Register a transform: a function of a `Site` that yields zero or more `Edit`s."""
+
     def register(function: Transform) -> Transform:
-        entry = Registered(function, kind, (names,) if isinstance(names, str) else names,
-                           applies, shows)
+        entry = Registered(
+            function, kind, (names,) if isinstance(names, str) else names, applies, shows
+        )
         _REGISTERED.setdefault(function.__module__, []).append(entry)
         return function
+
     return register
 
 

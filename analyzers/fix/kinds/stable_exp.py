@@ -25,8 +25,11 @@ def _normaliser_dim(site: Site, name: str, statement: cst.CSTNode) -> cst.BaseEx
 
     class Division(cst.CSTVisitor):
         def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-            if found or not isinstance(node.operator, cst.Divide) or not (
-                    isinstance(node.left, cst.Name) and node.left.value == name):
+            if (
+                found
+                or not isinstance(node.operator, cst.Divide)
+                or not (isinstance(node.left, cst.Name) and node.left.value == name)
+            ):
                 return
             total = view(site, strip_parens(node.right))
             if total is None or total.name not in ("sum", "reduce_sum"):
@@ -37,8 +40,9 @@ def _normaliser_dim(site: Site, name: str, statement: cst.CSTNode) -> cst.BaseEx
             keywords = {a.keyword.value: a.value for a in total.rest() if a.keyword is not None}
             plain = [a.value for a in total.rest() if a.keyword is None]
             dim = keywords.get("dim", keywords.get("axis", plain[0] if plain else None))
-            keep = keywords.get("keepdim", keywords.get("keepdims",
-                                                        plain[1] if len(plain) > 1 else None))
+            keep = keywords.get(
+                "keepdim", keywords.get("keepdims", plain[1] if len(plain) > 1 else None)
+            )
             if dim is not None and keep is not None and site.code(keep) == "True":
                 found.append(dim)
 
@@ -60,8 +64,12 @@ def _negated(text: str) -> str:
     return text[1:] if text.startswith("-") else "-" + text
 
 
-@transform("stable-api", ("softmax", "softmax-float32"), only("exp"),
-           "w = exp(s); w / w.sum(d) -> w = softmax(s, d)")
+@transform(
+    "stable-api",
+    ("softmax", "softmax-float32"),
+    only("exp"),
+    "w = exp(s); w / w.sum(d) -> w = softmax(s, d)",
+)
 def t_exp_normalised(site: Site) -> Iterator[Edit]:
     """`w = exp(s)` normalised by `w / w.sum(dim, keepdim=True)` on the next line is a
     softmax written out: `w = softmax(s, dim)` is the fused API (shifted by the max, so exp
@@ -71,8 +79,13 @@ def t_exp_normalised(site: Site) -> Iterator[Edit]:
     v = view(site, site.node)
     x = v.operand() if v is not None else None
     statement = statement_of(site, site.node)
-    if v is None or x is None or not isinstance(statement, cst.SimpleStatementLine) or \
-            len(statement.body) != 1 or not isinstance(statement.body[0], cst.Assign):
+    if (
+        v is None
+        or x is None
+        or not isinstance(statement, cst.SimpleStatementLine)
+        or len(statement.body) != 1
+        or not isinstance(statement.body[0], cst.Assign)
+    ):
         return
     assign = statement.body[0]
     target = assign.targets[0].target if len(assign.targets) == 1 else None
@@ -85,28 +98,46 @@ def t_exp_normalised(site: Site) -> Iterator[Edit]:
         text = f"{site.spell('tensorflow.nn.softmax')}({site.code(x)}, axis={site.code(dim)})"
     else:
         text = f"{site.spell('torch.softmax')}({site.code(x)}, dim={site.code(dim)})"
-    yield Edit("stable-api", "softmax", "exp(x) / exp(x).sum(dim) is softmax(x, dim): "
-               "shifted by the max, it cannot overflow", site.node, expr(text),
-               site.take_imports())
+    yield Edit(
+        "stable-api",
+        "softmax",
+        "exp(x) / exp(x).sum(dim) is softmax(x, dim): shifted by the max, it cannot overflow",
+        site.node,
+        expr(text),
+        site.take_imports(),
+    )
     if site.is_tf or not is_simple(x):
         return
     # float16 scores (a product that can pass 65504): the softmax in float32, cast back
-    text = f"{site.spell('torch.softmax')}({site.code(x)}.float(), dim={site.code(dim)})" \
-           f".to({site.code(x)}.dtype)"
-    yield Edit("stable-api", "softmax-float32", "exp(x) / exp(x).sum(dim) is softmax(x, dim),"
-               " computed in float32 and cast back", site.node, expr(text),
-               site.take_imports())
+    text = (
+        f"{site.spell('torch.softmax')}({site.code(x)}.float(), dim={site.code(dim)})"
+        f".to({site.code(x)}.dtype)"
+    )
+    yield Edit(
+        "stable-api",
+        "softmax-float32",
+        "exp(x) / exp(x).sum(dim) is softmax(x, dim), computed in float32 and cast back",
+        site.node,
+        expr(text),
+        site.take_imports(),
+    )
 
 
 @transform("stable-api", "expm1", only("exp"), "exp(x) - 1 -> expm1(x)")
 def t_expm1(site: Site) -> Iterator[Edit]:
     node: cst.BaseExpression = site.node
     parent = site.parent(node)
-    if not isinstance(node, cst.BinaryOperation) and isinstance(parent, cst.BinaryOperation) \
-            and parent.left is node:
+    if (
+        not isinstance(node, cst.BinaryOperation)
+        and isinstance(parent, cst.BinaryOperation)
+        and parent.left is node
+    ):
         node = parent
-    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract)
-            and is_one(node.right)):
+    if not (
+        isinstance(node, cst.BinaryOperation)
+        and isinstance(node.operator, cst.Subtract)
+        and is_one(node.right)
+    ):
         return
     e = unwrap_call(site, node.left, "exp")
     if e is None:
@@ -123,29 +154,39 @@ def t_expm1(site: Site) -> Iterator[Edit]:
         canonical = "tensorflow.math.expm1" if site.is_tf else "torch.expm1"
         new = e.node.with_changes(func=expr(sibling(site, e, "expm1", canonical)))
     new = new.with_changes(lpar=node.lpar, rpar=node.rpar)
-    yield Edit("stable-api", "expm1", "exp(x) - 1 -> expm1(x): exact for small x", node, new,
-               site.take_imports(), ("expm1",))
+    yield Edit(
+        "stable-api",
+        "expm1",
+        "exp(x) - 1 -> expm1(x): exact for small x",
+        node,
+        new,
+        site.take_imports(),
+        ("expm1",),
+    )
 
 
-@transform("stable-api", "tanh", only("exp"),
-           "(exp(x) - exp(-x)) / (exp(x) + exp(-x)) -> tanh(x)")
+@transform("stable-api", "tanh", only("exp"), "(exp(x) - exp(-x)) / (exp(x) + exp(-x)) -> tanh(x)")
 def t_tanh(site: Site) -> Iterator[Edit]:
     """(exp(x) - exp(-x)) / (exp(x) + exp(-x)) -> tanh(x): inf / inf is NaN for |x| above
     log(max), tanh is finite everywhere."""
     if site.request.op != "exp":
         return
     node: cst.CSTNode | None = site.node
-    while node is not None and not (isinstance(node, cst.BinaryOperation) and
-                                    isinstance(node.operator, cst.Divide)):
+    while node is not None and not (
+        isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)
+    ):
         if isinstance(node, cst.BaseStatement):
             return
         node = site.parent(node)
     if not isinstance(node, cst.BinaryOperation):
         return
     top, bottom = node.left, node.right
-    if not (isinstance(top, cst.BinaryOperation) and isinstance(top.operator, cst.Subtract)
-            and isinstance(bottom, cst.BinaryOperation)
-            and isinstance(bottom.operator, cst.Add)):
+    if not (
+        isinstance(top, cst.BinaryOperation)
+        and isinstance(top.operator, cst.Subtract)
+        and isinstance(bottom, cst.BinaryOperation)
+        and isinstance(bottom.operator, cst.Add)
+    ):
         return
     a, b = _exp_of(site, top.left), _exp_of(site, top.right)
     c, d = _exp_of(site, bottom.left), _exp_of(site, bottom.right)
@@ -158,5 +199,12 @@ def t_tanh(site: Site) -> Iterator[Edit]:
     name = "tensorflow.math.tanh" if site.is_tf else "torch.tanh"
     x = site.code(operand.with_changes(lpar=[], rpar=[]))  # exp(-x) first: tanh(-x)
     new = expr(f"{site.spell(name)}({x})").with_changes(lpar=node.lpar, rpar=node.rpar)
-    yield Edit("stable-api", "tanh", "(exp(x) - exp(-x)) / (exp(x) + exp(-x)) -> tanh(x): "
-               "finite for any x", node, new, site.take_imports(), ())
+    yield Edit(
+        "stable-api",
+        "tanh",
+        "(exp(x) - exp(-x)) / (exp(x) + exp(-x)) -> tanh(x): finite for any x",
+        node,
+        new,
+        site.take_imports(),
+        (),
+    )

@@ -41,11 +41,13 @@ def _log_call(site: Site) -> tuple[CallView, cst.BaseExpression] | None:
     return (v, inner) if inner is not None else None
 
 
-def _log_factor(site: Site, product: cst.BaseExpression) -> \
-        tuple[cst.BaseExpression, cst.BaseExpression] | None:
+def _log_factor(
+    site: Site, product: cst.BaseExpression
+) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
     """`a * log(b)` (either order) as (a, b)."""
-    if not (isinstance(product, cst.BinaryOperation) and
-            isinstance(product.operator, cst.Multiply)):
+    if not (
+        isinstance(product, cst.BinaryOperation) and isinstance(product.operator, cst.Multiply)
+    ):
         return None
     for factor, other in ((product.right, product.left), (product.left, product.right)):
         v = view(site, factor)
@@ -56,12 +58,14 @@ def _log_factor(site: Site, product: cst.BaseExpression) -> \
     return None
 
 
-SELECTIONS = frozenset({"gather", "take_along_dim", "index_select", "take_along_axis",
-                        "gather_nd", "squeeze"})
+SELECTIONS = frozenset(
+    {"gather", "take_along_dim", "index_select", "take_along_axis", "gather_nd", "squeeze"}
+)
 
 
-def _picked_from(site: Site, node: cst.BaseExpression) -> \
-        tuple[cst.BaseExpression, cst.BaseExpression] | None:
+def _picked_from(
+    site: Site, node: cst.BaseExpression
+) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
     """`p.gather(1, t)`, `torch.gather(p, 1, t)`, `p[idx]` (or a name assigned one earlier):
     (the selection, the tensor it picks from)."""
     if isinstance(node, cst.Name):
@@ -86,15 +90,18 @@ def _log_softmax_of(site: Site, soft: CallView) -> cst.BaseExpression:
     if soft.receiver is not None:
         func = soft.node.func
         assert isinstance(func, cst.Attribute)
-        return soft.node.with_changes(func=func.with_changes(attr=cst.Name("log_softmax")),
-                                      lpar=[], rpar=[])
+        return soft.node.with_changes(
+            func=func.with_changes(attr=cst.Name("log_softmax")), lpar=[], rpar=[]
+        )
     canonical = "tensorflow.nn.log_softmax" if site.is_tf else "torch.nn.functional.log_softmax"
-    return soft.node.with_changes(func=expr(sibling(site, soft, "log_softmax", canonical)),
-                                  lpar=[], rpar=[])
+    return soft.node.with_changes(
+        func=expr(sibling(site, soft, "log_softmax", canonical)), lpar=[], rpar=[]
+    )
 
 
-SUM_KEYWORDS = frozenset({"dim", "keepdim", "axis", "keepdims", "keep_dims", "name",
-                          "reduction_indices"})
+SUM_KEYWORDS = frozenset(
+    {"dim", "keepdim", "axis", "keepdims", "keep_dims", "name", "reduction_indices"}
+)
 
 
 def _log_mean_exp(site: Site) -> tuple[cst.Call, CallView, cst.BaseExpression] | None:
@@ -152,8 +159,7 @@ def _with_parens(new: cst.BaseExpression, old: cst.BaseExpression) -> cst.BaseEx
     return new.with_changes(lpar=old.lpar, rpar=old.rpar)
 
 
-@transform("stable-api", "log-softmax", only("log"),
-           "log(softmax(z)) -> log_softmax(z)")
+@transform("stable-api", "log-softmax", only("log"), "log(softmax(z)) -> log_softmax(z)")
 def t_log_softmax(site: Site) -> Iterator[Edit]:
     found = _log_call(site)
     if found is None:
@@ -164,20 +170,34 @@ def t_log_softmax(site: Site) -> Iterator[Edit]:
         return
     if soft.receiver is not None:  # x.softmax(dim) -> x.log_softmax(dim)
         new: cst.BaseExpression = _log_softmax_of(site, soft).with_changes(
-            lpar=site.node.lpar, rpar=site.node.rpar)
+            lpar=site.node.lpar, rpar=site.node.rpar
+        )
     else:
-        canonical = "tensorflow.nn.log_softmax" if site.is_tf \
-            else "torch.nn.functional.log_softmax"
+        canonical = "tensorflow.nn.log_softmax" if site.is_tf else "torch.nn.functional.log_softmax"
         func_text = sibling(site, soft, "log_softmax", canonical)
-        new = replace_call(outer.node, func_text, soft.node.args) if outer.receiver is None \
-            else soft.node.with_changes(func=expr(func_text), lpar=site.node.lpar,
-                                        rpar=site.node.rpar)
-    yield Edit("stable-api", "log-softmax", "log(softmax(x)) -> log_softmax(x): finite for "
-               "any logits", site.node, new, site.take_imports())
+        new = (
+            replace_call(outer.node, func_text, soft.node.args)
+            if outer.receiver is None
+            else soft.node.with_changes(
+                func=expr(func_text), lpar=site.node.lpar, rpar=site.node.rpar
+            )
+        )
+    yield Edit(
+        "stable-api",
+        "log-softmax",
+        "log(softmax(x)) -> log_softmax(x): finite for any logits",
+        site.node,
+        new,
+        site.take_imports(),
+    )
 
 
-@transform("stable-api", "log-softmax", only("log"),
-           "log(softmax(z).gather(d, t)) -> log_softmax(z).gather(d, t)")
+@transform(
+    "stable-api",
+    "log-softmax",
+    only("log"),
+    "log(softmax(z).gather(d, t)) -> log_softmax(z).gather(d, t)",
+)
 def t_log_softmax_picked(site: Site) -> Iterator[Edit]:
     """`log(p.gather(1, t))` with `p = softmax(z, dim)` (the target class's probability) ->
     `log_softmax(z, dim).gather(1, t)`: the log commutes with picking elements, and a picked
@@ -195,20 +215,34 @@ def t_log_softmax_picked(site: Site) -> Iterator[Edit]:
     fused = _log_softmax_of(site, soft)
     if isinstance(selection, cst.Subscript):
         new: cst.BaseExpression = selection.with_changes(value=fused)
-    elif isinstance(selection, cst.Call) and isinstance(selection.func, cst.Attribute) and \
-            selection.func.value is base:
+    elif (
+        isinstance(selection, cst.Call)
+        and isinstance(selection.func, cst.Attribute)
+        and selection.func.value is base
+    ):
         new = selection.with_changes(func=selection.func.with_changes(value=fused))
     else:
         assert isinstance(selection, cst.Call)
-        new = selection.with_changes(args=[selection.args[0].with_changes(value=fused),
-                                           *selection.args[1:]])
+        new = selection.with_changes(
+            args=[selection.args[0].with_changes(value=fused), *selection.args[1:]]
+        )
     new = new.with_changes(lpar=site.node.lpar, rpar=site.node.rpar)
-    yield Edit("stable-api", "log-softmax", "log of a picked softmax probability -> the "
-               "picked log_softmax: finite for any logits", site.node, new, site.take_imports())
+    yield Edit(
+        "stable-api",
+        "log-softmax",
+        "log of a picked softmax probability -> the picked log_softmax: finite for any logits",
+        site.node,
+        new,
+        site.take_imports(),
+    )
 
 
-@transform("stable-api", "log-softmax-ratio", only("log"),
-           "log(softmax(a) / softmax(b)) -> log_softmax(a) - log_softmax(b)")
+@transform(
+    "stable-api",
+    "log-softmax-ratio",
+    only("log"),
+    "log(softmax(a) / softmax(b)) -> log_softmax(a) - log_softmax(b)",
+)
 def t_log_softmax_ratio(site: Site) -> Iterator[Edit]:
     """`log(p / q)` for two softmaxes (a KL divergence, distillation) -> `log_softmax(a) -
     log_softmax(b)`: the ratio is inf or 0/0 once a probability underflows, the difference of
@@ -217,25 +251,42 @@ def t_log_softmax_ratio(site: Site) -> Iterator[Edit]:
     if found is None:
         return
     _, inner = found
-    inner = inner.with_changes(lpar=[], rpar=[]) if isinstance(inner, cst.BinaryOperation) \
-        else inner
+    inner = (
+        inner.with_changes(lpar=[], rpar=[]) if isinstance(inner, cst.BinaryOperation) else inner
+    )
     if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Divide):
         top, bottom = inner.left, inner.right
     else:
         v = view(site, inner)
-        if v is None or v.spec is None or v.spec.op != "div" or v.receiver is not None or \
-                len(v.node.args) != 2:
+        if (
+            v is None
+            or v.spec is None
+            or v.spec.op != "div"
+            or v.receiver is not None
+            or len(v.node.args) != 2
+        ):
             return
         top, bottom = v.node.args[0].value, v.node.args[1].value
     p, q = unwrap_call(site, top, "softmax"), unwrap_call(site, bottom, "softmax")
     if p is None or q is None:
         return
-    new = cst.BinaryOperation(left=_log_softmax_of(site, p), operator=cst.Subtract(
-        whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" ")),
-        right=_log_softmax_of(site, q), lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-    yield Edit("stable-api", "log-softmax-ratio", "log(softmax(a) / softmax(b)) -> "
-               "log_softmax(a) - log_softmax(b): finite for any logits", site.node, new,
-               site.take_imports())
+    new = cst.BinaryOperation(
+        left=_log_softmax_of(site, p),
+        operator=cst.Subtract(
+            whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" ")
+        ),
+        right=_log_softmax_of(site, q),
+        lpar=[cst.LeftParen()],
+        rpar=[cst.RightParen()],
+    )
+    yield Edit(
+        "stable-api",
+        "log-softmax-ratio",
+        "log(softmax(a) / softmax(b)) -> log_softmax(a) - log_softmax(b): finite for any logits",
+        site.node,
+        new,
+        site.take_imports(),
+    )
 
 
 @transform("stable-api", "log-of-exp", only("log"), "log(exp(y)) -> y")
@@ -250,14 +301,23 @@ def t_log_of_exp(site: Site) -> Iterator[Edit]:
     y = e.operand() if e is not None else None
     if y is None or not is_simple(y):
         return  # a name or attribute: reused, not recomputed
-    yield Edit("stable-api", "log-of-exp", f"log(exp(y)) -> y: `{site.code(y)}` is the "
-               "log-probability the code already has", site.node,
-               y.with_changes(lpar=site.node.lpar, rpar=site.node.rpar), site.take_imports())
+    yield Edit(
+        "stable-api",
+        "log-of-exp",
+        f"log(exp(y)) -> y: `{site.code(y)}` is the log-probability the code already has",
+        site.node,
+        y.with_changes(lpar=site.node.lpar, rpar=site.node.rpar),
+        site.take_imports(),
+    )
 
 
-@transform("stable-api", "bce-with-logits", only("log"),
-           "-(y * log(sigmoid(z)) + (1 - y) * log(1 - sigmoid(z))) -> "
-           "binary_cross_entropy_with_logits(z, y)")
+@transform(
+    "stable-api",
+    "bce-with-logits",
+    only("log"),
+    "-(y * log(sigmoid(z)) + (1 - y) * log(1 - sigmoid(z))) -> "
+    "binary_cross_entropy_with_logits(z, y)",
+)
 def t_bce_hand_written(site: Site) -> Iterator[Edit]:
     """-(y * log(sigmoid(z)) + (1 - y) * log(1 - sigmoid(z))): the whole loss, with logits."""
     if _log_call(site) is None:
@@ -273,26 +333,38 @@ def t_bce_hand_written(site: Site) -> Iterator[Edit]:
     if not (isinstance(strip_parens(one_minus_p), cst.BinaryOperation)):
         y, p, one_minus_y, one_minus_p = one_minus_y, one_minus_p, y, p
     q, r = strip_parens(one_minus_y), strip_parens(one_minus_p)
-    if not (isinstance(q, cst.BinaryOperation) and isinstance(q.operator, cst.Subtract) and
-            is_one(q.left) and isinstance(r, cst.BinaryOperation) and
-            isinstance(r.operator, cst.Subtract) and is_one(r.left)):
+    if not (
+        isinstance(q, cst.BinaryOperation)
+        and isinstance(q.operator, cst.Subtract)
+        and is_one(q.left)
+        and isinstance(r, cst.BinaryOperation)
+        and isinstance(r.operator, cst.Subtract)
+        and is_one(r.left)
+    ):
         return
     sig, sig2 = unwrap_call(site, p, "sigmoid"), unwrap_call(site, r.right, "sigmoid")
     if sig is None or sig2 is None:
         return
     z, z2 = sig.operand(), sig2.operand()
-    if z is None or z2 is None \
-            or flat(site.code(strip_parens(z))) != flat(site.code(strip_parens(z2))) \
-            or flat(site.code(strip_parens(y))) != flat(site.code(strip_parens(q.right))):
+    if (
+        z is None
+        or z2 is None
+        or flat(site.code(strip_parens(z))) != flat(site.code(strip_parens(z2)))
+        or flat(site.code(strip_parens(y))) != flat(site.code(strip_parens(q.right)))
+    ):
         return
     labels, logits = site.code(strip_parens(y)).strip(), site.code(strip_parens(z)).strip()
     if site.is_tf:
-        call = f"{site.spell('tensorflow.nn.sigmoid_cross_entropy_with_logits')}(" \
-               f"labels={labels}, logits={logits})"
+        call = (
+            f"{site.spell('tensorflow.nn.sigmoid_cross_entropy_with_logits')}("
+            f"labels={labels}, logits={logits})"
+        )
         what = "tf.nn.sigmoid_cross_entropy_with_logits"
     else:
-        call = f"{site.spell('torch.nn.functional.binary_cross_entropy_with_logits')}(" \
-               f"{logits}, {labels}, reduction=\"none\")"
+        call = (
+            f"{site.spell('torch.nn.functional.binary_cross_entropy_with_logits')}("
+            f'{logits}, {labels}, reduction="none")'
+        )
         what = "binary_cross_entropy_with_logits(reduction='none')"
     target: cst.BaseExpression = add
     parent = site.parent(add)
@@ -301,33 +373,55 @@ def t_bce_hand_written(site: Site) -> Iterator[Edit]:
     new: cst.BaseExpression
     if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus):
         target, new = parent, expr(call)
-    elif isinstance(negated, cst.UnaryOperation) and isinstance(negated.operator, cst.Minus) \
-            and isinstance(reduction, cst.Call) and isinstance(parent, cst.Attribute) \
-            and add.lpar:  # -(sum).mean() -> loss(...).mean()
+    elif (
+        isinstance(negated, cst.UnaryOperation)
+        and isinstance(negated.operator, cst.Minus)
+        and isinstance(reduction, cst.Call)
+        and isinstance(parent, cst.Attribute)
+        and add.lpar
+    ):  # -(sum).mean() -> loss(...).mean()
         target = negated
-        new = reduction.with_changes(func=parent.with_changes(value=expr(call)),
-                                     lpar=negated.lpar, rpar=negated.rpar)
+        new = reduction.with_changes(
+            func=parent.with_changes(value=expr(call)), lpar=negated.lpar, rpar=negated.rpar
+        )
     else:
         new = expr(f"-{call}")
     if not isinstance(new, ATOMS):
-        new = new.with_changes(lpar=target.lpar or [cst.LeftParen()],
-                               rpar=target.rpar or [cst.RightParen()]) \
-            if target.lpar or not isinstance(site.parent(target), cst.Arg | cst.Return) \
+        new = (
+            new.with_changes(
+                lpar=target.lpar or [cst.LeftParen()], rpar=target.rpar or [cst.RightParen()]
+            )
+            if target.lpar or not isinstance(site.parent(target), cst.Arg | cst.Return)
             else new
-    yield Edit("stable-api", "bce-with-logits", f"hand-written binary cross-entropy on "
-               f"sigmoid(z) -> {what} on the logits", target, new, site.take_imports(), ())
+        )
+    yield Edit(
+        "stable-api",
+        "bce-with-logits",
+        f"hand-written binary cross-entropy on sigmoid(z) -> {what} on the logits",
+        target,
+        new,
+        site.take_imports(),
+        (),
+    )
 
 
-@transform("stable-api", "log-sigmoid", only("log"),
-           "log(sigmoid(z)) -> logsigmoid(z), log(1 - sigmoid(z)) -> logsigmoid(-z)")
+@transform(
+    "stable-api",
+    "log-sigmoid",
+    only("log"),
+    "log(sigmoid(z)) -> logsigmoid(z), log(1 - sigmoid(z)) -> logsigmoid(-z)",
+)
 def t_log_sigmoid(site: Site) -> Iterator[Edit]:
     found = _log_call(site)
     if found is None:
         return
     outer, inner = found
     negate = False
-    if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract) \
-            and is_one(inner.left):
+    if (
+        isinstance(inner, cst.BinaryOperation)
+        and isinstance(inner.operator, cst.Subtract)
+        and is_one(inner.left)
+    ):
         negate, inner = True, inner.right
     sig = unwrap_call(site, inner, "sigmoid")
     if sig is None:
@@ -336,30 +430,38 @@ def t_log_sigmoid(site: Site) -> Iterator[Edit]:
     if x is None:
         return
     if negate:
-        if isinstance(x, cst.UnaryOperation) and isinstance(x.operator, cst.Minus) \
-                and not x.lpar:
+        if isinstance(x, cst.UnaryOperation) and isinstance(x.operator, cst.Minus) and not x.lpar:
             arg_text = site.code(x.expression)
         else:
             arg_text = "-" + atomic_text(site, x)
     else:
         arg_text = site.code(x)
-    canonical = "tensorflow.math.log_sigmoid" if site.is_tf \
-        else "torch.nn.functional.logsigmoid"
+    canonical = "tensorflow.math.log_sigmoid" if site.is_tf else "torch.nn.functional.logsigmoid"
     func_text = site.spell(canonical)
     new: cst.BaseExpression
     if outer.receiver is None:
         new = replace_call(outer.node, func_text, [positional(expr(arg_text))])
     else:
-        new = expr(f"{func_text}({arg_text})").with_changes(lpar=site.node.lpar,
-                                                             rpar=site.node.rpar)
-    what = "log(1 - sigmoid(x)) -> logsigmoid(-x)" if negate else "log(sigmoid(x)) -> " \
-        "logsigmoid(x)"
-    yield Edit("stable-api", "log-sigmoid", what + ": finite once the sigmoid saturates",
-               site.node, new, site.take_imports())
+        new = expr(f"{func_text}({arg_text})").with_changes(
+            lpar=site.node.lpar, rpar=site.node.rpar
+        )
+    what = "log(1 - sigmoid(x)) -> logsigmoid(-x)" if negate else "log(sigmoid(x)) -> logsigmoid(x)"
+    yield Edit(
+        "stable-api",
+        "log-sigmoid",
+        what + ": finite once the sigmoid saturates",
+        site.node,
+        new,
+        site.take_imports(),
+    )
 
 
-@transform("stable-api", "bce-with-logits", only("binary_cross_entropy"),
-           "binary_cross_entropy(sigmoid(z), y) -> binary_cross_entropy_with_logits(z, y)")
+@transform(
+    "stable-api",
+    "bce-with-logits",
+    only("binary_cross_entropy"),
+    "binary_cross_entropy(sigmoid(z), y) -> binary_cross_entropy_with_logits(z, y)",
+)
 def t_bce_logits(site: Site) -> Iterator[Edit]:
     node = site.node
     if not isinstance(node, cst.Call):
@@ -368,8 +470,11 @@ def t_bce_logits(site: Site) -> Iterator[Edit]:
     loss_object: CallView | None = None
     if v is None and isinstance(node.func, cst.Call):  # nn.BCELoss(...)(p, y)
         loss_object = view(site, node.func)
-        if loss_object is None or loss_object.spec is None or \
-                loss_object.spec.op != "binary_cross_entropy":
+        if (
+            loss_object is None
+            or loss_object.spec is None
+            or loss_object.spec.op != "binary_cross_entropy"
+        ):
             return
     elif v is None or v.spec is None or v.spec.op != "binary_cross_entropy":
         return
@@ -394,28 +499,36 @@ def t_bce_logits(site: Site) -> Iterator[Edit]:
             new = new.with_changes(func=with_keyword(loss_object.node, "from_logits", "True"))
         else:
             new = with_keyword(new, "from_logits", "True")
-        description = "binary cross-entropy on sigmoid(x) -> from_logits=True on x (the " \
-                      "stable sigmoid_cross_entropy_with_logits form)"
+        description = (
+            "binary cross-entropy on sigmoid(x) -> from_logits=True on x (the "
+            "stable sigmoid_cross_entropy_with_logits form)"
+        )
     elif loss_object is not None:
         func = loss_object.node.func
         leaf = "BCEWithLogitsLoss"
-        func_text = site.code(func.with_changes(attr=cst.Name(leaf))) \
-            if isinstance(func, cst.Attribute) else site.spell("torch.nn." + leaf)
+        func_text = (
+            site.code(func.with_changes(attr=cst.Name(leaf)))
+            if isinstance(func, cst.Attribute)
+            else site.spell("torch.nn." + leaf)
+        )
         new = new.with_changes(func=loss_object.node.with_changes(func=expr(func_text)))
         description = "BCELoss()(sigmoid(x), y) -> BCEWithLogitsLoss()(x, y)"
     else:
         assert v is not None
-        func_text = sibling(site, v, "binary_cross_entropy_with_logits",
-                            "torch.nn.functional.binary_cross_entropy_with_logits")
+        func_text = sibling(
+            site,
+            v,
+            "binary_cross_entropy_with_logits",
+            "torch.nn.functional.binary_cross_entropy_with_logits",
+        )
         new = new.with_changes(func=expr(func_text))
-        description = "binary_cross_entropy(sigmoid(x), y) -> " \
-                      "binary_cross_entropy_with_logits(x, y)"
-    yield Edit("stable-api", "bce-with-logits", description, site.node, new,
-               site.take_imports())
+        description = (
+            "binary_cross_entropy(sigmoid(x), y) -> binary_cross_entropy_with_logits(x, y)"
+        )
+    yield Edit("stable-api", "bce-with-logits", description, site.node, new, site.take_imports())
 
 
-@transform("stable-api", "logsumexp", only("log"),
-           "log(sum(exp(x), d)) -> logsumexp(x, d)")
+@transform("stable-api", "logsumexp", only("log"), "log(sum(exp(x), d)) -> logsumexp(x, d)")
 def t_logsumexp(site: Site) -> Iterator[Edit]:
     found = _log_call(site)
     if found is None:
@@ -436,18 +549,21 @@ def t_logsumexp(site: Site) -> Iterator[Edit]:
     if x is None:
         return
     rest = total.rest()
-    if any(a.keyword is not None and a.keyword.value not in SUM_KEYWORDS for a in rest) or \
-            any(a.star for a in rest):
+    if any(a.keyword is not None and a.keyword.value not in SUM_KEYWORDS for a in rest) or any(
+        a.star for a in rest
+    ):
         return
     tf = total.name == "reduce_sum"
     new: cst.BaseExpression
     if tf:
-        func_text = sibling(site, total, "reduce_logsumexp",
-                            "tensorflow.math.reduce_logsumexp")
-        new = replace_call(outer.node, func_text, [positional(x), *rest]) \
-            if outer.receiver is None else _with_parens(
-                total.node.with_changes(func=expr(func_text),
-                                        args=arg_list([x, *rest])), site.node)
+        func_text = sibling(site, total, "reduce_logsumexp", "tensorflow.math.reduce_logsumexp")
+        new = (
+            replace_call(outer.node, func_text, [positional(x), *rest])
+            if outer.receiver is None
+            else _with_parens(
+                total.node.with_changes(func=expr(func_text), args=arg_list([x, *rest])), site.node
+            )
+        )
     else:
         if not rest:  # torch.logsumexp needs a dim (pytorch#144339): over all elements
             x_arg: cst.BaseExpression = expr(f"{atomic_text(site, x)}.flatten()")
@@ -455,23 +571,40 @@ def t_logsumexp(site: Site) -> Iterator[Edit]:
         else:
             x_arg = x
         if total.receiver is not None:  # x.exp().sum(dim).log() -> x.logsumexp(dim)
-            new = _with_parens(total.node.with_changes(
-                func=cst.Attribute(value=atomic(x_arg), attr=cst.Name("logsumexp")),
-                args=arg_list(rest) if len(rest) != len(total.node.args) else rest),
-                site.node)
+            new = _with_parens(
+                total.node.with_changes(
+                    func=cst.Attribute(value=atomic(x_arg), attr=cst.Name("logsumexp")),
+                    args=arg_list(rest) if len(rest) != len(total.node.args) else rest,
+                ),
+                site.node,
+            )
         else:
             func_text = sibling(site, total, "logsumexp", "torch.logsumexp")
             args = [positional(x_arg), *rest]
-            new = replace_call(outer.node, func_text, args) if outer.receiver is None else \
-                _with_parens(total.node.with_changes(func=expr(func_text),
-                                                     args=arg_list(args)), site.node)
-    yield Edit("stable-api", "logsumexp", "log(sum(exp(x))) -> logsumexp(x) over the same "
-               "dims: shifts by the max, so it cannot overflow", site.node, new,
-               site.take_imports())
+            new = (
+                replace_call(outer.node, func_text, args)
+                if outer.receiver is None
+                else _with_parens(
+                    total.node.with_changes(func=expr(func_text), args=arg_list(args)), site.node
+                )
+            )
+    yield Edit(
+        "stable-api",
+        "logsumexp",
+        "log(sum(exp(x))) -> logsumexp(x) over the same "
+        "dims: shifts by the max, so it cannot overflow",
+        site.node,
+        new,
+        site.take_imports(),
+    )
 
 
-@transform("stable-api", "logsumexp-mean", only("log", "exp"),
-           "log(exp(x).mean(d)) -> logsumexp(x, d) - log(n)")
+@transform(
+    "stable-api",
+    "logsumexp-mean",
+    only("log", "exp"),
+    "log(exp(x).mean(d)) -> logsumexp(x, d) - log(n)",
+)
 def t_log_mean_exp(site: Site) -> Iterator[Edit]:
     """`log(exp(x).mean(dim))` -> `logsumexp(x, dim) - log(n)`, n the size along dim, read
     from x when it is a name, else from the one local tensor name in it (`self.r * flat`:
@@ -487,20 +620,30 @@ def t_log_mean_exp(site: Site) -> Iterator[Edit]:
     plain = [a.value for a in rest if a.keyword is None]
     dim = keywords.get("dim", plain[0] if plain else None)
     keep = keywords.get("keepdim", plain[1] if len(plain) > 1 else None)
-    if dim is None or set(keywords) - {"dim", "keepdim"} or not isinstance(
-            dim, cst.Integer | cst.UnaryOperation):
+    if (
+        dim is None
+        or set(keywords) - {"dim", "keepdim"}
+        or not isinstance(dim, cst.Integer | cst.UnaryOperation)
+    ):
         return  # one integer dim: the count is one size
     names = [site.code(x)] if is_simple(x) else _local_names(site, x)
     if len(names) != 1:
         return
     keep_text = f", keepdim={site.code(keep)}" if keep is not None else ""
-    text = f"{site.spell('torch.logsumexp')}({site.code(x)}, dim={site.code(dim)}{keep_text})" \
-           f" - {site.spell('math.log')}({names[0]}.shape[{site.code(dim)}])"
+    text = (
+        f"{site.spell('torch.logsumexp')}({site.code(x)}, dim={site.code(dim)}{keep_text})"
+        f" - {site.spell('math.log')}({names[0]}.shape[{site.code(dim)}])"
+    )
     if not isinstance(site.parent(log_call), cst.Return | cst.Assign | cst.Arg):
         text = f"({text})"  # a difference inside a larger expression
-    yield Edit("stable-api", "logsumexp-mean", "log(mean(exp(x))) -> logsumexp(x) - log(n): "
-               "shifted by the max, it cannot overflow", log_call, expr(text),
-               site.take_imports())
+    yield Edit(
+        "stable-api",
+        "logsumexp-mean",
+        "log(mean(exp(x))) -> logsumexp(x) - log(n): shifted by the max, it cannot overflow",
+        log_call,
+        expr(text),
+        site.take_imports(),
+    )
 
 
 @transform("stable-api", "log1p", only("log"), "log(1 + x) -> log1p(x)")
@@ -512,8 +655,11 @@ def t_log1p(site: Site) -> Iterator[Edit]:
     if not isinstance(inner, cst.BinaryOperation):
         return
     if isinstance(inner.operator, cst.Add) and is_one(inner.left):
-        x_text = site.code(inner.right.with_changes(lpar=[], rpar=[])) \
-            if inner.right.lpar else site.code(inner.right)
+        x_text = (
+            site.code(inner.right.with_changes(lpar=[], rpar=[]))
+            if inner.right.lpar
+            else site.code(inner.right)
+        )
         x_node = inner.right
     elif isinstance(inner.operator, cst.Add) and is_one(inner.right):
         x_node = inner.left
@@ -526,14 +672,25 @@ def t_log1p(site: Site) -> Iterator[Edit]:
     new: cst.BaseExpression
     if outer.receiver is not None:
         receiver = expr(x_text)
-        new = _with_parens(outer.node.with_changes(
-            func=cst.Attribute(value=atomic(receiver), attr=cst.Name("log1p"))), site.node)
+        new = _with_parens(
+            outer.node.with_changes(
+                func=cst.Attribute(value=atomic(receiver), attr=cst.Name("log1p"))
+            ),
+            site.node,
+        )
     else:
         canonical = "tensorflow.math.log1p" if site.is_tf else "torch.log1p"
         func_text = sibling(site, outer, "log1p", canonical)
         new = replace_call(outer.node, func_text, [positional(expr(x_text))])
-    yield Edit("stable-api", "log1p", "log(1 + x) -> log1p(x): exact for small x",
-               site.node, new, site.take_imports(), ("log1p",))
+    yield Edit(
+        "stable-api",
+        "log1p",
+        "log(1 + x) -> log1p(x): exact for small x",
+        site.node,
+        new,
+        site.take_imports(),
+        ("log1p",),
+    )
 
 
 @transform("stable-api", "xlogy", only("log"), "x * log(y) -> xlogy(x, y)")
@@ -543,8 +700,7 @@ def t_xlogy(site: Site) -> Iterator[Edit]:
         return
     outer, y = found
     parent = site.parent(site.node)
-    if not (isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator,
-                                                                   cst.Multiply)):
+    if not (isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply)):
         return
     other = parent.left if parent.right is site.node else parent.right
     if other is site.node:
@@ -552,17 +708,29 @@ def t_xlogy(site: Site) -> Iterator[Edit]:
     name = "tensorflow.math.xlogy" if site.is_tf else "torch.xlogy"
     text = f"{site.spell(name)}({site.code(other)}, {site.code(y)})"
     new = expr(text)  # a call: the product's parentheses are not needed any more
-    yield Edit("stable-api", "xlogy", "x * log(y) -> xlogy(x, y): 0 where x is 0", parent,
-               new, site.take_imports(), ())
+    yield Edit(
+        "stable-api",
+        "xlogy",
+        "x * log(y) -> xlogy(x, y): 0 where x is 0",
+        parent,
+        new,
+        site.take_imports(),
+        (),
+    )
 
 
 @transform("stable-api", "logit-eps", only("logit"), "logit(p) -> logit(p, eps={eps})")
 def t_logit_eps(site: Site) -> Iterator[Edit]:
     v = view(site, site.node)
-    if v is None or v.spec is None or v.spec.op != "logit" or v.receiver is not None and \
-            site.is_tf:
+    if v is None or v.spec is None or v.spec.op != "logit" or v.receiver is not None and site.is_tf:
         return
     eps = bounds.literal(bounds.epsilon(site.request.dtype))
-    yield Edit("stable-api", "logit-eps", f"logit(p) -> logit(p, eps={eps}): clamps p into "
-               "[eps, 1 - eps] first", site.node, with_keyword(v.node, "eps", eps), (),
-               ("logit",))
+    yield Edit(
+        "stable-api",
+        "logit-eps",
+        f"logit(p) -> logit(p, eps={eps}): clamps p into [eps, 1 - eps] first",
+        site.node,
+        with_keyword(v.node, "eps", eps),
+        (),
+        ("logit",),
+    )

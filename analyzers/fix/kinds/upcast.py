@@ -1,5 +1,4 @@
-"""Upcasts: attention scores and vanishing sums computed in float32 under float16.
-"""
+"""Upcasts: attention scores and vanishing sums computed in float32 under float16."""
 
 from __future__ import annotations
 
@@ -25,8 +24,9 @@ from analyzers.fix.site import (
 from analyzers.static.rules import RuleId
 
 
-def _upcast_matmul(site: Site, node: cst.BaseExpression) -> \
-        tuple[cst.BaseExpression, cst.BaseExpression] | None:
+def _upcast_matmul(
+    site: Site, node: cst.BaseExpression
+) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
     """(the product with both factors cast to float32, its first factor) for the first
     matmul inside `node`: `a @ b`, `matmul/bmm(a, b)`, `einsum(eq, a, b)`."""
     tf = site.is_tf
@@ -42,20 +42,24 @@ def _upcast_matmul(site: Site, node: cst.BaseExpression) -> \
         def on_visit(self, n: cst.CSTNode) -> bool:
             if found:
                 return False
-            if isinstance(n, cst.BinaryOperation) and isinstance(n.operator,
-                                                                 cst.MatrixMultiply):
+            if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.MatrixMultiply):
                 found.append((n, n.with_changes(left=up(n.left), right=up(n.right)), n.left))
                 return False
             v = view(site, n) if isinstance(n, cst.Call) else None
             leaf = v.name if v is not None else ""
-            if v is not None and leaf in ("matmul", "bmm", "mm", "einsum") and \
-                    (v.qual is not None or v.receiver is None):
+            if (
+                v is not None
+                and leaf in ("matmul", "bmm", "mm", "einsum")
+                and (v.qual is not None or v.receiver is None)
+            ):
                 assert isinstance(n, cst.Call)
                 factors = [i for i, a in enumerate(n.args) if a.keyword is None]
                 factors = factors[1:3] if leaf == "einsum" else factors[:2]
                 if len(factors) == 2:
-                    args = [a.with_changes(value=up(a.value)) if i in factors else a
-                            for i, a in enumerate(n.args)]
+                    args = [
+                        a.with_changes(value=up(a.value)) if i in factors else a
+                        for i, a in enumerate(n.args)
+                    ]
                     found.append((n, n.with_changes(args=args), n.args[factors[0]].value))
                     return False
             return True
@@ -72,16 +76,18 @@ def _under_autocast(site: Site) -> bool:
     matmul itself: the upcast needs autocast disabled there, which this fix does not write."""
     node: cst.CSTNode | None = site.node
     while node is not None:
-        if isinstance(node, cst.With) and any("autocast" in site.code(item.item) or
-                                              "amp" in site.code(item.item)
-                                              for item in node.items):
+        if isinstance(node, cst.With) and any(
+            "autocast" in site.code(item.item) or "amp" in site.code(item.item)
+            for item in node.items
+        ):
             return True
         node = site.parent(node)
     return False
 
 
-def _vanishing_sum(site: Site, node: cst.BaseExpression) -> \
-        tuple[cst.BinaryOperation, cst.BaseExpression] | None:
+def _vanishing_sum(
+    site: Site, node: cst.BaseExpression
+) -> tuple[cst.BinaryOperation, cst.BaseExpression] | None:
     """The first `a + eps` inside `node` whose epsilon is a small literal or a name that
     says so (`self.eps`, `variance_epsilon`), with its other side `a`."""
     found: list[tuple[cst.BinaryOperation, cst.BaseExpression]] = []
@@ -101,9 +107,12 @@ def _vanishing_sum(site: Site, node: cst.BaseExpression) -> \
     return found[0] if found else None
 
 
-@transform("upcast", "float32-scores", only("softmax"),
-           "softmax(q @ k.T * s) -> softmax(q.float() @ k.float().T * s).to(q.dtype) "
-           "(float16 scores)")
+@transform(
+    "upcast",
+    "float32-scores",
+    only("softmax"),
+    "softmax(q @ k.T * s) -> softmax(q.float() @ k.float().T * s).to(q.dtype) (float16 scores)",
+)
 def t_float32_scores(site: Site) -> Iterator[Edit]:
     """`softmax(q @ k.T * s)` -> `softmax(q.float() @ k.T.float() * s).to(q.dtype)`: the
     product is what overflows float16 (docs/numerics.md #12), so a softmax in float32 alone is
@@ -122,19 +131,26 @@ def t_float32_scores(site: Site) -> Iterator[Edit]:
     if v.receiver is not None and isinstance(call.func, cst.Attribute):
         inner = call.with_changes(func=call.func.with_changes(value=atomic(scores)))
     else:
-        inner = call.with_changes(args=[a.with_changes(value=scores) if a.value is operand
-                                        else a for a in call.args])
+        inner = call.with_changes(
+            args=[a.with_changes(value=scores) if a.value is operand else a for a in call.args]
+        )
     text = site.code(inner)
     if site.is_tf:
         if not is_simple(first):
             return
         new = expr(tf_call(site, "cast", text, f"{site.code(first)}.dtype"))
     else:
-        new = expr(f"{text}.to({site.code(first)}.dtype)" if is_simple(first)
-                   else f"{text}.half()")
-    yield Edit("upcast", "float32-scores", "compute the scores and their softmax in float32 "
-               "(a float16 product passes 65504 before any scale), then cast back",
-               call, new, site.take_imports(), ())
+        new = expr(f"{text}.to({site.code(first)}.dtype)" if is_simple(first) else f"{text}.half()")
+    yield Edit(
+        "upcast",
+        "float32-scores",
+        "compute the scores and their softmax in float32 "
+        "(a float16 product passes 65504 before any scale), then cast back",
+        call,
+        new,
+        site.take_imports(),
+        (),
+    )
 
 
 def takes_upcast_eps(spec: OpSpec) -> bool:
@@ -149,8 +165,11 @@ def t_float32_eps(site: Site) -> Iterator[Edit]:
     `(x / torch.sqrt(var.float() + self.eps)).to(var.dtype)`: the sum the epsilon vanishes
     from is computed in float32, where it does not, and the flagged expression goes back to
     the model's dtype (docs/numerics.md #13: how float16 LayerNorm and RMSNorm are written)."""
-    if site.request.dtype != "float16" or _under_autocast(site) or \
-            "upcast" not in catalogue_kinds(site.request.op):
+    if (
+        site.request.dtype != "float16"
+        or _under_autocast(site)
+        or "upcast" not in catalogue_kinds(site.request.op)
+    ):
         return
     node = site.node
     if not isinstance(node, cst.BaseExpression):
@@ -163,13 +182,28 @@ def t_float32_eps(site: Site) -> Iterator[Edit]:
         up = expr(tf_call(site, "cast", site.code(value), site.spell("tensorflow.float32")))
     else:
         up = expr(f"{atomic_text(site, value)}.float()")
-    upcast = replace_in(node, total, total.with_changes(
-        left=up if total.left is value else total.left,
-        right=up if total.right is value else total.right))
+    upcast = replace_in(
+        node,
+        total,
+        total.with_changes(
+            left=up if total.left is value else total.left,
+            right=up if total.right is value else total.right,
+        ),
+    )
     assert isinstance(upcast, cst.BaseExpression)
     text = site.code(upcast)
-    back = tf_call(site, "cast", text, f"{site.code(value)}.dtype") if site.is_tf else \
-        f"{atomic_text(site, upcast)}.to({site.code(value)}.dtype)"
-    yield Edit("upcast", "float32-eps", f"compute `{site.code(total)}` in float32, where the "
-               "epsilon is not 0.0 as in float16, and cast the result back",
-               node, expr(back), site.take_imports(), ())
+    back = (
+        tf_call(site, "cast", text, f"{site.code(value)}.dtype")
+        if site.is_tf
+        else f"{atomic_text(site, upcast)}.to({site.code(value)}.dtype)"
+    )
+    yield Edit(
+        "upcast",
+        "float32-eps",
+        f"compute `{site.code(total)}` in float32, where the "
+        "epsilon is not 0.0 as in float16, and cast the result back",
+        node,
+        expr(back),
+        site.take_imports(),
+        (),
+    )

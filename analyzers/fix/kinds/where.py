@@ -15,8 +15,15 @@ from analyzers.fix.kinds.registry import listed, only, transform
 from analyzers.fix.site import Edit, Site, expr, is_simple, operand_node, substitute_operand, view
 from analyzers.static.rules import RuleId
 
-SAFE_VALUE = {"positive": 1.0, "nonzero": 1.0, "gt_minus_one": 0.0, "open_unit": 0.0,
-              "open_probability": 0.5, "below_exp_max": 0.0, "ge_one": 2.0}
+SAFE_VALUE = {
+    "positive": 1.0,
+    "nonzero": 1.0,
+    "gt_minus_one": 0.0,
+    "open_unit": 0.0,
+    "open_probability": 0.5,
+    "below_exp_max": 0.0,
+    "ge_one": 2.0,
+}
 
 
 def _safe_like(site: Site, prefix: str, x: str, value: float) -> str:
@@ -36,8 +43,13 @@ def _enclosing_where(site: Site) -> tuple[cst.Call, int] | None:
     while parent is not None and not isinstance(parent, cst.BaseStatement):
         if isinstance(parent, cst.Call):
             v = view(site, parent)
-            if v is not None and v.spec is not None and v.spec.op == "where" and \
-                    v.receiver is None and len(parent.args) >= 3:
+            if (
+                v is not None
+                and v.spec is not None
+                and v.spec.op == "where"
+                and v.receiver is None
+                and len(parent.args) >= 3
+            ):
                 for index, arg in enumerate(parent.args[:3]):
                     if arg is child:
                         return (parent, index) if index in (1, 2) else None
@@ -54,7 +66,8 @@ def _repeatable(node: cst.BaseExpression) -> bool:
         for element in node.slice:
             index = element.slice
             if not isinstance(index, cst.Index) or not isinstance(
-                    index.value, cst.Integer | cst.Ellipsis | cst.Name | cst.UnaryOperation):
+                index.value, cst.Integer | cst.Ellipsis | cst.Name | cst.UnaryOperation
+            ):
                 return False
         return True
     return False
@@ -65,12 +78,19 @@ def has_safe_value(spec: OpSpec) -> bool:
     return spec.requires in SAFE_VALUE
 
 
-@transform("where", "double-where", has_safe_value,
-           "where(c, op(x), v) -> where(c, op(where(c, x, safe)), v)")
+@transform(
+    "where",
+    "double-where",
+    has_safe_value,
+    "where(c, op(x), v) -> where(c, op(where(c, x, safe)), v)",
+)
 def t_double_where(site: Site) -> Iterator[Edit]:
     spec = CATALOGUE.by_op.get(site.request.op)
-    if spec is None or not has_safe_value(spec) or \
-            site.request.rule not in (RuleId.WHERE_GRAD_LEAK, ""):
+    if (
+        spec is None
+        or not has_safe_value(spec)
+        or site.request.rule not in (RuleId.WHERE_GRAD_LEAK, "")
+    ):
         return  # a where whose condition does not guard the operand is no double where
     found = _enclosing_where(site)
     if found is None:
@@ -89,9 +109,14 @@ def t_double_where(site: Site) -> Iterator[Edit]:
         safe = _safe_like(site, prefix, c, safe_value)
         return f"{func}({cond}, {c}, {safe})" if branch == 1 else f"{func}({cond}, {safe}, {c})"
 
-    yield substitute_operand(site, make, "where", "double-where",
-                             "double where: the masked branch's input is made safe too, so "
-                             "its gradient is not NaN (pytorch#68425)")
+    yield substitute_operand(
+        site,
+        make,
+        "where",
+        "double-where",
+        "double where: the masked branch's input is made safe too, so "
+        "its gradient is not NaN (pytorch#68425)",
+    )
 
 
 @transform("where", "double-where", only("atan2"))
@@ -106,8 +131,11 @@ def t_atan2(site: Site) -> Iterator[Edit]:
     if v is None or v.receiver is not None or not isinstance(site.node, cst.Call):
         return
     y_arg, x_arg = v.arg(0, ("input", "y")), v.arg(1, ("other", "x"))
-    if y_arg is None or x_arg is None or not (_repeatable(y_arg.value) and
-                                              _repeatable(x_arg.value)):
+    if (
+        y_arg is None
+        or x_arg is None
+        or not (_repeatable(y_arg.value) and _repeatable(x_arg.value))
+    ):
         return
     y, x = site.code(y_arg.value), site.code(x_arg.value)
     root = site.spell(site.prefix())
@@ -115,10 +143,17 @@ def t_atan2(site: Site) -> Iterator[Edit]:
     # squares are subnormal (|x|, |y| below ~1e-19 in float32; CPUs may flush them to 0)
     condition = f"{x} * {x} + {y} * {y} < {bounds.tiny_literal(site.request.dtype)}"
     safe = f"{root}.where({condition}, {root}.ones_like({x}), {x})"
-    yield Edit("where", "double-where", "atan2's gradient is not finite where x**2 + y**2 "
-               "is 0 or subnormal (at the origin, and next to it): take it at x = 1 there "
-               "instead",
-               x_arg.value, expr(safe), site.take_imports(), ("atan2",))
+    yield Edit(
+        "where",
+        "double-where",
+        "atan2's gradient is not finite where x**2 + y**2 "
+        "is 0 or subnormal (at the origin, and next to it): take it at x = 1 there "
+        "instead",
+        x_arg.value,
+        expr(safe),
+        site.take_imports(),
+        ("atan2",),
+    )
 
 
 @transform("where", "where", listed("where"))
@@ -135,5 +170,6 @@ def t_where(site: Site) -> Iterator[Edit]:
         c = site.code(x)
         return f"{root}.where({c} > 0, {c}, {root}.ones_like({c}))"
 
-    yield substitute_operand(site, make, "where", "where",
-                             "select a safe input where the operand is not positive")
+    yield substitute_operand(
+        site, make, "where", "where", "select a safe input where the operand is not positive"
+    )

@@ -4,8 +4,13 @@ import torch
 import torch.nn.functional as F
 
 
-def beta_vae_loss(x: torch.Tensor, x_recon: torch.Tensor, mu: torch.Tensor,
-                  logvar: torch.Tensor, beta: float = 4.0) -> torch.Tensor:
+def beta_vae_loss(
+    x: torch.Tensor,
+    x_recon: torch.Tensor,
+    mu: torch.Tensor,
+    logvar: torch.Tensor,
+    beta: float = 4.0,
+) -> torch.Tensor:
     """x, x_recon: [batch, pixels]; mu, logvar: [batch, latent] raw encoder outputs."""
     batch = x.shape[0]
     recon = F.mse_loss(x_recon, x, reduction="sum") / batch
@@ -14,4 +19,3 @@ def beta_vae_loss(x: torch.Tensor, x_recon: torch.Tensor, mu: torch.Tensor,
     logvar = torch.clamp(logvar, -30.0, 20.0)
     kl = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp(), dim=1)
     return recon + beta * kl.mean()
-

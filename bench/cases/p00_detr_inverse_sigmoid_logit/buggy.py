@@ -7,9 +7,7 @@ from torch import nn
 class BoxRefinement(nn.Module):
     def __init__(self, dim: int = 16) -> None:
         super().__init__()
-        self.bbox_embed = nn.Sequential(
-            nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, 4)
-        )
+        self.bbox_embed = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, 4))
 
     def forward(self, queries: torch.Tensor, reference_boxes: torch.Tensor) -> torch.Tensor:
         # queries: [batch, num_queries, dim]; reference_boxes: [batch, num_queries, 4] as

@@ -7,8 +7,9 @@ that a training step can be replayed.
 import torch
 
 
-def gumbel_softmax(logits: torch.Tensor, uniform_noise: torch.Tensor, tau: float = 1.0,
-                   hard: bool = True) -> torch.Tensor:
+def gumbel_softmax(
+    logits: torch.Tensor, uniform_noise: torch.Tensor, tau: float = 1.0, hard: bool = True
+) -> torch.Tensor:
     """logits, uniform_noise: [batch, categories]."""
     gumbels = -torch.log(-torch.log(uniform_noise))  # numcheck-bug: log
     y_soft = torch.softmax((logits + gumbels) / tau, dim=-1)

@@ -7,8 +7,9 @@ that a training step can be replayed.
 import torch
 
 
-def gumbel_softmax(logits: torch.Tensor, uniform_noise: torch.Tensor, tau: float = 1.0,
-                   hard: bool = True) -> torch.Tensor:
+def gumbel_softmax(
+    logits: torch.Tensor, uniform_noise: torch.Tensor, tau: float = 1.0, hard: bool = True
+) -> torch.Tensor:
     """logits, uniform_noise: [batch, categories]."""
     # u = 0 or u = 1 makes one of the two logs infinite: keep u strictly inside (0, 1)
     eps = torch.finfo(uniform_noise.dtype).eps

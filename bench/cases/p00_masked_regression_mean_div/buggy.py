@@ -9,8 +9,9 @@ class MaskedRegressionHead(nn.Module):
         super().__init__()
         self.proj = nn.Linear(in_features, 1)
 
-    def forward(self, features: torch.Tensor, targets: torch.Tensor,
-                mask: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, features: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
         # features: [batch, steps, in_features]; targets: [batch, steps];
         # mask: [batch, steps] bool, False on padding
         pred = self.proj(features).squeeze(-1)

@@ -4,8 +4,9 @@ import torch
 import torch.nn.functional as F
 
 
-def logistic_hazard_nll(hazard_logits: torch.Tensor, event_time: torch.Tensor,
-                        event_observed: torch.Tensor) -> torch.Tensor:
+def logistic_hazard_nll(
+    hazard_logits: torch.Tensor, event_time: torch.Tensor, event_observed: torch.Tensor
+) -> torch.Tensor:
     """hazard_logits: [batch, intervals]; event_time: [batch] interval index of the event or
     censoring; event_observed: [batch] bool, False for censored subjects."""
     hazard = torch.sigmoid(hazard_logits)

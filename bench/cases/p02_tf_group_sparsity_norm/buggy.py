@@ -14,6 +14,7 @@ def group_sparsity_penalty(activations: tf.Tensor, groups: int = 4) -> tf.Tensor
     return tf.reduce_mean(tf.reduce_sum(norms, axis=-1))
 
 
-def regularized_loss(activations: tf.Tensor, task_loss: tf.Tensor,
-                     weight: float = 1e-3) -> tf.Tensor:
+def regularized_loss(
+    activations: tf.Tensor, task_loss: tf.Tensor, weight: float = 1e-3
+) -> tf.Tensor:
     return task_loss + weight * group_sparsity_penalty(activations)

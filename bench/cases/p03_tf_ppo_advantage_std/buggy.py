@@ -10,8 +10,13 @@ def normalize_advantages(returns: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
     return (advantages - mean) / std  # numcheck-bug: div
 
 
-def ppo_policy_loss(new_log_probs: tf.Tensor, old_log_probs: tf.Tensor, returns: tf.Tensor,
-                    values: tf.Tensor, clip_ratio: float = 0.2) -> tf.Tensor:
+def ppo_policy_loss(
+    new_log_probs: tf.Tensor,
+    old_log_probs: tf.Tensor,
+    returns: tf.Tensor,
+    values: tf.Tensor,
+    clip_ratio: float = 0.2,
+) -> tf.Tensor:
     """All arguments: [batch]. A sparse-reward batch often has identical returns."""
     advantages = tf.stop_gradient(normalize_advantages(returns, values))
     ratio = tf.exp(new_log_probs - old_log_probs)

@@ -16,7 +16,8 @@ def phase_loss(pred_real: tf.Tensor, pred_imag: tf.Tensor, target_phase: tf.Tens
     return tf.reduce_mean(1.0 - tf.cos(diff))
 
 
-def magnitude_loss(pred_real: tf.Tensor, pred_imag: tf.Tensor,
-                   target_power: tf.Tensor) -> tf.Tensor:
+def magnitude_loss(
+    pred_real: tf.Tensor, pred_imag: tf.Tensor, target_power: tf.Tensor
+) -> tf.Tensor:
     power = tf.square(pred_real) + tf.square(pred_imag)
     return tf.reduce_mean(tf.abs(power - target_power))

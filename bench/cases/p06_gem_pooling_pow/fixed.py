@@ -9,8 +9,9 @@ from torch import nn
 
 
 class GeMHead(nn.Module):
-    def __init__(self, channels: int = 8, embed_dim: int = 4, p: float = 3.0,
-                 eps: float = 1e-6) -> None:
+    def __init__(
+        self, channels: int = 8, embed_dim: int = 4, p: float = 3.0, eps: float = 1e-6
+    ) -> None:
         super().__init__()
         self.p = p
         self.eps = eps

@@ -7,8 +7,9 @@ sqrt(r^2 - d^2); points outside contribute nothing.
 import torch
 
 
-def penetration_loss(points: torch.Tensor, centers: torch.Tensor,
-                     radii: torch.Tensor) -> torch.Tensor:
+def penetration_loss(
+    points: torch.Tensor, centers: torch.Tensor, radii: torch.Tensor
+) -> torch.Tensor:
     """points: [batch, n, 3]; centers: [batch, m, 3]; radii: [m]."""
     d2 = ((points[:, :, None, :] - centers[:, None, :, :]) ** 2).sum(dim=-1)
     gap = radii**2 - d2

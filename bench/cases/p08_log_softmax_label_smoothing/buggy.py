@@ -3,8 +3,9 @@
 import torch
 
 
-def label_smoothing_cross_entropy(logits: torch.Tensor, targets: torch.Tensor,
-                                  smoothing: float = 0.1) -> torch.Tensor:
+def label_smoothing_cross_entropy(
+    logits: torch.Tensor, targets: torch.Tensor, smoothing: float = 0.1
+) -> torch.Tensor:
     """logits: [batch, classes]; targets: [batch] class indices."""
     probs = torch.softmax(logits, dim=-1)
     log_probs = torch.log(probs)  # numcheck-bug: log

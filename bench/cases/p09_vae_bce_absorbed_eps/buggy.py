@@ -3,8 +3,9 @@
 import torch
 
 
-def vae_loss(x: torch.Tensor, recon_logits: torch.Tensor, mu: torch.Tensor,
-             logvar: torch.Tensor) -> torch.Tensor:
+def vae_loss(
+    x: torch.Tensor, recon_logits: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor
+) -> torch.Tensor:
     """x: [batch, pixels] in [0, 1]; recon_logits: decoder output; mu, logvar: [batch, latent]."""
     x_reconstr_mean = torch.sigmoid(recon_logits)
     log_p = torch.log(1e-10 + x_reconstr_mean)

@@ -4,8 +4,9 @@ import torch
 import torch.nn.functional as F
 
 
-def vae_loss(x: torch.Tensor, recon_logits: torch.Tensor, mu: torch.Tensor,
-             logvar: torch.Tensor) -> torch.Tensor:
+def vae_loss(
+    x: torch.Tensor, recon_logits: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor
+) -> torch.Tensor:
     """x: [batch, pixels] in [0, 1]; recon_logits: decoder output; mu, logvar: [batch, latent]."""
     # 1e-10 + 1 == 1 in float32, so the epsilon guarded nothing: use the logits directly
     bce = F.binary_cross_entropy_with_logits(recon_logits, x, reduction="none")

@@ -3,8 +3,9 @@
 import torch
 
 
-def three_interpolate(unknown: torch.Tensor, known: torch.Tensor,
-                      known_feats: torch.Tensor, k: int = 3) -> torch.Tensor:
+def three_interpolate(
+    unknown: torch.Tensor, known: torch.Tensor, known_feats: torch.Tensor, k: int = 3
+) -> torch.Tensor:
     """unknown: [batch, n, 3]; known: [batch, m, 3]; known_feats: [batch, m, channels].
 
     Each unknown point gets the features of its k nearest known points, weighted by the

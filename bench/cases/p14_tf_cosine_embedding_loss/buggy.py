@@ -8,8 +8,9 @@ def cosine_similarity(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
     return dot / (tf.norm(a, axis=-1) * tf.norm(b, axis=-1))  # numcheck-bug: div
 
 
-def cosine_embedding_loss(a: tf.Tensor, b: tf.Tensor, similar: tf.Tensor,
-                          margin: float = 0.2) -> tf.Tensor:
+def cosine_embedding_loss(
+    a: tf.Tensor, b: tf.Tensor, similar: tf.Tensor, margin: float = 0.2
+) -> tf.Tensor:
     """a, b: [batch, dim] sentence embeddings (mean-pooled, zero for an empty sentence);
     similar: [batch] bool, True for paraphrase pairs."""
     cos = cosine_similarity(a, b)

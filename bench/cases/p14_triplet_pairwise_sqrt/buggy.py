@@ -10,8 +10,9 @@ def pairwise_distances(embeddings: torch.Tensor) -> torch.Tensor:
     return dist
 
 
-def batch_hard_triplet_loss(embeddings: torch.Tensor, labels: torch.Tensor,
-                            margin: float = 0.3) -> torch.Tensor:
+def batch_hard_triplet_loss(
+    embeddings: torch.Tensor, labels: torch.Tensor, margin: float = 0.3
+) -> torch.Tensor:
     """embeddings: [batch, dim]; labels: [batch] identity ids."""
     dist = pairwise_distances(embeddings)
     same = labels[:, None] == labels[None, :]

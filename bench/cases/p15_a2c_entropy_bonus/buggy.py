@@ -4,9 +4,15 @@ import torch
 import torch.nn.functional as F
 
 
-def a2c_loss(logits: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor,
-             values: torch.Tensor, returns: torch.Tensor, value_coef: float = 0.5,
-             entropy_coef: float = 0.01) -> torch.Tensor:
+def a2c_loss(
+    logits: torch.Tensor,
+    actions: torch.Tensor,
+    advantages: torch.Tensor,
+    values: torch.Tensor,
+    returns: torch.Tensor,
+    value_coef: float = 0.5,
+    entropy_coef: float = 0.01,
+) -> torch.Tensor:
     """logits: [batch, actions]; actions: [batch]; advantages, values, returns: [batch]."""
     log_probs = F.log_softmax(logits, dim=-1)
     probs = log_probs.exp()

@@ -3,8 +3,13 @@
 import tensorflow as tf
 
 
-def distillation_loss(student_logits: tf.Tensor, teacher_logits: tf.Tensor, labels: tf.Tensor,
-                      temperature: float = 2.0, alpha: float = 0.5) -> tf.Tensor:
+def distillation_loss(
+    student_logits: tf.Tensor,
+    teacher_logits: tf.Tensor,
+    labels: tf.Tensor,
+    temperature: float = 2.0,
+    alpha: float = 0.5,
+) -> tf.Tensor:
     """student_logits, teacher_logits: [batch, classes]; labels: [batch] class ids."""
     p_teacher = tf.nn.softmax(teacher_logits / temperature)
     p_student = tf.nn.softmax(student_logits / temperature)

@@ -3,8 +3,13 @@
 import tensorflow as tf
 
 
-def distillation_loss(student_logits: tf.Tensor, teacher_logits: tf.Tensor, labels: tf.Tensor,
-                      temperature: float = 2.0, alpha: float = 0.5) -> tf.Tensor:
+def distillation_loss(
+    student_logits: tf.Tensor,
+    teacher_logits: tf.Tensor,
+    labels: tf.Tensor,
+    temperature: float = 2.0,
+    alpha: float = 0.5,
+) -> tf.Tensor:
     """student_logits, teacher_logits: [batch, classes]; labels: [batch] class ids."""
     # work with log-probabilities: p_teacher / p_student overflows (or is 0 / 0) once a
     # probability underflows, and p * log(p / q) turns that into inf or NaN

@@ -10,18 +10,19 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0002'
-down_revision = '0001'
+revision = "0002"
+down_revision = "0001"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('analyses', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('deliveries', sa.Integer(), nullable=False,
-                                      server_default='0'))
+    with op.batch_alter_table("analyses", schema=None) as batch_op:
+        batch_op.add_column(
+            sa.Column("deliveries", sa.Integer(), nullable=False, server_default="0")
+        )
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('analyses', schema=None) as batch_op:
-        batch_op.drop_column('deliveries')
+    with op.batch_alter_table("analyses", schema=None) as batch_op:
+        batch_op.drop_column("deliveries")
