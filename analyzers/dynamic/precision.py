@@ -18,8 +18,10 @@ its reproducer runs both (writer.py).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -44,8 +46,10 @@ _SCANNED = 400
 _SKIPPED = {".git", ".venv", "venv", "node_modules", "__pycache__", "site-packages"}
 
 
+@functools.cache
 def declared_precisions(repo: Path) -> list[str]:
-    """The low precisions the checkout's code mentions, most mentioned first."""
+    """The low precisions the checkout's code mentions, most mentioned first (read once per
+    checkout: every finding of a run asks)."""
     counts = dict.fromkeys(LOW_PRECISIONS, 0)
     for path in _python_files(repo):
         try:
@@ -57,17 +61,19 @@ def declared_precisions(repo: Path) -> list[str]:
     return sorted((d for d in LOW_PRECISIONS if counts[d]), key=lambda d: -counts[d])
 
 
-def _python_files(repo: Path) -> Iterable[Path]:
+def _python_files(repo: Path) -> Iterator[Path]:
+    """Up to `_SCANNED` Python files of the checkout, in a stable order, never through a
+    symbolic link (the checkout is the PR's)."""
     seen = 0
-    for path in sorted(repo.rglob("*.py")):
-        if any(part in _SKIPPED for part in path.relative_to(repo).parts):
-            continue
-        if path.is_symlink() or not path.is_file():
-            continue
-        yield path
-        seen += 1
-        if seen >= _SCANNED:
-            return
+    for folder, dirs, files in os.walk(repo):  # os.walk does not follow links to folders
+        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED)
+        for name in sorted(files):
+            path = Path(folder) / name
+            if name.endswith(".py") and not path.is_symlink():
+                yield path
+                seen += 1
+                if seen >= _SCANNED:
+                    return
 
 
 def precisions_to_try(declared: Sequence[str]) -> list[str]:
