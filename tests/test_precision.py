@@ -17,7 +17,7 @@ import pytest
 import torch
 from conftest import GitRepoFactory
 
-from analyzers.config import Config
+from analyzers.config import Config, config_from_mapping
 from analyzers.dynamic.entries import EntryConfig, build_configured
 from analyzers.dynamic.precision import (
     declared_precisions,
@@ -206,3 +206,51 @@ def test_the_precisions_a_repository_mentions_go_first(tmp_path: Path) -> None:
     assert declared_precisions(tmp_path) == ["float16", "bfloat16"]
     assert precisions_to_try(declared_precisions(tmp_path)) == ["float16", "bfloat16"]
     assert precisions_to_try([]) == ["bfloat16", "float16"]
+
+
+TRAIN = """\
+import torch
+
+torch.manual_seed(0)
+a = torch.rand(4, 32)
+b = torch.rand(4, 32)
+for step in range(3):
+    dots = a @ b.T
+    loss = -torch.log(torch.sigmoid(dots)).mean()
+    print(step, float(loss))
+"""
+
+
+def test_a_script_is_searched_again_with_its_whole_run_under_autocast(
+    git_repo: GitRepoFactory,
+) -> None:
+    """The draws are held in [-1, 1] (a configured box, so not widened): float32 never
+    saturates the sigmoid there, float16 autocast does; the reproducer runs the script under
+    the same autocast."""
+    repo = git_repo({"train.py": "import torch\n"}, {"train.py": TRAIN}).root
+    config = config_from_mapping(
+        {
+            "search_seconds": 2.0,
+            "harvest": False,
+            "fix": False,
+            "script": {"command": "python train.py", "bounds": {"random": [-1, 1]}},
+        },
+        "test",
+    )
+    result = analyze(repo, "main", "feature", config)
+    (found,) = [f for f in result.findings if f.line == 8]
+    assert found.status == "confirmed", (found.error, found.trigger)
+    assert found.trigger is not None and found.trigger["box"]["source"] == "script"
+    assert found.trigger["precision"] == {
+        "dtype": "float16",
+        "mode": "autocast",
+        "float32": "finite",
+    }
+    reproducer = found.reproducer or ""
+    assert 'with torch.autocast("cpu", dtype=torch.float16):' in reproducer
+    script = repo / "repro_test.py"
+    script.write_text(reproducer, encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, str(script)], cwd=repo, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode != 0 and "train.py:8" in run.stderr, run.stderr[-2000:]

@@ -143,13 +143,20 @@ class Entry:
         """The same call computed in `dtype` (float32 for the precision differential, float64
         for the fix stage's reference): no autocast, a copy of the module cast to `dtype`, and
         float constants cast (TensorFlow: a Keras layer made again in `dtype` with the
-        original's weights); the inputs are cast by `cast_inputs`. None where that cannot be
-        done faithfully: JAX, NumPy, a device other than the CPU, a method of an object that
-        is not a module, a script run."""
+        original's weights; a script run under autocast: the same run without it); the
+        inputs are cast by `cast_inputs`. None where that cannot be done faithfully: JAX,
+        NumPy, a device other than the CPU, a method of an object that is not a module, a
+        script run in any other case."""
         import copy
 
-        if self.device != "cpu" or self.source == "script":
+        if self.device != "cpu":
             return None
+        if self.source == "script":  # the script builds its own model, in float32
+            return (
+                replace(self, autocast=None, dtype=dtype)
+                if self.autocast and dtype == "float32"
+                else None
+            )
         if self.framework == "tensorflow":
             twin = _keras_twin(self.fn, self.init, self.specs, self.constants, dtype)
             return (
@@ -199,11 +206,12 @@ class Entry:
 
     def under_autocast(self, dtype: str) -> Entry | None:
         """The same float32 call in mixed precision: under `torch.autocast` in `dtype`, or a
-        Keras layer made again under the `mixed_<dtype>` policy with the original's weights;
-        the model keeps float32 weights either way, as mixed-precision training does. None
-        for an entry that already runs in another precision, a TensorFlow function (no
-        policy applies to it), JAX, NumPy, or a script run."""
-        if self.dtype != "float32" or self.autocast is not None or self.source == "script":
+        Keras layer made again under the `mixed_<dtype>` policy with the original's weights
+        (a PyTorch script: its whole run under autocast); the model keeps float32 weights
+        either way, as mixed-precision training does. None for an entry that already runs in
+        another precision, a TensorFlow function or script (no policy applies to it), JAX or
+        NumPy."""
+        if self.dtype != "float32" or self.autocast is not None:
             return None
         if self.framework == "tensorflow":
             policy = f"mixed_{dtype}"

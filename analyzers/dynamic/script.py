@@ -753,6 +753,7 @@ def script_plan(
     else:
         plan["names"] = list(runner.names)
         plan["operand"] = runner.operand_index() if target.where == "backward" else None
+        plan["autocast"] = entry.autocast  # the whole run under torch.autocast (precision.py)
     return plan
 
 

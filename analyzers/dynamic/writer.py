@@ -1007,6 +1007,9 @@ def write_script(plan: dict[str, Any], target: Target) -> str:
         integer(n, "a watched line", 1) for n in items(plan.get("lines"), "the lines")
     )
     steps = integer(plan.get("steps", 1), "the training steps", 1)
+    autocast = optional(plan.get("autocast"), ident, "the autocast dtype")
+    if autocast is not None and (tf_mode or autocast not in ("bfloat16", "float16")):
+        raise PlanError("a script runs under torch.autocast in bfloat16 or float16 only")
     label = comment_text(f"{target.op} at {target.path}:{target.line}", "the label")
     values: list[str] = []
     substitutes: list[str] = []
@@ -1113,7 +1116,15 @@ def write_script(plan: dict[str, Any], target: Target) -> str:
             test_name,
             [
                 *make_mode,
-                "    run_script(ROOT, ARGV, SEED, mode)",
+                *(
+                    [
+                        "    # the script's mixed precision: every op under torch.autocast",
+                        f'    with torch.autocast("cpu", dtype=torch.{autocast}):',
+                        "        run_script(ROOT, ARGV, SEED, mode)",
+                    ]
+                    if autocast
+                    else ["    run_script(ROOT, ARGV, SEED, mode)"]
+                ),
                 "    if not mode.hits:",
                 f'        print("{label} no longer runs")',
                 "        return",
