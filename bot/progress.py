@@ -109,6 +109,11 @@ class Progress:
             shown = paint(STATUS_COLORS.get(status, ""), status, self.color)
             self.say(f"  fix for {where}: {shown}{kind} ({took:.1f} s)")
             return
+        if record.get("stage") == "precision":  # the second search, after every first one
+            status = one_line(str(record.get("status", "?")))
+            shown = paint(STATUS_COLORS.get(status, ""), status, self.color)
+            self.say(f"  in mixed precision, {where}: {shown} ({took:.1f} s)")
+            return
         self._done += 1
         status = one_line(str(record.get("status", "?")))
         self.say(

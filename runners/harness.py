@@ -261,8 +261,8 @@ def confirm(
 ) -> dict[str, Any]:
     """One finding through entry building, search, minimisation and the reproducer.
     A confirmed finding leaves in `context` what the fix stage needs: its entry, the
-    minimised trigger and the reproducer script."""
-    from analyzers.dtypes import LOW_PRECISIONS
+    minimised trigger and the reproducer script; one float32 found nothing for, what the
+    precision pass resumes (`pending`, `confirm_low_precision`)."""
     from analyzers.dynamic.entries import (
         SHAPE_GUESSES,
         EntryConfig,
@@ -274,17 +274,8 @@ def confirm(
         synthesise,
     )
     from analyzers.dynamic.loading import is_program
-    from analyzers.dynamic.localise import localise
-    from analyzers.dynamic.precision import (
-        declared_precisions,
-        low_precision_search,
-        mark_precision,
-        precisions_to_try,
-    )
-    from analyzers.dynamic.reproducer import no_reproducer_reason
     from analyzers.dynamic.search import Budget
     from analyzers.dynamic.stages import staged_search
-    from analyzers.dynamic.writer import PlanError, Target
 
     repo = Path(job["repo"])
     seed = int(job.get("seed", 0))
@@ -398,34 +389,81 @@ def confirm(
             "error": "no entry reaches the op: " + "; ".join(dict.fromkeys(problems)),
         }
     entry, outcome, searcher = last
+    if not outcome.triggered and context is not None and _low_precisions(job, repo, entry):
+        context["pending"] = (entry, outcome, searcher)  # the precision pass resumes it
+    return conclude(job, finding, entry, outcome, searcher, context)
+
+
+def _low_precisions(job: dict[str, Any], repo: Path, entry: Any) -> list[str]:
+    """The low precisions to search an entry in after float32 found nothing: none when the
+    job turned them off (`low_precision = false`) or the entry has no mixed-precision twin;
+    else the job's list, or the checkout's declared ones first."""
+    from analyzers.dtypes import LOW_PRECISIONS
+    from analyzers.dynamic.precision import declared_precisions, precisions_to_try
+
     wanted = job.get("precisions")  # None: the declared ones, then the others
-    searched: list[str] = []  # the low precisions searched as well
-    if not outcome.triggered and wanted != []:
-        # finite in float32 over the box: searched again in the precisions a model trains in
-        dtypes = (
-            precisions_to_try(declared_precisions(repo))
-            if wanted is None
-            else [d for d in wanted if d in LOW_PRECISIONS]
-        )
-        low = low_precision_search(
-            entry,
-            path,
-            lines,
-            finding["op"],
-            seed,
-            Budget(seconds=budget.seconds),
-            shows_in_entry(entry),
-            dtypes,
-        )
-        searched = low.searched
-        if low.found is not None:  # the finding counts the float32 runs too
-            entry, low_outcome, searcher = low.found
-            low_outcome.evaluations += outcome.evaluations
-            low_outcome.seconds += outcome.seconds
-            outcome = low_outcome
-        else:
-            outcome.evaluations += low.evaluations
-            outcome.seconds += low.seconds
+    if wanted == [] or not entry.has_mixed_precision():
+        return []
+    if wanted is None:
+        return precisions_to_try(declared_precisions(repo))
+    return [d for d in wanted if d in LOW_PRECISIONS]
+
+
+def confirm_low_precision(
+    job: dict[str, Any], finding: dict[str, Any], context: dict[str, Any]
+) -> dict[str, Any]:
+    """The precision pass of a finding float32 found nothing for (`context["pending"]`): its
+    entry searched again in low precision (analyzers/dynamic/precision.py), then concluded
+    as `confirm` does. Its record (stage "precision") replaces the float32 one on the host."""
+    from analyzers.dynamic.precision import low_precision_search
+    from analyzers.dynamic.search import Budget
+
+    entry, outcome, searcher = context.pop("pending")
+    repo = Path(job["repo"])
+    low = low_precision_search(
+        entry,
+        str(repo / finding["path"]),
+        frozenset(range(finding["line"], finding["end_line"] + 1)),
+        finding["op"],
+        int(job.get("seed", 0)),
+        Budget(seconds=float(job.get("search_seconds", 5.0))),
+        shows_in_entry(entry),
+        _low_precisions(job, repo, entry),
+    )
+    if low.found is not None:  # the finding counts the float32 runs too
+        entry, low_outcome, searcher = low.found
+        low_outcome.evaluations += outcome.evaluations
+        low_outcome.seconds += outcome.seconds
+        outcome = low_outcome
+    else:
+        outcome.evaluations += low.evaluations
+        outcome.seconds += low.seconds
+    record = conclude(job, finding, entry, outcome, searcher, context, low.searched)
+    return {**record, "stage": "precision"}
+
+
+def conclude(
+    job: dict[str, Any],
+    finding: dict[str, Any],
+    entry: Any,
+    outcome: Any,
+    searcher: Any,
+    context: dict[str, Any] | None,
+    searched: list[str] | None = None,
+) -> dict[str, Any]:
+    """A search's result as the finding's record: not-triggered with its box and budget
+    (and the low precisions `searched` too), or the trigger minimised, localised, checked
+    against float32 where it was found in low precision, and proven by a reproducer."""
+    from analyzers.dynamic.localise import localise
+    from analyzers.dynamic.precision import mark_precision
+    from analyzers.dynamic.reproducer import no_reproducer_reason
+    from analyzers.dynamic.writer import PlanError, Target
+
+    repo = Path(job["repo"])
+    seed = int(job.get("seed", 0))
+    base = {"fingerprint": finding["fingerprint"]}
+    path = str(repo / finding["path"])
+    lines = frozenset(range(finding["line"], finding["end_line"] + 1))
     box: dict[str, Any] = {
         "source": entry.source,
         "target": entry.target,
@@ -449,7 +487,7 @@ def confirm(
                 "seed": seed,
                 "best_loss": outcome.best_loss,
                 "device": entry.device,
-                "low_precision": searched,
+                "low_precision": searched or [],
                 "search_trace": outcome.search_trace,
             },
         }
@@ -674,6 +712,30 @@ def fix_finding(
     return record
 
 
+def _precision_stage(
+    job: dict[str, Any], finding: dict[str, Any], context: dict[str, Any]
+) -> dict[str, Any]:
+    """`confirm_low_precision` under the finding's own deadline; what goes wrong becomes a
+    precision record with status error, which leaves the float32 verdict standing."""
+    seconds = float(job.get("finding_timeout", 60.0))
+    _begin(finding["fingerprint"], "precision", seconds)
+    started = time.perf_counter()
+    base = {"fingerprint": finding["fingerprint"], "stage": "precision", "status": "error"}
+    try:
+        with _deadline(seconds):
+            record = confirm_low_precision(job, finding, context)
+    except FindingTimeout as exc:
+        record = {**base, "error": f"timeout: {exc}"}
+    except MemoryError:
+        record = {**base, "error": "out-of-memory while running the code"}
+    except SystemExit as exc:
+        record = {**base, "error": f"the code exited with status {exc.code!r}"}
+    except Exception as exc:
+        record = {**base, "error": f"crashed: {type(exc).__name__}: {exc}"}
+    record["elapsed"] = round(time.perf_counter() - started, 4)
+    return record
+
+
 def _fix_stage(
     job: dict[str, Any], finding: dict[str, Any], context: dict[str, Any]
 ) -> dict[str, Any]:
@@ -799,6 +861,7 @@ def work() -> int:
         _begin(None, "harvest", float(job.get("harvest_seconds", 60.0)) + HARVEST_SLACK)
     harvested = _harvest(job)
     confirmed: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (finding, its context)
+    pending: list[tuple[dict[str, Any], dict[str, Any]]] = []  # for the precision pass
     for finding in job["findings"]:
         started = time.perf_counter()
         context: dict[str, Any] = {}
@@ -835,6 +898,15 @@ def work() -> int:
         record["elapsed"] = round(time.perf_counter() - started, 4)
         _emit(record)
         if record.get("status") == "confirmed" and job.get("fix", True) and context:
+            confirmed.append((finding, context))
+        elif "pending" in context:
+            pending.append((finding, context))
+    # The low-precision searches only once every finding has had its float32 search: a
+    # second search must never cost a later finding its first (the run's wall clock is shared)
+    for finding, context in pending:
+        record = _precision_stage(job, finding, context)
+        _emit(record)
+        if record.get("status") == "confirmed" and job.get("fix", True):
             confirmed.append((finding, context))
     # Fixes only once every finding has had its confirmation: a slow fix stage must never
     # cost a later finding its proof (the run's wall clock is shared).

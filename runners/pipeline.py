@@ -416,6 +416,11 @@ def _merge(
                 if isinstance(seconds, int | float) and seconds >= 0:  # part of "dynamic"
                     result.timings["fix"] = round(result.timings.get("fix", 0.0) + seconds, 4)
             continue
+        if record.get("stage") == "precision" and record.get("status") == "error":
+            # the second search, in low precision, failed: the float32 verdict stands
+            finding.error = f"the mixed-precision search did not finish: {record.get('error')}"
+            continue
+        # a precision record (the search again in low precision) replaces the float32 one
         finding.status = record.get("status", finding.status)
         if isinstance(record.get("trigger"), dict):
             finding.trigger = {**trusted_trigger(record["trigger"]), "box": record.get("box")}

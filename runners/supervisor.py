@@ -8,8 +8,9 @@ worker is where the PR's code runs; whatever it does, it can reach neither the n
 runner's channel, so:
 
 - a record is accepted only for the stage the worker announced last (`{"begin": fingerprint,
-  "stage": "confirm" | "fix" | "harvest", "seconds": limit}`), once per finding and stage,
-  with a known status: the PR's code can spoil its own finding's verdict, never another's;
+  "stage": "confirm" | "precision" | "fix" | "harvest", "seconds": limit}`), once per finding
+  and stage, with a known status (a precision record only after a not-triggered
+  confirmation): the PR's code can spoil its own finding's verdict, never another's;
 - every stage has a deadline the supervisor enforces by killing the worker's whole session
   (SIGKILL), so blocking SIGALRM, the worker's own per-finding signal, no longer holds the
   job; a worker that dies (a segfault in an extension, `os._exit`, the kernel's OOM killer)
@@ -68,12 +69,14 @@ def not_dumpable() -> bool:
 @dataclass
 class Ledger:
     """What the runner is still owed: a main record per finding, a fix record per confirmed
-    finding whose fix stage was asked for."""
+    finding whose fix stage was asked for; and what it may still get: a precision record per
+    finding float32 found nothing for (the worker's second search, which may not come)."""
 
     findings: list[dict[str, Any]]
     fix: bool
     owed: set[str] = field(default_factory=set)
     fixes_owed: set[str] = field(default_factory=set)
+    precision_allowed: set[str] = field(default_factory=set)
     harvest: bool = True
 
     def __post_init__(self) -> None:
@@ -98,6 +101,17 @@ class Ledger:
                 return False
             self.fixes_owed.discard(fingerprint)
             return True
+        if record.get("stage") == "precision":
+            if (
+                stage.get("stage") != "precision"
+                or fingerprint not in self.precision_allowed
+                or record.get("status") not in STATUSES
+            ):
+                return False
+            self.precision_allowed.discard(fingerprint)
+            if record["status"] == "confirmed" and self.fix:
+                self.fixes_owed.add(fingerprint)
+            return True
         if (
             stage.get("stage") != "confirm"
             or fingerprint not in self.owed
@@ -108,6 +122,8 @@ class Ledger:
         self.owed.discard(fingerprint)
         if record["status"] == "confirmed" and self.fix:
             self.fixes_owed.add(fingerprint)
+        if record["status"] == "not-triggered":
+            self.precision_allowed.add(fingerprint)
         return True
 
     def fail(self, stage: dict[str, Any] | None, why: str, emit: Emit) -> None:
@@ -118,6 +134,11 @@ class Ledger:
         if name == "confirm" and fingerprint in self.owed:
             self.owed.discard(fingerprint)
             emit({"fingerprint": fingerprint, "status": "error", "error": why})
+        elif name == "precision" and fingerprint in self.precision_allowed:
+            # the float32 verdict stands; the record says why the second search has none
+            emit(
+                {"fingerprint": fingerprint, "stage": "precision", "status": "error", "error": why}
+            )
         elif name == "harvest":
             self.harvest = False
         elif name is None:  # nothing to blame: what is owed cannot be run again either
@@ -144,6 +165,7 @@ class Ledger:
                 }
             )
         self.fixes_owed.clear()
+        self.precision_allowed.clear()  # a fresh worker has no float32 search to resume
 
 
 # The worker's start: isolated (`-I`: no working directory, no PYTHON* variables on its path),

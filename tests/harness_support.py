@@ -74,7 +74,7 @@ def with_reproducers(result: RunResult, findings: list[dict[str, Any]]) -> RunRe
     record's plan (runners/trusted.py): the text a review shows."""
     by_fingerprint = {f["fingerprint"]: f for f in findings}
     for record in result.records:
-        if "reproducer_plan" in record and record.get("stage") is None:
+        if "reproducer_plan" in record and record.get("stage") in (None, "precision"):
             found = by_fingerprint[record["fingerprint"]]
             record["reproducer"] = written_reproducer(
                 record, found["path"], found["line"], found["op"], found["call"]

@@ -76,7 +76,7 @@ def job(repo: Path, findings: list[dict[str, Any]], **settings: Any) -> dict[str
 def records_for(result: RunResult, fingerprint: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the confirmation record, the fix stage's record) of one finding."""
     mine = [r for r in result.records if r["fingerprint"] == fingerprint]
-    confirmation = [r for r in mine if r.get("stage") != "fix"]
+    confirmation = [r for r in mine if r.get("stage") is None]
     fixes = [r for r in mine if r.get("stage") == "fix"]
     assert len(confirmation) == 1 and len(fixes) == 1, (mine, result.stderr[-2000:])
     return confirmation[0], fixes[0]["fix"]

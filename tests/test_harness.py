@@ -77,7 +77,7 @@ class Run:
         records = [
             r
             for r in self.result.records
-            if r["fingerprint"] == self.fingerprints[name] and r.get("stage") != "fix"
+            if r["fingerprint"] == self.fingerprints[name] and r.get("stage") is None
         ]
         assert len(records) == 1, (name, self.result.records, self.result.stderr[-2000:])
         return records[0]

@@ -26,8 +26,11 @@ from analyzers.dynamic.precision import (
     precisions_to_try,
 )
 from analyzers.dynamic.reproducer import Target, render
+from analyzers.model import AnalysisResult
 from analyzers.report.summary import proof_sentence
-from runners.pipeline import analyze
+from analyzers.static import scan_source
+from runners.base import RunResult
+from runners.pipeline import _merge, analyze
 
 # log(sigmoid(a . b)) with inputs in [-1, 1] and 32 features: |a . b| <= 32, where float32's
 # sigmoid is at least 1e-14 but float16's (the matmul's dtype under autocast) underflows.
@@ -254,3 +257,28 @@ def test_a_script_is_searched_again_with_its_whole_run_under_autocast(
         [sys.executable, str(script)], cwd=repo, capture_output=True, text=True, timeout=120
     )
     assert run.returncode != 0 and "train.py:8" in run.stderr, run.stderr[-2000:]
+
+
+def test_a_failed_precision_search_leaves_the_float32_verdict_and_says_why() -> None:
+    (finding,) = scan_source(HEADS, "model/heads.py").findings
+    fingerprint = finding.fingerprint
+    box = {"source": "config", "target": "model.heads:pair_log_likelihood", "inputs": []}
+    first = {
+        "fingerprint": fingerprint,
+        "status": "not-triggered",
+        "box": box,
+        "trigger": {"seconds": 2.0, "evaluations": 40, "low_precision": []},
+    }
+    failed = {
+        "fingerprint": fingerprint,
+        "stage": "precision",
+        "status": "error",
+        "error": "timeout: the code did not finish within 9 s",
+    }
+    analysis = AnalysisResult(".", None, None, {}, findings=[finding])
+    _merge(analysis, RunResult("ok", [first, failed]), {})
+    assert finding.status == "not-triggered" and finding.trigger is not None
+    assert finding.trigger["evaluations"] == 40
+    assert finding.error == (
+        "the mixed-precision search did not finish: timeout: the code did not finish within 9 s"
+    )

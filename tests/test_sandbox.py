@@ -235,7 +235,7 @@ class Attack:
         found = [
             r
             for r in self.result.records
-            if r["fingerprint"] == self.fingerprints[name] and r.get("stage") != "fix"
+            if r["fingerprint"] == self.fingerprints[name] and r.get("stage") is None
         ]
         assert len(found) == 1, (name, self.result.records, self.result.stderr[-1500:])
         return found[0]
@@ -627,7 +627,7 @@ class Probe:
         found = [
             r
             for r in self.result.records
-            if r["fingerprint"] == self.fingerprints[name] and r.get("stage") != "fix"
+            if r["fingerprint"] == self.fingerprints[name] and r.get("stage") is None
         ]
         assert len(found) == 1, (name, self.result.records, self.result.stderr[-1500:])
         return found[0]

@@ -261,7 +261,7 @@ def test_compiled_train_step_is_confirmed_and_fixed_through_the_harness(tmp_path
     }
     result = with_reproducers(LocalRunner().run(job, timeout=600), [finding])
     assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
-    (record,) = [r for r in result.records if r.get("stage") != "fix"]
+    (record,) = [r for r in result.records if r.get("stage") is None]
     assert record["status"] == "confirmed", record
     box = record["box"]
     assert (box["source"], box["target"]) == ("script", "script: train.py")

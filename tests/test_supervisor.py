@@ -71,6 +71,50 @@ def test_records_only_for_the_announced_stage_once_each() -> None:
     assert ledger.owed == {"c"} and ledger.fixes_owed == set()
 
 
+def test_a_precision_record_only_after_a_not_triggered_one_and_once() -> None:
+    """The second search (in low precision) may replace a not-triggered verdict, once, in its
+    own stage; a confirmation there owes its fix stage like any other."""
+    ledger = Ledger(FINDINGS, fix=True)
+    stage, why, emitted, _ = run(
+        """
+        say({"begin": "a", "stage": "confirm", "seconds": 5})
+        say({"fingerprint": "a", "status": "confirmed"})
+        say({"begin": "b", "stage": "confirm", "seconds": 5})
+        say({"fingerprint": "b", "status": "not-triggered"})
+        say({"begin": "b", "stage": "confirm", "seconds": 5})
+        say({"fingerprint": "b", "stage": "precision", "status": "confirmed"})  # wrong stage
+        say({"begin": "a", "stage": "precision", "seconds": 5})
+        say({"fingerprint": "a", "stage": "precision", "status": "error"})  # was confirmed
+        say({"begin": "b", "stage": "precision", "seconds": 5})
+        say({"fingerprint": "b", "stage": "precision", "status": "confirmed"})
+        say({"begin": "b", "stage": "precision", "seconds": 5})
+        say({"fingerprint": "b", "stage": "precision", "status": "not-triggered"})  # twice
+        say({"done": True})
+    """,
+        ledger,
+    )
+    assert (stage, why) == (None, None)
+    assert emitted == [
+        {"fingerprint": "a", "status": "confirmed"},
+        {"fingerprint": "b", "status": "not-triggered"},
+        {"fingerprint": "b", "stage": "precision", "status": "confirmed"},
+    ]
+    assert ledger.fixes_owed == {"a", "b"} and ledger.precision_allowed == set()
+
+
+def test_a_worker_killed_in_its_precision_stage_leaves_the_float32_verdict() -> None:
+    ledger = Ledger(FINDINGS, fix=False)
+    emitted: list[dict[str, Any]] = []
+    assert ledger.accept(
+        {"fingerprint": "c", "status": "not-triggered"}, {"begin": "c", "stage": "confirm"}
+    )
+    ledger.fail({"begin": "c", "stage": "precision"}, "timeout: 9 s", emitted.append)
+    assert emitted == [
+        {"fingerprint": "c", "stage": "precision", "status": "error", "error": "timeout: 9 s"}
+    ]
+    assert ledger.precision_allowed == set() and "c" not in ledger.owed
+
+
 def test_a_stage_past_its_limit_is_killed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(supervisor, "GRACE_SECONDS", 0.5)
     ledger = Ledger(FINDINGS, fix=False)

@@ -204,6 +204,18 @@ class Entry:
             float32_reference=False,
         )
 
+    def has_mixed_precision(self) -> bool:
+        """Can `under_autocast` make a twin? (Cheap: it makes none.)"""
+        if self.dtype != "float32" or self.autocast is not None:
+            return False
+        if self.framework == "torch":
+            return True
+        if self.framework != "tensorflow" or self.source == "script":
+            return False
+        import tensorflow as tf
+
+        return isinstance(self.fn, tf.keras.layers.Layer) and bool(self.fn.built)
+
     def under_autocast(self, dtype: str) -> Entry | None:
         """The same float32 call in mixed precision: under `torch.autocast` in `dtype`, or a
         Keras layer made again under the `mixed_<dtype>` policy with the original's weights
