@@ -348,7 +348,9 @@ def scribble(x: Tensor) -> Tensor:
         seen["big"] = exc.strerror
     flood, made = Path("/work" + "/flood"), 0
     try:
-        flood.mkdir()
+        # exist_ok: a worker restarted after a kill (a slow flood on a loaded machine) runs
+        # this again, and the first run's files are still there
+        flood.mkdir(exist_ok=True)
         for made in range(100_000):  # past the scratch copy's number of files
             (flood / str(made)).touch()
         seen["flood"] = "written"
