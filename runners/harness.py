@@ -899,7 +899,7 @@ def work() -> int:
         _emit(record)
         if record.get("status") == "confirmed" and job.get("fix", True) and context:
             confirmed.append((finding, context))
-        elif "pending" in context:
+        elif record.get("status") == "not-triggered" and "pending" in context:
             pending.append((finding, context))
     # The low-precision searches only once every finding has had its float32 search: a
     # second search must never cost a later finding its first (the run's wall clock is shared)

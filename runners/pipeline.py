@@ -364,10 +364,8 @@ def _job(
         # None: the precisions the repository mentions first, then the others (precision.py)
         "precisions": None if config.low_precision else [],
         "script": _script_job(config),
-        # a search that finds nothing in float32 gets the same budget again in low precision
-        "finding_timeout": config.search_seconds * (2 if config.low_precision else 1)
-        + FINDING_SECONDS_SLACK
-        + script_runs,
+        # each stage's own limit: the float32 search, and the precision pass's search again
+        "finding_timeout": config.search_seconds + FINDING_SECONDS_SLACK + script_runs,
         "fix": config.fix,
         # each candidate that gets as far as the search re-runs the script like a finding does
         "fix_timeout": FIX_SECONDS_SLACK + FIX_SEARCH_RUNS * (config.search_seconds + script_runs),
