@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyzers.dtypes import LOW_PRECISIONS
 from analyzers.dynamic.layout import root_of
 from analyzers.dynamic.loading import HOW, import_lines
 from analyzers.dynamic.moved import MOVED
@@ -1008,7 +1009,7 @@ def write_script(plan: dict[str, Any], target: Target) -> str:
     )
     steps = integer(plan.get("steps", 1), "the training steps", 1)
     autocast = optional(plan.get("autocast"), ident, "the autocast dtype")
-    if autocast is not None and (tf_mode or autocast not in ("bfloat16", "float16")):
+    if autocast is not None and (tf_mode or autocast not in LOW_PRECISIONS):
         raise PlanError("a script runs under torch.autocast in bfloat16 or float16 only")
     label = comment_text(f"{target.op} at {target.path}:{target.line}", "the label")
     values: list[str] = []
