@@ -223,12 +223,12 @@ class Entry:
         either way, as mixed-precision training does. None for an entry that already runs in
         another precision, a TensorFlow function or script (no policy applies to it), JAX or
         NumPy."""
-        if self.dtype != "float32" or self.autocast is not None:
+        if not self.has_mixed_precision():  # the one statement of which entries have a twin
             return None
-        if self.framework == "tensorflow":
+        if self.framework == "tensorflow":  # a built Keras layer
             policy = f"mixed_{dtype}"
             twin = _keras_twin(self.fn, self.init, self.specs, self.constants, policy)
-            if twin is None or twin is self.fn:
+            if twin is None:
                 return None
             return replace(
                 self,
@@ -238,8 +238,6 @@ class Entry:
                 autocast=dtype,
                 start=None,
             )
-        if self.framework != "torch":
-            return None
         return replace(self, autocast=dtype, dtype=dtype)
 
     def describe_box(self) -> list[dict[str, Any]]:
