@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -67,6 +69,28 @@ DTYPES: dict[str, DtypeLimits] = {
 # The precisions models train in besides float32 (`.half()`, autocast, bf16 mixed precision):
 # a trigger in one of them whose inputs are finite in float32 is a precision finding.
 LOW_PRECISIONS: tuple[str, ...] = ("bfloat16", "float16")
+
+# The words of a trigger's `precision` block (analyzers/dynamic/precision.py writes it; the
+# result schema's trigger.precision): how the low precision was applied, and what float32
+# made of the same inputs. Spelled here once: the host keeps a block only in these words.
+PrecisionMode = Literal["autocast", "cast", "policy"]
+Float32Verdict = Literal["finite", "fails", "unreached", "error"]
+PRECISION_MODES: tuple[str, ...] = get_args(PrecisionMode)
+FLOAT32_VERDICTS: tuple[str, ...] = get_args(Float32Verdict)
+
+
+def precision_failure(trigger: Mapping[str, Any] | None) -> str | None:
+    """The low precision a trigger fails in while the same inputs are finite in float32 (a
+    precision finding: its fix and its reader are about that precision), else None."""
+    block = (trigger or {}).get("precision")
+    if (
+        isinstance(block, Mapping)
+        and block.get("float32") == "finite"
+        and block.get("dtype") in LOW_PRECISIONS
+    ):
+        return str(block["dtype"])
+    return None
+
 
 DTYPE_ALIASES = {
     "half": "float16",

@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from analyzers.catalogue import CATALOGUE
+from analyzers.dtypes import precision_failure
 from analyzers.epsilon import guarded_part
 from analyzers.model import Finding
 from analyzers.static.rules import RULES_BY_ID
@@ -102,10 +103,7 @@ def cancels_guard(finding: Finding) -> bool:
 def is_precision_finding(finding: Finding) -> bool:
     """Confirmed in float16 or bfloat16 on inputs that are finite in float32
     (analyzers/dynamic/precision.py)."""
-    precision = (finding.trigger or {}).get("precision")
-    return (
-        is_proven(finding) and isinstance(precision, dict) and precision.get("float32") == "finite"
-    )
+    return is_proven(finding) and precision_failure(finding.trigger) is not None
 
 
 def is_credible_proof(finding: Finding) -> bool:

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analyzers.dtypes import precision_failure
 from bench.case_layout import bug_line, case_dirs, case_parser
 
 MODULE = "buggy"
@@ -63,7 +64,7 @@ class Row:
     @property
     def is_precision(self) -> bool:
         """Finite in float32 on the trigger that fails in the case's low precision."""
-        return self.precision is not None and self.precision.get("float32") == "finite"
+        return precision_failure({"precision": self.precision}) is not None
 
 
 def _forget(repo: Path | None = None) -> None:

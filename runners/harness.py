@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib
 import json
 import os
@@ -33,7 +34,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -291,8 +292,7 @@ def confirm(
         device = resolve_device(str(job.get("device", "auto")))
     except EntryError as exc:
         return {**base, "status": "error", "error": str(exc)}
-    path = str(repo / finding["path"])
-    lines = frozenset(range(finding["line"], finding["end_line"] + 1))
+    path, lines = _op_site(repo, finding)
     module = module_name_for(repo, finding["path"])
     configured = [t for t in job.get("entries", []) if t["target"].split(":", 1)[0] == module]
 
@@ -389,24 +389,27 @@ def confirm(
             "error": "no entry reaches the op: " + "; ".join(dict.fromkeys(problems)),
         }
     entry, outcome, searcher = last
-    if not outcome.triggered and context is not None and _low_precisions(job, repo, entry):
-        context["pending"] = (entry, outcome, searcher)  # the precision pass resumes it
+    if not outcome.triggered and context is not None:
+        low = _low_precisions(job, repo, entry)
+        if low:  # the precision pass resumes the search in these
+            context["pending"] = (entry, outcome, searcher, low)
     return conclude(job, finding, entry, outcome, searcher, context)
 
 
+def _op_site(repo: Path, finding: dict[str, Any]) -> tuple[str, frozenset[int]]:
+    """The flagged op's file in the checkout and its lines, as the searchers match them."""
+    return str(repo / finding["path"]), frozenset(range(finding["line"], finding["end_line"] + 1))
+
+
 def _low_precisions(job: dict[str, Any], repo: Path, entry: Any) -> list[str]:
-    """The low precisions to search an entry in after float32 found nothing: none when the
-    job turned them off (`low_precision = false`) or the entry has no mixed-precision twin;
-    else the job's list, or the checkout's declared ones first."""
-    from analyzers.dtypes import LOW_PRECISIONS
+    """The low precisions to search an entry in after float32 found nothing, the checkout's
+    declared ones first: none when the job turned them off (`low_precision = false`) or the
+    entry has no mixed-precision twin."""
     from analyzers.dynamic.precision import declared_precisions, precisions_to_try
 
-    wanted = job.get("precisions")  # None: the declared ones, then the others
-    if wanted == [] or not entry.has_mixed_precision():
+    if not job.get("low_precision", True) or not entry.has_mixed_precision():
         return []
-    if wanted is None:
-        return precisions_to_try(declared_precisions(repo))
-    return [d for d in wanted if d in LOW_PRECISIONS]
+    return precisions_to_try(declared_precisions(repo))
 
 
 def confirm_low_precision(
@@ -418,17 +421,16 @@ def confirm_low_precision(
     from analyzers.dynamic.precision import low_precision_search
     from analyzers.dynamic.search import Budget
 
-    entry, outcome, searcher = context.pop("pending")
+    entry, outcome, searcher, precisions = context.pop("pending")
     repo = Path(job["repo"])
     low = low_precision_search(
         entry,
-        str(repo / finding["path"]),
-        frozenset(range(finding["line"], finding["end_line"] + 1)),
+        *_op_site(repo, finding),
         finding["op"],
         int(job.get("seed", 0)),
         Budget(seconds=float(job.get("search_seconds", 5.0))),
         shows_in_entry(entry),
-        _low_precisions(job, repo, entry),
+        precisions,
     )
     if low.found is not None:  # the finding counts the float32 runs too
         entry, low_outcome, searcher = low.found
@@ -462,8 +464,7 @@ def conclude(
     repo = Path(job["repo"])
     seed = int(job.get("seed", 0))
     base = {"fingerprint": finding["fingerprint"]}
-    path = str(repo / finding["path"])
-    lines = frozenset(range(finding["line"], finding["end_line"] + 1))
+    path, lines = _op_site(repo, finding)
     box: dict[str, Any] = {
         "source": entry.source,
         "target": entry.target,
@@ -712,26 +713,36 @@ def fix_finding(
     return record
 
 
-def _precision_stage(
-    job: dict[str, Any], finding: dict[str, Any], context: dict[str, Any]
+def _guarded(
+    base: dict[str, Any],
+    seconds: float,
+    run: Callable[[], dict[str, Any]],
+    *,
+    exited: str = "",
 ) -> dict[str, Any]:
-    """`confirm_low_precision` under the finding's own deadline; what goes wrong becomes a
-    precision record with status error, which leaves the float32 verdict standing."""
-    seconds = float(job.get("finding_timeout", 60.0))
-    _begin(finding["fingerprint"], "precision", seconds)
+    """`run()` under a deadline of `seconds`, timed. Whatever goes wrong becomes `base` with
+    status error and the reason: the deadline, memory, the PR's `exit()` or a crash ends this
+    stage of this finding, never the harness or the findings after it."""
     started = time.perf_counter()
-    base = {"fingerprint": finding["fingerprint"], "stage": "precision", "status": "error"}
+    failed = {**base, "status": "error"}
     try:
         with _deadline(seconds):
-            record = confirm_low_precision(job, finding, context)
+            record = run()
     except FindingTimeout as exc:
-        record = {**base, "error": f"timeout: {exc}"}
+        record = {**failed, "error": f"timeout: {exc}"}
     except MemoryError:
-        record = {**base, "error": "out-of-memory while running the code"}
+        record = {**failed, "error": "out-of-memory while running the code"}
     except SystemExit as exc:
-        record = {**base, "error": f"the code exited with status {exc.code!r}"}
+        record = {**failed, "error": f"the code exited with status {exc.code!r}{exited}"}
     except Exception as exc:
-        record = {**base, "error": f"crashed: {type(exc).__name__}: {exc}"}
+        # the deadline may strike inside an import or a class body, which wrap it
+        record = {
+            **failed,
+            "error": f"timeout: the code did not finish within {seconds:g} s"
+            if _caused_by(exc, FindingTimeout)
+            else f"crashed: {type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(limit=5)[-2000:],
+        }
     record["elapsed"] = round(time.perf_counter() - started, 4)
     return record
 
@@ -862,40 +873,16 @@ def work() -> int:
     harvested = _harvest(job)
     confirmed: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (finding, its context)
     pending: list[tuple[dict[str, Any], dict[str, Any]]] = []  # for the precision pass
+    seconds = float(job.get("finding_timeout", 60.0))
     for finding in job["findings"]:
-        started = time.perf_counter()
         context: dict[str, Any] = {}
-        seconds = float(job.get("finding_timeout", 60.0))
         _begin(finding["fingerprint"], "confirm", seconds)
-        try:
-            with _deadline(seconds):
-                record = confirm(job, finding, harvested, context)
-        except FindingTimeout as exc:
-            record = {
-                "fingerprint": finding["fingerprint"],
-                "status": "error",
-                "error": f"timeout: {exc}",
-            }
-        except MemoryError:
-            record = {
-                "fingerprint": finding["fingerprint"],
-                "status": "error",
-                "error": "out-of-memory while running the code",
-            }
-        except SystemExit as exc:  # the PR's `exit()`: it ends this finding, not the harness
-            record = {
-                "fingerprint": finding["fingerprint"],
-                "status": "error",
-                "error": f"the code exited with status {exc.code!r} before the op ran",
-            }
-        except Exception as exc:
-            record = {
-                "fingerprint": finding["fingerprint"],
-                "status": "error",
-                "error": f"crashed: {type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc(limit=5)[-2000:],
-            }
-        record["elapsed"] = round(time.perf_counter() - started, 4)
+        record = _guarded(
+            {"fingerprint": finding["fingerprint"]},
+            seconds,
+            functools.partial(confirm, job, finding, harvested, context),
+            exited=" before the op ran",
+        )
         _emit(record)
         if record.get("status") == "confirmed" and job.get("fix", True) and context:
             confirmed.append((finding, context))
@@ -903,8 +890,13 @@ def work() -> int:
             pending.append((finding, context))
     # The low-precision searches only once every finding has had its float32 search: a
     # second search must never cost a later finding its first (the run's wall clock is shared)
-    for finding, context in pending:
-        record = _precision_stage(job, finding, context)
+    for finding, context in pending:  # the finding's deadline again: a search as long again
+        _begin(finding["fingerprint"], "precision", seconds)
+        record = _guarded(
+            {"fingerprint": finding["fingerprint"], "stage": "precision"},
+            seconds,
+            functools.partial(confirm_low_precision, job, finding, context),
+        )
         _emit(record)
         if record.get("status") == "confirmed" and job.get("fix", True):
             confirmed.append((finding, context))

@@ -361,8 +361,8 @@ def _job(
         "harvest_seconds": config.harvest_seconds,
         "device": config.device,
         "search_seconds": config.search_seconds,
-        # None: the precisions the repository mentions first, then the others (precision.py)
-        "precisions": None if config.low_precision else [],
+        # search again in bfloat16/float16 what float32 found nothing for (precision.py)
+        "low_precision": config.low_precision,
         "script": _script_job(config),
         # each stage's own limit: the float32 search, and the precision pass's search again
         "finding_timeout": config.search_seconds + FINDING_SECONDS_SLACK + script_runs,

@@ -22,7 +22,7 @@ import sys
 from typing import Any
 
 from analyzers.config import script_argv
-from analyzers.dtypes import LOW_PRECISIONS
+from analyzers.dtypes import FLOAT32_VERDICTS, LOW_PRECISIONS, PRECISION_MODES
 from analyzers.dynamic.layout import module_of
 from analyzers.dynamic.writer import PlanError, Target, write
 from analyzers.fix import FixRequest, candidates
@@ -72,8 +72,8 @@ def trusted_fix(record: dict[str, Any], finding: Finding, source: str | None) ->
 # A precision block's words (analyzers/dynamic/precision.py; the schema's trigger.precision)
 PRECISION_WORDS = {
     "dtype": LOW_PRECISIONS,
-    "mode": ("autocast", "cast", "policy"),
-    "float32": ("finite", "fails", "unreached", "error"),
+    "mode": PRECISION_MODES,
+    "float32": FLOAT32_VERDICTS,
 }
 
 

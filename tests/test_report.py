@@ -586,6 +586,19 @@ def test_a_precision_finding_is_not_a_cancelled_guard() -> None:
     assert "float32" not in proof_sentence(balance)
 
 
+@pytest.mark.parametrize("verdict", ["finite", "fails", "unreached", "error"])
+def test_every_float32_verdict_is_said_in_words(verdict: str) -> None:
+    """The host keeps a precision block in the words analyzers/dtypes.py spells; each of them
+    is said to the reader, and nothing else is a verdict."""
+    from analyzers.dtypes import FLOAT32_VERDICTS
+    from analyzers.report.summary import precision_clause
+
+    assert verdict in FLOAT32_VERDICTS and len(FLOAT32_VERDICTS) == 4
+    block = {"dtype": "bfloat16", "mode": "cast", "float32": verdict}
+    clause = precision_clause({"precision": block})
+    assert clause.startswith("; found in bfloat16, and ") and "float32" in clause
+
+
 @pytest.mark.parametrize(
     ("operand", "part"),
     [

@@ -8,6 +8,7 @@ harness: an entry holds the PR's callable.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -157,21 +158,19 @@ class Entry:
                 if self.autocast and dtype == "float32"
                 else None
             )
+        # what every twin shares: the dtype in its float inputs, no autocast, no start point
+        twin = functools.partial(
+            replace,
+            self,
+            dtype=dtype,
+            autocast=None,
+            specs=[replace(s, dtype=dtype) if s.is_float else s for s in self.specs],
+            start=None,
+            float32_reference=False,
+        )
         if self.framework == "tensorflow":
-            twin = _keras_twin(self.fn, self.init, self.specs, self.constants, dtype)
-            return (
-                None
-                if twin is None
-                else replace(
-                    self,
-                    fn=twin,
-                    dtype=dtype,
-                    autocast=None,
-                    start=None,
-                    float32_reference=False,
-                    specs=[replace(s, dtype=dtype) if s.is_float else s for s in self.specs],
-                )
-            )
+            layer = _keras_twin(self.fn, self.init, self.specs, self.constants, dtype)
+            return None if layer is None else twin(fn=layer)
         if self.framework != "torch":
             return None
         wanted = TORCH_DTYPES[dtype]
@@ -191,17 +190,11 @@ class Entry:
             fn = getattr(copy.deepcopy(owner).to(wanted), getattr(fn, "__name__", ""))
         elif not callable(fn) or not hasattr(fn, "__code__"):
             return None
-        return replace(
-            self,
+        return twin(
             fn=fn,
-            dtype=dtype,
-            autocast=None,
-            specs=[replace(s, dtype=dtype) if s.is_float else s for s in self.specs],
             constants={k: cast(v) for k, v in self.constants.items()},
             template=None if self.template is None else [cast(v) for v in self.template],
             template_kwargs={k: cast(v) for k, v in self.template_kwargs.items()},
-            start=None,
-            float32_reference=False,
         )
 
     def has_mixed_precision(self) -> bool:

@@ -24,16 +24,14 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
-from analyzers.dtypes import LOW_PRECISIONS
+from analyzers.dtypes import LOW_PRECISIONS, Float32Verdict, PrecisionMode
 from analyzers.dynamic.entry import Entry, cast_inputs
 from analyzers.dynamic.search import Budget, Outcome, Searcher
 from analyzers.dynamic.stages import staged_search
-
-Float32Verdict = Literal["finite", "fails", "unreached", "error"]
 
 # What a repository says about its training precision: autocast's dtype, `.half()`, the dtype
 # names. Read from the checkout's Python files (at most `_SCANNED` of them, a few MB): a
@@ -107,7 +105,7 @@ def differential(
     verdict = float32_verdict(entry, path, lines, op, inputs)
     if verdict is None:
         return None
-    mode = (
+    mode: PrecisionMode = (
         "cast"
         if not entry.autocast
         else "policy"

@@ -20,7 +20,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from analyzers.catalogue import CATALOGUE, FixKind, OpSpec
-from analyzers.dtypes import LOW_PRECISIONS
+from analyzers.dtypes import precision_failure
 from analyzers.fix import bounds
 from analyzers.static.conditions import dotted_name
 from analyzers.static.prefilter import ImportMap
@@ -76,13 +76,9 @@ class FixRequest:
         dtype = bounds.dtype_name(interval.get("dtype") or data.get("dtype"))
         if data.get("rule") == RuleId.EPS_UNDERFLOW_FP16:
             dtype = "float16"  # the finding is about what the code does in half precision
-        precision = (data.get("trigger") or {}).get("precision")
-        if (
-            isinstance(precision, dict)
-            and precision.get("float32") == "finite"
-            and precision.get("dtype") in LOW_PRECISIONS
-        ):
-            dtype = precision["dtype"]  # a precision finding is fixed for the precision it fails in
+        failing = precision_failure(data.get("trigger"))
+        if failing is not None:
+            dtype = failing  # a precision finding is fixed for the precision it fails in
         return cls(
             path=data["path"],
             line=int(data["line"]),

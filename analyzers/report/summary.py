@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from analyzers.dtypes import LOW_PRECISIONS
+from analyzers.dtypes import FLOAT32_VERDICTS, LOW_PRECISIONS, Float32Verdict
 from analyzers.model import AnalysisResult, Finding, IntervalInfo
 
 # Most decisive first: what a reader acts on comes before what merely might happen.
@@ -220,7 +220,7 @@ def _chosen_values(chosen: Any) -> str:
 
 
 # What float32 made of a low-precision trigger's inputs (analyzers/dynamic/precision.py)
-_FLOAT32_SAYS = {
+_FLOAT32_SAYS: dict[Float32Verdict, str] = {
     "finite": "the same inputs are finite in float32: a mixed-precision bug",
     "fails": "the same inputs fail in float32 too",
     "unreached": "in float32 the same inputs do not reach the op",
@@ -236,7 +236,7 @@ def precision_clause(trigger: dict[str, Any]) -> str:
     if (
         not isinstance(block, dict)
         or block.get("dtype") not in LOW_PRECISIONS
-        or block.get("float32") not in _FLOAT32_SAYS
+        or block.get("float32") not in FLOAT32_VERDICTS
     ):
         return ""
     how = {
