@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from analyzers.model import Finding
-from bench.realworld.corpus import Bug, load_bugs, load_judgements, score
+from bench.realworld.__main__ import summary
+from bench.realworld.corpus import CAUSES, Bug, load_bugs, load_judgements, load_unproven, score
 from bench.realworld.review import find_clone
 
 
@@ -28,6 +29,36 @@ def test_every_judgement_names_a_bug_and_a_verdict() -> None:
     judgements = load_judgements()
     assert judgements and {bug for bug, *_ in judgements} <= ids
     assert set(judgements.values()) <= {"real", "borderline", "noise"}
+
+
+def test_every_unproven_cause_names_a_bug_and_a_cause() -> None:
+    ids = {b.id for b in load_bugs()}
+    causes = load_unproven()
+    assert causes and set(causes) <= ids and set(causes.values()) <= set(CAUSES)
+
+
+def test_a_cause_outside_the_list_or_a_bug_listed_twice_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "unproven.tsv"
+    path.write_text("bug\tcause\tnote\nb\tbad luck\tx\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="cause must be one of"):
+        load_unproven(path)
+    path.write_text("bug\tcause\tnote\nb\tbudget\tx\nb\tnumcheck\ty\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="listed twice"):
+        load_unproven(path)
+
+
+def test_the_summary_counts_unproven_bugs_by_their_cause() -> None:
+    """Only bugs not proven in this run are counted; one with no cause read, and one proven
+    now that the file still lists, are said apart."""
+    rows = []
+    for name, status in (("a", "error"), ("b", "error"), ("c", "confirmed"), ("d", "error")):
+        bug = Bug(name, "o/r", "torch", "f" * 40, "e" * 40, "m.py", 10, "log", "x", "y")
+        rows.append(score(bug, [_finding(10, status=status)], {}))
+    causes = {"a": "old-framework", "b": "old-framework", "c": "numcheck"}
+    line = next(x for x in summary(rows, True, causes) if "by cause" in x)
+    assert "2 old-framework" in line and "numcheck" not in line.split(";")[0]
+    assert "1 with no cause read" in line and "1 proven now that unproven.tsv lists" in line
+    assert not any("by cause" in x for x in summary(rows, False, causes))
 
 
 def _bug() -> Bug:

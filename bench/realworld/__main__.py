@@ -5,8 +5,8 @@
     python -m bench.realworld -k kornia --json bench/out/realworld.json
     python -m bench.realworld --unjudged           # list the findings no one has read yet
 
-Exit status 0 when it ran (the targets are reported, not enforced), 2 when the bug list or
-the judgements cannot be read.
+Exit status 0 when it ran (the targets are reported, not enforced), 2 when the bug list, the
+judgements or the causes of unproven bugs cannot be read.
 """
 
 from __future__ import annotations
@@ -17,11 +17,19 @@ import os
 import statistics
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from bench.realworld.corpus import BUGS, JUDGEMENTS, Scored, load_bugs, load_judgements
+from bench.realworld.corpus import (
+    BUGS,
+    JUDGEMENTS,
+    UNPROVEN,
+    Scored,
+    load_bugs,
+    load_judgements,
+    load_unproven,
+)
 from bench.realworld.review import default_mirrors, review
 
 TARGETS = {
@@ -45,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--bugs", type=Path, default=BUGS)
     parser.add_argument("--judgements", type=Path, default=JUDGEMENTS)
+    parser.add_argument(
+        "--unproven", type=Path, default=UNPROVEN, help="why each bug was not proven, by hand"
+    )
     parser.add_argument(
         "-k",
         dest="only",
@@ -95,7 +106,9 @@ def _row(s: Scored) -> str:
     return row + (f"\n    {_scrubbed(s.bug_reason)[:200]}" if s.bug_reason else "")
 
 
-def summary(rows: Sequence[Scored], dynamic: bool) -> list[str]:
+def summary(
+    rows: Sequence[Scored], dynamic: bool, causes: Mapping[str, str] | None = None
+) -> list[str]:
     done = [s for s in rows if s.state == "reviewed"]
     lines = [
         f"bugs {len(rows)} from {len({s.bug.repo for s in rows})} repositories; "
@@ -115,6 +128,8 @@ def summary(rows: Sequence[Scored], dynamic: bool) -> list[str]:
         f"   target >= 60 %"
     )
     lines.append(f"  ... with a validated fix:  {_pct(with_fix, len(done))}")
+    if dynamic:
+        lines.append(_unproven_line(done, causes or {}))
     statuses = Counter(s.bug_status for s in done if s.flagged)
     lines.append(
         "status at the bug's line:    " + ", ".join(f"{n} {k}" for k, n in statuses.most_common())
@@ -159,11 +174,27 @@ def summary(rows: Sequence[Scored], dynamic: bool) -> list[str]:
     return lines
 
 
+def _unproven_line(done: Sequence[Scored], causes: Mapping[str, str]) -> str:
+    """The bugs not proven in this run, by the cause read by hand (corpus.CAUSES); a bug with
+    no cause on record, or one proven now that has one, is counted apart: the file is stale."""
+    unproven = [s for s in done if not s.proven]
+    by_cause = Counter(causes[s.bug.id] for s in unproven if s.bug.id in causes)
+    unread = sum(s.bug.id not in causes for s in unproven)
+    stale = sum(s.proven and s.bug.id in causes for s in done)
+    return (
+        "  ... not proven, by cause:  "
+        + (", ".join(f"{n} {k}" for k, n in by_cause.most_common()) or "none")
+        + (f"; {unread} with no cause read" if unread else "")
+        + (f"; {stale} proven now that unproven.tsv lists" if stale else "")
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         bugs = load_bugs(args.bugs)
         judgements = load_judgements(args.judgements)
+        causes = load_unproven(args.unproven)
     except (OSError, ValueError) as exc:
         print(f"bench.realworld: {exc}", file=sys.stderr)
         return 2
@@ -187,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(scored)
         print(_row(scored), flush=True)
     print()
-    for line in summary(rows, args.dynamic):
+    for line in summary(rows, args.dynamic, causes):
         print(line)
     if args.unjudged:
         print("\nunread findings (bug, path, line, op, rule, status):")

@@ -17,6 +17,7 @@ from analyzers.trust import comment_inline, is_definite
 HERE = Path(__file__).parent
 BUGS = HERE / "bugs.tsv"
 JUDGEMENTS = HERE / "judgements.tsv"
+UNPROVEN = HERE / "unproven.tsv"
 BUG_COLUMNS = (
     "id",
     "repo",
@@ -31,6 +32,21 @@ BUG_COLUMNS = (
 )
 JUDGEMENT_COLUMNS = ("bug", "path", "line", "op", "rule", "judgement", "note")
 VERDICTS = ("real", "borderline", "noise")
+UNPROVEN_COLUMNS = ("bug", "cause", "note")
+# Why a bug was not proven, read by hand from its row (unproven.tsv), so that the proven figure
+# says what would move it:
+#   static-miss    the static pass does not flag the bug's line;
+#   old-framework  the introducing commit's code needs an older Python, framework or library
+#                  than the one installed (an API since removed, a version assert), so it
+#                  cannot run as it ran when the pull request was opened;
+#   environment    a dependency this machine cannot have: a compiled extension without a
+#                  wheel, a package that does not install, a pretrained model to download;
+#   numcheck       the code runs, and numcheck does not build a call that reaches the op or
+#                  does not search it well: numcheck's own limit, to be fixed;
+#   budget         the review or the sandboxed run passed its time limit;
+#   not-here       searched and not triggered, and the bug does not show where numcheck ran
+#                  it (another backend or device).
+CAUSES = ("static-miss", "old-framework", "environment", "numcheck", "budget", "not-here")
 # The bug list names the failure; a finding names the op (and a pattern rule). These are the
 # same bug: `log-softmax` is a `log` finding of rule log-softmax, `norm` a division by one.
 OP_ALIASES: dict[str, frozenset[str]] = {
@@ -92,6 +108,20 @@ def load_judgements(path: Path = JUDGEMENTS) -> dict[JudgementKey, str]:
         if row["judgement"] not in VERDICTS:
             raise ValueError(f"{path}: judgement must be one of {VERDICTS}: {row}")
         out[(row["bug"], row["path"], int(row["line"]), row["op"])] = row["judgement"]
+    return out
+
+
+def load_unproven(path: Path = UNPROVEN) -> dict[str, str]:
+    """bug -> why it was not proven (`CAUSES`), as last read by hand."""
+    if not path.exists():
+        return {}
+    out: dict[str, str] = {}
+    for row in _rows(path, UNPROVEN_COLUMNS):
+        if row["cause"] not in CAUSES:
+            raise ValueError(f"{path}: cause must be one of {CAUSES}: {row}")
+        if row["bug"] in out:
+            raise ValueError(f"{path}: {row['bug']} is listed twice")
+        out[row["bug"]] = row["cause"]
     return out
 
 
