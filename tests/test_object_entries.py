@@ -166,6 +166,29 @@ def test_an_epsilon_parameter_is_a_positive_guard_not_a_searched_tensor() -> Non
     assert constructor_args(Norm) == {"dim": 8, "layer_eps": GUARD_VALUE}
 
 
+def test_a_seed_parameter_is_a_seed_not_a_searched_tensor() -> None:
+    """TFP's `_sample_multinomial_as_iterated_binomial(..., probs, num_trials, dtype, seed)`:
+    a float tensor for the seed broke its sampler (a bitwise XOR) before the division ran."""
+    from analyzers.dynamic.signatures import SEED_VALUE, constructor_args, specs_from_signature
+
+    def draw(probs, num_trials, seed):  # type: ignore[no-untyped-def]
+        return probs / num_trials
+
+    def seeded(probs, seedling):  # type: ignore[no-untyped-def]
+        return probs / seedling  # a name that merely starts with "seed" is data
+
+    specs, constants, chosen = specs_from_signature(draw, None)
+    assert len(specs) == 2 and chosen == {"seed": SEED_VALUE} == constants
+    assert isinstance(SEED_VALUE, int)
+    assert len(specs_from_signature(seeded, None)[0]) == 2
+
+    class Sampler:
+        def __init__(self, size, sample_seed):  # type: ignore[no-untyped-def]
+            self.size, self.seed = size, sample_seed
+
+    assert constructor_args(Sampler) == {"size": 8, "sample_seed": SEED_VALUE}
+
+
 OPTIMIZERS = """\
 import torch
 

@@ -26,6 +26,11 @@ class EntryError(Exception):
     """No way to call the code; the message says what to configure."""
 
 
+# `seed`, `sample_seed`: a random seed is never data. Searched as a float tensor it breaks the
+# sampler before the op (TFP's samplers XOR the seed's bits); numcheck passes this one.
+_SEED_NAME = re.compile(r"(^|_)seed$")
+SEED_VALUE = 0
+
 _SIZE_NAME = re.compile(
     r"(^|_)(channels|dim|dims|features|size|hidden|width|d_model|embed)"
     r"(_|$)|^(in|out|n|num)_"
@@ -64,6 +69,8 @@ def constructor_args(owner: type, *, guess_unannotated: bool = False) -> dict[st
             args[param.name] = allowed[param.name]
         elif not text and is_epsilon_name(param.name):
             args[param.name] = GUARD_VALUE
+        elif not text and _SEED_NAME.search(param.name):
+            args[param.name] = SEED_VALUE
         else:
             found, value = constant_for(text)
             if found or (guess_unannotated and not text):
@@ -92,7 +99,7 @@ def specs_from_signature(
     `uses`: what the body does with the parameters (usage.py): an unannotated one used as
     an index is an integer tensor, one used as a size gets a shape. An unannotated parameter
     named as an epsilon (`eps`, `wn_eps`) with no default is a guard, not data: it gets
-    `GUARD_VALUE`, never a searched tensor."""
+    `GUARD_VALUE`, never a searched tensor; one named as a random seed gets `SEED_VALUE`."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
@@ -122,9 +129,15 @@ def specs_from_signature(
             and param.default is inspect.Parameter.empty
             and is_epsilon_name(param.name)
         )
+        seed = (
+            not annotation
+            and param.default is inspect.Parameter.empty
+            and _SEED_NAME.search(param.name) is not None
+        )
         tensorish = (
             not sized
             and not guard
+            and not seed
             and (
                 hinted
                 or given_by_caller
@@ -134,6 +147,8 @@ def specs_from_signature(
         if not tensorish:
             if guard:
                 chosen[param.name] = GUARD_VALUE  # the reproducer passes it too
+            elif seed:
+                chosen[param.name] = SEED_VALUE
             elif sized and param.default is inspect.Parameter.empty:
                 # the tensors' own shape: what a sample shape of theirs broadcasts with
                 chosen[param.name] = shape or (DEFAULT_BATCH, DEFAULT_FEATURES)
