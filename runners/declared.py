@@ -185,9 +185,10 @@ def declared_requirements(root: Path) -> Declared:
 
 
 def _imports(root: Path) -> dict[str, str]:
-    """The top-level modules the checkout's Python files import (the first MAX_SCANNED
-    files), less the standard library and its own modules: module -> the first file that
-    imports it."""
+    """The top-level modules the checkout's Python files import (MAX_SCANNED files, the
+    project's own code before its examples, scripts, docs and tests: a library's modules
+    need what they import, an example's imports are the example's), less the standard
+    library and its own modules: module -> the first file that imports it."""
     files: list[Path] = []
     local: set[str] = set()
     for folder, dirs, names in os.walk(root):
@@ -196,10 +197,10 @@ def _imports(root: Path) -> dict[str, str]:
         for name in sorted(names):
             if name.endswith(".py"):
                 local.add(name[:-3])
-                if len(files) < MAX_SCANNED:
-                    files.append(Path(folder) / name)
+                files.append(Path(folder) / name)
+    files.sort(key=lambda path: _auxiliary(path.relative_to(root)))  # stable: path order
     found: dict[str, str] = {}
-    for path in files:
+    for path in files[:MAX_SCANNED]:
         text = _read(path)
         try:
             tree = ast.parse(text or "")
@@ -213,6 +214,29 @@ def _imports(root: Path) -> dict[str, str]:
             ):
                 found[module] = path.relative_to(root).as_posix()
     return found
+
+
+# Folders whose files are not the project's own code but what surrounds it
+AUXILIARY_FOLDERS = frozenset(
+    {
+        "benchmark",
+        "benchmarks",
+        "doc",
+        "docs",
+        "example",
+        "examples",
+        "notebooks",
+        "scripts",
+        "test",
+        "testing",
+        "tests",
+        "tutorials",
+    }
+)
+
+
+def _auxiliary(relative: Path) -> bool:
+    return any(part.lower() in AUXILIARY_FOLDERS for part in relative.parts[:-1])
 
 
 def _imported(imports: dict[str, str], declared: Declared) -> None:

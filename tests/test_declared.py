@@ -123,6 +123,35 @@ def test_a_checkout_that_declares_nothing_gets_what_its_files_import(tmp_path: P
     }
 
 
+def test_the_projects_own_imports_come_before_its_examples_and_tests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """diffusers' setup.py builds its requirements in code, so its imports stand in; read in
+    path order, examples/ and scripts/ filled the list (gym, t5x, d4rl) and the library's own
+    huggingface_hub was never tried in the step's time."""
+    import runners.declared
+
+    for rel, text in {
+        "examples/rl/train.py": "import gym\n",
+        "scripts/convert.py": "import t5x\n",
+        "src/pkg/hub.py": "import huggingface_hub\n",
+        "tests/test_hub.py": "import parameterized\n",
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    declared = declared_requirements(tmp_path)
+    assert [text for text, _ in declared.requirements] == [
+        "huggingface_hub",
+        "gym",
+        "t5x",
+        "parameterized",
+    ]
+    monkeypatch.setattr(runners.declared, "MAX_SCANNED", 1)
+    assert dict(declared_requirements(tmp_path).requirements) == {
+        "huggingface_hub": "import huggingface_hub in src/pkg/hub.py"
+    }
+
+
 def test_imports_are_not_read_when_anything_is_declared(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text("import matplotlib\nimport tqdm\n")
     (tmp_path / "requirements.txt").write_text("tqdm\n")
