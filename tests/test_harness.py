@@ -229,6 +229,35 @@ def test_deadline_survives_code_that_swallows_exceptions(tmp_path: Path) -> None
     assert run.record("scipy")["status"] == "potential"
 
 
+def test_a_stage_whose_deadline_comes_back_wrapped_is_a_timeout_and_the_rest_an_error() -> None:
+    """The PR's code may catch the deadline and raise its own error from it; that is still
+    the finding's time running out, not a crash of the code. Anything else is an error
+    record with the reason, and the PR's `exit()` says it exited."""
+    from runners.harness import FindingTimeout, _guarded
+
+    def rewrapped() -> dict[str, Any]:
+        try:
+            raise FindingTimeout("the code did not finish within 2 s")
+        except BaseException as exc:
+            raise RuntimeError("the step failed") from exc
+
+    def crashes() -> dict[str, Any]:
+        raise ValueError("bad shape")
+
+    def exits() -> dict[str, Any]:
+        raise SystemExit(3)
+
+    base = {"fingerprint": "f", "stage": "precision"}
+    record = _guarded(base, 2.0, rewrapped)
+    assert record["status"] == "error" and record["error"].startswith("timeout"), record
+    assert record["stage"] == "precision" and record["elapsed"] >= 0
+    assert _guarded(base, 2.0, crashes)["error"] == "crashed: ValueError: bad shape"
+    assert _guarded(base, 2.0, exits, exited=" early")["error"] == (
+        "the code exited with status 3 early"
+    )
+    assert _guarded(base, 2.0, lambda: {"status": "confirmed"})["status"] == "confirmed"
+
+
 @pytest.mark.parametrize(
     "ending", ["exit()", "quit()", "import sys\nsys.exit(0)", "raise SystemExit"]
 )
