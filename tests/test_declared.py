@@ -217,3 +217,39 @@ def test_the_requirement_pip_fails_on_is_set_aside(why: str, named: list[str]) -
         "pyyaml",
     ]
     assert culprits(why, wanted) == named
+
+
+def test_setting_aside_leaves_half_the_time_to_try_the_rest_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each round of setting aside resolves the whole set again: diffusers' rounds took over
+    a minute each and, one culprit a round, used the whole step, so the package its code
+    needs (huggingface_hub) was never tried. After half the time, the rest go one by one."""
+    import runners.dependencies as dependencies
+    from runners.dependencies import DependencySettings
+
+    clock = [0.0]
+    tried: list[list[str]] = []
+
+    def dry_run(python, wanted, constraints, settings, work, deadline):  # type: ignore[no-untyped-def]
+        tried.append(list(wanted))
+        clock[0] += 100.0 if len(wanted) > 1 else 5.0  # a whole-set round is slow
+        bad = [text for text in wanted if text.startswith("bad")]
+        if bad:
+            return None, f"Could not find a version that satisfies the requirement {bad[0]}"
+        return [f"{text}==1.0" for text in wanted], ""
+
+    class FakeTime:
+        @staticmethod
+        def monotonic() -> float:
+            return clock[0]
+
+    monkeypatch.setattr(dependencies, "_dry_run", dry_run)
+    monkeypatch.setattr(dependencies, "time", FakeTime)
+    wanted = ["bad1", "bad2", "bad3", "bad4", "bad5", "hub"]
+    pins, failed = dependencies._resolve(
+        "python", wanted, {}, DependencySettings(), tmp_path, deadline=300.0
+    )
+    assert pins == ["hub==1.0"], (tried, failed)
+    assert [len(t) for t in tried[:2]] == [6, 5] and all(len(t) == 1 for t in tried[2:])
+    assert {text for text, _ in failed} == {"bad1", "bad2", "bad3", "bad4", "bad5"}
