@@ -346,10 +346,15 @@ def _resolve(
     canonical names) first, since the step's time may not cover them all. `caps` bounds
     requirements by a date (release_dates.capped); a capped one pip names is first freed of
     its cap (the release current then has no wheel for this Python), and set aside only if
-    it fails again. Setting aside gets half the step's time: each round resolves the whole
-    set again (diffusers' 23 imports took over a minute a round), and the other half then
-    tries the rest one by one, so what the code imports most directly is never left untried."""
-    halfway = time.monotonic() + max(0.0, deadline - time.monotonic()) / 2
+    it fails again.
+
+    The step's time is shared out: setting aside gets the first 40 % (each round resolves the
+    whole set again, and diffusers' 23 imports took over two minutes a round, so its
+    library's huggingface_hub was never tried), one by one runs until 75 %, and the install
+    gets the rest."""
+    now = time.monotonic()
+    rounds_by = now + 0.40 * max(0.0, deadline - now)
+    alone_by = now + 0.75 * max(0.0, deadline - now)
     constraints = work / "constraints.txt"
     constraints.write_text(
         "".join(
@@ -364,12 +369,12 @@ def _resolve(
     uncapped = {cap: text for text, cap in caps.items()}
     failed: list[tuple[str, str]] = []
     for _ in range(SET_ASIDE_LIMIT):
-        pins, why = _dry_run(python, remaining, constraints, settings, work, deadline)
+        pins, why = _dry_run(python, remaining, constraints, settings, work, rounds_by)
         if pins is not None:
             return pins, failed
         named = culprits(why, remaining)
         freed = [text for text in named if text in uncapped]
-        if freed and time.monotonic() <= halfway:  # in the same round as any set aside
+        if freed and time.monotonic() <= rounds_by:  # in the same round as any set aside
             named = [text for text in named if text not in freed]
             remaining = [
                 uncapped.pop(text) if text in freed else text
@@ -380,14 +385,14 @@ def _resolve(
             continue
         if len(remaining) == 1:
             return [], failed + [(remaining[0], why)]
-        if not named or time.monotonic() > halfway:
+        if not named or time.monotonic() > rounds_by:
             break
         failed += [(text, why) for text in named]
         remaining = [text for text in remaining if text not in named]
     remaining.sort(key=lambda text: canonicalize_name(Requirement(text).name) not in imported)
     chosen: dict[str, str] = {}
     for index, text in enumerate(remaining):
-        if index >= ALONE_LIMIT or time.monotonic() > deadline:
+        if index >= ALONE_LIMIT or time.monotonic() > alone_by:
             failed.append(
                 (
                     uncapped.get(text, text),
@@ -395,10 +400,10 @@ def _resolve(
                 )
             )
             continue
-        alone, why = _dry_run(python, [text], constraints, settings, work, deadline)
+        alone, why = _dry_run(python, [text], constraints, settings, work, alone_by)
         if alone is None and text in uncapped:  # the release current then has no wheel here
             text = uncapped.pop(text)
-            alone, why = _dry_run(python, [text], constraints, settings, work, deadline)
+            alone, why = _dry_run(python, [text], constraints, settings, work, alone_by)
         if alone is None:
             failed.append((text, why))
             continue

@@ -219,20 +219,24 @@ def test_the_requirement_pip_fails_on_is_set_aside(why: str, named: list[str]) -
     assert culprits(why, wanted) == named
 
 
-def test_setting_aside_leaves_half_the_time_to_try_the_rest_one_by_one(
+def test_setting_aside_leaves_time_to_try_the_rest_one_by_one_and_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each round of setting aside resolves the whole set again: diffusers' rounds took over
-    a minute each and, one culprit a round, used the whole step, so the package its code
-    needs (huggingface_hub) was never tried. After half the time, the rest go one by one."""
+    two minutes each and, one culprit a round, used the whole step, so the package its code
+    needs (huggingface_hub) was never tried. Rounds stop at 40 % of the time, the rest go one
+    by one until 75 %, and each pip call is bounded by its phase's end (the install gets the
+    rest)."""
     import runners.dependencies as dependencies
     from runners.dependencies import DependencySettings
 
     clock = [0.0]
     tried: list[list[str]] = []
+    bounds: list[float] = []
 
     def dry_run(python, wanted, constraints, settings, work, deadline):  # type: ignore[no-untyped-def]
         tried.append(list(wanted))
+        bounds.append(deadline)
         clock[0] += 100.0 if len(wanted) > 1 else 5.0  # a whole-set round is slow
         bad = [text for text in wanted if text.startswith("bad")]
         if bad:
@@ -253,3 +257,16 @@ def test_setting_aside_leaves_half_the_time_to_try_the_rest_one_by_one(
     assert pins == ["hub==1.0"], (tried, failed)
     assert [len(t) for t in tried[:2]] == [6, 5] and all(len(t) == 1 for t in tried[2:])
     assert {text for text, _ in failed} == {"bad1", "bad2", "bad3", "bad4", "bad5"}
+    assert bounds[:2] == [120.0, 120.0] and set(bounds[2:]) == {225.0}
+    # one by one stops at 75 %: what is left then is said to be untried
+    clock[0], tried[:] = 0.0, []
+    pins, failed = dependencies._resolve(
+        "python",
+        ["bad1", "bad2", *[f"bad{i}x" for i in range(30)], "hub"],
+        {},
+        DependencySettings(),
+        tmp_path,
+        deadline=300.0,
+    )
+    assert pins == [] and clock[0] <= 230.0
+    assert ("hub", "not tried: the dependency step ran out of time or turns") in failed
