@@ -353,8 +353,8 @@ def _resolve(
     library's huggingface_hub was never tried), one by one runs until 75 %, and the install
     gets the rest."""
     now = time.monotonic()
-    rounds_by = now + 0.40 * max(0.0, deadline - now)
-    alone_by = now + 0.75 * max(0.0, deadline - now)
+    span = max(0.0, deadline - now)
+    rounds_by, alone_by = now + 0.40 * span, now + 0.75 * span
     constraints = work / "constraints.txt"
     constraints.write_text(
         "".join(

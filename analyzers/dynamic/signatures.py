@@ -31,6 +31,17 @@ class EntryError(Exception):
 _SEED_NAME = re.compile(r"(^|_)seed$")
 SEED_VALUE = 0
 
+
+def _value_by_name(name: str) -> tuple[bool, Any]:
+    """(True, value) for an unannotated parameter whose name says it is not data: an epsilon
+    is a guard (`GUARD_VALUE`), a random seed a seed (`SEED_VALUE`); else (False, None)."""
+    if is_epsilon_name(name):
+        return True, GUARD_VALUE
+    if _SEED_NAME.search(name):
+        return True, SEED_VALUE
+    return False, None
+
+
 _SIZE_NAME = re.compile(
     r"(^|_)(channels|dim|dims|features|size|hidden|width|d_model|embed)"
     r"(_|$)|^(in|out|n|num)_"
@@ -67,10 +78,8 @@ def constructor_args(owner: type, *, guess_unannotated: bool = False) -> dict[st
             args[param.name] = 8
         elif param.name in allowed:
             args[param.name] = allowed[param.name]
-        elif not text and is_epsilon_name(param.name):
-            args[param.name] = GUARD_VALUE
-        elif not text and _SEED_NAME.search(param.name):
-            args[param.name] = SEED_VALUE
+        elif not text and (by_name := _value_by_name(param.name))[0]:
+            args[param.name] = by_name[1]
         else:
             found, value = constant_for(text)
             if found or (guess_unannotated and not text):
@@ -124,20 +133,14 @@ def specs_from_signature(
         sized = uses is not None and param.name in uses.sizes and not hinted
         # `def _merge_param(self, direction, scale, eps)`: every caller passes a small positive
         # epsilon; searched, it was set to 0 and "proved" `scale / (eps + norm)`
-        guard = (
-            not annotation
-            and param.default is inspect.Parameter.empty
-            and is_epsilon_name(param.name)
-        )
-        seed = (
-            not annotation
-            and param.default is inspect.Parameter.empty
-            and _SEED_NAME.search(param.name) is not None
+        fixed, fixed_value = (
+            _value_by_name(param.name)
+            if not annotation and param.default is inspect.Parameter.empty
+            else (False, None)
         )
         tensorish = (
             not sized
-            and not guard
-            and not seed
+            and not fixed
             and (
                 hinted
                 or given_by_caller
@@ -145,10 +148,8 @@ def specs_from_signature(
             )
         )
         if not tensorish:
-            if guard:
-                chosen[param.name] = GUARD_VALUE  # the reproducer passes it too
-            elif seed:
-                chosen[param.name] = SEED_VALUE
+            if fixed:
+                chosen[param.name] = fixed_value  # the reproducer passes it too
             elif sized and param.default is inspect.Parameter.empty:
                 # the tensors' own shape: what a sample shape of theirs broadcasts with
                 chosen[param.name] = shape or (DEFAULT_BATCH, DEFAULT_FEATURES)
