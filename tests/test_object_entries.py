@@ -5,9 +5,11 @@ harness."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
+import torch
 from harness_support import confirmed_reproducer, run_findings, run_script, write_repo
 
 from analyzers.dynamic.objects import ObjectCall, object_inputs
@@ -187,6 +189,84 @@ def test_a_seed_parameter_is_a_seed_not_a_searched_tensor() -> None:
             self.size, self.seed = size, sample_seed
 
     assert constructor_args(Sampler) == {"size": 8, "sample_seed": SEED_VALUE}
+
+
+def test_a_declared_range_bounds_the_search_with_its_open_ends_kept_open() -> None:
+    """`arg_constraints` as torch.distributions, Pyro and NumPyro declare them: `positive`
+    excludes 0 itself, so its box starts at the smallest normal float32."""
+    from torch.distributions import constraints
+
+    from analyzers.dynamic.objects import declared_bounds
+
+    tiny = float(torch.finfo(torch.float32).tiny)
+    assert declared_bounds(constraints.positive) == (tiny, math.inf)
+    assert declared_bounds(constraints.nonnegative) == (0.0, math.inf)
+    assert declared_bounds(constraints.unit_interval) == (0.0, 1.0)
+    lo, hi = declared_bounds(constraints.half_open_interval(0.0, 1.0)) or (0, 0)
+    assert lo == 0.0 and 0.99999 < hi < 1.0
+    lo, _ = declared_bounds(constraints.greater_than(2.0)) or (0, 0)
+    assert 2.0 < lo < 2.001
+    assert declared_bounds(constraints.real) is None
+    assert declared_bounds(constraints.simplex) is None
+    # bounds made of the object's own parameters say nothing about one input
+    assert declared_bounds(constraints.interval(torch.zeros(3), torch.ones(3))) is None
+
+
+RANGED_BASE = """\
+from torch.distributions import constraints
+
+
+class Exponential:
+    \"\"\"Declares its ranges but checks nothing, as NumPyro does unless asked to.\"\"\"
+
+    arg_constraints = {"rate": constraints.positive, "loc": constraints.real}
+
+    def __init__(self, rate, loc):
+        self.rate, self.loc = rate, loc
+"""
+
+RANGED = """\
+import torch
+
+from base import Exponential
+
+
+class Shifted(Exponential):
+    def log_rate(self):
+        return torch.log(self.rate)
+
+    def log_loc(self):
+        return torch.log(self.loc)
+"""
+
+
+def test_a_declared_range_keeps_the_search_off_values_the_class_excludes(
+    tmp_path: Path,
+) -> None:
+    """`log(rate)` with `rate` declared positive (by a base class in another module, which
+    the static pass does not read) is finite, with its gradient, at every float32 the
+    constraint admits: searching the whole box "proved" it at rate = 0 or below. `log(loc)`
+    beside it, with `loc` declared real, is still confirmed."""
+    repo = write_repo(tmp_path / "repo", {"base.py": RANGED_BASE, "dists.py": RANGED})
+    import sys
+
+    sys.path.insert(0, str(repo))
+    try:
+        import dists
+
+        found = object_inputs(dists.Shifted, "log_rate", "torch")
+        rate, loc = found.specs
+        assert rate.lo == float(torch.finfo(torch.float32).tiny) and rate.hi == 100.0
+        assert loc.lo == -100.0
+    finally:
+        sys.path.remove(str(repo))
+        for name in ("dists", "base"):
+            sys.modules.pop(name, None)
+    run = run_findings(
+        repo, "dists.py", ["Shifted.log_loc", "Shifted.log_rate"], finding_timeout=120, timeout=300
+    )
+    assert run.record("Shifted.log_loc")["status"] == "confirmed"
+    assert run.record("Shifted.log_rate")["status"] == "not-triggered"
 
 
 OPTIMIZERS = """\

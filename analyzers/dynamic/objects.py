@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -150,6 +151,7 @@ def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
                 first = first or exc
                 continue
             init_specs = _signs_accepted(call, init_specs, specs, constants, framework)
+            init_specs = _declared_ranges(owner, init_names, init_specs)
             return ObjectInputs(
                 call,
                 [*init_specs, *specs],
@@ -243,6 +245,80 @@ def _signs_accepted(
         else:
             kept.append(spec)
     return kept
+
+
+def _declared_ranges(
+    owner: type, init_names: Sequence[str], init_specs: list[InputSpec]
+) -> list[InputSpec]:
+    """A constructor input that the class declares a range for (`arg_constraints =
+    {"concentration": constraints.positive}`, as torch.distributions, Pyro and NumPyro write
+    it) is searched inside that range, whether or not the object checks it: NumPyro checks
+    only when asked, and a proof at a value the class's own contract excludes (a concentration
+    of exactly 0 in `digamma`) is one its users cannot meet. The constructor's inputs are the
+    last `len(init_names)` specs; those before them belong to the objects it is built with."""
+    declared = inspect.getattr_static(owner, "arg_constraints", None)
+    if not isinstance(declared, dict):  # torch's base class: a property that raises
+        return init_specs
+    first = len(init_specs) - len(init_names)
+    narrowed = list(init_specs)
+    for index, name in enumerate(init_names, start=first):
+        bounds = declared_bounds(declared.get(name))
+        if bounds is None:
+            continue
+        spec = narrowed[index]
+        lo, hi = max(spec.lo, bounds[0]), min(spec.hi, bounds[1])
+        if lo <= hi:
+            narrowed[index] = replace(spec, lo=lo, hi=hi)
+    return narrowed
+
+
+def declared_bounds(constraint: Any) -> tuple[float, float] | None:
+    """(lo, hi) of a constraint object with a numeric `lower_bound` or `upper_bound` (torch's,
+    Pyro's and NumPyro's `positive`, `nonnegative`, `unit_interval`, `greater_than(x)`, ...);
+    an open end (`positive` excludes 0) is moved inward to the nearest float32 value the
+    constraint admits, so the search never sits on the excluded value itself."""
+    lower = _bound(getattr(constraint, "lower_bound", None))
+    upper = _bound(getattr(constraint, "upper_bound", None))
+    if lower is None and upper is None:
+        return None
+    lo = -math.inf if lower is None else lower
+    hi = math.inf if upper is None else upper
+    if lower is not None and not _admits(constraint, lower):
+        lo = _inward(lower, math.inf)
+    if upper is not None and not _admits(constraint, upper):
+        hi = _inward(upper, -math.inf)
+    return lo, hi
+
+
+def _bound(value: Any) -> float | None:
+    """A plain number; a bound that is a tensor of several values (a dependent `interval`
+    over the object's own parameters) says nothing about one input."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _admits(constraint: Any, value: float) -> bool:
+    """Does the constraint accept the value itself? torch's and Pyro's constraints have
+    `check`; NumPyro's are also callable. One that cannot say is taken as open."""
+    check = getattr(constraint, "check", None) or constraint
+    try:
+        return bool(check(torch.tensor(value, dtype=torch.float64)))
+    except Exception:  # the PR's code (a custom constraint): not to be trusted with the end
+        return False
+
+
+def _inward(bound: float, towards: float) -> float:
+    """The float32 value next to `bound` in the direction `towards`; from 0, the smallest
+    normal float32 (a subnormal would be flushed to zero by TensorFlow on the CPU)."""
+    step = float(torch.nextafter(torch.tensor(bound), torch.tensor(towards)))
+    if bound == 0.0:
+        return math.copysign(float(torch.finfo(torch.float32).tiny), towards)
+    return step
 
 
 def _native(x: torch.Tensor, framework: str) -> Any:

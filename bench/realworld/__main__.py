@@ -75,6 +75,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--search-seconds", type=float, default=5.0)
     parser.add_argument("--json", type=Path, default=None, help="write every row here")
     parser.add_argument(
+        "--reviews",
+        type=Path,
+        default=None,
+        help="keep each review's whole JSON report here, as BUG.json: the proofs, inputs "
+        "and reproducers, for reading a finding by hand",
+    )
+    parser.add_argument(
         "--unjudged", action="store_true", help="also list the findings that have no judgement yet"
     )
     return parser
@@ -214,6 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             dynamic=args.dynamic,
             timeout=args.timeout,
             search_seconds=args.search_seconds,
+            keep=args.reviews,
         )
         rows.append(scored)
         print(_row(scored), flush=True)

@@ -65,6 +65,7 @@ def review(
     dynamic: bool,
     timeout: float,
     search_seconds: float,
+    keep: Path | None = None,
 ) -> Scored:
     clone = find_clone(mirrors, bug.repo)
     if clone is None:
@@ -118,7 +119,11 @@ def review(
         if proc.returncode not in (0, 1) or not out.exists():
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             return Scored(bug, "error", f"exit {proc.returncode}: {tail[0][:300]}", seconds=seconds)
-        data = json.loads(out.read_text(encoding="utf-8"))
+        text = out.read_text(encoding="utf-8")
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            (keep / f"{bug.id}.json").write_text(text, encoding="utf-8")
+        data = json.loads(text)
     scored = score(bug, (finding_from_json(f) for f in data["findings"]), judgements)
     scored.seconds = seconds
     scored.errors = [
