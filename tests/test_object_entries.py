@@ -228,7 +228,7 @@ class Exponential:
 RANGED = """\
 import torch
 
-from base import Exponential
+from ranged_base import Exponential
 
 
 class Shifted(Exponential):
@@ -241,29 +241,29 @@ class Shifted(Exponential):
 
 
 def test_a_declared_range_keeps_the_search_off_values_the_class_excludes(
-    tmp_path: Path,
+    tmp_path: Path, clean_modules: None
 ) -> None:
     """`log(rate)` with `rate` declared positive (by a base class in another module, which
     the static pass does not read) is finite, with its gradient, at every float32 the
     constraint admits: searching the whole box "proved" it at rate = 0 or below. `log(loc)`
     beside it, with `loc` declared real, is still confirmed."""
-    repo = write_repo(tmp_path / "repo", {"base.py": RANGED_BASE, "dists.py": RANGED})
+    repo = write_repo(tmp_path / "repo", {"ranged_base.py": RANGED_BASE, "ranged.py": RANGED})
     import sys
 
     sys.path.insert(0, str(repo))
     try:
-        import dists
+        import ranged  # type: ignore[import-not-found]
 
-        found = object_inputs(dists.Shifted, "log_rate", "torch")
+        found = object_inputs(ranged.Shifted, "log_rate", "torch")
         rate, loc = found.specs
         assert rate.lo == float(torch.finfo(torch.float32).tiny) and rate.hi == 100.0
         assert loc.lo == -100.0
     finally:
         sys.path.remove(str(repo))
-        for name in ("dists", "base"):
+        for name in ("ranged", "ranged_base"):
             sys.modules.pop(name, None)
     run = run_findings(
-        repo, "dists.py", ["Shifted.log_loc", "Shifted.log_rate"], finding_timeout=120, timeout=300
+        repo, "ranged.py", ["Shifted.log_loc", "Shifted.log_rate"], finding_timeout=120, timeout=300
     )
     assert run.record("Shifted.log_loc")["status"] == "confirmed"
     assert run.record("Shifted.log_rate")["status"] == "not-triggered"
@@ -374,3 +374,59 @@ def test_an_argument_checked_with_isinstance_is_built_from_searched_numbers(tmp_
     assert "base_dist = Normal(loc=base_dist_loc, scale=base_dist_scale)" in source
     check = run_script(repo, source)
     assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+
+
+def test_a_count_the_docstring_types_as_an_integer_is_passed_not_searched() -> None:
+    """TensorFlow Probability's `num_samples: Singleton integer Tensor`: searched as a float
+    tensor it broke `tf.stack` before the division the PR added could run."""
+    from analyzers.dynamic.signatures import DEFAULT_FEATURES, specs_from_signature
+    from analyzers.dynamic.usage import parameter_uses
+
+    def draw(probs, num_trials, num_classes):  # type: ignore[no-untyped-def]
+        """Draws.
+
+        Args:
+          probs: Floating Tensor of probabilities.
+          num_trials: Tensor of trial counts, cast to the probabilities' float dtype.
+          num_classes: Singleton integer Tensor: number of classes.
+        """
+        return probs / num_trials
+
+    specs, constants, chosen = specs_from_signature(draw, None, uses=parameter_uses(draw))
+    assert len(specs) == 2 and chosen == {"num_classes": DEFAULT_FEATURES} == constants
+    # without the docstring's word, all three are searched
+    assert len(specs_from_signature(draw, None)[0]) == 3
+
+
+TFP_SAMPLER = '''import tensorflow as tf
+
+
+def sample_iterated(num_samples, num_classes, probs):
+    """Draws one binomial per class, as TensorFlow Probability's sampler does.
+
+    Args:
+      num_samples: Singleton integer Tensor: number of samples to draw.
+      num_classes: Singleton integer Tensor: number of classes.
+      probs: Floating Tensor with last dimension `num_classes`.
+    """
+    shape = tf.stack([num_samples, tf.shape(probs)[0]])
+    consumed = tf.cumsum(probs, axis=-1, exclusive=True)
+    return tf.zeros(shape)[..., None] + probs / (1.0 - consumed)
+'''
+
+
+def test_leading_counts_go_by_position_and_the_division_is_reached(
+    tmp_path: Path, clean_modules: None
+) -> None:
+    """Counts before the searched tensor are passed by position, as sizes are; as float
+    tensors, `tf.stack` refused them (shapes must match) before the division ran."""
+    from analyzers.dynamic.entries import synthesise
+
+    repo = write_repo(tmp_path / "repo", {"tfp_sampler.py": TFP_SAMPLER})
+    entry = synthesise(repo, "tfp_sampler.py", "sample_iterated", 0)
+    assert entry.template == [8, 8, None] and len(entry.specs) == 1
+    assert entry.param_names == ["probs"]
+    run = run_findings(
+        repo, "tfp_sampler.py", ["sample_iterated"], finding_timeout=120, timeout=300
+    )
+    assert run.record("sample_iterated")["status"] == "confirmed"

@@ -93,3 +93,54 @@ def test_isinstance_refusals_name_the_class_a_parameter_must_be() -> None:
 
     checks = {name: ast.unparse(e) for name, e in isinstance_checks(_wrapped).items()}
     assert checks == {"base_dist": "(_Optimizer, int)", "kernel": "_Optimizer"}
+
+
+def _iterated_binomial(num_samples: Any, num_classes: Any, probs: Any, num_trials: Any) -> Any:
+    """Draws a multinomial, one binomial per class (TensorFlow Probability's docstring).
+
+    Args:
+      num_samples: Singleton integer Tensor: number of multinomial samples to
+        draw.
+      num_classes: Singleton integer Tensor: number of classes.
+      probs: Floating Tensor with last dimension `num_classes`, of normalized
+        probabilities per class.
+      num_trials: Tensor of number of categorical trials each multinomial consists
+        of.  num_trials[..., tf.newaxis] must broadcast with an integer tensor.
+
+    Returns:
+      counts: int32 Tensor of shape [num_samples, num_classes].
+    """
+    return probs / num_trials
+
+
+def _numpy_documented(x: Any, k: Any, scale: Any, bins: Any, labels: Any, ids: Any) -> Any:
+    """Scales x (NumPy's docstring style).
+
+    Parameters
+    ----------
+    x : array_like
+        The values.
+    k : int
+        How many.
+    scale : float or int
+        A scale.
+    bins : int (default 10)
+    labels : int array
+        Class labels: many integers, searched as data.
+    ids : int64 tensor of shape (n,)
+
+    Returns
+    -------
+    out : int
+    """
+    return x * scale / k
+
+
+def test_a_parameter_the_docstring_types_as_an_integer_is_a_count() -> None:
+    """Only the item's type and first sentence count: `num_trials` mentions an integer
+    tensor after its first sentence, and `probs` is floating; an integer array or a tensor
+    of a shape holds many values, which are data."""
+    assert parameter_uses(_iterated_binomial).integers == {"num_samples", "num_classes"}
+    assert parameter_uses(_numpy_documented).integers == {"k", "bins"}  # not `float or int`
+    assert parameter_uses(_sizes).integers == frozenset()  # no docstring
+    assert parameter_uses(test_unreadable_source_says_nothing).integers == frozenset()

@@ -265,24 +265,30 @@ def synthesise(
     )
 
 
-def _leading_sizes(fn: Any, uses: ParameterUses, shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+def _leading_sizes(fn: Any, uses: ParameterUses, shape: tuple[int, ...]) -> list[Any]:
     """`shape` (the searched tensors' own, so what the code makes of it broadcasts with
     them) for each of the function's first positional parameters that its body uses as a
-    size (`def _unsafe_standard_stable(shape, alpha, beta)`): the tensors after them cannot
-    be passed by position otherwise."""
-    sizes: list[tuple[int, ...]] = []
+    size (`def _unsafe_standard_stable(shape, alpha, beta)`), and `DEFAULT_FEATURES` for
+    each its docstring types as an integer (TensorFlow Probability's
+    `_sample_multinomial_as_iterated_binomial(num_samples, num_classes, probs, ...)`): the
+    tensors after them cannot be passed by position otherwise."""
+    sizes: list[Any] = []
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return sizes
     for param in params:
-        if (
-            param.name not in uses.sizes
-            or param.default is not inspect.Parameter.empty
-            or param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD)
+        if param.default is not inspect.Parameter.empty or param.kind not in (
+            param.POSITIONAL_ONLY,
+            param.POSITIONAL_OR_KEYWORD,
         ):
             break
-        sizes.append(shape)
+        if param.name in uses.sizes:
+            sizes.append(shape)
+        elif param.name in uses.integers and param.annotation is inspect.Parameter.empty:
+            sizes.append(DEFAULT_FEATURES)
+        else:
+            break
     return sizes
 
 

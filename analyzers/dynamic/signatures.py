@@ -106,7 +106,8 @@ def specs_from_signature(
     caller passes it. `branch`: values a flag or mode parameter takes instead of its default,
     where the flagged line needs them (branches.py), when the value fits the parameter.
     `uses`: what the body does with the parameters (usage.py): an unannotated one used as
-    an index is an integer tensor, one used as a size gets a shape. An unannotated parameter
+    an index is an integer tensor, one used as a size gets a shape, one its docstring types
+    as an integer (and that has no default) gets `DEFAULT_FEATURES`. An unannotated parameter
     named as an epsilon (`eps`, `wn_eps`) with no default is a guard, not data: it gets
     `GUARD_VALUE`, never a searched tensor; one named as a random seed gets `SEED_VALUE`."""
     try:
@@ -131,6 +132,12 @@ def specs_from_signature(
             and (not annotation or hinted)
         )
         sized = uses is not None and param.name in uses.sizes and not hinted
+        counted = (
+            uses is not None
+            and param.name in uses.integers
+            and not annotation
+            and param.default is inspect.Parameter.empty
+        )
         # `def _merge_param(self, direction, scale, eps)`: every caller passes a small positive
         # epsilon; searched, it was set to 0 and "proved" `scale / (eps + norm)`
         fixed, fixed_value = (
@@ -140,6 +147,7 @@ def specs_from_signature(
         )
         tensorish = (
             not sized
+            and not counted
             and not fixed
             and (
                 hinted
@@ -150,6 +158,8 @@ def specs_from_signature(
         if not tensorish:
             if fixed:
                 chosen[param.name] = fixed_value  # the reproducer passes it too
+            elif counted:  # `num_classes: Singleton integer Tensor`: as many as the features
+                chosen[param.name] = DEFAULT_FEATURES
             elif sized and param.default is inspect.Parameter.empty:
                 # the tensors' own shape: what a sample shape of theirs broadcasts with
                 chosen[param.name] = shape or (DEFAULT_BATCH, DEFAULT_FEATURES)

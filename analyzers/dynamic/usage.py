@@ -8,7 +8,8 @@ values to unpack", then "tensors used as indices must be long"); jax-md indexes
 `charges[nbr_inds]` ("Indexer must have integer or boolean type"). The body says what each
 parameter is, so it is read, as branches.py reads the conditions: a parameter passed where a
 size goes is a size, one used as a subscript or as the index of a gather/scatter is an
-integer index, and one unpacked into N names has N rows.
+integer index, and one unpacked into N names has N rows. Its docstring is read too: one it
+types as an integer is a count (docstrings.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import inspect
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any
+
+from analyzers.dynamic.docstrings import documented_integers
 
 # methods and functions whose first argument is a size (`x.new_empty(shape)`,
 # `torch.zeros(shape)`, `x.expand(shape)`)
@@ -77,13 +80,14 @@ class ParameterUses:
     sizes: set[str] = field(default_factory=set)  # passed where a shape goes
     indices: set[str] = field(default_factory=set)  # used to index, gather or scatter
     rows: dict[str, int] = field(default_factory=dict)  # unpacked into this many names
+    integers: frozenset[str] = frozenset()  # typed as integers by the docstring (docstrings.py)
 
 
 def parameter_uses(fn: Any) -> ParameterUses:
     """The uses of `fn`'s parameters in its own body (nested functions and lambdas
     included: jax-md's `vmap(lambda i: ...)` indexes with the outer parameter too); empty
     when the source cannot be read."""
-    uses = ParameterUses()
+    uses = ParameterUses(integers=documented_integers(fn))
     parsed = parsed_function(fn)
     if parsed is None:
         return uses

@@ -474,7 +474,7 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     if rebuild is not None and not tf_mode:  # the search ran the method under this seed
         body.append(f"torch.manual_seed({integer(rebuild.get('call_seed', 0), 'call seed')})")
     if tf_mode:
-        body.extend(_tf_check(call, names, floats, label, target.checks_gradient))
+        body.extend(_tf_check(call, call_arguments, floats, label, target.checks_gradient))
     elif jax_mode:
         body.extend(_jax_check(call, names, call_arguments, floats, label, target.checks_gradient))
     elif numpy_mode:
@@ -882,11 +882,13 @@ def _replayed_arguments(
 
 
 def _tf_check(
-    call: str, names: list[str], floats: list[str], label: str, gradient: bool
+    call: str, call_arguments: str, floats: list[str], label: str, gradient: bool
 ) -> list[str]:
+    """The call as the search made it (its constants and a recorded call's other arguments
+    included), under a tape watching the float inputs."""
     lines = ["with tf.GradientTape(persistent=True) as tape:"]
     lines += [f"    tape.watch({name})" for name in floats]
-    lines += [f"    out = {call}({', '.join(names)})"]
+    lines += [f"    out = {call}({call_arguments})"]
     if gradient:  # the sum must be taken under the tape to be differentiated
         lines += ["    total = tf.add_n([tf.reduce_sum(t) for t in tf.nest.flatten(out)])"]
     lines += [f'assert _finite(out), "{label} makes the output NaN/Inf"']
