@@ -640,6 +640,26 @@ def test_code_raising_on_every_input_records_the_error() -> None:
     assert outcome.error == "ValueError: refuses every input"
 
 
+def test_a_structural_error_on_every_draw_ends_the_search_early() -> None:
+    """`len()` of a scalar fails whatever the values: the search stops after
+    SAME_ERROR_LIMIT draws instead of spending its budget. A value check with fixed words
+    (`always_raises`: "refuses every input") is not structural: later stages' zeros and
+    corners might pass it, so it gets the whole budget."""
+    from analyzers.dynamic.search import SAME_ERROR_LIMIT, structural
+
+    _, _, outcome = search(
+        "wrong_structure", "@structure", "log", budget=Budget(seconds=600, evaluations=400)
+    )
+    assert not outcome.reached and outcome.error is not None
+    assert outcome.error.startswith("TypeError") and outcome.evaluations == SAME_ERROR_LIMIT
+    _, _, checked = search(
+        "always_raises", "@raises", "log", budget=Budget(seconds=600, evaluations=400)
+    )
+    assert checked.error == "ValueError: refuses every input" and checked.evaluations == 400
+    assert structural("RuntimeError: The size of tensor a (4) must match the size of b (8)")
+    assert not structural("ValueError: x must be all zeros")
+
+
 def test_search_is_deterministic_under_a_seed() -> None:
     """Same seed, same trigger: a re-run must show the reader the same values."""
     first = search("standardise", "@std-div", "div", seed=7)[2]

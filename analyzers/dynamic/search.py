@@ -57,6 +57,36 @@ STAGES = ("restarts", "snap", "solve", "gradient", "snap", "evolution")
 DIRECTED_STAGES = STAGES[:-1]
 
 
+# Draws in a row, none reaching the op, that raise the very same structural error before the
+# search gives up on the entry: a wrong type, a missing attribute or mismatched shapes
+# (`TypeError: Scalar tensor has no len()`) come from the call's structure, and more draws
+# only spend the budget. jax-md's PR of 81 findings tried each failing entry for its whole
+# budget, shape after shape, and 60 findings never got their turn. A value check (`raise
+# ValueError("probs must be non-negative")`) is not structural: a later stage's zeros or
+# corners may pass it.
+SAME_ERROR_LIMIT = 8
+STRUCTURAL_ERRORS = frozenset(
+    {
+        "TypeError",
+        "AttributeError",
+        "NameError",
+        "UnboundLocalError",
+        "ImportError",
+        "ModuleNotFoundError",
+        "NotImplementedError",
+    }
+)
+_SHAPE_WORDS = ("shape", "broadcast", "size of tensor", "dimension", "rank")
+
+
+def structural(error: str) -> bool:
+    """An evaluation's error (`Type: message`) that no choice of values avoids: see
+    SAME_ERROR_LIMIT."""
+    kind, _, message = error.partition(":")
+    lowered = message.lower()
+    return kind.strip() in STRUCTURAL_ERRORS or any(w in lowered for w in _SHAPE_WORDS)
+
+
 @dataclass(frozen=True)
 class Budget:
     seconds: float = 5.0
@@ -357,6 +387,7 @@ class Searcher:
     def run(self, start: list[torch.Tensor] | None = None) -> Outcome:
         self.started = time.perf_counter()
         last_error: str | None = None
+        repeated = 0  # evaluations in a row that raised `last_error`, word for word
         reached = False
         for stage in self.stages:
             for inputs in self._stage(stage, start):
@@ -365,12 +396,17 @@ class Searcher:
                 evaluation = self.evaluate(inputs)
                 self._last = evaluation
                 if evaluation.error:
+                    same = evaluation.error == last_error and structural(evaluation.error)
+                    repeated = repeated + 1 if same else 1
                     last_error = evaluation.error
+                    if repeated >= SAME_ERROR_LIMIT and not reached:
+                        break  # the call fails whatever the values: see SAME_ERROR_LIMIT
                     continue
+                repeated = 0
                 reached = reached or evaluation.reached
                 if self._note(inputs, evaluation, stage, restart=stage == "restarts"):
                     return self._outcome(inputs, evaluation, stage)
-            if self._out_of_budget():
+            if self._out_of_budget() or (repeated >= SAME_ERROR_LIMIT and not reached):
                 break
         return Outcome(
             False,
