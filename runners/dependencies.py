@@ -51,7 +51,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import Requirement
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from runners.declared import declared_requirements
@@ -59,10 +59,18 @@ from runners.release_dates import capped
 
 SITE = "site"
 MANIFEST = "manifest.json"
-FORMAT = 3  # bump when the folder layout or the manifest changes
+FORMAT = 4  # bump when the folder layout, the manifest or the resolution changes
 RETRY_FAILED_AFTER = 3600.0  # seconds: an environment with failures is rebuilt after this
 ALONE_LIMIT = 40  # requirements resolved one by one when they cannot be resolved together
 SET_ASIDE_LIMIT = 16  # requirements set aside one pip error at a time before that
+# The frameworks of numcheck's own environment. A declared package that depends on one of them
+# is built against its release, so its release of the commit's day (release_dates.capped)
+# expects that day's framework, not the one installed: optax's 2021 `chex<=0.1.3` fails at
+# import on today's jax (`jax.interpreters.batching` has no `BatchTracer`). Such a package is
+# freed of its date cap and resolved to the newest release its requirement allows.
+FRAMEWORKS = frozenset(
+    {"torch", "jax", "jaxlib", "tensorflow", "tensorflow-cpu", "keras", "tf-keras"}
+)
 # A package the interpreter already has, whose vendored folder another package of the same
 # wheel reads from its own path: pkg_resources (declared.PROVIDED_ONCE) puts
 # `setuptools/_vendor` on sys.path itself. The folder stays; the package around it goes, so
@@ -371,6 +379,17 @@ def _resolve(
     for _ in range(SET_ASIDE_LIMIT):
         pins, why = _dry_run(python, remaining, constraints, settings, work, rounds_by)
         if pins is not None:
+            tied = _built_on_frameworks(work / "report.json")
+            untied = [
+                uncapped.pop(text)
+                if text in uncapped and canonicalize_name(Requirement(text).name) in tied
+                else text
+                for text in remaining
+            ]
+            if untied != remaining and time.monotonic() <= rounds_by:
+                again, _ = _dry_run(python, untied, constraints, settings, work, rounds_by)
+                if again is not None:
+                    return again, failed
             return pins, failed
         named = culprits(why, remaining)
         freed = [text for text in named if text in uncapped]
@@ -478,6 +497,33 @@ def _dry_run(
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
         return None, f"pip's report could not be read: {exc}"
     return sorted(pins), ""
+
+
+def _built_on_frameworks(report: Path) -> set[str]:
+    """The packages of a dry run's report that depend on one of FRAMEWORKS (not through an
+    extra), by canonical name."""
+    try:
+        items = json.loads(report.read_text(encoding="utf-8")).get("install", [])
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return set()
+    tied: set[str] = set()
+    for item in items if isinstance(items, list) else []:
+        try:
+            metadata = item["metadata"]
+            requires = metadata.get("requires_dist") or []
+            name = canonicalize_name(metadata["name"])
+        except (KeyError, TypeError, AttributeError):
+            continue
+        for text in requires:
+            try:
+                requirement = Requirement(text)
+            except InvalidRequirement:
+                continue
+            if requirement.marker is not None and "extra" in str(requirement.marker):
+                continue
+            if canonicalize_name(requirement.name) in FRAMEWORKS:
+                tied.add(name)
+    return tied
 
 
 def _install(

@@ -124,6 +124,30 @@ def test_an_old_commit_gets_the_releases_current_on_its_day(tmp_path: Path) -> N
     assert plain.installed == ("datedlib==2.0", "laterwheel==2.0")
 
 
+def test_a_package_built_on_a_framework_is_not_held_to_the_commits_day(tmp_path: Path) -> None:
+    """A declared package that depends on one of numcheck's frameworks (torch here) was built
+    against that day's framework, not the installed one (optax's 2021 chex fails at import on
+    today's jax): it is freed of the date cap; the others keep theirs."""
+    folder = tmp_path / "dated"
+    make_wheel(folder, "datedlib", "1.0", {"datedlib/__init__.py": "API = 1\n"})
+    make_wheel(folder, "datedlib", "2.0", {"datedlib/__init__.py": "API = 2\n"})
+    for version in ("1.0", "2.0"):
+        make_wheel(folder, "ontorch", version, {"ontorch/__init__.py": ""}, requires=["torch"])
+    uploaded = {
+        "datedlib-1.0-py3-none-any.whl": "2018-05-01T10:00:00Z",
+        "datedlib-2.0-py3-none-any.whl": "2024-01-01T10:00:00Z",
+        "ontorch-1.0-py3-none-any.whl": "2018-05-01T10:00:00Z",
+        "ontorch-2.0-py3-none-any.whl": "2024-01-01T10:00:00Z",
+    }
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "requirements.txt").write_text("datedlib\nontorch\n")
+    with dated_index(folder, uploaded) as url:
+        dated = DependencySettings(cache=tmp_path / "cache", index=url, seconds=120)
+        old = prepare(checkout, settings=dated, as_of=datetime(2019, 3, 1, tzinfo=UTC))
+    assert old.installed == ("datedlib==1.0", "ontorch==2.0") and old.failed == ()
+
+
 def test_the_project_itself_is_never_installed_over_the_checkout(
     tmp_path: Path, index: Path
 ) -> None:
