@@ -315,10 +315,9 @@ def _admits(constraint: Any, value: float) -> bool:
 def _inward(bound: float, towards: float) -> float:
     """The float32 value next to `bound` in the direction `towards`; from 0, the smallest
     normal float32 (a subnormal would be flushed to zero by TensorFlow on the CPU)."""
-    step = float(torch.nextafter(torch.tensor(bound), torch.tensor(towards)))
     if bound == 0.0:
         return math.copysign(float(torch.finfo(torch.float32).tiny), towards)
-    return step
+    return float(torch.nextafter(torch.tensor(bound), torch.tensor(towards)))
 
 
 def _native(x: torch.Tensor, framework: str) -> Any:
