@@ -10,7 +10,7 @@ import pytest
 from analyzers.model import Finding
 from bench.realworld.__main__ import summary
 from bench.realworld.corpus import CAUSES, Bug, load_bugs, load_judgements, load_unproven, score
-from bench.realworld.review import find_clone
+from bench.realworld.review import find_clone, rescored
 
 
 def test_the_bug_list_is_well_formed() -> None:
@@ -101,6 +101,24 @@ def test_scoring_counts_the_bug_line_inline_comments_and_judgements() -> None:
     assert scored.others_judged == {"noise": 1, "borderline": 1}
     missed = score(_bug(), [unproven], {})
     assert not missed.flagged and missed.inline == 0 and missed.inline_unjudged == []
+
+
+def test_a_kept_review_is_scored_again_with_the_judgements_of_now(tmp_path: Path) -> None:
+    """`--rescore`: a finding read after the run counts without running the review again;
+    a bug whose review was not kept is missing, not an error."""
+    import json
+
+    findings = [_finding(10, status="confirmed"), _finding(30, rule="eps-absorbed")]
+    (tmp_path / "b.json").write_text(
+        json.dumps({"findings": [f.to_json() for f in findings], "errors": []})
+    )
+    before = rescored(_bug(), tmp_path, {})
+    assert before.state == "reviewed" and before.inline == 2
+    assert before.inline_judged == {"real": 1} and len(before.inline_unjudged) == 1
+    after = rescored(_bug(), tmp_path, {("b", "m.py", 30, "log"): "noise"})
+    assert after.inline_judged == {"real": 1, "noise": 1} and after.inline_unjudged == []
+    gone = rescored(_bug(), tmp_path / "elsewhere", {})
+    assert gone.state == "missing" and "no kept review" in gone.reason
 
 
 @pytest.mark.parametrize("layout", ["o+r/repo", "o+r", "o/r.git"])

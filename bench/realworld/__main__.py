@@ -30,7 +30,7 @@ from bench.realworld.corpus import (
     load_judgements,
     load_unproven,
 )
-from bench.realworld.review import default_mirrors, review
+from bench.realworld.review import default_mirrors, rescored, review
 
 TARGETS = {
     "recall": 0.90,
@@ -80,6 +80,14 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="keep each review's whole JSON report here, as BUG.json: the proofs, inputs "
         "and reproducers, for reading a finding by hand",
+    )
+    parser.add_argument(
+        "--rescore",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="run no review: score the reviews an earlier run kept in DIR (--reviews) with "
+        "the judgements as they are now (a bug with none kept is missing)",
     )
     parser.add_argument(
         "--unjudged", action="store_true", help="also list the findings that have no judgement yet"
@@ -214,14 +222,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"mirrors: {shown}; pass: {'static + dynamic' if args.dynamic else 'static'}", flush=True)
     rows = []
     for bug in bugs:
-        scored = review(
-            bug,
-            mirrors,
-            judgements,
-            dynamic=args.dynamic,
-            timeout=args.timeout,
-            search_seconds=args.search_seconds,
-            keep=args.reviews,
+        scored = (
+            rescored(bug, args.rescore, judgements)
+            if args.rescore is not None
+            else review(
+                bug,
+                mirrors,
+                judgements,
+                dynamic=args.dynamic,
+                timeout=args.timeout,
+                search_seconds=args.search_seconds,
+                keep=args.reviews,
+            )
         )
         rows.append(scored)
         print(_row(scored), flush=True)

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from analyzers.report.jsonout import finding_from_json
 from bench.realworld.corpus import Bug, JudgementKey, Scored, score
@@ -124,8 +125,24 @@ def review(
             keep.mkdir(parents=True, exist_ok=True)
             (keep / f"{bug.id}.json").write_text(text, encoding="utf-8")
         data = json.loads(text)
-    scored = score(bug, (finding_from_json(f) for f in data["findings"]), judgements)
+    scored = _scored(bug, data, judgements)
     scored.seconds = seconds
+    return scored
+
+
+def rescored(bug: Bug, kept: Path, judgements: dict[JudgementKey, str]) -> Scored:
+    """A review kept by an earlier run (`--reviews`), scored again with today's judgements:
+    findings read by hand after the run count without running the review again."""
+    path = kept / f"{bug.id}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        return Scored(bug, "missing", f"no kept review ({type(exc).__name__})")
+    return _scored(bug, data, judgements)
+
+
+def _scored(bug: Bug, data: dict[str, Any], judgements: dict[JudgementKey, str]) -> Scored:
+    scored = score(bug, (finding_from_json(f) for f in data["findings"]), judgements)
     scored.errors = [
         f"{e['stage']}: {e.get('path') or ''} {e['message']}"[:300] for e in data.get("errors", [])
     ]
