@@ -219,6 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     shown = (
         "$NUMCHECK_MIRRORS" if os.environ.get("NUMCHECK_MIRRORS") == str(mirrors) else mirrors
     )  # a result file quotes no path of one machine
+    if args.rescore is not None:
+        shown = "not read (--rescore)"
     print(f"mirrors: {shown}; pass: {'static + dynamic' if args.dynamic else 'static'}", flush=True)
     rows = []
     for bug in bugs:
