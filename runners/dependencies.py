@@ -381,7 +381,7 @@ def _resolve(
         if pins is not None:
             tied = _built_on_frameworks(work / "report.json")
             untied = [
-                uncapped.pop(text)
+                uncapped[text]
                 if text in uncapped and canonicalize_name(Requirement(text).name) in tied
                 else text
                 for text in remaining

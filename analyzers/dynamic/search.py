@@ -388,7 +388,7 @@ class Searcher:
         self.started = time.perf_counter()
         last_error: str | None = None
         repeated = 0  # evaluations in a row that raised `last_error`, word for word
-        reached = False
+        reached = stuck = False
         for stage in self.stages:
             for inputs in self._stage(stage, start):
                 if self._out_of_budget():
@@ -399,14 +399,16 @@ class Searcher:
                     same = evaluation.error == last_error and structural(evaluation.error)
                     repeated = repeated + 1 if same else 1
                     last_error = evaluation.error
-                    if repeated >= SAME_ERROR_LIMIT and not reached:
-                        break  # the call fails whatever the values: see SAME_ERROR_LIMIT
+                    # the call fails whatever the values: see SAME_ERROR_LIMIT
+                    stuck = repeated >= SAME_ERROR_LIMIT and not reached
+                    if stuck:
+                        break
                     continue
                 repeated = 0
                 reached = reached or evaluation.reached
                 if self._note(inputs, evaluation, stage, restart=stage == "restarts"):
                     return self._outcome(inputs, evaluation, stage)
-            if self._out_of_budget() or (repeated >= SAME_ERROR_LIMIT and not reached):
+            if stuck or self._out_of_budget():
                 break
         return Outcome(
             False,

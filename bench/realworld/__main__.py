@@ -216,11 +216,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.only:
         bugs = [b for b in bugs if any(k in b.id for k in args.only)]
     mirrors = args.mirrors or default_mirrors()
-    shown = (
-        "$NUMCHECK_MIRRORS" if os.environ.get("NUMCHECK_MIRRORS") == str(mirrors) else mirrors
-    )  # a result file quotes no path of one machine
-    if args.rescore is not None:
-        shown = "not read (--rescore)"
+    shown = (  # a result file quotes no path of one machine
+        "not read (--rescore)"
+        if args.rescore is not None
+        else "$NUMCHECK_MIRRORS"
+        if os.environ.get("NUMCHECK_MIRRORS") == str(mirrors)
+        else mirrors
+    )
     print(f"mirrors: {shown}; pass: {'static + dynamic' if args.dynamic else 'static'}", flush=True)
     rows = []
     for bug in bugs:
