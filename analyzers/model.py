@@ -75,6 +75,10 @@ class Finding:
     # the op's own line is unchanged, and this line of the change feeds its operand (a -inf
     # fill above an untouched softmax): the review comments here (analyzers/static/feeds.py)
     fed_by: int | None = None
+    # the op is the whole body of a function applying it to its own parameter (`def
+    # safe_sqrt(x): return jnp.sqrt(x)`): its callers choose the operand
+    # (analyzers/static/wrappers.py)
+    op_wrapper: bool = False
 
     def __post_init__(self) -> None:
         if not self.fingerprint:

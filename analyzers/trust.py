@@ -23,6 +23,12 @@ epsilon says never is. Read by hand on real pull requests, those proofs were noi
 balance divided by `mean(load) + 1e-10`, confirmed with negative example counts). The
 finding keeps its reproducer in the check run, and it does not fail the check.
 
+A confirmed finding is held back too when its function is the op under another name (`def
+safe_sqrt(x): return jnp.sqrt(x)`, `Finding.op_wrapper`) and numcheck made up the call: what
+the wrapper's operand can be is each caller's choice, so such a proof shows only the op's own
+domain (sqrt of a negative number); read by hand on a real pull request, both were noise, the
+callers passing squared distances.
+
 Everything else (`potential`, `not-triggered`, `error`) is *held back*: it stays in the check
 run (a notice annotation and a collapsed list), in the Action's notices and in every
 `--format`, and the review says how many were held back and why. `comment_on = "potential"`
@@ -56,6 +62,8 @@ HELD_BACK_WHY = {
     "test-file": "a definite pattern, but in a test file, whose inputs are the test's own",
     "guard-cancelled": "confirmed only by making negative the part an epsilon guards "
     "(`a` in `a + eps`), which the epsilon says is never negative",
+    "op-wrapper": "confirmed only on made-up inputs to a function that is the op under "
+    "another name: its callers choose the operand",
 }
 
 
@@ -100,6 +108,19 @@ def cancels_guard(finding: Finding) -> bool:
     )
 
 
+def proves_only_the_op(finding: Finding) -> bool:
+    """Confirmed by calling, on inputs numcheck made up, a function that only applies the op
+    to its parameter (see the module's docstring); a configured or recorded call is the
+    code's own and counts, as does a definite rule."""
+    box = (finding.trigger or {}).get("box") or {}
+    return (
+        finding.op_wrapper
+        and is_proven(finding)
+        and not is_definite(finding)
+        and box.get("source") == "synthesised"
+    )
+
+
 def is_precision_finding(finding: Finding) -> bool:
     """Confirmed in float16 or bfloat16 on inputs that are finite in float32
     (analyzers/dynamic/precision.py)."""
@@ -109,14 +130,15 @@ def is_precision_finding(finding: Finding) -> bool:
 def is_credible_proof(finding: Finding) -> bool:
     """Confirmed, by a trigger a reader would accept: what is commented inline and what a
     check that fails on confirmed findings (`check_failure`, the Action's `fail-on`) fails on."""
-    return is_proven(finding) and not cancels_guard(finding)
+    return is_proven(finding) and not cancels_guard(finding) and not proves_only_the_op(finding)
 
 
 def comment_inline(finding: Finding, policy: str) -> bool:
     """May this finding be an inline review comment under `policy`? A candidate only once
-    confirmed, whatever the policy; a proof that cancels an epsilon guard, under neither."""
+    confirmed, whatever the policy; a proof that cancels an epsilon guard or proves only a
+    wrapped op's domain, under neither."""
     if is_proven(finding):
-        return not cancels_guard(finding)
+        return is_credible_proof(finding)
     if is_candidate(finding):
         return False
     return policy == "potential" or (is_definite(finding) and not is_test_file(finding.path))
@@ -128,6 +150,8 @@ def held_back_reason(finding: Finding) -> str:
         return "test-file"
     if cancels_guard(finding):
         return "guard-cancelled"
+    if proves_only_the_op(finding):
+        return "op-wrapper"
     return finding.status
 
 

@@ -131,6 +131,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_suppression",
         "test_tiers",
         "test_trusted",
+        "test_wrappers",
     ),
     "dynamic": (
         "test_bench_dynamic",

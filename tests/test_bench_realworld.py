@@ -9,7 +9,15 @@ import pytest
 
 from analyzers.model import Finding
 from bench.realworld.__main__ import summary
-from bench.realworld.corpus import CAUSES, Bug, load_bugs, load_judgements, load_unproven, score
+from bench.realworld.corpus import (
+    CAUSES,
+    Bug,
+    load_bugs,
+    load_judgements,
+    load_unproven,
+    per_pull_request,
+    score,
+)
 from bench.realworld.review import find_clone, rescored
 
 
@@ -101,6 +109,38 @@ def test_scoring_counts_the_bug_line_inline_comments_and_judgements() -> None:
     assert scored.others_judged == {"noise": 1, "borderline": 1}
     missed = score(_bug(), [unproven], {})
     assert not missed.flagged and missed.inline == 0 and missed.inline_unjudged == []
+
+
+def test_two_bugs_of_one_pull_request_count_its_comments_once() -> None:
+    """Two bugs introduced by one commit were one review: its inline comments are read once,
+    and a comment at either bug's line is real, whichever row stands for the PR."""
+    from dataclasses import replace
+
+    first, second = _bug(), replace(_bug(), id="b2", line=20)
+    other = replace(_bug(), id="c", intro_commit="d" * 40)
+    findings = [
+        _finding(10, status="confirmed"),
+        _finding(20, op="div", rule="unguarded-domain", status="confirmed"),
+        _finding(30, rule="eps-absorbed"),
+    ]
+    judgements = {
+        ("b", "m.py", 30, "log"): "noise",
+        ("b2", "m.py", 30, "log"): "noise",
+        ("c", "m.py", 20, "div"): "borderline",
+        ("c", "m.py", 30, "log"): "noise",
+    }
+    rows = [score(b, findings, judgements) for b in (first, second, other)]
+    assert [r.inline_judged for r in rows[:2]] == [
+        {"real": 1, "noise": 1},  # line 20 is unread under the first bug
+        {"real": 1, "noise": 1},
+    ]
+    prs = per_pull_request(rows)
+    assert [p.bug.id for p in prs] == ["b", "c"]
+    assert prs[0].inline == 3 and prs[0].inline_judged == {"real": 2, "noise": 1}
+    assert prs[0].inline_unjudged == []
+    lines = summary(rows, True, {})
+    assert any("max 3 (2 pull requests)" in x for x in lines)
+    assert any("noise 2/6 (33 %)" in x for x in lines)  # 3 of PR b's, 3 of PR c's
 
 
 def test_a_kept_review_is_scored_again_with_the_judgements_of_now(tmp_path: Path) -> None:

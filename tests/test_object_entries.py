@@ -269,6 +269,62 @@ def test_a_declared_range_keeps_the_search_off_values_the_class_excludes(
     assert run.record("Shifted.log_rate")["status"] == "not-triggered"
 
 
+LOG_UNIFORM = """\
+import torch
+from torch.distributions import constraints
+
+
+class LogUniform:
+    \"\"\"NumPyro's: each bound declared positive, nothing checked between them.\"\"\"
+
+    arg_constraints = {"low": constraints.positive, "high": constraints.positive}
+
+    def __init__(self, low, high):
+        self.low, self.high = low, high
+        self.support = constraints.interval(low, high)
+
+    def entropy(self):
+        return torch.log(torch.log(self.high) - torch.log(self.low)).sum()
+
+    def inverse_exp(self):
+        return torch.exp(1.0 / self.low).sum()
+"""
+
+
+def test_a_distribution_over_an_empty_interval_is_not_a_proof(
+    tmp_path: Path, clean_modules: None
+) -> None:
+    """`log(log(high) - log(low))` is NaN only for low >= high, where the support
+    interval(low, high) holds nothing: every such draw is refused like one the class's own
+    checks refuse. `exp(1 / low)` beside it, for a small positive low, still fails."""
+    from analyzers.dynamic.objects import refuse_empty_support
+
+    repo = write_repo(tmp_path / "repo", {"loguniform.py": LOG_UNIFORM})
+    import sys
+
+    sys.path.insert(0, str(repo))
+    try:
+        import loguniform  # type: ignore[import-not-found]
+
+        one, two = torch.ones(3), 2 * torch.ones(3)
+        refuse_empty_support(loguniform.LogUniform(one, two))
+        for low, high in ((two, one), (one, one)):
+            with pytest.raises(ValueError, match="support interval"):
+                refuse_empty_support(loguniform.LogUniform(low, high))
+    finally:
+        sys.path.remove(str(repo))
+        sys.modules.pop("loguniform", None)
+    run = run_findings(
+        repo,
+        "loguniform.py",
+        ["LogUniform.entropy", "LogUniform.inverse_exp"],
+        finding_timeout=120,
+        timeout=300,
+    )
+    assert run.record("LogUniform.entropy")["status"] == "not-triggered"
+    assert run.record("LogUniform.inverse_exp")["status"] == "confirmed"
+
+
 OPTIMIZERS = """\
 import torch
 

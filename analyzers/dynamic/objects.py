@@ -64,6 +64,9 @@ class ObjectCall:
     is_property: bool = False
     bare: bool = False  # the member never reads `self`: no constructor runs (usage.reads_self)
     parts: tuple[ObjectPart, ...] = ()  # objects it is built with, from the first inputs
+    # draws that make an empty support are refused (`refuse_empty_support`); not while
+    # trying shapes on arbitrary normal values, where half the pairs have low > high
+    checks_support: bool = True
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         built: dict[str, Any] = {}
@@ -80,6 +83,8 @@ class ObjectCall:
                 **dict(zip(self.init_names, inputs[:count], strict=True)), **built, **self.init
             )
         )
+        if self.checks_support and not self.bare:
+            refuse_empty_support(instance)
         member = getattr(instance, self.member)
         return member if self.is_property else member(*inputs[count:], **kwargs)
 
@@ -208,6 +213,28 @@ def _constructor(owner: type) -> tuple[list[str], list[str], dict[str, Any]]:
     return required, optional, init
 
 
+def refuse_empty_support(instance: Any) -> None:
+    """Raise when the object is a distribution over an empty interval: a `support` whose
+    lower bound is above its upper bound somewhere, or equal to it for a continuous one
+    (torch's `Uniform` declares `low < high`). NumPyro's `LogUniform(low, high)` declares
+    each bound positive but checks nothing between them, and the search "proved"
+    `log(log(high) - log(low))` NaN with low = 97 > high: not a distribution at all, so no
+    user can build it. A draw refused here counts as one the class refused. A discrete
+    interval may hold one value (`Binomial` with `total_count = 0`)."""
+    try:
+        support = getattr(instance, "support", None)
+        lower = getattr(support, "lower_bound", None)
+        upper = getattr(support, "upper_bound", None)
+        if lower is None or upper is None:
+            return
+        empty = upper < lower if getattr(support, "is_discrete", False) else upper <= lower
+        empty = bool(empty.any()) if hasattr(empty, "any") else bool(empty)
+    except Exception:  # the PR's code, a traced value, a bound that is not a number
+        return
+    if empty:
+        raise ValueError("the object's support interval(low, high) is empty")
+
+
 def _trial(
     call: ObjectCall,
     specs: Sequence[InputSpec],
@@ -223,7 +250,8 @@ def _trial(
         * (0.5 + torch.rand(spec.shape, generator=generator, dtype=torch.float64))
         for i, spec in enumerate(specs)
     ]
-    call(*(_native(x.float(), framework) for x in inputs), **constants)
+    unchecked = replace(call, checks_support=False)
+    unchecked(*(_native(x.float(), framework) for x in inputs), **constants)
 
 
 def _signs_accepted(

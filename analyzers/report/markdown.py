@@ -40,7 +40,13 @@ from analyzers.report.summary import (
     validated_fix,
     validation_summary,
 )
-from analyzers.trust import cancels_guard, comment_inline, comment_on, held_back_sentence
+from analyzers.trust import (
+    cancels_guard,
+    comment_inline,
+    comment_on,
+    held_back_sentence,
+    proves_only_the_op,
+)
 
 GITHUB_BODY_LIMIT = 65535
 # Room kept free below GitHub's limit: the bot may append a line or two (links, footers).
@@ -331,10 +337,13 @@ def review_body(result: AnalysisResult, inline: Collection[str] = frozenset()) -
     if kept:
         used = sum(len(p) + 2 for p in parts) + len(REVIEW_MARKER) + errors_reserve
         table = _findings_table(kept, BODY_BUDGET - used - 200)
-        why = (
-            "not proven"
-            if not any(map(cancels_guard, kept))
-            else "not proven, or proven only by cancelling an epsilon"
+        why = "not proven" + "".join(
+            f", or proven only {how}"
+            for test, how in (
+                (cancels_guard, "by cancelling an epsilon"),
+                (proves_only_the_op, "where a wrapper's callers choose the operand"),
+            )
+            if any(map(test, kept))
         )
         parts.append(_details(f"{plural(len(kept), 'finding')} held back ({why})", table))
     if result.errors:

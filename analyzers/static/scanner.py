@@ -28,6 +28,7 @@ from analyzers.static.prefilter import Unit, plan_file
 from analyzers.static.records import FileContext, RawFinding
 from analyzers.static.rules import RULES_BY_ID, RuleId
 from analyzers.static.suppression import Suppressions
+from analyzers.static.wrappers import is_op_wrapper
 
 DEFAULT_CONFIG = Config()
 # pattern rules outrank the generic one on a line, and the generic one outranks a candidate
@@ -388,6 +389,7 @@ def _finalise(
             interval=interval,
             suggestion=item.suggestion or None,
             fed_by=fed_by,
+            op_wrapper=tree is not None and is_op_wrapper(tree, line, item.call, item.operand),
             fingerprint=make_fingerprint(
                 path, item.rule, item.op, item.call, item.function, occurrences[index]
             ),

@@ -29,6 +29,7 @@ from bench.realworld.corpus import (
     load_bugs,
     load_judgements,
     load_unproven,
+    per_pull_request,
 )
 from bench.realworld.review import default_mirrors, rescored, review
 
@@ -149,11 +150,14 @@ def summary(
     lines.append(
         "status at the bug's line:    " + ", ".join(f"{n} {k}" for k, n in statuses.most_common())
     )
-    inline = [s.inline for s in done]
-    every = [s.findings for s in done]
+    # inline comments are counted per pull request: bugs that one commit introduced share it
+    prs = per_pull_request(done)
+    inline = [s.inline for s in prs]
+    every = [s.findings for s in prs]
     lines.append(
         f"inline comments per PR:      median {statistics.median(inline):g}, "
-        f"mean {statistics.mean(inline):.2f}, max {max(inline)}   target median <= 2"
+        f"mean {statistics.mean(inline):.2f}, max {max(inline)} ({len(prs)} pull requests)"
+        "   target median <= 2"
     )
     lines.append(
         f"  commenting on every finding would post: median "
@@ -163,13 +167,13 @@ def summary(
     total_inline = sum(inline)
     lines.append(
         f"inline proven or definite:   "
-        f"{_pct(sum(s.inline_proven_or_definite for s in done), total_inline)}"
+        f"{_pct(sum(s.inline_proven_or_definite for s in prs), total_inline)}"
         "   target >= 90 %"
     )
     judged = Counter[str]()
-    for s in done:
+    for s in prs:
         judged.update(s.inline_judged)
-    unjudged = sum(len(s.inline_unjudged) for s in done)
+    unjudged = sum(len(s.inline_unjudged) for s in prs)
     read = sum(judged.values())
     lines.append(
         f"inline comments read:        {read} of {total_inline} "
@@ -260,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         **{
                             k: v
                             for k, v in asdict(s).items()
-                            if k not in ("others", "inline_unjudged")
+                            if k not in ("others", "inline_unjudged", "inline_verdicts")
                         },
                         "others": [
                             f"{f.path}:{f.line} {f.op} {f.rule} {f.status}" for f in s.others

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from analyzers.model import Finding
@@ -149,6 +149,8 @@ class Scored:
     inline_proven_or_definite: int = 0
     inline_judged: dict[str, int] = field(default_factory=dict)  # verdict -> count
     inline_unjudged: list[Finding] = field(default_factory=list)
+    # every inline comment with its verdict ("" unread), for counting a shared PR once
+    inline_verdicts: list[tuple[Finding, str]] = field(default_factory=list)
     others: list[Finding] = field(default_factory=list)  # not at the bug's line
     others_judged: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
@@ -189,4 +191,29 @@ def score(
                 out.inline_judged[verdict] = out.inline_judged.get(verdict, 0) + 1
             else:
                 out.inline_unjudged.append(f)
+            out.inline_verdicts.append((f, verdict or ""))
+    return out
+
+
+def per_pull_request(rows: Iterable[Scored]) -> list[Scored]:
+    """One row per reviewed pull request: bugs introduced by the same commit of the same
+    repository were one pull request, whose reviewer read its comments once. The first row
+    stands for the pull request; a comment at another of its bugs' lines counts as real."""
+    groups: dict[tuple[str, str], list[Scored]] = {}
+    for s in rows:
+        if s.state == "reviewed":
+            groups.setdefault((s.bug.repo, s.bug.intro_commit), []).append(s)
+    out = []
+    for group in groups.values():
+        first = group[0]
+        judged: dict[str, int] = {}
+        unjudged: list[Finding] = []
+        for f, verdict in first.inline_verdicts:
+            if any(at_line(s.bug, f) for s in group):
+                verdict = "real"
+            if verdict:
+                judged[verdict] = judged.get(verdict, 0) + 1
+            else:
+                unjudged.append(f)
+        out.append(replace(first, inline_judged=judged, inline_unjudged=unjudged))
     return out
