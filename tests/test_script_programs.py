@@ -138,6 +138,13 @@ def test_a_bug_that_needs_training_is_steered_through_the_training_steps(tmp_pat
     assert entry.specs[0].source == "widened"
     step = searcher.failing_call(small)
     assert step is not None and step > 1, step
+    # the fix stage's gradient check differentiates the line's last pass: the first one's
+    # graph went through the script's own backward and optimiser step ("backward through
+    # the graph a second time", which rejected every candidate fix)
+    from analyzers.fix.entry_hooks import entry_gradients
+
+    gradients = entry_gradients(entry, small)
+    assert [tuple(g.shape) for g in gradients] == [s.shape for s in entry.specs]
     box = {"source": entry.source, "target": entry.target, "inputs": entry.describe_box()}
     finding = Finding(
         path=name,

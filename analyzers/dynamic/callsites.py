@@ -81,6 +81,9 @@ class CallSites:
         # the output of the last framework call on the watched lines in their first run: the
         # line's value, what a fix that removes the op (a fused API) is compared on
         self.line_value: Any = None
+        # ... and in their latest run: computed after the script's last optimiser step, so
+        # its graph is whole (the first run's was consumed by the script's own `backward`)
+        self.latest_line_value: Any = None
         self.line_closed = False  # the lines ran once and the code went on past them
         self.line_runs = 0  # how many times the code went on past the lines
         self._on = False  # the last framework call was on the lines
@@ -155,6 +158,7 @@ class CallSites:
     def _on_line(self, value: Any) -> None:
         """A framework call on the watched lines gave `value` (kept from their first run)."""
         self._on = True
+        self.latest_line_value = value
         if not self.line_closed:
             self.line_value = value
 

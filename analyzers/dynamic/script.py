@@ -621,6 +621,16 @@ class ScriptEntry(Entry):
         run.labels = list(old.labels)
         return replace(self, fn=run)
 
+    def differentiable_outputs(self, output: Any) -> Any:
+        """The line's value in the run's last pass over it, not its first (`output`): a
+        training script has called `backward` on the first pass's graph and stepped its
+        optimiser since (autograd: "backward through the graph a second time"), while the
+        run stops right after the last pass, before either."""
+        last = self.script.last
+        if last is None or last.latest_line_value is None:
+            return output
+        return [last.latest_line_value]
+
     def describe_box(self) -> list[dict[str, Any]]:
         boxes = super().describe_box()
         for box, label in zip(boxes, self.script.labels, strict=True):

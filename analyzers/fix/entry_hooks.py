@@ -258,7 +258,7 @@ def entry_gradients(entry: Entry, inputs: Sequence[Any]) -> list[Any]:
     from analyzers.dynamic.probe import tensors_in
 
     leaves = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
-    output = entry.call(leaves)
+    output = entry.differentiable_outputs(entry.call(leaves))
     outs = [o for o in tensors_in(output) if o.is_floating_point() and o.requires_grad]
     floats = [x for x in leaves if x.requires_grad]
     if not outs or not floats:

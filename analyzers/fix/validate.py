@@ -79,6 +79,7 @@ class Check:
     passed: bool
     figures: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
+    seconds: float = 0.0  # what the check took (the fix stage's time goes mostly to runs)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,6 +88,7 @@ class Check:
             "passed": self.passed,
             "figures": jsonable(self.figures),
             "reason": self.reason,
+            "seconds": round(self.seconds, 4),
         }
 
 
@@ -452,7 +454,9 @@ def validate(
             extra = tuple(dict.fromkeys(o for o in left if o not in candidate.watch))
             if extra:
                 candidate = replace(candidate, watch=candidate.watch + extra)
+        began = time.perf_counter()
         check = _run_check(name, candidate, hooks, normal, op, dtype, config)
+        check.seconds = time.perf_counter() - began
         checks.append(check)
         if not check.passed and (check.ran or name in required):
             rejected = f"{name}: {check.reason}"
