@@ -271,6 +271,41 @@ def test_no_valid_candidate_keeps_the_finding_as_it_is() -> None:
     assert all(r["rejected_because"].startswith("reproducer") for r in record["tried"])
 
 
+def test_an_original_finite_on_no_input_ends_the_tries_after_one_candidate() -> None:
+    """The comparison had nothing to look at because of the original, not the candidate:
+    every other candidate would be rejected the same way, so none is tried."""
+    tried: list[str] = []
+
+    def hooks(candidate: Candidate) -> Hooks:
+        tried.append(candidate.name)
+        return Hooks(
+            reproducer=lambda: (False, "passes"),
+            original=lambda x: torch.log(-x[0].abs() - 1),  # NaN everywhere
+            patched=lambda x: torch.zeros_like(x[0]),
+            normal_inputs=[[torch.rand(3)] for _ in range(4)],
+            original_source=SOURCE,
+        )
+
+    request = FixRequest(
+        PATH,
+        6,
+        6,
+        "log",
+        "torch.log(F.softmax(logits, dim=-1))",
+        "F.softmax(logits, dim=-1)",
+        column=11,
+        end_column=47,
+    )
+    cands = candidates(SOURCE, request)
+    assert len(cands) > 1
+    chosen, records = choose(cands, hooks, op="log", required=("reproducer", "equivalence"))
+    assert chosen is None and len(records) == 1 and tried == [cands[0].name]
+    assert records[0].rejected_because == (
+        "equivalence: no in-domain input where the original was finite to compare on"
+    )
+    assert "the others were not tried" in fix_record(chosen, records)["reason"]
+
+
 def test_equivalence_only_compares_where_the_original_was_finite() -> None:
     def original(x: list[Any]) -> torch.Tensor:
         return torch.log(x[0])

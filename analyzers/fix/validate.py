@@ -518,7 +518,10 @@ def choose(
 ) -> tuple[Candidate | None, list[Validation]]:
     """The first candidate (in the order given: developers' preference) that passes every
     check, and the records of all candidates tried. None when none passes: the finding keeps
-    its reproducer and says so."""
+    its reproducer and says so. A candidate rejected because the original code is finite on
+    none of the in-domain inputs (`nothing_to_compare`) ends the tries: that is a fact of the
+    original, so every other candidate would be rejected the same way (on a training script,
+    after seconds of whole-program runs each)."""
     records: list[Validation] = []
     for candidate in candidates:
         try:
@@ -539,18 +542,33 @@ def choose(
         records.append(record)
         if record.accepted:
             return candidate, records
+        if nothing_to_compare(record):
+            break
     return None, records
+
+
+def nothing_to_compare(record: Validation) -> bool:
+    """Was `record` rejected because the original was finite on no in-domain input, so that
+    the value comparison had nothing to look at whatever the candidate?"""
+    check = record.check("equivalence")
+    return (
+        check is not None
+        and not check.passed
+        and (check.figures.get("inputs") == 0 or check.figures.get("compared") == 0)
+    )
 
 
 def fix_record(chosen: Candidate | None, records: Sequence[Validation]) -> dict[str, Any]:
     """The `fix` field of a Finding: the patch and its validation, or why there is none."""
     tried = [r.to_json() for r in records]
     if chosen is None:
-        return {
-            "status": "none-validated",
-            "tried": tried,
-            "reason": "no candidate passed validation" if records else "no candidate",
-        }
+        reason = "no candidate passed validation" if records else "no candidate"
+        if records and nothing_to_compare(records[-1]):
+            reason = (
+                "the original code is finite on none of the in-domain inputs, so no "
+                "candidate's values can be compared with it (the others were not tried)"
+            )
+        return {"status": "none-validated", "tried": tried, "reason": reason}
     accepted = records[-1]
     equivalence = accepted.check("equivalence")
     return {
