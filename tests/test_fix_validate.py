@@ -251,8 +251,8 @@ def test_normalize_is_accepted_with_its_tolerance(repo: Path, tmp_path: Path) ->
     )
 
 
-def test_no_valid_candidate_keeps_the_finding_as_it_is() -> None:
-    always_fails = Hooks(reproducer=lambda: (True, "AssertionError: NaN"))
+def _log_softmax_candidates() -> list[Candidate]:
+    """The candidates for line 6's `torch.log(F.softmax(logits, dim=-1))`."""
     request = FixRequest(
         PATH,
         6,
@@ -263,7 +263,12 @@ def test_no_valid_candidate_keeps_the_finding_as_it_is() -> None:
         column=11,
         end_column=47,
     )
-    cands = candidates(SOURCE, request)
+    return candidates(SOURCE, request)
+
+
+def test_no_valid_candidate_keeps_the_finding_as_it_is() -> None:
+    always_fails = Hooks(reproducer=lambda: (True, "AssertionError: NaN"))
+    cands = _log_softmax_candidates()
     chosen, records = choose(cands, lambda c: always_fails, op="log")
     assert chosen is None and len(records) == len(cands)
     record = fix_record(chosen, records)
@@ -286,17 +291,7 @@ def test_an_original_finite_on_no_input_ends_the_tries_after_one_candidate() -> 
             original_source=SOURCE,
         )
 
-    request = FixRequest(
-        PATH,
-        6,
-        6,
-        "log",
-        "torch.log(F.softmax(logits, dim=-1))",
-        "F.softmax(logits, dim=-1)",
-        column=11,
-        end_column=47,
-    )
-    cands = candidates(SOURCE, request)
+    cands = _log_softmax_candidates()
     assert len(cands) > 1
     chosen, records = choose(cands, hooks, op="log", required=("reproducer", "equivalence"))
     assert chosen is None and len(records) == 1 and tried == [cands[0].name]
