@@ -24,7 +24,8 @@ balance divided by `mean(load) + 1e-10`, confirmed with negative example counts)
 finding keeps its reproducer in the check run, and it does not fail the check.
 
 A confirmed finding is held back too when its function is the op under another name (`def
-safe_sqrt(x): return jnp.sqrt(x)`, `Finding.op_wrapper`) and numcheck made up the call: what
+safe_sqrt(x): return jnp.sqrt(x)`: named for the op, its body only the op on a parameter;
+`Finding.op_wrapper`) and numcheck made up the call: what
 the wrapper's operand can be is each caller's choice, so such a proof shows only the op's own
 domain (sqrt of a negative number); read by hand on a real pull request, both were noise, the
 callers passing squared distances.

@@ -15,9 +15,12 @@ WRAPPERS = [
     "    return jnp.sqrt(x)\n",
     'import torch\n\ndef log(x):\n    """The natural log."""\n    return torch.log(x)\n',
     "import torch\n\nclass Ops:\n    def log(self, p):\n        return torch.log(p)\n",
-    "import torch\n\ndef ratio(a, b):\n    return torch.div(a, b)\n",
+    "import torch\n\ndef safeDiv(a, b):\n    return torch.div(a, b)\n",
 ]
 NOT_WRAPPERS = [
+    # the same shape, named for what it computes: a loss whose callers pass probabilities
+    "import torch\n\ndef new_loss(p):\n    return torch.log(p)\n",
+    "import torch\n\ndef logits(p):\n    return torch.log(p)\n",
     # the body computes the operand: the function owns what it can be
     "import torch\n\ndef entropy(p):\n    return -(p * torch.log(p)).sum()\n",
     "import torch\n\ndef log_norm(x):\n    return torch.log(x.norm())\n",

@@ -389,7 +389,8 @@ def _finalise(
             interval=interval,
             suggestion=item.suggestion or None,
             fed_by=fed_by,
-            op_wrapper=tree is not None and is_op_wrapper(tree, line, item.call, item.operand),
+            op_wrapper=tree is not None
+            and is_op_wrapper(tree, line, item.call, item.operand, item.op),
             fingerprint=make_fingerprint(
                 path, item.rule, item.op, item.call, item.function, occurrences[index]
             ),

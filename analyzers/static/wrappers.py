@@ -7,15 +7,20 @@ inputs shows only the op's own domain (sqrt of a negative number is NaN): read b
 real pull request, both such proofs were noise, while the callers passed squared distances.
 The finding is still reported; `analyzers/trust.py` keeps it out of the inline comments.
 
-A wrapper here is a module-level function or a method whose whole body, docstring aside,
-returns the flagged call itself, and whose flagged operand is one of its own parameters,
-untouched. Not a lambda nor a nested function: those are called by the function around them
-(`tree_map(lambda p: jnp.log(p), params)`), whose inputs the proof then came from.
+A wrapper here is a module-level function or a method named for its op (one word of its
+name is the op's: `safe_sqrt`, `log`, Keras's backend `exp`) whose whole body, docstring
+aside, returns the flagged call itself, and whose flagged operand is one of its own
+parameters, untouched. The name matters: `def new_loss(p): return torch.log(p)` has the same
+shape, but it is a loss, whose callers pass probabilities that reach 0, and its proof is the
+bug numcheck exists to show. Not a lambda nor a nested function either: those are called by
+the function around them (`tree_map(lambda p: jnp.log(p), params)`), whose inputs the proof
+then came from.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 
 
 def _outer_function(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -28,6 +33,12 @@ def _outer_function(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncF
             ) and member.lineno <= line <= (member.end_lineno or member.lineno):
                 return member
     return None
+
+
+def _words(name: str) -> set[str]:
+    """`safe_sqrt` -> {safe, sqrt}; `safeSqrt` -> {safe, sqrt}."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return {w.lower() for w in spaced.split("_") if w}
 
 
 def _parameters(args: ast.arguments) -> set[str]:
@@ -57,14 +68,18 @@ def _returned(function: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr | No
     return None
 
 
-def is_op_wrapper(tree: ast.Module, line: int, call: str, operand: str) -> bool:
-    """Is the flagged `call` (at `line`) the whole of a function that applies it to one of
-    its parameters (`operand`, a bare name)?"""
+def is_op_wrapper(tree: ast.Module, line: int, call: str, operand: str, op: str) -> bool:
+    """Is the flagged `call` of `op` (at `line`) the whole of a function named for the op
+    that applies it to one of its parameters (`operand`, a bare name)?"""
     name = operand.strip()
     if not name.isidentifier():
         return False
     function = _outer_function(tree, line)
-    if function is None or name not in _parameters(function.args):
+    if (
+        function is None
+        or op.lower() not in _words(function.name)
+        or name not in _parameters(function.args)
+    ):
         return False
     returned = _returned(function)
     return returned is not None and _same(returned, call)
