@@ -16,7 +16,9 @@ the others' follow as one concurrent burst.
 It prints, and writes to bench/out/app-scale.json:
 - acknowledgement p50/p99 over every delivery, as the senders saw it;
 - delivery to completed check run, p50/p95;
-- fairness: for each quiet PR, how many of the noisy installation's PRs completed before it;
+- fairness: for each quiet PR, how many of the noisy installation's PRs completed before it,
+  and how many a worker took up after the quiet PR was acknowledged and before it was taken
+  up (queue-jumping; the noisy PRs already running when it arrived are not counted);
 - lost (no completed check run, or no review, by the deadline) and duplicated reviews;
 - the secondary-limit 403s sent, and calls that came before the Retry-After they were given.
 """
@@ -104,6 +106,11 @@ def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                 for i in range(args.dynamic_workers):
                     workers.append(Worker(env, tmp / f"dynamic-{i}.log", "dynamic").start())
                 report = _load(web.url, fake, pulls, args)
+                report["stage_medians_s"] = _stage_medians(database)
+                print(
+                    "per PR on a static worker, median s: "
+                    + ", ".join(f"{k} {v}" for k, v in report["stage_medians_s"].items())
+                )
         finally:
             for worker in workers:
                 worker.stop()
@@ -112,6 +119,27 @@ def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {out}")
     return report
+
+
+def _stage_medians(database: str) -> dict[str, float]:
+    """Median seconds of each stage the workers timed (bot/jobs.py `timings`): where a PR's
+    time on a static worker goes, to say what saturates first."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(database)
+    try:
+        with engine.connect() as conn:
+            rows = [r[0] or {} for r in conn.execute(text("SELECT timings FROM analyses"))]
+    finally:
+        engine.dispose()
+    stages: dict[str, list[float]] = {}
+    for timings in rows:
+        if isinstance(timings, str):
+            timings = json.loads(timings)
+        for key, value in timings.items():
+            if isinstance(value, int | float):
+                stages.setdefault(key, []).append(float(value))
+    return {k: round(statistics.median(v), 3) for k, v in sorted(stages.items())}
 
 
 def _repositories(fake: FakeGitHub, tmp: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -144,14 +172,17 @@ def _load(
     url: str, fake: FakeGitHub, pulls: list[dict[str, Any]], args: argparse.Namespace
 ) -> dict[str, Any]:
     sent: dict[str, float] = {}
+    acked: dict[str, float] = {}  # the 202 came back: the analysis row is committed
+    begun: dict[str, float] = {}  # first seen with a check run: a worker took it up
     done: dict[str, float] = {}
     stop = threading.Event()
 
-    def watch() -> None:  # the moment each head's check run is seen completed
+    def watch() -> None:  # the moment each head's check run is seen opened, and completed
         while not stop.is_set():
             now = time.perf_counter()
             with fake.lock:
                 for r in fake.state.check_runs:
+                    begun.setdefault(r["head_sha"], now)
                     if r["status"] == "completed":
                         done.setdefault(r["head_sha"], now)
             time.sleep(0.1)
@@ -172,7 +203,8 @@ def _load(
         sent[pull["head"]] = started
         status, _ = deliver(url, "pull_request", body)
         assert status == 202, status
-        return (time.perf_counter() - started) * 1000
+        acked[pull["head"]] = time.perf_counter()
+        return (acked[pull["head"]] - started) * 1000
 
     assert len({p["head"] for p in pulls}) == len(pulls), "two PRs share a head commit"
     watcher = threading.Thread(target=watch, daemon=True)
@@ -206,6 +238,25 @@ def _load(
                 first_of_each.get(p["installation"], float("inf")), done[p["head"]]
             )
     first_behind = [sum(1 for t in noisy_done if t < first) for first in first_of_each.values()]
+    # Queue-jumping: noisy PRs a worker took up after a quiet PR was acknowledged (its analysis
+    # recorded) and before that quiet PR was taken up; those already running are not counted
+    noisy_begun = [begun[p["head"]] for p in noisy if p["head"] in begun]
+
+    def taken_ahead(pull: dict[str, Any]) -> int:
+        return sum(1 for t in noisy_begun if acked[pull["head"]] < t < begun[pull["head"]])
+
+    ahead = [taken_ahead(p) for p in quiet if p["head"] in begun]
+    # Each quiet installation's wait for its first turn: from its first acknowledged PR to the
+    # first of its PRs a worker took up (which may be another of its PRs)
+    turns: dict[int, tuple[float, float]] = {}
+    for p in quiet:
+        if p["head"] in begun:
+            was = turns.get(p["installation"], (float("inf"), float("inf")))
+            turns[p["installation"]] = (
+                min(was[0], acked[p["head"]]),
+                min(was[1], begun[p["head"]]),
+            )
+    first_ahead = [sum(1 for t in noisy_begun if a < t < b) for a, b in turns.values()]
     report = {
         "installations": args.installations,
         "pulls": len(pulls),
@@ -225,7 +276,30 @@ def _load(
         if first_behind
         else None,
         "quiet_first_behind_noisy_max": max(first_behind) if first_behind else None,
+        "noisy_taken_up_ahead_median": statistics.median(ahead) if ahead else None,
+        "noisy_taken_up_ahead_max": max(ahead) if ahead else None,
+        "first_noisy_taken_up_ahead_median": statistics.median(first_ahead)
+        if first_ahead
+        else None,
+        "first_noisy_taken_up_ahead_max": max(first_ahead) if first_ahead else None,
         "lost": len(lost),
+        "per_pull": [
+            {
+                "installation": p["installation"],
+                "number": p["number"],
+                **{
+                    name: round(times[p["head"]] - started, 3)
+                    for name, times in (
+                        ("sent", sent),
+                        ("acked", acked),
+                        ("taken_up", begun),
+                        ("completed", done),
+                    )
+                    if p["head"] in times
+                },
+            }
+            for p in pulls
+        ],
         "duplicated_reviews": len(duplicated),
         "rate_limited_403": fake.limited,
         "calls_before_retry_after": fake.early,
@@ -248,6 +322,15 @@ def _load(
         f"{report['quiet_first_behind_noisy_median']} (max "
         f"{report['quiet_first_behind_noisy_max']}) of the noisy installation's {len(noisy)} "
         f"(target <= 1); over all quiet PRs: median {report['quiet_behind_noisy_median']}"
+    )
+    print(
+        f"fairness: noisy PRs taken up after a quiet installation's first PR was acknowledged "
+        f"and before its first turn (any of its PRs taken up): median "
+        f"{report['first_noisy_taken_up_ahead_median']}, max "
+        f"{report['first_noisy_taken_up_ahead_max']} (target <= 1); over all quiet PRs (each "
+        f"installation has {args.pulls}, so later ones take turns with the noisy one's): "
+        f"median {report['noisy_taken_up_ahead_median']}, max "
+        f"{report['noisy_taken_up_ahead_max']}"
     )
     print(
         f"lost: {report['lost']}, duplicated reviews: {report['duplicated_reviews']}; "

@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +28,7 @@ from github import Auth, Github, GithubException, GithubRetry
 from github.PullRequest import PullRequest
 from github.Repository import Repository
 
+from bot import pauses
 from bot.settings import Settings
 
 JWT_BACKDATE = 60
@@ -120,14 +121,42 @@ class TokenCache:
         return Token(str(data["token"]), expires.astimezone(UTC).timestamp())
 
 
-def _retry(settings: Settings) -> GithubRetry:
-    return GithubRetry(
+class _PausingRetry(GithubRetry):
+    """PyGithub's retry (it sleeps out a `Retry-After` on idempotent calls), telling
+    `on_retry_after` about every such answer so that the installation's other tasks wait too."""
+
+    on_retry_after: Callable[[float], None] | None = None
+
+    def new(self, **kw: Any) -> _PausingRetry:
+        fresh: _PausingRetry = super().new(**kw)
+        fresh.on_retry_after = self.on_retry_after
+        return fresh
+
+    def increment(self, *args: Any, **kwargs: Any) -> Any:
+        response = kwargs.get("response") if "response" in kwargs else _arg(args, 2)
+        if response is not None and self.on_retry_after is not None:
+            asked = str(response.headers.get("Retry-After", "")).strip()
+            if response.status in (403, 429) and asked.isdigit():
+                self.on_retry_after(float(asked))
+        return super().increment(*args, **kwargs)
+
+
+def _arg(args: tuple[Any, ...], index: int) -> Any:
+    return args[index] if len(args) > index else None
+
+
+def _retry(
+    settings: Settings, on_retry_after: Callable[[float], None] | None = None
+) -> GithubRetry:
+    retry = _PausingRetry(
         total=3,
         backoff_factor=max(settings.retry_base_seconds / 4, 0.05),
         allowed_methods=IDEMPOTENT,
         secondary_rate_wait=max(settings.retry_base_seconds, 1.0),
         max_rate_limit_wait=120,
     )
+    retry.on_retry_after = on_retry_after
+    return retry
 
 
 def retry_after(exc: GithubException) -> float | None:
@@ -142,7 +171,10 @@ def retry_after(exc: GithubException) -> float | None:
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Worth retrying: 5xx, 429, rate-limit 403s, and network failures."""
+    """Worth retrying: 5xx, 429, rate-limit 403s, network failures, and an installation that
+    GitHub asked to wait (`pauses.Paused`)."""
+    if isinstance(exc, pauses.Paused):
+        return True
     if isinstance(exc, GithubException):
         if exc.status >= 500 or exc.status == 429:
             return True
@@ -160,7 +192,10 @@ def is_transient(exc: BaseException) -> bool:
 
 
 class GitHubClient:
-    """The calls the App makes, for one installation."""
+    """The calls the App makes, for one installation.
+
+    Every call first waits out a pause GitHub asked of the installation (`bot/pauses.py`),
+    and a `Retry-After` answer pauses the installation for every task and host."""
 
     def __init__(self, settings: Settings, tokens: TokenCache, installation_id: int) -> None:
         self.settings = settings
@@ -172,13 +207,30 @@ class GitHubClient:
             user_agent=USER_AGENT,
             timeout=settings.http_timeout,
             per_page=100,
-            retry=_retry(settings),
+            retry=_retry(settings, self._paused_for),
             seconds_between_requests=None,
             seconds_between_writes=settings.write_interval or None,
         )
 
     def close(self) -> None:
         self.gh.close()
+
+    def _paused_for(self, seconds: float) -> None:
+        pauses.pause(self.settings, self.installation_id, seconds)
+
+    def _wait_if_paused(self) -> None:
+        pauses.wait_if_paused(self.settings, self.installation_id)
+
+    def _request(self, verb: str, url: str, body: dict[str, Any] | None = None) -> tuple[Any, Any]:
+        """One API call, after any pause; a `Retry-After` answer pauses the installation."""
+        self._wait_if_paused()
+        try:
+            return self.gh.requester.requestJsonAndCheck(verb, url, input=body)
+        except GithubException as exc:
+            asked = retry_after(exc)
+            if exc.status in (403, 429) and asked is not None:
+                self._paused_for(asked)
+            raise
 
     @property
     def token(self) -> str:
@@ -204,14 +256,13 @@ class GitHubClient:
 
     def pull(self, full_name: str, number: int) -> PullRequest:
         """The PR, fetched now (PyGithub's lazy objects would fetch on first use)."""
-        headers, data = self.gh.requester.requestJsonAndCheck(
-            "GET", f"/repos/{full_name}/pulls/{number}"
-        )
+        headers, data = self._request("GET", f"/repos/{full_name}/pulls/{number}")
         return PullRequest(self.gh.requester, headers, data)
 
     def pull_files(self, pull: PullRequest, cap: int = 3000) -> list[dict[str, Any]]:
         """The PR's files (path, status, patch or None), following Link pagination."""
         files: list[dict[str, Any]] = []
+        self._wait_if_paused()
         for item in pull.get_files():
             files.append(
                 {
@@ -229,7 +280,7 @@ class GitHubClient:
         """Raw JSON items of a paginated list endpoint (`url` relative to the API root)."""
         next_url: str | None = url + ("&" if "?" in url else "?") + "per_page=100"
         while next_url:
-            headers, data = self.gh.requester.requestJsonAndCheck("GET", next_url)
+            headers, data = self._request("GET", next_url)
             items = data.get("check_runs", []) if isinstance(data, dict) else data
             yield from items
             next_url = _next_link(headers.get("link") or headers.get("Link") or "")
@@ -251,14 +302,14 @@ class GitHubClient:
         return self.paginate(f"/repos/{full_name}/pulls?state=open")
 
     def permission(self, full_name: str, login: str) -> str:
-        _h, data = self.gh.requester.requestJsonAndCheck(
+        _h, data = self._request(
             "GET", f"/repos/{full_name}/collaborators/{quote(login)}/permission"
         )
         return str(data.get("permission", "none"))
 
     # --- writes ------------------------------------------------------------------------------
     def _send(self, verb: str, url: str, body: dict[str, Any]) -> dict[str, Any]:
-        _h, data = self.gh.requester.requestJsonAndCheck(verb, url, input=body)
+        _h, data = self._request(verb, url, body)
         return data if isinstance(data, dict) else {}
 
     def create_check_run(self, full_name: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -78,6 +78,7 @@ class Analysis(Base):
         Index("ix_analyses_pull", "repo", "pr_number"),
         Index("ix_analyses_head", "repo", "head_sha"),
         Index("ix_analyses_status_updated", "status", "updated_at"),
+        Index("ix_analyses_installation_started", "installation_id", "started_at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -107,6 +108,9 @@ class Analysis(Base):
     # progress (a lost message, a dead broker); past bot.analyses.MAX_DELIVERIES it fails instead.
     requeues: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # When a worker took its static stage up (bot/scheduling.py `defer_for_fairness`): the
+    # installation served least recently goes next
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), default=utcnow, onupdate=utcnow
     )

@@ -36,6 +36,7 @@ from bot.analyses import (
 from bot.db import engine_for
 from bot.features import commands
 from bot.github import is_transient, retry_after
+from bot.pauses import Paused
 from bot.scheduling import (
     FAIRNESS_DEFER_SECONDS,
     defer_for_fairness,
@@ -74,17 +75,26 @@ def _backoff(task: Task, exc: BaseException) -> float:
     settings = get_settings()
     from github import GithubException
 
-    asked = retry_after(exc) if isinstance(exc, GithubException) else None
+    if isinstance(exc, Paused):
+        asked: float | None = exc.seconds
+    else:
+        asked = retry_after(exc) if isinstance(exc, GithubException) else None
     base = settings.retry_base_seconds * (2**task.request.retries)
     return max(asked or 0.0, base * (0.75 + random.random() / 2))
 
 
-def _retryable(exc: BaseException, installation_id: int) -> bool:
-    """Transient errors, and a 401 from a cached token that GitHub no longer accepts (it is
-    dropped, and the retry mints a new one)."""
+def _retryable(task: Task, exc: BaseException, installation_id: int | None = None) -> bool:
+    """Transient errors within the retry budget, and a 401 from a cached token that GitHub no
+    longer accepts (it is dropped, and the retry mints a new one). Waiting out a pause GitHub
+    asked of the installation is GitHub's schedule, not a failure: it never uses up the
+    budget."""
     from github import GithubException
 
-    if isinstance(exc, GithubException) and exc.status == 401:
+    if isinstance(exc, Paused):
+        return True
+    if task.request.retries >= get_settings().max_retries:
+        return False
+    if installation_id is not None and isinstance(exc, GithubException) and exc.status == 401:
         forget_token(installation_id)
         return True
     return is_transient(exc)
@@ -109,7 +119,7 @@ def analyze_task(self: Task, analysis_id: int, stage: str = "static") -> str:
             task_id=self.request.id,
             countdown=FAIRNESS_DEFER_SECONDS,
         )
-        return "deferred: its installation is at its share while others wait"
+        return "deferred: another installation waits its turn"
     delivery = begin_delivery(analysis_id)
     if delivery > MAX_DELIVERIES:
         log.error(
@@ -133,7 +143,7 @@ def analyze_task(self: Task, analysis_id: int, stage: str = "static") -> str:
         fail_analysis(row, f"the analysis ran past its {settings.soft_time_limit} s limit")
         return "timed out"
     except Exception as exc:
-        if _retryable(exc, row.installation_id) and self.request.retries < settings.max_retries:
+        if _retryable(self, exc, row.installation_id):
             raise self.retry(exc=exc, countdown=_backoff(self, exc)) from exc
         log.exception("analysis %s failed", analysis_id)
         fail_analysis(row, f"{type(exc).__name__}: {exc}")
@@ -154,7 +164,7 @@ def publish_task(self: Task, analysis_id: int) -> str:
     try:
         return jobs.publish_analysis(settings, row, client_for(row.installation_id))
     except Exception as exc:
-        if _retryable(exc, row.installation_id) and self.request.retries < settings.max_retries:
+        if _retryable(self, exc, row.installation_id):
             log.info("publish %s: transient %s, retrying", analysis_id, exc)
             raise self.retry(exc=exc, countdown=_backoff(self, exc)) from exc
         log.exception("publish %s failed", analysis_id)
@@ -169,7 +179,7 @@ def command_task(self: Task, payload: dict[str, Any]) -> str:
         installation = int(payload["installation"]["id"])
         return commands.run_command(settings, payload, client_for(installation))
     except Exception as exc:
-        if is_transient(exc) and self.request.retries < settings.max_retries:
+        if _retryable(self, exc):
             raise self.retry(exc=exc, countdown=_backoff(self, exc)) from exc
         raise
 
@@ -195,6 +205,6 @@ def find_pull_task(self: Task, installation_id: int, repo: str, head_sha: str, r
                 )
         return "no open pull request has that head"
     except Exception as exc:
-        if is_transient(exc) and self.request.retries < settings.max_retries:
+        if _retryable(self, exc):
             raise self.retry(exc=exc, countdown=_backoff(self, exc)) from exc
         raise

@@ -611,6 +611,65 @@ def test_an_installation_at_its_share_waits_while_another_is_queued(
         engine.dispose()
 
 
+def test_installations_take_turns_least_recently_served_first(
+    bound: tuple[Any, FakeGitHub, str],
+) -> None:
+    """With nothing of its own running, an installation served a moment ago still waits for
+    one that is waiting and was served longer ago (or never): a quiet installation's PR, far
+    back in the broker's queue behind a noisy one's, goes next. The least recently served
+    never waits, so no installation starves."""
+    from datetime import UTC, datetime, timedelta
+
+    from bot.scheduling import defer_for_fairness
+
+    settings, _, _ = bound
+    engine = create_engine(settings.database_url)
+    now = datetime.now(UTC)
+
+    def add(installation: int, status: str, number: int, started: float | None = None) -> Analysis:
+        with Session(engine, expire_on_commit=False) as s:
+            row = Analysis(
+                installation_id=installation,
+                repo=f"o/turns{installation}",
+                pr_number=number,
+                head_sha=f"{number:040d}",
+                status=status,
+                started_at=None if started is None else now - timedelta(seconds=started),
+                timings={},
+                publish_state={},
+            )
+            s.add(row)
+            s.commit()
+            return row
+
+    def started(row: Analysis) -> datetime | None:
+        with Session(engine) as s:
+            fresh = s.get(Analysis, row.id)
+            return fresh.started_at if fresh is not None else None
+
+    try:
+        add(17, "published", 1, started=10)  # noisy: served 10 s ago, nothing running now
+        add(18, "published", 1, started=60)  # served a minute ago
+        noisy_next = add(17, "queued", 2)
+        assert not defer_for_fairness(settings, noisy_next)  # no one else waits
+        noisy_third = add(17, "queued", 3)
+        quiet = add(18, "queued", 2)
+        never = add(19, "queued", 1)
+        assert defer_for_fairness(settings, noisy_third)  # its own is running, others wait
+        assert started(noisy_third) is None  # waiting is not being served
+        assert defer_for_fairness(settings, quiet)  # 19 was never served: it goes first
+        assert not defer_for_fairness(settings, never)
+        assert started(never) is not None  # taken up: stamped in the same decision
+        assert not defer_for_fairness(settings, quiet)  # now 18 is the least recently served
+        with Session(engine) as s:
+            for row in (noisy_next, never, quiet):
+                s.get(Analysis, row.id).status = "published"  # type: ignore[union-attr]
+            s.commit()
+        assert not defer_for_fairness(settings, noisy_third)  # nobody else waits any more
+    finally:
+        engine.dispose()
+
+
 def test_a_stopped_analysis_is_never_brought_back_by_its_worker(
     bound: tuple[Any, FakeGitHub, str],
 ) -> None:

@@ -240,6 +240,86 @@ def test_transient_errors_are_retried_and_others_are_not(
     assert time.monotonic() - started >= 0.5
 
 
+@pytest.mark.parametrize("broker", ["redis", "filesystem"])
+def test_a_retry_after_pauses_the_whole_installation(
+    key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory, tmp_path: Path, broker: str
+) -> None:
+    """One task's 403 with Retry-After holds every task of that installation, on any host:
+    another PR's task that takes the publish lock next must not call at once (an early call
+    can extend GitHub's penalty). Other installations are not held."""
+    from bot import pauses
+
+    _repo_with_pull(git_repo, fake)
+    brokers = {
+        "redis": {
+            "NUMCHECK_BROKER_URL": "redis://127.0.0.1:6379/0",
+            "NUMCHECK_BROKER_PREFIX": f"numcheck-pause-{tmp_path.name}:",
+        },
+        "filesystem": {
+            "NUMCHECK_BROKER_URL": "filesystem://",
+            "NUMCHECK_BROKER_FOLDER": str(tmp_path / "broker"),
+        },
+    }
+    settings = from_env({**_env(key, fake.api_url), **brokers[broker]})
+    first, second = (GitHubClient(settings, TokenCache(settings), 7) for _ in range(2))
+    other = GitHubClient(settings, TokenCache(settings), 8)
+    body = {"name": "n", "head_sha": "a" * 40}
+
+    fake.fail("POST", r"/check-runs$", 403, retry_after=2)
+    with pytest.raises(GithubException):
+        first.create_check_run("octo/numlib", body)
+    refused = time.monotonic()
+    assert 1.0 < pauses.remaining(settings, 7) <= 2.0
+    assert pauses.remaining(settings, 8) == 0.0
+    other.create_check_run("octo/numlib", body)  # another installation calls at once
+    assert time.monotonic() - refused < 1.0
+    second.create_check_run("octo/numlib", body)  # a short pause is slept out, then it calls
+    assert time.monotonic() - refused >= 1.9
+    assert [c.status for c in fake.calls("POST", r"/check-runs$")] == [403, 201, 201]
+
+    fake.fail("POST", r"/check-runs$", 403, retry_after=60)
+    with pytest.raises(GithubException):
+        first.create_check_run("octo/numlib", body)
+    with pytest.raises(pauses.Paused) as info:  # a long one frees the worker: retry later
+        second.create_check_run("octo/numlib", body)
+    assert 55 < info.value.seconds <= 60 and is_transient(info.value)
+    with pytest.raises(pauses.Paused):
+        second.pull("octo/numlib", 3)  # reads wait too, as GitHub asks
+    assert len(fake.calls("POST", r"/check-runs$")) == 4  # nothing went out while paused
+    pauses.pause(settings, 7, 1.0)  # a shorter answer never shortens the pause
+    assert pauses.remaining(settings, 7) > 55
+
+
+def test_an_idempotent_call_retried_inside_pygithub_pauses_the_installation(
+    key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory, tmp_path: Path
+) -> None:
+    """PyGithub sleeps out a PATCH's Retry-After itself and succeeds; the pause it saw is
+    still shared, so the installation's other tasks wait for the same moment."""
+    import threading
+
+    from bot import pauses
+
+    _repo_with_pull(git_repo, fake)
+    settings = from_env(
+        {
+            **_env(key, fake.api_url),
+            "NUMCHECK_BROKER_PREFIX": f"numcheck-pause-{tmp_path.name}:",
+        }
+    )
+    client = GitHubClient(settings, TokenCache(settings), 7)
+    run_id = client.create_check_run("octo/numlib", {"name": "n", "head_sha": "a" * 40})["id"]
+    fake.fail("PATCH", r"/check-runs/\d+$", 403, retry_after=3)
+    seen: list[float] = []
+    watcher = threading.Thread(
+        target=lambda: (time.sleep(1.0), seen.append(pauses.remaining(settings, 7)))
+    )
+    watcher.start()
+    client.update_check_run("octo/numlib", run_id, {"status": "in_progress"})
+    watcher.join()
+    assert [c.status for c in fake.calls("PATCH", r"/check-runs/\d+$")] == [403, 200]
+    assert seen and 1.0 < seen[0] <= 2.1
+
+
 def _finding(
     line: int, call: str, op: str = "log", end_line: int | None = None, status: Status = "confirmed"
 ) -> Finding:
@@ -559,9 +639,16 @@ TABLES = {"installations", "installation_repositories", "deliveries", "analyses"
 
 
 def _check_migrations(url: str) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from bot.models import Base
+
     db.upgrade(url)
     db.upgrade(url)  # idempotent
     assert set(inspect(db.engine_for(url)).get_table_names()) >= TABLES
+    with db.engine_for(url).connect() as conn:  # the migrations build what the models declare
+        assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
     db.ping(url)
     db.downgrade(url)
     assert not TABLES & set(inspect(db.engine_for(url)).get_table_names())
