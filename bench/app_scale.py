@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
 import statistics
 import tempfile
@@ -105,7 +106,21 @@ def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                     workers.append(Worker(env, tmp / f"static-{i}.log", "static").start())
                 for i in range(args.dynamic_workers):
                     workers.append(Worker(env, tmp / f"dynamic-{i}.log", "dynamic").start())
+                roots = {"web": _pid(web.proc)}
+                for i, worker in enumerate(workers):
+                    kind = "static workers" if i < args.static_workers else "dynamic workers"
+                    roots[f"{kind}#{i}"] = _pid(worker.proc)
+                before = _cpu_by_component(roots)
                 report = _load(web.url, fake, pulls, args)
+                after = _cpu_by_component(roots)
+                report["cpu_seconds"] = {
+                    k: round(after.get(k, 0.0) - before.get(k, 0.0), 1) for k in after
+                }
+                print(
+                    f"CPU seconds during the load ({report['wall_s']} s wall x "
+                    f"{os.cpu_count()} cores): "
+                    + ", ".join(f"{k} {v}" for k, v in report["cpu_seconds"].items())
+                )
                 report["stage_medians_s"] = _stage_medians(database)
                 print(
                     "per PR on a static worker, median s: "
@@ -119,6 +134,52 @@ def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {out}")
     return report
+
+
+def _pid(proc: Any) -> int:
+    return int(proc.pid) if proc is not None else -1
+
+
+def _cpu_by_component(roots: dict[str, int]) -> dict[str, float]:
+    """CPU seconds used so far (own and reaped children's, from /proc), by component: each
+    of `roots`' process trees (a `#n` suffix is summed with its kind), PostgreSQL, Redis, and
+    this process (the GitHub stand-in with its git http-backend children, and the load)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[str, int, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        cpu = sum(int(f) for f in fields[11:15]) / ticks  # utime stime cutime cstime
+        stats[int(entry.name)] = (comm, int(fields[1]), cpu)
+    owner = {pid: name.split("#")[0] for name, pid in roots.items()}
+    owner[os.getpid()] = "GitHub stand-in and load"
+
+    def component(pid: int) -> str | None:
+        seen = 0
+        while pid in stats and seen < 64:
+            if pid in owner:
+                return owner[pid]
+            comm = stats[pid][0]
+            if comm.startswith("postgres"):
+                return "PostgreSQL"
+            if comm.startswith("redis-server"):
+                return "Redis"
+            pid, seen = stats[pid][1], seen + 1
+        return None
+
+    # A live child's time is its own; an exited one's moved into its parent's cutime/cstime
+    totals: dict[str, float] = {}
+    for pid, (_comm, _ppid, cpu) in stats.items():
+        name = component(pid)
+        if name is not None:
+            totals[name] = totals.get(name, 0.0) + cpu
+    return totals
 
 
 def _stage_medians(database: str) -> dict[str, float]:

@@ -75,10 +75,9 @@ def _backoff(task: Task, exc: BaseException) -> float:
     settings = get_settings()
     from github import GithubException
 
-    if isinstance(exc, Paused):
-        asked: float | None = exc.seconds
-    else:
-        asked = retry_after(exc) if isinstance(exc, GithubException) else None
+    if isinstance(exc, Paused):  # the pause's end, spread a little: not a failure to back off
+        return exc.seconds + random.random()
+    asked = retry_after(exc) if isinstance(exc, GithubException) else None
     base = settings.retry_base_seconds * (2**task.request.retries)
     return max(asked or 0.0, base * (0.75 + random.random() / 2))
 

@@ -290,6 +290,28 @@ def test_a_retry_after_pauses_the_whole_installation(
     assert pauses.remaining(settings, 7) > 55
 
 
+def test_a_paused_task_comes_back_when_the_pause_ends_and_keeps_its_retries(
+    key: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Waiting out GitHub's pause is not a failure: past the retry budget a paused task is
+    still retried, at the pause's end (not an exponential backoff); a 500 past the budget
+    is not."""
+    from types import SimpleNamespace
+
+    from bot import tasks, worker
+    from bot.pauses import Paused
+
+    monkeypatch.setattr(worker, "_bound", from_env(_env(key)))
+    spent = SimpleNamespace(request=SimpleNamespace(retries=50))
+    paused = Paused(7, 30.0)
+    assert tasks._retryable(spent, paused)  # type: ignore[arg-type]
+    assert 30.0 <= tasks._backoff(spent, paused) <= 31.0  # type: ignore[arg-type]
+    server_error = GithubException(500, {"message": "Server Error"}, {})
+    assert not tasks._retryable(spent, server_error)  # type: ignore[arg-type]
+    fresh = SimpleNamespace(request=SimpleNamespace(retries=0))
+    assert tasks._retryable(fresh, server_error)  # type: ignore[arg-type]
+
+
 def test_an_idempotent_call_retried_inside_pygithub_pauses_the_installation(
     key: tuple[Path, str], fake: FakeGitHub, git_repo: GitRepoFactory, tmp_path: Path
 ) -> None:
