@@ -4,8 +4,8 @@ A secondary rate limit answers 403 (or 429) with `Retry-After`, and GitHub's doc
 asks the client to make no request until that time has passed. The answer reaches one task,
 but the limit is the installation's: another PR's task that takes the installation's publish
 lock a moment later would call again at once, and each early call can extend the penalty. So
-the first task to see the answer records "installation N paused until T", and every mutating
-call of every task checks it first (`bot.github.GitHubClient`). A short pause is slept out; a
+the first task to see the answer records "installation N paused until T", and every call of
+every task checks it first (`bot.github.GitHubClient`). A short pause is slept out; a
 long one raises `Paused`, a transient error the task retries after the pause, leaving its
 worker free for other installations meanwhile.
 

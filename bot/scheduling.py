@@ -180,6 +180,10 @@ def start_reaper(settings: Settings) -> outbox.Reaper:
 # bench.app --scale, 0.5 s: 139, no fairness: 145)
 FAIRNESS_DEFER_SECONDS = 0.5
 SERVED_WINDOW = timedelta(hours=1)  # service older than this does not count against anyone
+# Taking turns holds an analysis back this long at most: a waiting installation whose broker
+# message was lost (the outbox reaper sends it again only after minutes) must not stall
+# everyone else's work until then
+TURN_WAIT_AT_MOST = timedelta(minutes=2)
 
 
 def defer_for_fairness(settings: Settings, row: Analysis) -> bool:
@@ -195,8 +199,9 @@ def defer_for_fairness(settings: Settings, row: Analysis) -> bool:
       running, wherever it sits in the broker's queue.
 
     The installation served least recently among those waiting never waits, so every
-    analysis is reached. An installation alone uses every worker. Proceeding stamps the row's
-    `started_at` in the same transaction (the next decision sees it at once)."""
+    analysis is reached, and no analysis waits for turns longer than TURN_WAIT_AT_MOST. An
+    installation alone uses every worker. Proceeding stamps the row's `started_at` in the
+    same transaction (the next decision sees it at once)."""
     cap = settings.installation_concurrency
     if cap <= 0:
         return False
@@ -216,7 +221,8 @@ def defer_for_fairness(settings: Settings, row: Analysis) -> bool:
         )
         if waiting and _busy(s, mine, row.id) >= cap:
             return True
-        if waiting:
+        created = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=UTC)
+        if waiting and now - created < TURN_WAIT_AT_MOST:
             served = dict(
                 s.execute(
                     select(Analysis.installation_id, func.max(Analysis.started_at))

@@ -666,6 +666,20 @@ def test_installations_take_turns_least_recently_served_first(
                 s.get(Analysis, row.id).status = "published"  # type: ignore[union-attr]
             s.commit()
         assert not defer_for_fairness(settings, noisy_third)  # nobody else waits any more
+        # A waiting installation whose message was lost holds others back two minutes at most
+        stuck = add(20, "queued", 1)
+        fresh, old = add(17, "queued", 4), add(17, "queued", 5)
+        with Session(engine) as s:
+            s.get(Analysis, noisy_third.id).status = "published"  # type: ignore[union-attr]
+            row = s.get(Analysis, old.id)
+            assert row is not None
+            row.created_at = now - timedelta(minutes=3)
+            s.commit()
+            s.refresh(row)
+            s.expunge(row)
+            old = row
+        assert defer_for_fairness(settings, fresh) and stuck.started_at is None
+        assert not defer_for_fairness(settings, old)
     finally:
         engine.dispose()
 
