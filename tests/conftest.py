@@ -193,21 +193,11 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None
 
 
-# Tiers whose tests share one Redis, one PostgreSQL server, the Docker engine and its image
-# build: under pytest-xdist they run one after another on one worker (`--dist loadgroup`)
-SHARED_SERVICE_TIERS = ("app", "browser", "docker")
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each test gets its tier's marker, and an xdist group: the shared-service tiers form one
-    group, and every other file is its own (a file's module fixtures, such as a harness
-    warm-up, are then built once, on one worker)."""
     for item in items:
         tier = TIER_OF.get(item.path.stem)
         if tier is not None:
             item.add_marker(getattr(pytest.mark, tier))
-        group = "services" if tier in SHARED_SERVICE_TIERS else item.path.stem
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture
