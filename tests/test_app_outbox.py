@@ -569,6 +569,26 @@ def test_a_delivery_while_the_broker_is_down_is_acknowledged_and_enqueued_later(
             clean_redis(redis_url, prefix)
 
 
+def _add_analysis(
+    engine: Any, installation: int, status: str, number: int, started_at: Any = None
+) -> Analysis:
+    """An analysis row of PR `number` in the installation's own repository, committed."""
+    with Session(engine, expire_on_commit=False) as s:
+        row = Analysis(
+            installation_id=installation,
+            repo=f"o/r{installation}",
+            pr_number=number,
+            head_sha=f"{number:040d}",
+            status=status,
+            started_at=started_at,
+            timings={},
+            publish_state={},
+        )
+        s.add(row)
+        s.commit()
+        return row
+
+
 def test_an_installation_at_its_share_waits_while_another_is_queued(
     bound: tuple[Any, FakeGitHub, str],
 ) -> None:
@@ -583,19 +603,7 @@ def test_an_installation_at_its_share_waits_while_another_is_queued(
     engine = create_engine(settings.database_url)
 
     def add(installation: int, status: str, number: int) -> Analysis:
-        with Session(engine, expire_on_commit=False) as s:
-            row = Analysis(
-                installation_id=installation,
-                repo=f"o/r{installation}",
-                pr_number=number,
-                head_sha=f"{number:040d}",
-                status=status,
-                timings={},
-                publish_state={},
-            )
-            s.add(row)
-            s.commit()
-            return row
+        return _add_analysis(engine, installation, status, number)
 
     try:
         add(7, "running", 1)
@@ -627,20 +635,8 @@ def test_installations_take_turns_least_recently_served_first(
     now = datetime.now(UTC)
 
     def add(installation: int, status: str, number: int, started: float | None = None) -> Analysis:
-        with Session(engine, expire_on_commit=False) as s:
-            row = Analysis(
-                installation_id=installation,
-                repo=f"o/turns{installation}",
-                pr_number=number,
-                head_sha=f"{number:040d}",
-                status=status,
-                started_at=None if started is None else now - timedelta(seconds=started),
-                timings={},
-                publish_state={},
-            )
-            s.add(row)
-            s.commit()
-            return row
+        when = None if started is None else now - timedelta(seconds=started)
+        return _add_analysis(engine, installation, status, number, started_at=when)
 
     def started(row: Analysis) -> datetime | None:
         with Session(engine) as s:
