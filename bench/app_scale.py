@@ -17,10 +17,13 @@ It prints, and writes to bench/out/app-scale.json:
 - acknowledgement p50/p99 over every delivery, as the senders saw it;
 - delivery to completed check run, p50/p95;
 - fairness: for each quiet PR, how many of the noisy installation's PRs completed before it,
-  and how many a worker took up after the quiet PR was acknowledged and before it was taken
-  up (queue-jumping; the noisy PRs already running when it arrived are not counted);
+  and, for each quiet installation, how many a worker took up after its first PR was
+  acknowledged and before its first turn (queue-jumping; the noisy PRs already running when
+  it arrived are not counted);
 - lost (no completed check run, or no review, by the deadline) and duplicated reviews;
-- the secondary-limit 403s sent, and calls that came before the Retry-After they were given.
+- the secondary-limit 403s sent, and calls that came before the Retry-After they were given;
+- CPU seconds by component during the load, and the median of each stage a static worker
+  timed (what saturates first: docs/scaling.md).
 """
 
 from __future__ import annotations
