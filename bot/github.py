@@ -132,17 +132,20 @@ class _PausingRetry(GithubRetry):
         fresh.on_retry_after = self.on_retry_after
         return fresh
 
-    def increment(self, *args: Any, **kwargs: Any) -> Any:
-        response = kwargs.get("response") if "response" in kwargs else _arg(args, 2)
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: Any = None,
+        error: Exception | None = None,
+        _pool: Any = None,
+        _stacktrace: Any = None,
+    ) -> Any:
         if response is not None and self.on_retry_after is not None:
             asked = str(response.headers.get("Retry-After", "")).strip()
             if response.status in (403, 429) and asked.isdigit():
                 self.on_retry_after(float(asked))
-        return super().increment(*args, **kwargs)
-
-
-def _arg(args: tuple[Any, ...], index: int) -> Any:
-    return args[index] if len(args) > index else None
+        return super().increment(method, url, response, error, _pool, _stacktrace)
 
 
 def _retry(

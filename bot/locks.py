@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import fcntl
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from pathlib import Path
 
 from bot.settings import Settings
 
@@ -20,7 +18,7 @@ LOCK_TIMEOUT = 600  # a holder that died releases the Redis lock after this
 
 @contextmanager
 def installation_lock(settings: Settings, installation_id: int) -> Iterator[None]:
-    if settings.broker_url.startswith(("redis://", "rediss://")):
+    if settings.redis_broker:
         import redis
 
         client = redis.Redis.from_url(settings.broker_url)
@@ -38,8 +36,7 @@ def installation_lock(settings: Settings, installation_id: int) -> Iterator[None
                 lock.release()
             client.close()
         return
-    folder = Path(settings.broker_folder or tempfile.gettempdir())
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = settings.coordination_folder()
     fd = os.open(folder / f"numcheck-publish-{installation_id}.lock", os.O_CREAT | os.O_RDWR, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -22,7 +22,6 @@ import fcntl
 import functools
 import logging
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -54,11 +53,6 @@ class Paused(Exception):
         self.seconds = seconds
 
 
-def _redis_url(settings: Settings) -> str | None:
-    url = settings.broker_url
-    return url if url.startswith(("redis://", "rediss://")) else None
-
-
 @functools.lru_cache(maxsize=8)
 def _redis(url: str) -> Any:
     import redis
@@ -71,9 +65,7 @@ def _key(settings: Settings, installation_id: int) -> str:
 
 
 def _file(settings: Settings, installation_id: int) -> Path:
-    folder = Path(settings.broker_folder or tempfile.gettempdir())
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"numcheck-paused-{installation_id}"
+    return settings.coordination_folder() / f"numcheck-paused-{installation_id}"
 
 
 def pause(settings: Settings, installation_id: int, seconds: float) -> None:
@@ -81,10 +73,9 @@ def pause(settings: Settings, installation_id: int, seconds: float) -> None:
     if seconds <= 0:
         return
     until_ms = int((time.time() + seconds) * 1000)
-    url = _redis_url(settings)
-    if url is not None:
+    if settings.redis_broker:
         try:
-            _redis(url).eval(
+            _redis(settings.broker_url).eval(
                 _EXTEND, 1, _key(settings, installation_id), until_ms, int(seconds * 1000) + 1000
             )
         except Exception as exc:  # noqa: BLE001 - the task's own backoff still applies
@@ -106,10 +97,9 @@ def pause(settings: Settings, installation_id: int, seconds: float) -> None:
 
 def remaining(settings: Settings, installation_id: int) -> float:
     """Seconds this installation must still wait (0.0 when it may call GitHub)."""
-    url = _redis_url(settings)
-    if url is not None:
+    if settings.redis_broker:
         try:
-            held = _redis(url).get(_key(settings, installation_id))
+            held = _redis(settings.broker_url).get(_key(settings, installation_id))
         except Exception as exc:  # noqa: BLE001 - read as no pause
             log.warning("could not read installation %s's pause: %s", installation_id, exc)
             return 0.0

@@ -49,11 +49,10 @@ def schedule_analysis(
         ).all()
         if coalesce:
             for a in active:
-                created = a.created_at if a.created_at.tzinfo else a.created_at.replace(tzinfo=UTC)
                 if (
                     a.head_sha == head_sha
                     and a.status in ("queued", "running")
-                    and now - created < timedelta(seconds=COALESCE_SECONDS)
+                    and now - _aware(a.created_at) < timedelta(seconds=COALESCE_SECONDS)
                 ):
                     return f"coalesced with analysis {a.id}"
         stale = [a.task_id for a in active if a.task_id]
@@ -221,8 +220,7 @@ def defer_for_fairness(settings: Settings, row: Analysis) -> bool:
         )
         if waiting and _busy(s, mine, row.id) >= cap:
             return True
-        created = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=UTC)
-        if waiting and now - created < TURN_WAIT_AT_MOST:
+        if waiting and now - _aware(row.created_at) < TURN_WAIT_AT_MOST:
             served = dict(
                 s.execute(
                     select(Analysis.installation_id, func.max(Analysis.started_at))
@@ -241,6 +239,11 @@ def defer_for_fairness(settings: Settings, row: Analysis) -> bool:
         if current is not None and current.started_at is None:
             current.started_at = now
     return False
+
+
+def _aware(when: datetime) -> datetime:
+    """SQLite hands timestamps back without their zone; they were written in UTC."""
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def _served_before(when: datetime | None, last: datetime) -> bool:

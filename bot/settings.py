@@ -7,6 +7,7 @@ expected, rather than surfacing later as a 401 from GitHub or a broker timeout i
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -71,6 +72,18 @@ class Settings:
     def report_expiry(self, issued: datetime | None = None) -> int:
         """When a link issued for something created at `issued` (default: now) expires."""
         return signing.expiry(issued or datetime.now(UTC), self.report_link_days)
+
+    @property
+    def redis_broker(self) -> bool:
+        """The broker is Redis: locks, pauses and reply slots live there, shared by every host
+        (bot/locks.py, bot/pauses.py, bot/throttle.py); otherwise in files on this host."""
+        return self.broker_url.startswith(("redis://", "rediss://"))
+
+    def coordination_folder(self) -> Path:
+        """Where those files go without Redis: beside the embedded broker's messages."""
+        folder = Path(self.broker_folder or tempfile.gettempdir())
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
 
     def report_url(self, analysis_id: int, issued: datetime | None = None) -> str | None:
         """A signed, expiring link to an analysis's report page (valid `report_link_days`

@@ -18,9 +18,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import tempfile
 import time
-from pathlib import Path
 
 from bot.settings import Settings
 
@@ -36,7 +34,7 @@ def claim_reply(settings: Settings, repo: str, number: int, login: str, comment_
     if seconds <= 0:
         return True
     key, mine = _key(repo, number, login), str(comment_id)
-    if settings.broker_url.startswith(("redis://", "rediss://")):
+    if settings.redis_broker:
         import redis
 
         client = redis.Redis.from_url(settings.broker_url)
@@ -50,8 +48,8 @@ def claim_reply(settings: Settings, repo: str, number: int, login: str, comment_
             return held == mine
         finally:
             client.close()
-    folder = Path(settings.broker_folder or tempfile.gettempdir()) / "numcheck-replies"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = settings.coordination_folder() / "numcheck-replies"
+    folder.mkdir(exist_ok=True)
     path = folder / hashlib.sha256(key.encode()).hexdigest()
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
     try:
