@@ -104,6 +104,6 @@ def test_a_float_exponent_on_the_line_is_made_fractional() -> None:
     }
     assert exponent_values(focal, _line(focal, "probs ** gamma")) == {"gamma": 0.5}
     # `order` is the exponent too, and `alpha` the builtin pow's: the caller keeps an int
-    # default (signatures._fits); both are on another line than the ones above
+    # default (signatures.fits); both are on another line than the ones above
     assert exponent_values(focal, _line(focal, "abs(inp) ** order")) == {"order": 0.5, "alpha": 0.5}
     assert exponent_values(focal, _line(focal, "probs = inp")) == {}

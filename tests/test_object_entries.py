@@ -486,3 +486,132 @@ def test_leading_counts_go_by_position_and_the_division_is_reached(
         repo, "tfp_sampler.py", ["sample_iterated"], finding_timeout=120, timeout=300
     )
     assert run.record("sample_iterated")["status"] == "confirmed"
+
+
+GRIDS = """\
+from typing import List, Tuple
+
+import torch
+
+
+def spread(xs: List[torch.Tensor], y: torch.Tensor) -> torch.Tensor:
+    assert isinstance(xs, list) and len(xs) == 2
+    return y / (xs[1] - xs[0])
+
+
+class Grid:
+    def scaled(self, grid: Tuple[torch.Tensor, ...], x: torch.Tensor) -> torch.Tensor:
+        assert isinstance(grid, tuple)
+        return self.shift(x) / (grid[1] - grid[0])
+
+    def shift(self, x):
+        return x + 1
+"""
+
+
+def test_annotations_of_tensor_sequences_are_lists_of_searched_tensors() -> None:
+    from analyzers.dynamic.lists import SearchedList, tensor_list
+
+    for text in ("List[Tensor]", "list[torch.Tensor]", "collections.abc.Sequence[Tensor]"):
+        assert tensor_list(text) == SearchedList(2), text
+    assert tensor_list("Tuple[torch.Tensor, ...]") == SearchedList(2, is_tuple=True)
+    assert tensor_list("Tuple[Tensor, Tensor, Tensor]") == SearchedList(3, is_tuple=True)
+    for text in ("Tensor", "List[int]", "Optional[Tensor]", "Dict[str, Tensor]"):
+        assert tensor_list(text) is None, text
+
+
+def test_a_list_argument_is_searched_element_by_element_and_spelled_as_a_list(
+    tmp_path: Path, clean_modules: None
+) -> None:
+    """`xs: List[Tensor]` was one (4, 8) tensor, which the code's `isinstance(xs, list)`
+    refuses: each element is a searched input now, the call gathers them, and the
+    reproducer spells the list and fails where the elements are equal."""
+    from analyzers.dynamic.entries import synthesise
+    from analyzers.dynamic.lists import SearchedList
+    from analyzers.dynamic.reproducer import render
+    from analyzers.dynamic.writer import Target
+
+    repo = write_repo(tmp_path / "repo", {"grids.py": GRIDS})
+    entry = synthesise(repo, "grids.py", "spread", 0)
+    assert entry.template == [SearchedList(2), None]
+    assert entry.param_names == ["xs_0", "xs_1", "y"] and len(entry.specs) == 3
+    equal = [torch.ones(4, 8), torch.ones(4, 8), torch.ones(4, 8)]
+    assert not bool(torch.isfinite(entry.call(equal)).all())
+    source = render(entry, equal, Target("grids.py", 8, "div", "spread(xs, y)", "forward"), 0)
+    assert "out = spread([xs_0, xs_1], y)" in source
+    check = run_script(repo, source)
+    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+    # a member of a plain class: the object call gathers the tuple the annotation asks for
+    method = synthesise(repo, "grids.py", "Grid.scaled", 0)
+    assert isinstance(method.fn, ObjectCall)
+    assert method.fn.slots == (SearchedList(2, is_tuple=True), None)
+    assert method.param_names == ["grid_0", "grid_1", "x"]
+    source = render(method, equal, Target("grids.py", 14, "div", "scaled", "forward"), 0)
+    assert "return obj.scaled((grid_0, grid_1), x, **kwargs)" in source
+    check = run_script(repo, source)
+    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+
+
+SCALERS = """\
+from typing import List, Union
+
+import torch
+from torch import nn
+
+
+def resolve(aggr: str = "sum"):
+    return {"sum": torch.sum, "mean": torch.mean}[aggr]
+
+
+class Scaled(nn.Module):
+    \"\"\"PyG's DegreeScalerAggregation: a histogram the constructor averages, a scaler
+    chosen by name, an aggregation by name.\"\"\"
+
+    def __init__(self, aggr: Union[str, nn.Module], scaler: Union[str, List[str]],
+                 hist: torch.Tensor):
+        super().__init__()
+        self.aggr = resolve(aggr)
+        self.scaler = [scaler] if isinstance(scaler, str) else scaler
+        self.proj = nn.Linear(8, 8)
+        self.register_buffer("avg", (hist * torch.arange(hist.numel())).sum().reshape(1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.proj(x)
+        for scaler in self.scaler:
+            if scaler == "identity":
+                out = out
+            elif scaler == "inverse":
+                out = out / torch.log(self.avg)
+            else:
+                raise ValueError(scaler)
+        return out
+"""
+
+
+def test_a_module_whose_constructor_needs_a_tensor_is_built_from_searched_values(
+    tmp_path: Path, clean_modules: None
+) -> None:
+    """`Scaled(aggr, scaler, hist)`: `hist` is a searched constructor input, as a plain
+    class's are; `scaler` is the value the forward compares it with on the way to the line;
+    `aggr` the default the package gives a parameter of that name elsewhere. The module is
+    built under the seed on every call, and the reproducer does the same and fails alone."""
+    from analyzers.dynamic.entries import synthesise
+
+    repo = write_repo(tmp_path / "repo", {"scalers.py": SCALERS})
+    entry = synthesise(repo, "scalers.py", "Scaled.forward", 0, line=29)
+    assert isinstance(entry.fn, ObjectCall)
+    assert entry.fn.init_names == ("hist",) and entry.fn.seed == 0
+    assert entry.fn.init == {"scaler": "inverse", "aggr": "sum"}
+    inputs = [torch.ones(8), torch.ones(4, 8)]
+    first, again = entry.call(inputs), entry.call(inputs)
+    assert torch.equal(first, again)  # the same weights on every construction
+    run = run_findings(repo, "scalers.py", ["Scaled.forward"] * 2, finding_timeout=120, timeout=300)
+    records = [r for r in run.result.records if r.get("stage") is None]
+    confirmed = [r for r in records if r["status"] == "confirmed"]
+    assert confirmed, records  # log(avg) is -inf at avg = 0, a histogram of zeros
+    for record in confirmed:
+        source = record["reproducer"]
+        assert "torch.manual_seed(0)  # the same weights each time" in source
+        assert "scaler='inverse'" in source and "aggr='sum'" in source
+        check = run_script(repo, source)
+        assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]

@@ -36,14 +36,25 @@ def branch_values(fn: Any, line: int) -> dict[str, Any]:
     parsed = parsed_function(fn)
     if parsed is None:
         return {}
-    function, start = parsed
-    wanted = line - start + 1  # the line in the parsed text
-    needs: dict[str, Any] = {}
-    _visit(function.body, wanted, needs)
+    function = parsed[0]
     params = {
         a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
     }
-    return {name: value for name, value in needs.items() if name in params}
+    return {name: value for name, value in path_values(fn, line).items() if name in params}
+
+
+def path_values(fn: Any, line: int) -> dict[str, Any]:
+    """{name: a value the path to `line` needs} for every plain name the enclosing `if`
+    statements test, the function's parameters or not: PyG's `DegreeScalerAggregation`
+    loops `for scaler in self.scaler:` and divides under `elif scaler == 'attenuation':`,
+    a value its constructor's own `scaler` parameter takes (objects.py)."""
+    parsed = parsed_function(fn)
+    if parsed is None:
+        return {}
+    function, start = parsed
+    needs: dict[str, Any] = {}
+    _visit(function.body, line - start + 1, needs)  # the line in the parsed text
+    return needs
 
 
 def _visit(body: list[ast.stmt], line: int, needs: dict[str, Any]) -> None:
@@ -93,7 +104,7 @@ def exponent_values(fn: Any, line: int) -> dict[str, Any]:
     """{parameter: FRACTIONAL_EXPONENT} for the parameters that are the exponent of a power
     on `line` (`a ** p`, `torch.pow(a, p)`, `np.power(a, p)`, `a.pow(p)`); {} when the
     source cannot be read. Whether the parameter's default is a float is the caller's check
-    (signatures._fits), so an `int` exponent keeps its default."""
+    (signatures.fits), so an `int` exponent keeps its default."""
     parsed = parsed_function(fn)
     if parsed is None:
         return {}

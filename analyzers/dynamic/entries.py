@@ -30,7 +30,7 @@ from analyzers.dynamic.signatures import (
     constructor_args,
     operand_names,
     positional_names,
-    specs_from_signature,
+    signature_inputs,
 )
 from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec
 from analyzers.dynamic.tensors import TORCH_DTYPES
@@ -218,7 +218,7 @@ def synthesise(
     if len(parts) >= 2:
         owner = resolve_attr(module, ".".join(parts[:-1]))
         if inspect.isclass(owner):
-            entry = _method_entry(owner, parts[-1], target, seed, device, shape)
+            entry = _method_entry(owner, parts[-1], target, seed, device, shape, line)
             return replace(
                 entry,
                 loading=loaded.how,
@@ -233,7 +233,7 @@ def synthesise(
     )
     uses = parameter_uses(obj)
     leading = _leading_sizes(obj, uses, shape or (DEFAULT_BATCH, DEFAULT_FEATURES))
-    specs, constants, chosen = specs_from_signature(
+    found = signature_inputs(
         functools.partial(obj, *leading) if leading else obj,
         None,
         shape,
@@ -242,20 +242,22 @@ def synthesise(
         uses=uses,
     )
     framework = framework_of(obj)
-    # leading sizes go by position, before the searched tensors: a template, as a recorded
-    # call's (harvest.py), which the reproducer spells out the same way
-    template = [*leading, *[None] * len(specs)] if leading else None
+    # leading sizes go by position, before the searched tensors, and a list argument gathers
+    # its elements: a template, as a recorded call's (harvest.py), which the reproducer
+    # spells out the same way
+    lists = found.template()
+    template = [*leading, *(lists or found.slots)] if leading or lists else None
     return Entry(
         target,
-        specs,
+        found.specs,
         obj,
         "synthesised",
-        constants=constants,
-        passed=chosen,
+        constants=found.constants,
+        passed=found.chosen,
         template=template,
-        template_kwargs=constants if leading else {},
+        template_kwargs=found.constants if template is not None else {},
         framework=framework,
-        param_names=_param_names(obj)[len(leading) :],
+        param_names=found.names if lists else _param_names(obj)[len(leading) :],
         device="cpu" if framework in ("tensorflow", "jax", "numpy") else device,
         loading=loaded.how,
         loading_why=loaded.why,
@@ -314,20 +316,18 @@ def _method_entry(
     seed: int,
     device: str,
     shape: tuple[int, ...] | None = None,
+    line: int | None = None,
 ) -> Entry:
     if framework_of(owner) == "tensorflow" and callable(getattr(owner, "build", None)):
         return _keras_entry(owner, method, target, seed)
     if not issubclass(owner, torch.nn.Module):
-        return _object_entry(owner, method, target, seed, device)
+        return _object_entry(owner, method, target, seed, device, line)
     torch.manual_seed(seed)
     init = constructor_args(owner, guess_unannotated=True)
     try:
         instance = owner(**init)
     except TypeError as exc:
-        raise EntryError(
-            f"{owner.__name__}() needs constructor arguments ({exc}); "
-            "configure an entry with `init`"
-        ) from exc
+        return _built_module_entry(owner, method, target, seed, device, line, exc)
     except Exception as exc:  # the PR's constructor, on the values numcheck made up
         raise EntryError(
             f"{owner.__name__}({_spelled(init)}) failed: {type(exc).__name__}: "
@@ -335,17 +335,20 @@ def _method_entry(
         ) from exc
     first = _first_layer_spec(instance)
     bound = getattr(_place(instance, device), method)
-    specs, constants, chosen = specs_from_signature(bound, first, shape, uses=parameter_uses(bound))
+    found = signature_inputs(bound, first, shape, uses=parameter_uses(bound))
+    template = found.template()
     return Entry(
         target,
-        specs,
+        found.specs,
         bound,
         "synthesised",
-        constants=constants,
-        passed=chosen,
+        constants=found.constants,
+        passed=found.chosen,
+        template=template,
+        template_kwargs=found.constants if template is not None else {},
         init=init,
         is_method=True,
-        param_names=_param_names(bound),
+        param_names=found.names if template is not None else _param_names(bound),
         device=device,
     )
 
@@ -354,12 +357,43 @@ def _spelled(init: dict[str, Any]) -> str:
     return ", ".join(f"{name}={value!r}" for name, value in init.items())
 
 
-def _object_entry(owner: type, member: str, target: str, seed: int, device: str) -> Entry:
-    """A member of a plain class (a distribution, a kernel, a metric): objects.py."""
+def _built_module_entry(
+    owner: type,
+    method: str,
+    target: str,
+    seed: int,
+    device: str,
+    line: int | None,
+    refused: TypeError,
+) -> Entry:
+    """A method of an nn.Module whose constructor needs what `constructor_args` cannot make
+    up (PyG's `DegreeScalerAggregation(aggr, scaler, deg)`, a degree histogram `deg` the
+    division's value comes from): built as a plain class's object is (objects.py), from
+    searched constructor tensors and the text values the line needs, under the seed on every
+    call. The constructor's own complaint is kept when that finds no way either."""
+    try:
+        return _object_entry(owner, method, target, seed, device, line, module_seed=seed)
+    except EntryError as exc:
+        raise EntryError(
+            f"{owner.__name__}() needs constructor arguments ({refused}), and {exc}"
+        ) from exc
+
+
+def _object_entry(
+    owner: type,
+    member: str,
+    target: str,
+    seed: int,
+    device: str,
+    line: int | None = None,
+    module_seed: int | None = None,
+) -> Entry:
+    """A member of a plain class (a distribution, a kernel, a metric): objects.py;
+    `module_seed`, for an nn.Module's, set before each construction."""
     framework = framework_of(owner)
     torch.manual_seed(seed)
     _seed_tensorflow(framework, seed)
-    found = object_inputs(owner, member, framework)
+    found = object_inputs(owner, member, framework, line, module_seed)
     return Entry(
         target,
         found.specs,
@@ -388,17 +422,20 @@ def _keras_entry(owner: type, method: str, target: str, seed: int) -> Entry:
             f"{owner.__name__}() needs constructor arguments ({exc}); "
             "configure an entry with `init`"
         ) from exc
-    specs, constants, chosen = specs_from_signature(instance.call, _keras_input_spec(instance))
+    found = signature_inputs(instance.call, _keras_input_spec(instance))
+    template = found.template()
     return Entry(
         target,
-        specs,
+        found.specs,
         instance,
         "synthesised",
-        constants=constants,
-        passed=chosen,
+        constants=found.constants,
+        passed=found.chosen,
+        template=template,
+        template_kwargs=found.constants if template is not None else {},
         is_method=True,
         framework="tensorflow",
-        param_names=_param_names(instance.call),
+        param_names=found.names if template is not None else _param_names(instance.call),
     )
 
 

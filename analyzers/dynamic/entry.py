@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import torch
 
+from analyzers.dynamic.lists import filled
 from analyzers.dynamic.specs import InputSpec, widened
 from analyzers.dynamic.tensors import TORCH_DTYPES, copied, to_tf, writes_into_leaf
 
@@ -37,7 +38,8 @@ class Entry:
     param_names: list[str] = field(default_factory=list)
     dtype: str = "float32"  # the float dtype the entry runs in (float16: the fp16 bugs)
     start: list[torch.Tensor] | None = None  # a known-good input to start the search from
-    # harvested calls: positional arguments with None where a searched input goes
+    # harvested calls: positional arguments with None where a searched input goes (and a
+    # lists.SearchedList where a list of them goes)
     template: list[Any] | None = None
     template_kwargs: dict[str, Any] = field(default_factory=dict)
     autocast: str | None = None
@@ -93,9 +95,7 @@ class Entry:
         """A JAX or NumPy entry's call with the inputs already arrays of that framework
         (jax_backend.py, numpy_backend.py)."""
         if self.template is not None:
-            it = iter(arrays)
-            args = [next(it) if slot is None else slot for slot in self.template]
-            return self.fn(*args, **self.template_kwargs)
+            return self.fn(*filled(self.template, arrays), **self.template_kwargs)
         return self.fn(*arrays, **self.constants)
 
     def _call(self, inputs: Sequence[torch.Tensor]) -> Any:
@@ -110,9 +110,7 @@ class Entry:
         if self.weights:
             return call_with_weights(self.fn, self.weights, inputs, self.constants)
         if self.template is not None:
-            it = iter(inputs)
-            args = [next(it) if slot is None else self._replayed(slot) for slot in self.template]
-            return self.fn(*args, **self.template_kwargs)
+            return self.fn(*filled(self.template, inputs, self._replayed), **self.template_kwargs)
         return self.fn(*inputs, **self.constants)
 
     def _replayed(self, value: Any) -> Any:

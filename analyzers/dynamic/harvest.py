@@ -46,6 +46,7 @@ from analyzers.dynamic.harvest_keras import (
 )
 from analyzers.dynamic.layout import on_sys_path
 from analyzers.dynamic.loading import is_program
+from analyzers.dynamic.objects import ObjectCall
 from analyzers.dynamic.probe import tensors_in
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.tensors import same_answers
@@ -520,14 +521,11 @@ def _method_entry(
     specs: list[InputSpec],
     template: list[Any],
     start: list[torch.Tensor],
-) -> HarvestedMethod:
+) -> Entry:
     owner = call.owner
-    if not isinstance(owner, torch.nn.Module):
-        raise ValueError(
-            f"recorded calls of {type(owner).__name__} methods need the test's "
-            "object state; only nn.Module state is replayed"
-        )
     method = key.rpartition(".")[2]
+    if not isinstance(owner, torch.nn.Module):
+        return _stateless_entry(key, call, fn, specs, template, start)
     replay = ModuleReplay(owner, method, fresh=_mutates(owner, method, call.args, call.kwargs))
     return HarvestedMethod(
         key,
@@ -542,6 +540,49 @@ def _method_entry(
         param_names=_parameter_names(fn, template, 1),
         module_script=module_script(key, call, replay),
     )
+
+
+def _stateless_entry(
+    key: str,
+    call: Recorded,
+    fn: Any,
+    specs: list[InputSpec],
+    template: list[Any],
+    start: list[torch.Tensor],
+) -> Entry:
+    """A recorded method of a plain object that holds nothing (gpytorch's `Interpolation()`,
+    a namespace of methods): the test's object state is its class alone, so the call is
+    replayed on a new `Owner()` per call, as a plain class's synthesised member is
+    (objects.ObjectCall) and as the reproducer builds it. An object with state, a class that
+    needs constructor arguments, or a call with recorded non-searched arguments is refused."""
+    owner = call.owner
+    kind = type(owner)
+    state = getattr(owner, "__dict__", None)
+    if state or state is None or any(slot is not None for slot in template) or not _bare(kind):
+        raise ValueError(
+            f"recorded calls of {kind.__name__} methods need the test's "
+            "object state; only nn.Module state and stateless objects are replayed"
+        )
+    return Entry(
+        key,
+        specs,
+        ObjectCall(kind, key.rpartition(".")[2], ()),
+        "harvested",
+        constants=dict(call.kwargs),
+        start=start,
+        dtype=specs[0].dtype,
+        param_names=_parameter_names(fn, template, 1),
+        framework=call.framework,
+    )
+
+
+def _bare(kind: type) -> bool:
+    """Can the class be built with no arguments, into an object that holds nothing?"""
+    try:
+        made = kind()
+    except Exception:  # the PR's constructor: any failure means it needs something
+        return False
+    return getattr(made, "__dict__", None) == {}
 
 
 def module_script(key: str, call: Recorded, replay: ModuleReplay) -> ModuleScript:

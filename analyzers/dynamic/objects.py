@@ -24,20 +24,24 @@ import functools
 import inspect
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
+from analyzers.dynamic.branches import path_values
+from analyzers.dynamic.defaults import package_default
+from analyzers.dynamic.lists import SearchedList, filled
 from analyzers.dynamic.parts import ObjectPart, part_candidates
 from analyzers.dynamic.signatures import (
     TENSOR_HINT,
     EntryError,
     annotation_text,
     constructor_args,
+    fits,
     positional_names,
-    specs_from_signature,
+    signature_inputs,
     undecorated,
 )
 from analyzers.dynamic.specs import InputSpec, default_spec
@@ -67,6 +71,10 @@ class ObjectCall:
     # draws that make an empty support are refused (`refuse_empty_support`); not while
     # trying shapes on arbitrary normal values, where half the pairs have low > high
     checks_support: bool = True
+    # the member's searched arguments where one is a list of inputs (lists.py); () when
+    # each is one tensor
+    slots: tuple[SearchedList | None, ...] = ()
+    seed: int | None = None  # torch's seed before each construction (an nn.Module's weights)
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         built: dict[str, Any] = {}
@@ -76,17 +84,24 @@ class ObjectCall:
             inputs = inputs[taken:]
         count = len(self.init_names)
         owner: Any = self.owner  # as the reproducer makes it: `Owner.__new__(Owner)`
-        instance = (
-            owner.__new__(owner)
-            if self.bare
-            else self.owner(
-                **dict(zip(self.init_names, inputs[:count], strict=True)), **built, **self.init
-            )
-        )
+        instance = owner.__new__(owner) if self.bare else self._built(inputs[:count], built)
         if self.checks_support and not self.bare:
             refuse_empty_support(instance)
         member = getattr(instance, self.member)
-        return member if self.is_property else member(*inputs[count:], **kwargs)
+        if self.is_property:
+            return member
+        rest = inputs[count:]
+        return member(*(filled(self.slots, rest) if self.slots else rest), **kwargs)
+
+    def _built(self, inputs: Sequence[Any], built: dict[str, Any]) -> Any:
+        """The object from its constructor inputs; under `seed` when there is one, so each
+        call builds the same weights (as the reproducer does after `torch.manual_seed`)."""
+        given = {**dict(zip(self.init_names, inputs, strict=True)), **built, **self.init}
+        if self.seed is None:
+            return self.owner(**given)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            return self.owner(**given)
 
     def with_owner(self, owner: type) -> ObjectCall:
         """The same call on another class (the fix stage's patched copy of it)."""
@@ -102,7 +117,12 @@ class ObjectInputs:
     param_names: list[str]
 
 
-def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
+def object_inputs(
+    owner: type, member: str, framework: str, line: int | None = None, seed: int | None = None
+) -> ObjectInputs:
+    """The call of `owner`'s member, built from searched constructor inputs (see the
+    module's docstring); `line`, the flagged line, whose enclosing tests choose text
+    constructor values; `seed`, set before every construction (an nn.Module's weights)."""
     attribute = inspect.getattr_static(owner, member, None)
     if attribute is None:
         raise EntryError(f"{owner.__name__} has no {member}; configure an entry")
@@ -113,25 +133,31 @@ def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
     constants: dict[str, Any] = {}
     chosen: dict[str, Any] = {}
     names: list[str] = []
+    slots: tuple[SearchedList | None, ...] = ()
     if not is_property:
         function = getattr(owner, member)
         source = undecorated(function, member)  # its signature, not its wrapper's
         static = isinstance(attribute, staticmethod)
         # a method's signature without `self`
         target = source if static else functools.partial(source, None)
-        specs, constants, chosen = specs_from_signature(
-            target, None, allow_empty=True, uses=parameter_uses(source)
+        found = signature_inputs(target, None, allow_empty=True, uses=parameter_uses(source))
+        specs, constants, chosen = found.specs, found.constants, found.chosen
+        slots = tuple(found.slots) if found.template() is not None else ()
+        names = (
+            found.names if slots else positional_names(source)[0 if static else 1 :][: len(specs)]
         )
-        names = positional_names(source)[0 if static else 1 :]
         if not static and specs and not reads_self(function) and not reads_self(source):
             return ObjectInputs(
-                ObjectCall(owner, member, (), bare=True),
+                ObjectCall(owner, member, (), bare=True, slots=slots),
                 specs,
                 constants,
                 chosen,
-                names[: len(specs)],
+                names,
             )
-    required, optional, init = _constructor(owner)
+    needs = (
+        path_values(getattr(owner, member), line) if line is not None and not is_property else {}
+    )
+    required, optional, init = _constructor(owner, needs)
     candidates = part_candidates(owner, required)  # objects the constructor checks for
     required = [name for name in required if name not in candidates]
     first: Exception | None = None  # the error of the plainest try, the one worth reading
@@ -143,7 +169,16 @@ def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
         part_names = [n for part in parts for n in part.input_names()]
         if not init_names and not specs and not part_names:
             continue
-        call = ObjectCall(owner, member, tuple(init_names), init, is_property, parts=tuple(parts))
+        call = ObjectCall(
+            owner,
+            member,
+            tuple(init_names),
+            init,
+            is_property,
+            parts=tuple(parts),
+            slots=slots,
+            seed=seed,
+        )
         shapes = itertools.islice(
             itertools.product(CONSTRUCTOR_SHAPES, repeat=len(part_names) + len(init_names)),
             MAX_SHAPE_TRIALS,
@@ -162,7 +197,7 @@ def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
                 [*init_specs, *specs],
                 constants,
                 chosen,
-                [*part_names, *init_names, *names[: len(specs)]],
+                [*part_names, *init_names, *names],
             )
     if first is None:
         raise EntryError(
@@ -176,14 +211,19 @@ def object_inputs(owner: type, member: str, framework: str) -> ObjectInputs:
     )
 
 
-def _constructor(owner: type) -> tuple[list[str], list[str], dict[str, Any]]:
+def _constructor(
+    owner: type, needs: Mapping[str, Any]
+) -> tuple[list[str], list[str], dict[str, Any]]:
     """(required tensor parameters, optional ones that default to None, constants for the
-    other parameters without a default)."""
+    other parameters without a default). `needs`: values the member's path to the flagged
+    line tests names against (branches.path_values)."""
     try:
         signature = inspect.signature(owner)
     except (TypeError, ValueError) as exc:
         raise EntryError(f"cannot read the signature of {owner.__name__}: {exc}") from exc
-    sized = constructor_args(owner)  # sizes and annotated constants (an `int`, a Literal)
+    # sizes and annotated constants (an `int`, a Literal), then the choices the line needs
+    # and the package's own defaults
+    sized = {**constructor_args(owner), **_choices(owner, signature, needs)}
     required: list[str] = []
     optional: list[str] = []
     for param in signature.parameters.values():
@@ -211,6 +251,30 @@ def _constructor(owner: type) -> tuple[list[str], list[str], dict[str, Any]]:
             f"{owner.__name__}() needs {', '.join(missing)}; configure an entry with `init`"
         )
     return required, optional, init
+
+
+def _choices(owner: type, signature: inspect.Signature, needs: Mapping[str, Any]) -> dict[str, Any]:
+    """Values for the constructor's text parameters without a default that `constructor_args`
+    cannot fill (`scaler: Union[str, List[str]]`): the value the member's path to the line
+    compares a name of the parameter's with (the object keeps it and the member tests it:
+    `for scaler in self.scaler: ... elif scaler == 'attenuation':`), else the default the
+    package gives a parameter of that name elsewhere (defaults.py)."""
+    found: dict[str, Any] = {}
+    for param in signature.parameters.values():
+        text = annotation_text(param)
+        if (
+            param.default is not inspect.Parameter.empty
+            or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD)
+            or TENSOR_HINT.search(text)
+            or "str" not in text
+        ):
+            continue
+        needed = needs.get(param.name)
+        if isinstance(needed, str) and fits(needed, param.default, text):
+            found[param.name] = needed
+        elif (default := package_default(owner, param.name)) is not None:
+            found[param.name] = default
+    return found
 
 
 def refuse_empty_support(instance: Any) -> None:

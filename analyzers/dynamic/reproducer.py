@@ -14,6 +14,7 @@ import torch
 
 from analyzers.dynamic.encoding import encode_keywords, encode_value, layout
 from analyzers.dynamic.entry import Entry
+from analyzers.dynamic.lists import SearchedList
 from analyzers.dynamic.objects import ObjectCall
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.weights import split_for_script
@@ -85,6 +86,8 @@ def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) ->
             "member": entry.fn.member,
             "property": entry.fn.is_property,
             "bare": entry.fn.bare,
+            "slots": [_slot(slot) for slot in entry.fn.slots],
+            "seed": entry.fn.seed,
             "parts": [
                 {
                     "name": part.name,
@@ -102,9 +105,12 @@ def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) ->
 
 
 def _slot(slot: Any) -> dict[str, Any]:
-    """A harvested call's argument: searched (None), a recorded tensor, or a value."""
+    """A harvested call's argument: searched (None), a list of searched inputs, a recorded
+    tensor, or a value."""
     if slot is None:
         return {"searched": True}
+    if isinstance(slot, SearchedList):
+        return {"searched_list": slot.length, "tuple": slot.is_tuple}
     if isinstance(slot, torch.Tensor):
         dtype = str(slot.dtype).replace("torch.", "")
         spec = InputSpec(

@@ -11,8 +11,10 @@ import ast
 import inspect
 import re
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from analyzers.dynamic.lists import SearchedList, element_names, tensor_list
 from analyzers.dynamic.specs import InputSpec, default_spec
 from analyzers.dynamic.usage import ParameterUses, allowed_values
 from analyzers.epsilon import GUARD_VALUE, is_epsilon_name
@@ -87,6 +89,25 @@ def constructor_args(owner: type, *, guess_unannotated: bool = False) -> dict[st
     return args
 
 
+@dataclass
+class SignatureInputs:
+    """What `signature_inputs` read: the searched inputs' specs (a list argument's elements
+    each one of them), the keyword constants, those of them numcheck chose (the reproducer
+    passes them), one slot per searched argument (None for a tensor, a `SearchedList` for a
+    list of tensors: lists.py) and one name per searched input."""
+
+    specs: list[InputSpec] = field(default_factory=list)
+    constants: dict[str, Any] = field(default_factory=dict)
+    chosen: dict[str, Any] = field(default_factory=dict)
+    slots: list[SearchedList | None] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+
+    def template(self) -> list[Any] | None:
+        """The call's template where an argument is a list (`filled` gathers its elements),
+        None where every searched argument is one tensor (the inputs go by position)."""
+        return list(self.slots) if any(self.slots) else None
+
+
 def specs_from_signature(
     fn: Callable[..., Any],
     first: InputSpec | None,
@@ -97,9 +118,36 @@ def specs_from_signature(
     branch: Mapping[str, Any] | None = None,
     uses: ParameterUses | None = None,
 ) -> tuple[list[InputSpec], dict[str, Any], dict[str, Any]]:
-    """(input specs, keyword constants, the constants numcheck chose for parameters without
-    a default, which the reproducer must pass). `allow_empty`: no tensor parameter is not an
-    error (a method whose inputs all come from its object's constructor). `operand_names`:
+    """(input specs, keyword constants, chosen constants) of `signature_inputs`, for a
+    signature whose searched arguments are known to be single tensors."""
+    found = signature_inputs(
+        fn,
+        first,
+        shape,
+        allow_empty=allow_empty,
+        operand_names=operand_names,
+        branch=branch,
+        uses=uses,
+    )
+    return found.specs, found.constants, found.chosen
+
+
+def signature_inputs(
+    fn: Callable[..., Any],
+    first: InputSpec | None,
+    shape: tuple[int, ...] | None = None,
+    *,
+    allow_empty: bool = False,
+    operand_names: Collection[str] = (),
+    branch: Mapping[str, Any] | None = None,
+    uses: ParameterUses | None = None,
+) -> SignatureInputs:
+    """The input specs, keyword constants, the constants numcheck chose for parameters without
+    a default (which the reproducer must pass), and the searched arguments' slots. A
+    parameter annotated as a sequence of tensors (`List[Tensor]`, `Tuple[Tensor, ...]`) is a
+    short list of searched tensors, each shaped as a tensor parameter would be (lists.py).
+    `allow_empty`: no tensor parameter is not an error (a method whose inputs all come from
+    its object's constructor). `operand_names`:
     the names in the flagged op's operand; a leading parameter among them that defaults to
     None (`def probs_to_logits(probs=None, logits=None)`, torch.distributions' convention for
     two ways to give one tensor) is searched as a tensor, since the op only runs when a
@@ -114,9 +162,8 @@ def specs_from_signature(
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
         raise EntryError(f"cannot read the signature of {fn!r}: {exc}") from exc
-    specs: list[InputSpec] = []
-    constants: dict[str, Any] = {}
-    chosen: dict[str, Any] = {}
+    read = SignatureInputs()
+    specs, constants, chosen = read.specs, read.constants, read.chosen
     skipped = False
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -167,7 +214,7 @@ def specs_from_signature(
                 branch
                 and param.name in branch
                 and branch[param.name] != param.default
-                and _fits(branch[param.name], param.default, annotation)
+                and fits(branch[param.name], param.default, annotation)
             ):
                 chosen[param.name] = branch[param.name]  # the reproducer passes it too
             elif param.default is inspect.Parameter.empty:
@@ -198,21 +245,22 @@ def specs_from_signature(
                 "entry"
             )
         annotated = JAXTYPING_DIMS.search(str(annotation)) is not None
-        if uses is not None and param.name in uses.indices and not annotated:
+        listed = tensor_list(annotation)
+        read.slots.append(listed)
+        read.names.extend(element_names(param.name, listed))
+        if uses is not None and param.name in uses.indices and not annotated and not listed:
             specs.append(index_spec(uses.rows.get(param.name), shape))
             continue
-        specs.append(
-            first
-            if first is not None and not specs
-            else default_spec(
-                shape
-                if shape is not None and not annotated
-                else shape_from_annotation(str(annotation))
-            )
+        element = default_spec(
+            shape if shape is not None and not annotated else shape_from_annotation(annotation)
         )
+        if listed is not None:
+            specs.extend([element] * listed.length)
+        else:
+            specs.append(first if first is not None and not specs else element)
     if not specs and not allow_empty:
         raise EntryError("no tensor parameters to search over; configure an entry")
-    return specs, constants, chosen
+    return read
 
 
 def index_spec(rows: int | None, shape: tuple[int, ...] | None) -> InputSpec:
@@ -223,7 +271,7 @@ def index_spec(rows: int | None, shape: tuple[int, ...] | None) -> InputSpec:
     return InputSpec("int64", dims, 0, DEFAULT_BATCH - 1, "default")
 
 
-def _fits(value: Any, default: Any, annotation: str) -> bool:
+def fits(value: Any, default: Any, annotation: str) -> bool:
     """A branch's value for a parameter of this default and annotation: of the default's
     type (or a float where the annotation says float), or named by the annotation (`bool`,
     `str`, a `Literal` listing it)."""

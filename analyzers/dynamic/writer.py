@@ -678,7 +678,7 @@ def _object_lines(obj: dict[str, Any], owner: str, names: list[str], module: str
             *keywords(obj.get("init", []), "the object's constants"),
         ]
     )
-    passed = ", ".join([*names[count:], "**kwargs"])
+    passed = ", ".join([*_searched_arguments(obj.get("slots", []), names[count:]), "**kwargs"])
     member = ident(obj.get("member"), "the member")
     used = (
         f"obj.{member}"
@@ -694,9 +694,14 @@ def _object_lines(obj: dict[str, Any], owner: str, names: list[str], module: str
             f"    obj = {owner}.__new__({owner})",
             f"    return {used}",
         ]
+    seed = optional(obj.get("seed"), integer, "the object's seed")
+    seeded = (
+        [] if seed is None else [f"    torch.manual_seed({seed})  # the same weights each time"]
+    )
     return [
         f"def run({params}):",
         *made,
+        *seeded,
         f"    obj = {owner}({call_arguments})",
         f"    return {used}",
     ]
@@ -861,16 +866,14 @@ def _replayed_arguments(
     framework: str,
     place: str,
 ) -> str:
-    """A harvested call: searched inputs by name, the recorded rest spelled out."""
+    """A harvested call: searched inputs by name (a list of them in brackets), the recorded
+    rest spelled out."""
     searched = iter(names)
     parts: list[str] = []
     for i, slot in enumerate(items(template, "the recorded arguments")):
         slot = table(slot, "a recorded argument")
-        if slot.get("searched"):
-            try:
-                parts.append(next(searched))
-            except StopIteration as exc:
-                raise PlanError("more searched arguments than inputs") from exc
+        if slot.get("searched") or "searched_list" in slot:
+            parts.append(_searched_argument(slot, searched))
         elif "tensor" in slot:
             name = f"arg{i}"
             body.extend(tensor_code(name, slot["tensor"], framework, place))
@@ -879,6 +882,34 @@ def _replayed_arguments(
             parts.append(spell_value(slot.get("value")))
     parts += keywords(template_kwargs, "the recorded keywords")
     return ", ".join(parts)
+
+
+def _searched_argument(slot: dict[str, Any], searched: Any) -> str:
+    """One searched argument: the next input's name, or `[a, b]` (`(a, b)`) for a list (a
+    tuple) of the next ones (lists.SearchedList)."""
+    count = integer(slot["searched_list"], "a list's length", 1) if "searched_list" in slot else 0
+    try:
+        taken = [next(searched) for _ in range(max(count, 1))]
+    except StopIteration as exc:
+        raise PlanError("more searched arguments than inputs") from exc
+    if not count:
+        return taken[0]
+    if flag(slot.get("tuple", False), "a list's tuple flag"):
+        return f"({', '.join(taken)}{',' if count == 1 else ''})"
+    return f"[{', '.join(taken)}]"
+
+
+def _searched_arguments(slots: Any, names: list[str]) -> list[str]:
+    """The member's arguments of an object call: its inputs by name, or grouped into the
+    lists its slots say (none: each input is one argument)."""
+    listed = items(slots, "the member's slots")
+    if not listed:
+        return names
+    searched = iter(names)
+    grouped = [_searched_argument(table(slot, "a member's slot"), searched) for slot in listed]
+    if next(searched, None) is not None:
+        raise PlanError("more inputs than the member's slots take")
+    return grouped
 
 
 def _tf_check(
