@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +36,8 @@ import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from runners.warm_python import WarmPython
 
 # Keras 3 runs on TensorFlow here
 SUPPORTED_FRAMEWORKS = ("torch", "tensorflow", "keras", "jax", "numpy")
@@ -54,6 +55,9 @@ OWN_IMPORTS = (
 # The declared dependencies' folder when the job has one: the reproducer's child Python gets it
 # too (`_use_dependencies`).
 DEPENDENCY_PATHS: list[str] = []
+# Where reproducers run, one script at a time: forked from an interpreter that imported torch.
+REPRODUCERS = WarmPython()
+REPRODUCER_TIMEOUT = 60.0
 _RECORDS: Any = None  # a private duplicate of the original stdout (see _own_stdout)
 
 
@@ -99,7 +103,8 @@ def _deadline(seconds: float) -> Iterator[None]:
 
 
 def _run_reproducer(repo: Path, source: str) -> tuple[int | None, str]:
-    """Run the script once in `repo`: (exit status, None on timeout; stderr's tail)."""
+    """Run the script once in `repo`: (exit status, None on timeout; stderr's tail). In a
+    child of the warm interpreter (runners/warm_python.py), which has imported torch already."""
     from analyzers.dynamic.layout import search_path
 
     with tempfile.NamedTemporaryFile(
@@ -109,19 +114,12 @@ def _run_reproducer(repo: Path, source: str) -> tuple[int | None, str]:
         script = Path(handle.name)
     try:
         path = os.pathsep.join([*search_path(repo), *DEPENDENCY_PATHS])
-        proc = subprocess.run(
-            [sys.executable, str(script)],
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={**os.environ, "PYTHONPATH": path},
-        )
-    except subprocess.TimeoutExpired:
-        return None, "the reproducer did not finish within 60 s"
+        returncode, stderr = REPRODUCERS.run(script, repo, path, REPRODUCER_TIMEOUT)
     finally:
         script.unlink(missing_ok=True)
-    return proc.returncode, proc.stderr[-2000:]
+    if returncode is None:
+        return None, f"the reproducer did not finish within {REPRODUCER_TIMEOUT:.0f} s"
+    return returncode, stderr
 
 
 def _check_reproducer(repo: Path, source: str) -> tuple[bool, str]:
@@ -642,9 +640,10 @@ def fix_finding(
     dtype: str | None = None,
 ) -> dict[str, Any]:
     """The fix stage for one confirmed finding: candidates from the op catalogue, each
-    validated on a scratch copy of `repo` (the reproducer script run there in a subprocess,
-    the search re-run with its budget, the static re-scan, value equivalence and gradients in
-    this process), and `Finding.fix` for the first that passes (or every rejection)."""
+    validated on a scratch copy of `repo` (the reproducer run there as a script of its own,
+    forked from the warm interpreter; the search re-run with its budget, the static re-scan,
+    value equivalence and gradients in this process), and `Finding.fix` for the first that
+    passes (or every rejection)."""
     from analyzers.dynamic.entries import module_name_for
     from analyzers.dynamic.script import ScriptEntry
     from analyzers.dynamic.search import Budget
@@ -694,7 +693,7 @@ def fix_finding(
                     returncode != 0,
                     stderr
                     if returncode is not None
-                    else "the reproducer did not finish within 60 s",
+                    else f"the reproducer did not finish within {REPRODUCER_TIMEOUT:.0f} s",
                 )
 
             return entry_hooks(

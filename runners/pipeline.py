@@ -28,11 +28,12 @@ from runners.dependencies import DependencyError, Environment, prepare
 from runners.local import LocalRunner
 from runners.trusted import trusted_fix, trusted_reproducer, trusted_trigger
 
-# building the entry, minimising, and the reproducer run: a child Python that imports torch
-# (seconds on a loaded 2-core machine) on top of the search budget
+# building the entry, minimising, and the reproducer run (the first one starts the warm
+# interpreter, which imports torch: seconds on a loaded 2-core machine) on top of the search
+# budget
 FINDING_SECONDS_SLACK = 45.0
 SCRIPT_RUNS_SLACK = 3  # script mode: the recording run, localising and the reproducer's run
-# The fix stage per confirmed finding: candidates' reproducer runs (a child Python each) and
+# The fix stage per confirmed finding: candidates' reproducer runs (a script each) and
 # the search re-run with its budget on the patched lines of each candidate that gets that far
 # (in script mode with the script's runs too: a loaded 2-core CI machine took over 39 s for
 # a fix whose stage takes 15 s unloaded).

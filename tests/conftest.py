@@ -162,6 +162,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_script_programs",
         "test_search_stages",
         "test_static_dtype",
+        "test_warm_python",
         "test_weight_ranges",
     ),
     "tf": ("test_harvest_keras", "test_localise_tf", "test_precision_tf", "test_script_mode_tf"),

@@ -373,13 +373,51 @@ def test_a_subclass_instance_gets_the_reason_instead_of_the_base_class_script() 
     assert reason is not None and "WiderStill, a subclass" in reason
 
 
-def test_methods_of_plain_objects_are_still_refused() -> None:
-    class Plain:
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return x
+class Stateless:
+    """A namespace of methods, as gpytorch's `Interpolation()`: nothing in the object."""
 
-    with pytest.raises(ValueError, match="only nn.Module state"):
-        entry_from_call("m:Plain.forward", Recorded((torch.rand(2),), {}, Plain()), Plain.forward)
+    def spread(self, x: torch.Tensor, width: float = 1.0) -> torch.Tensor:
+        return x / (x.max() - x.min()) * width
+
+
+class Holding:
+    def __init__(self, scale: float = 2.0) -> None:
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.scale
+
+
+class Needing:
+    def __init__(self, scale: float) -> None:
+        pass
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+def test_a_stateless_plain_object_is_replayed_on_a_new_one_per_call() -> None:
+    x = torch.tensor([0.0, 1.0, 3.0])
+    call = Recorded((x,), {"width": 2.0}, Stateless())
+    entry = entry_from_call(f"{__name__}:Stateless.spread", call, Stateless.spread)
+    assert not isinstance(entry, HarvestedMethod)
+    assert entry.param_names == ["x"] and entry.constants == {"width": 2.0}
+    assert torch.equal(entry.call([x]), Stateless().spread(x, width=2.0))
+    assert not torch.isfinite(entry.call([torch.ones(3)])).any()  # the search's trigger
+
+
+@pytest.mark.parametrize(
+    ("owner", "why"),
+    [(Holding(), "Holding methods need the test's object state"), (Needing(1.0), "Needing")],
+)
+def test_methods_of_plain_objects_with_state_are_still_refused(owner: Any, why: str) -> None:
+    method = type(owner).forward
+    with pytest.raises(ValueError, match=why):
+        entry_from_call(
+            f"{__name__}:{type(owner).__name__}.forward",
+            Recorded((torch.rand(2),), {}, owner),
+            method,
+        )
 
 
 @pytest.mark.parametrize(

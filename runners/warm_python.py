@@ -1,0 +1,180 @@
+"""Reproducer runs that do not pay for `import torch` each time.
+
+The harness checks each reproducer as a user would run it, a script in a Python of its own,
+once on the head and once per fix candidate. A fresh Python spent about 2 s of CPU importing
+torch before the script's first line; on a 2-core worker that was half of `numcheck demo`.
+`WarmPython` keeps one helper process that has imported torch and nothing else
+(runners/warm_python_server.py) and forks it per script, so each run starts after that import.
+
+Inside the sandbox only: the helper is the harness worker's child, under the same limits,
+and it never runs a script's code itself. When it cannot start or dies, runs fall back to a
+fresh Python (`run_cold`), so a reproducer is never lost to the shortcut.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+SERVER_SOURCE = Path(__file__).with_name("warm_python_server.py")
+STDERR_TAIL = 2000  # characters of the script's stderr that come back
+ANSWER_SLACK = 15.0  # seconds past a run's timeout before the helper counts as hung
+
+
+def run_cold(
+    script: Path, cwd: Path, pythonpath: str, timeout: float, python: str = sys.executable
+) -> tuple[int | None, str]:
+    """`python script` in a fresh interpreter: (exit status, None on timeout; stderr's tail)."""
+    try:
+        proc = subprocess.run(
+            [python, str(script)],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            env={**os.environ, "PYTHONPATH": pythonpath},
+        )
+    except subprocess.TimeoutExpired:
+        return None, ""
+    return proc.returncode, proc.stderr[-STDERR_TAIL:]
+
+
+class WarmPython:
+    """Runs scripts in children forked from one interpreter that imported torch at start."""
+
+    def __init__(self, python: str = sys.executable) -> None:
+        self.python = python
+        self._proc: subprocess.Popen[str] | None = None
+        self._folder: str | None = None
+        self._broken = False
+        self._closes_at_exit = False
+        self._lock = threading.Lock()
+        self.warm_runs = 0  # how many runs the helper served (the tests read it)
+
+    def run(
+        self, script: Path, cwd: Path, pythonpath: str, timeout: float
+    ) -> tuple[int | None, str]:
+        """As `run_cold`, from the warm helper where it answers."""
+        with self._lock:
+            proc = None if self._broken else self._started()
+            if proc is None:
+                return run_cold(script, cwd, pythonpath, timeout, self.python)
+            assert self._folder is not None
+            stderr = Path(self._folder) / "stderr"
+            request = {
+                "script": str(script),
+                "cwd": str(cwd),
+                "pythonpath": pythonpath,
+                "stderr": str(stderr),
+                "timeout": timeout,
+            }
+            child = None
+            try:
+                assert proc.stdin is not None
+                proc.stdin.write(json.dumps(request) + "\n")
+                proc.stdin.flush()
+                child = int(self._answer(proc, ANSWER_SLACK)["pid"])
+                returncode = self._answer(proc, timeout + ANSWER_SLACK)["returncode"]
+                if not (returncode is None or isinstance(returncode, int)):
+                    raise ValueError(f"the warm interpreter answered {returncode!r}")
+            except (OSError, ValueError, KeyError, TypeError):  # it died or hung: go cold
+                self._give_up(child, broken=True)
+                return run_cold(script, cwd, pythonpath, timeout, self.python)
+            except BaseException:  # the finding's own time limit, mid-run: a new helper next
+                self._give_up(child, broken=False)
+                raise
+            self.warm_runs += 1
+            return returncode, _tail(stderr)
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+    # ------------------------------------------------------------ pieces
+
+    def _started(self) -> subprocess.Popen[str] | None:
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        if self._proc is not None:  # it exited between runs
+            self._give_up(None, broken=True)
+            return None
+        self._folder = tempfile.mkdtemp(prefix="numcheck-warm-")
+        env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+        try:
+            self._proc = subprocess.Popen(
+                [self.python, "-c", SERVER_SOURCE.read_text(encoding="utf-8")],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                cwd=self._folder,
+                env=env,
+                text=True,
+            )
+        except OSError:
+            self._give_up(None, broken=True)
+            return None
+        if not self._closes_at_exit:
+            atexit.register(self.close)
+            self._closes_at_exit = True
+        return self._proc
+
+    @staticmethod
+    def _answer(proc: subprocess.Popen[str], wait: float) -> dict[str, Any]:
+        """The helper's next answer line; ValueError when none comes within `wait` seconds
+        or the helper closed its end."""
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], wait)
+        line = proc.stdout.readline() if ready else ""
+        if not line:
+            raise ValueError("the warm interpreter did not answer")
+        answer = json.loads(line)
+        if not isinstance(answer, dict):
+            raise ValueError(f"the warm interpreter answered {line!r}")
+        return answer
+
+    def _give_up(self, child: int | None, *, broken: bool) -> None:
+        """Stop the helper and whatever run it had going; after a `broken` one, later runs
+        are cold."""
+        self._broken = self._broken or broken
+        if child is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(child, signal.SIGKILL)
+        self._stop()
+
+    def _stop(self) -> None:
+        if self._proc is not None:
+            with contextlib.suppress(OSError):
+                self._proc.kill()
+            with contextlib.suppress(Exception):
+                self._proc.wait(timeout=5)
+            for pipe in (self._proc.stdin, self._proc.stdout):
+                with contextlib.suppress(OSError):
+                    if pipe is not None:
+                        pipe.close()
+            self._proc = None
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+
+def _tail(path: Path) -> str:
+    """The last STDERR_TAIL characters of the file, without reading all of a huge one."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(handle.tell() - 4 * STDERR_TAIL, 0))
+            return handle.read().decode("utf-8", "replace")[-STDERR_TAIL:]
+    except OSError:
+        return ""

@@ -1,0 +1,148 @@
+"""The warm interpreter runs a reproducer as `python script.py` would, without importing torch
+again: the same exit status and stderr as a fresh Python, nothing carried from one script to
+the next, a timeout that stops what the script started, and no way for the script to write
+the answer the harness reads."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runners.warm_python import WarmPython, run_cold
+
+
+@pytest.fixture
+def warm() -> Iterator[WarmPython]:
+    python = WarmPython()
+    yield python
+    python.close()
+
+
+def checkout(tmp_path: Path, scripts: dict[str, str]) -> Path:
+    """A folder with a package called `runners` of its own (numcheck has one too) and the
+    scripts."""
+    (tmp_path / "src" / "runners").mkdir(parents=True)
+    (tmp_path / "src" / "runners" / "__init__.py").write_text('WHO = "the checkout"\n')
+    for name, text in scripts.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (one killed and left to a pid 1 that does not reap is dead)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "State:\tZ" not in status
+
+
+WHERE_AM_I = """\
+import os, subprocess, sys
+import runners
+grandchild = subprocess.run(
+    [sys.executable, "-c", "import os; print(os.environ['PYTHONPATH'])"],
+    capture_output=True, text=True, check=True,
+).stdout.strip()
+print(__name__, sys.path[0], os.getcwd(), runners.WHO, grandchild, sys.argv, file=sys.stderr)
+assert runners.WHO == "someone else", "the checkout's own package was imported"
+"""
+
+
+def test_a_script_runs_as_a_fresh_python_would(tmp_path: Path, warm: WarmPython) -> None:
+    repo = checkout(
+        tmp_path,
+        {"where.py": WHERE_AM_I, "leaves.py": "import sys\nsys.exit(3)\n", "fine.py": "x = 1\n"},
+    )
+    path = str(repo / "src")
+    for name, status in (("where.py", 1), ("leaves.py", 3), ("fine.py", 0)):
+        cold = run_cold(repo / name, repo, path, 60)
+        assert warm.run(repo / name, repo, path, 60) == cold
+        assert cold[0] == status, cold
+    assert warm.warm_runs == 3
+    stderr = warm.run(repo / "where.py", repo, path, 60)[1]
+    assert f"__main__ {repo} {repo} the checkout {path} ['{repo / 'where.py'}']" in stderr
+    assert stderr.splitlines()[1:3] == [
+        "Traceback (most recent call last):",
+        f'  File "{repo / "where.py"}", line 8, in <module>',
+    ]
+    assert stderr.rstrip().endswith("AssertionError: the checkout's own package was imported")
+
+
+def test_nothing_carries_over_from_one_script_to_the_next(tmp_path: Path, warm: WarmPython) -> None:
+    repo = checkout(
+        tmp_path,
+        {
+            "first.py": """\
+                import sys, torch
+                torch.set_default_dtype(torch.float64)
+                torch.marked_by_first = True
+                sys.modules["left_behind"] = sys
+                """,
+            "second.py": """\
+                import sys, torch
+                assert torch.get_default_dtype() == torch.float32
+                assert not hasattr(torch, "marked_by_first")
+                assert "left_behind" not in sys.modules
+                """,
+        },
+    )
+    assert warm.run(repo / "first.py", repo, "", 60) == (0, "")
+    assert warm.run(repo / "second.py", repo, "", 60) == (0, "")
+    assert warm.warm_runs == 2
+
+
+def test_a_timeout_stops_the_script_and_what_it_started(tmp_path: Path, warm: WarmPython) -> None:
+    pid_file = tmp_path / "sleeper.pid"
+    repo = checkout(
+        tmp_path,
+        {
+            "hangs.py": f"""\
+                import subprocess, time
+                sleeper = subprocess.Popen(["sleep", "300"])
+                open({str(pid_file)!r}, "w").write(str(sleeper.pid))
+                time.sleep(300)
+                """
+        },
+    )
+    assert warm.run(repo / "hangs.py", repo, "", 3) == (None, "")
+    assert not running(int(pid_file.read_text()))
+    assert warm.run(repo / "hangs.py", repo, "", 3)[0] is None  # and the next run is served
+    assert warm.warm_runs == 2
+
+
+def test_a_script_cannot_write_the_answer(tmp_path: Path, warm: WarmPython) -> None:
+    """A reproducer that must fail writes a forged "passed" answer on every descriptor it
+    has, then fails: the harness still reads that it failed."""
+    repo = checkout(
+        tmp_path,
+        {
+            "forges.py": """\
+                import os
+                forged = b'{"pid": 1}\\n{"returncode": 0}\\n'
+                for fd in range(3, 256):
+                    try:
+                        os.write(fd, forged)
+                    except OSError:
+                        pass
+                raise AssertionError("the op gave NaN")
+                """
+        },
+    )
+    returncode, stderr = warm.run(repo / "forges.py", repo, "", 60)
+    assert returncode == 1 and "AssertionError: the op gave NaN" in stderr
+    assert warm.run(repo / "forges.py", repo, "", 60)[0] == 1
+
+
+def test_a_helper_that_died_leaves_runs_to_a_fresh_python(tmp_path: Path, warm: WarmPython) -> None:
+    repo = checkout(tmp_path, {"fails.py": "raise AssertionError('NaN')\n"})
+    assert warm.run(repo / "fails.py", repo, "", 60)[0] == 1
+    assert warm._proc is not None
+    warm._proc.kill()
+    warm._proc.wait()
+    returncode, stderr = warm.run(repo / "fails.py", repo, "", 60)
+    assert returncode == 1 and stderr.rstrip().endswith("AssertionError: NaN")
+    assert warm.warm_runs == 1  # the second came from a fresh Python
