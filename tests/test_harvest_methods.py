@@ -27,6 +27,7 @@ from analyzers.dynamic.harvest import (
     ModuleReplay,
     Recorded,
     entry_from_call,
+    observed_box,
 )
 from analyzers.dynamic.reproducer import Target, render
 
@@ -404,6 +405,40 @@ def test_a_stateless_plain_object_is_replayed_on_a_new_one_per_call() -> None:
     assert entry.param_names == ["x"] and entry.constants == {"width": 2.0}
     assert torch.equal(entry.call([x]), Stateless().spread(x, width=2.0))
     assert not torch.isfinite(entry.call([torch.ones(3)])).any()  # the search's trigger
+
+
+def interpolate(grid: list[torch.Tensor], x: torch.Tensor, scale: float) -> torch.Tensor:
+    return (x - grid[0][0]) / (grid[0][1] - grid[0][0]) * scale + grid[1].sum()
+
+
+def test_a_recorded_list_of_tensors_is_searched_element_by_element() -> None:
+    """The tests call `interpolate([g0, g1], x)`: each element is a searched input inside
+    its own observed box, the call gathers them back into a list, and the reproducer
+    spells that list."""
+    g0, g1, x = torch.tensor([0.0, 0.5, 1.0]), torch.tensor([2.0, 3.0]), torch.rand(4)
+    call = Recorded(([g0, g1], x, 2.0), {}, None)
+    entry = entry_from_call(f"{__name__}:interpolate", call, interpolate)
+    assert entry.param_names == ["grid_0", "grid_1", "x"]
+    assert [spec.shape for spec in entry.specs] == [(3,), (2,), (4,)]
+    assert (entry.specs[1].lo, entry.specs[1].hi) == observed_box(g1)
+    assert torch.equal(entry.call([g0, g1, x]), interpolate([g0, g1], x, 2.0))
+    flat = torch.zeros(3)  # coincident grid points: a zero step
+    assert not torch.isfinite(entry.call([flat, g1, x])).any()
+    source = render(entry, [flat, g1, x], Target("t.py", 1, "div", "(...) / (...)", "forward"), 0)
+    assert "interpolate([grid_0, grid_1], x, 2.0)" in source
+
+
+def test_a_stateless_object_replays_a_recorded_list_too() -> None:
+    grid = [torch.tensor([0.0, 1.0]), torch.tensor([1.0, 2.0])]
+    call = Recorded((grid,), {}, Listing())
+    entry = entry_from_call(f"{__name__}:Listing.first_gap", call, Listing.first_gap)
+    assert entry.param_names == ["grid_0", "grid_1"]
+    assert torch.equal(entry.call(grid), Listing().first_gap(grid))
+
+
+class Listing:
+    def first_gap(self, grid: list[torch.Tensor]) -> torch.Tensor:
+        return 1.0 / (grid[0][1] - grid[0][0]) + grid[1]
 
 
 @pytest.mark.parametrize(

@@ -45,6 +45,7 @@ from analyzers.dynamic.harvest_keras import (
     to_torch,
 )
 from analyzers.dynamic.layout import on_sys_path
+from analyzers.dynamic.lists import SearchedList, element_names
 from analyzers.dynamic.loading import is_program
 from analyzers.dynamic.objects import ObjectCall
 from analyzers.dynamic.probe import tensors_in
@@ -429,35 +430,56 @@ def _mutates(
 
 
 def _call_parts(call: Recorded) -> tuple[list[InputSpec], list[Any], list[torch.Tensor]]:
-    """Searched inputs are the call's float tensors; the other arguments are replayed as
-    recorded when a script can spell them (numbers, strings, integer tensors)."""
+    """Searched inputs are the call's float tensors, alone or as the elements of a list or
+    tuple of them (a grid given as `[x_grid_0, x_grid_1]`: a `SearchedList` slot, lists.py);
+    the other arguments are replayed as recorded when a script can spell them (numbers,
+    strings, integer tensors)."""
     specs: list[InputSpec] = []
     template: list[Any] = []
+    start: list[torch.Tensor] = []
     for value in call.args:
-        if isinstance(value, torch.Tensor) and value.is_floating_point():
-            lo, hi = observed_box(value)
-            dtype = str(value.dtype).replace("torch.", "")
-            specs.append(InputSpec(dtype, tuple(value.shape), lo, hi, "observed"))
+        if _float_tensor(value):
             template.append(None)
+            elements = [value]
+        elif isinstance(value, list | tuple) and value and all(map(_float_tensor, value)):
+            template.append(SearchedList(len(value), is_tuple=isinstance(value, tuple)))
+            elements = list(value)
         elif isinstance(value, (torch.Tensor, *REPLAYABLE)):
             template.append(value)
+            continue
         else:
             raise ValueError(f"cannot replay an argument of type {type(value).__name__}")
+        for element in elements:
+            lo, hi = observed_box(element)
+            dtype = str(element.dtype).replace("torch.", "")
+            specs.append(InputSpec(dtype, tuple(element.shape), lo, hi, "observed"))
+            start.append(element)
     if not all(isinstance(v, REPLAYABLE) for v in call.kwargs.values()):
         raise ValueError("cannot replay the keyword arguments")
     if not specs:
         raise ValueError("the recorded call has no float tensor arguments")
-    start = [a for a in call.args if isinstance(a, torch.Tensor) and a.is_floating_point()]
     return specs, template, start
 
 
+def _float_tensor(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
+
+
 def _parameter_names(fn: Any, template: list[Any], skip: int) -> list[str]:
+    """One name per searched input: the parameter's, or `xs_0, xs_1` for a list's elements;
+    [] when the signature cannot name them all."""
     try:
         params = list(inspect.signature(fn).parameters)[skip:]
     except (TypeError, ValueError):
         params = []
-    names = [params[i] for i, slot in enumerate(template) if slot is None and i < len(params)]
-    return names if len(names) == template.count(None) else []
+    names: list[str] = []
+    for i, slot in enumerate(template):
+        if slot is not None and not isinstance(slot, SearchedList):
+            continue  # a recorded value, not searched
+        if i >= len(params):
+            return []
+        names.extend(element_names(params[i], slot))
+    return names
 
 
 def entry_from_call(key: str, call: Recorded, fn: Any) -> Entry:
@@ -558,7 +580,10 @@ def _stateless_entry(
     owner = call.owner
     kind = type(owner)
     state = getattr(owner, "__dict__", None)
-    if state or state is None or any(slot is not None for slot in template) or not _bare(kind):
+    recorded = [
+        slot for slot in template if slot is not None and not isinstance(slot, SearchedList)
+    ]
+    if state or state is None or recorded or not _bare(kind):
         raise ValueError(
             f"recorded calls of {kind.__name__} methods need the test's "
             "object state; only nn.Module state and stateless objects are replayed"
@@ -566,7 +591,12 @@ def _stateless_entry(
     return Entry(
         key,
         specs,
-        ObjectCall(kind, key.rpartition(".")[2], ()),
+        ObjectCall(
+            kind,
+            key.rpartition(".")[2],
+            (),
+            slots=tuple(template) if any(template) else (),
+        ),
         "harvested",
         constants=dict(call.kwargs),
         start=start,
