@@ -38,17 +38,19 @@ STOPPED = ("superseded", "cancelled")
 
 
 def update_analysis(analysis_id: int, **values: Any) -> bool:
-    """Set the row's columns in one transaction. A status change of a stopped row is refused
-    (nothing is written) and False returned: the caller's work is no longer wanted."""
+    """Set the row's columns in one statement. A status change of a stopped row is refused
+    (nothing is written) and False returned: the caller's work is no longer wanted.
+
+    The refusal is the UPDATE's own condition, not a read before it: SQLite has no row
+    locks (`FOR UPDATE` is ignored), so a close that cancelled the row between a read and
+    the write was overwritten by the worker's "running", and the cancelled analysis went on
+    to publish (tests/test_app_e2e.py caught it once in CI)."""
+    statement = update(Analysis).where(Analysis.id == analysis_id)
+    if "status" in values and values["status"] not in STOPPED:
+        statement = statement.where(Analysis.status.not_in(STOPPED))
     with session_scope(get_settings().database_url) as s:
-        row = s.get(Analysis, analysis_id, with_for_update=True)
-        if row is None:
-            return False
-        if "status" in values and row.status in STOPPED and values["status"] not in STOPPED:
-            return False
-        for key, value in values.items():
-            setattr(row, key, value)
-        return True
+        done = s.execute(statement.values(**values).execution_options(synchronize_session=False))
+        return bool(getattr(done, "rowcount", 0) == 1)
 
 
 def still_wanted(row: Analysis) -> bool:
