@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,8 @@ class WarmPython:
 
     def __init__(self, python: str = sys.executable) -> None:
         self.python = python
-        self._proc: subprocess.Popen[str] | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._answers: AnswerLines | None = None
         self._folder: str | None = None
         self._broken = False
         self._closes_at_exit = False
@@ -83,11 +85,11 @@ class WarmPython:
             }
             child = None
             try:
-                assert proc.stdin is not None
-                proc.stdin.write(json.dumps(request) + "\n")
+                assert proc.stdin is not None and self._answers is not None
+                proc.stdin.write(json.dumps(request).encode() + b"\n")
                 proc.stdin.flush()
-                child = int(self._answer(proc, ANSWER_SLACK)["pid"])
-                returncode = self._answer(proc, timeout + ANSWER_SLACK)["returncode"]
+                child = int(self._answers.next(ANSWER_SLACK)["pid"])
+                returncode = self._answers.next(timeout + ANSWER_SLACK)["returncode"]
                 if not (returncode is None or isinstance(returncode, int)):
                     raise ValueError(f"the warm interpreter answered {returncode!r}")
             except (OSError, ValueError, KeyError, TypeError):  # it died or hung: go cold
@@ -105,7 +107,7 @@ class WarmPython:
 
     # ------------------------------------------------------------ pieces
 
-    def _started(self) -> subprocess.Popen[str] | None:
+    def _started(self) -> subprocess.Popen[bytes] | None:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
         if self._proc is not None:  # it exited between runs
@@ -120,29 +122,16 @@ class WarmPython:
                 stdout=subprocess.PIPE,
                 cwd=self._folder,
                 env=env,
-                text=True,
             )
         except OSError:
             self._give_up(None, broken=True)
             return None
+        assert self._proc.stdout is not None
+        self._answers = AnswerLines(self._proc.stdout.fileno())
         if not self._closes_at_exit:
             atexit.register(self.close)
             self._closes_at_exit = True
         return self._proc
-
-    @staticmethod
-    def _answer(proc: subprocess.Popen[str], wait: float) -> dict[str, Any]:
-        """The helper's next answer line; ValueError when none comes within `wait` seconds
-        or the helper closed its end."""
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], wait)
-        line = proc.stdout.readline() if ready else ""
-        if not line:
-            raise ValueError("the warm interpreter did not answer")
-        answer = json.loads(line)
-        if not isinstance(answer, dict):
-            raise ValueError(f"the warm interpreter answered {line!r}")
-        return answer
 
     def _give_up(self, child: int | None, *, broken: bool) -> None:
         """Stop the helper and whatever run it had going; after a `broken` one, later runs
@@ -164,9 +153,40 @@ class WarmPython:
                     if pipe is not None:
                         pipe.close()
             self._proc = None
+            self._answers = None
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = None
+
+
+class AnswerLines:
+    """The helper's answers, one JSON object per line, read from its stdout's descriptor.
+
+    Its own buffer, not a file object's: the helper writes the child's pid and, a moment
+    later, its exit status; when both are in the pipe before the first read, a buffered
+    `readline` takes both, and a `select` on the descriptor for the second then waits out
+    the run's whole timeout for bytes that already arrived."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.pending = b""
+
+    def next(self, wait: float) -> dict[str, Any]:
+        """The next answer; ValueError when none comes within `wait` seconds or the helper
+        closed its end."""
+        deadline = time.monotonic() + wait
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            ready = left > 0 and select.select([self.fd], [], [], left)[0]
+            chunk = os.read(self.fd, 65536) if ready else b""
+            if not chunk:
+                raise ValueError("the warm interpreter did not answer")
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        answer = json.loads(line)
+        if not isinstance(answer, dict):
+            raise ValueError(f"the warm interpreter answered {line!r}")
+        return answer
 
 
 def _tail(path: Path) -> str:

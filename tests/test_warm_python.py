@@ -5,13 +5,15 @@ the answer the harness reads."""
 
 from __future__ import annotations
 
+import os
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from runners.warm_python import WarmPython, run_cold
+from runners.warm_python import AnswerLines, WarmPython, run_cold
 
 
 @pytest.fixture
@@ -146,3 +148,26 @@ def test_a_helper_that_died_leaves_runs_to_a_fresh_python(tmp_path: Path, warm: 
     returncode, stderr = warm.run(repo / "fails.py", repo, "", 60)
     assert returncode == 1 and stderr.rstrip().endswith("AssertionError: NaN")
     assert warm.warm_runs == 1  # the second came from a fresh Python
+
+
+def test_two_answers_in_the_pipe_at_once_are_both_read_at_once() -> None:
+    """A fast script's pid and exit status can both arrive before the first read: the
+    second answer is taken from what was read already, not waited for on the pipe."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, b'{"pid": 41}\n{"returncode": 3}\n{"pid"')
+        answers = AnswerLines(read_end)
+        began = time.monotonic()
+        assert answers.next(30) == {"pid": 41}
+        assert answers.next(30) == {"returncode": 3}
+        assert time.monotonic() - began < 5
+        os.write(write_end, b": 42}\n")
+        assert answers.next(30) == {"pid": 42}  # a line split across two reads
+        os.close(write_end)
+        write_end = -1
+        with pytest.raises(ValueError, match="did not answer"):
+            answers.next(30)  # the helper closed its end
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
