@@ -127,7 +127,7 @@ def test_a_parameter_that_defaults_to_none_is_searched_when_the_op_reads_it(tmp_
 
 
 def test_only_a_leading_none_default_can_be_passed_by_position() -> None:
-    from analyzers.dynamic.signatures import operand_names, specs_from_signature
+    from analyzers.dynamic.signatures import operand_names, signature_inputs
 
     def scaled(x, weight=None, scale=None):  # type: ignore[no-untyped-def]
         return x
@@ -136,19 +136,17 @@ def test_only_a_leading_none_default_can_be_passed_by_position() -> None:
         return ps
 
     # `scale` sits behind the unsearched `weight`: passed by position it would land there
-    assert len(specs_from_signature(scaled, None, operand_names=operand_names("scale"))[0]) == 1
-    specs, constants, _ = specs_from_signature(
-        either, None, operand_names=operand_names("torch.log(ps)")
-    )
-    assert len(specs) == 1 and constants == {"logits": None}
+    assert len(signature_inputs(scaled, None, operand_names=operand_names("scale")).specs) == 1
+    found = signature_inputs(either, None, operand_names=operand_names("torch.log(ps)"))
+    assert len(found.specs) == 1 and found.constants == {"logits": None}
     with pytest.raises(EntryError, match="no tensor parameters"):  # `logits` follows `ps`
-        specs_from_signature(either, None, operand_names=operand_names("logits.exp()"))
+        signature_inputs(either, None, operand_names=operand_names("logits.exp()"))
 
 
 def test_an_epsilon_parameter_is_a_positive_guard_not_a_searched_tensor() -> None:
     """flax's `_merge_param(self, direction, scale, eps)` divides by `eps + norm`: searched as
     data, eps was set to 0 and "proved" a division every caller guards."""
-    from analyzers.dynamic.signatures import constructor_args, specs_from_signature
+    from analyzers.dynamic.signatures import constructor_args, signature_inputs
     from analyzers.epsilon import GUARD_VALUE
 
     def merge_param(direction, scale, eps):  # type: ignore[no-untyped-def]
@@ -157,9 +155,10 @@ def test_an_epsilon_parameter_is_a_positive_guard_not_a_searched_tensor() -> Non
     def total(values, num_steps):  # type: ignore[no-untyped-def]
         return values / num_steps  # `steps` holds the letters e-p-s: still data
 
-    specs, constants, chosen = specs_from_signature(merge_param, None)
+    found = signature_inputs(merge_param, None)
+    specs, constants, chosen = found.specs, found.constants, found.chosen
     assert len(specs) == 2 and chosen == {"eps": GUARD_VALUE} == constants
-    assert len(specs_from_signature(total, None)[0]) == 2
+    assert len(signature_inputs(total, None).specs) == 2
 
     class Norm:
         def __init__(self, dim, layer_eps):  # type: ignore[no-untyped-def]
@@ -171,7 +170,7 @@ def test_an_epsilon_parameter_is_a_positive_guard_not_a_searched_tensor() -> Non
 def test_a_seed_parameter_is_a_seed_not_a_searched_tensor() -> None:
     """TFP's `_sample_multinomial_as_iterated_binomial(..., probs, num_trials, dtype, seed)`:
     a float tensor for the seed broke its sampler (a bitwise XOR) before the division ran."""
-    from analyzers.dynamic.signatures import SEED_VALUE, constructor_args, specs_from_signature
+    from analyzers.dynamic.signatures import SEED_VALUE, constructor_args, signature_inputs
 
     def draw(probs, num_trials, seed):  # type: ignore[no-untyped-def]
         return probs / num_trials
@@ -179,10 +178,11 @@ def test_a_seed_parameter_is_a_seed_not_a_searched_tensor() -> None:
     def seeded(probs, seedling):  # type: ignore[no-untyped-def]
         return probs / seedling  # a name that merely starts with "seed" is data
 
-    specs, constants, chosen = specs_from_signature(draw, None)
+    found = signature_inputs(draw, None)
+    specs, constants, chosen = found.specs, found.constants, found.chosen
     assert len(specs) == 2 and chosen == {"seed": SEED_VALUE} == constants
     assert isinstance(SEED_VALUE, int)
-    assert len(specs_from_signature(seeded, None)[0]) == 2
+    assert len(signature_inputs(seeded, None).specs) == 2
 
     class Sampler:
         def __init__(self, size, sample_seed):  # type: ignore[no-untyped-def]
@@ -435,7 +435,7 @@ def test_an_argument_checked_with_isinstance_is_built_from_searched_numbers(tmp_
 def test_a_count_the_docstring_types_as_an_integer_is_passed_not_searched() -> None:
     """TensorFlow Probability's `num_samples: Singleton integer Tensor`: searched as a float
     tensor it broke `tf.stack` before the division the PR added could run."""
-    from analyzers.dynamic.signatures import DEFAULT_FEATURES, specs_from_signature
+    from analyzers.dynamic.signatures import DEFAULT_FEATURES, signature_inputs
     from analyzers.dynamic.usage import parameter_uses
 
     def draw(probs, num_trials, num_classes):  # type: ignore[no-untyped-def]
@@ -448,10 +448,11 @@ def test_a_count_the_docstring_types_as_an_integer_is_passed_not_searched() -> N
         """
         return probs / num_trials
 
-    specs, constants, chosen = specs_from_signature(draw, None, uses=parameter_uses(draw))
+    found = signature_inputs(draw, None, uses=parameter_uses(draw))
+    specs, constants, chosen = found.specs, found.constants, found.chosen
     assert len(specs) == 2 and chosen == {"num_classes": DEFAULT_FEATURES} == constants
     # without the docstring's word, all three are searched
-    assert len(specs_from_signature(draw, None)[0]) == 3
+    assert len(signature_inputs(draw, None).specs) == 3
 
 
 TFP_SAMPLER = '''import tensorflow as tf

@@ -8,7 +8,7 @@ a float tensor, that count broke `tf.stack` long before the division the PR adde
 section (NumPy style) are read, and a parameter whose type or first sentence says `int` or
 `integer`, and never `float` nor many values (`int32 Tensor of shape [batch]`, `labels`), is
 a count: it gets a small positive Python int, not a searched tensor
-(signatures.specs_from_signature).
+(signatures.signature_inputs).
 """
 
 from __future__ import annotations

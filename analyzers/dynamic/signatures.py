@@ -108,30 +108,6 @@ class SignatureInputs:
         return list(self.slots) if any(self.slots) else None
 
 
-def specs_from_signature(
-    fn: Callable[..., Any],
-    first: InputSpec | None,
-    shape: tuple[int, ...] | None = None,
-    *,
-    allow_empty: bool = False,
-    operand_names: Collection[str] = (),
-    branch: Mapping[str, Any] | None = None,
-    uses: ParameterUses | None = None,
-) -> tuple[list[InputSpec], dict[str, Any], dict[str, Any]]:
-    """(input specs, keyword constants, chosen constants) of `signature_inputs`, for a
-    signature whose searched arguments are known to be single tensors."""
-    found = signature_inputs(
-        fn,
-        first,
-        shape,
-        allow_empty=allow_empty,
-        operand_names=operand_names,
-        branch=branch,
-        uses=uses,
-    )
-    return found.specs, found.constants, found.chosen
-
-
 def signature_inputs(
     fn: Callable[..., Any],
     first: InputSpec | None,
