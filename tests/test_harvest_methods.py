@@ -9,6 +9,8 @@ in process on `entry_from_call` with recorded calls made by hand.
 from __future__ import annotations
 
 import copy
+import dataclasses
+import inspect
 import re
 import time
 from pathlib import Path
@@ -30,6 +32,8 @@ from analyzers.dynamic.harvest import (
     observed_box,
 )
 from analyzers.dynamic.reproducer import Target, render
+from analyzers.dynamic.search import Budget
+from analyzers.dynamic.stages import staged_search
 
 NET = '''\
 import torch
@@ -426,6 +430,46 @@ def test_a_recorded_list_of_tensors_is_searched_element_by_element() -> None:
     assert not torch.isfinite(entry.call([flat, g1, x])).any()
     source = render(entry, [flat, g1, x], Target("t.py", 1, "div", "(...) / (...)", "forward"), 0)
     assert "interpolate([grid_0, grid_1], x, 2.0)" in source
+
+
+def log_count(counts: torch.Tensor) -> torch.Tensor:
+    return torch.log(counts + 1.0)  # -inf only for a count of -1
+
+
+def exp_log_prob(log_prob: torch.Tensor) -> torch.Tensor:
+    return torch.exp(log_prob * 2.0)  # overflows only for a log-probability above 44
+
+
+def _line_of(fn: Any, text: str) -> frozenset[int]:
+    source, first = inspect.getsourcelines(fn)
+    return frozenset(first + i for i, line in enumerate(source) if text in line)
+
+
+@pytest.mark.parametrize(
+    ("fn", "op", "recorded", "box"),
+    [
+        (log_count, "log", torch.tensor([0.0, 3.0, 5.0]), (0.0, 100.0)),
+        (exp_log_prob, "exp", torch.tensor([-2.3, -0.7, -0.1]), (-100.0, 0.0)),
+    ],
+)
+def test_recorded_values_widen_without_changing_sign(
+    fn: Any, op: str, recorded: torch.Tensor, box: tuple[float, float]
+) -> None:
+    """The tests passed counts (>= 0) or log-probabilities (<= 0): the observed box holds no
+    trigger, and the widened one grows in magnitude on the same side of 0, where the op
+    cannot fail either. The same call with a stand-in's sign (a random draw) is proven by
+    crossing 0, which is the proof this rule keeps out of a review."""
+    entry = entry_from_call(f"{__name__}:{fn.__name__}", Recorded((recorded,), {}, None), fn)
+    assert entry.specs[0].keeps_sign
+    lines = _line_of(fn, f"torch.{op}(")
+    stage, outcome, _ = staged_search(entry, __file__, lines, op, 0, Budget(seconds=3.0))
+    assert outcome.reached and not outcome.triggered, outcome
+    assert stage.specs[0].source == "widened" and (stage.specs[0].lo, stage.specs[0].hi) == box
+    stand_in = dataclasses.replace(
+        entry, specs=[dataclasses.replace(entry.specs[0], keeps_sign=False)]
+    )
+    _, crossed, _ = staged_search(stand_in, __file__, lines, op, 0, Budget(seconds=3.0))
+    assert crossed.triggered, crossed
 
 
 def test_a_stateless_object_replays_a_recorded_list_too() -> None:

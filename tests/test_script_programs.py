@@ -216,6 +216,19 @@ def test_logits_drawn_in_zero_one_are_searched_in_a_widened_box(tmp_path: Path) 
         (InputSpec("float32", (3,), -500.0, 500.0, "observed"), None),  # already wider
         (InputSpec("float32", (3,), 0.0, 1.0, "config"), None),  # the repository's word
         (InputSpec("int64", (3,), 0.0, 9.0, "observed"), None),  # ids keep their meaning
+        (  # a test's counts: wider, never negative
+            InputSpec("float32", (3,), 0.0, 40.0, "observed", keeps_sign=True),
+            InputSpec("float32", (3,), 0.0, 100.0, "widened", keeps_sign=True),
+        ),
+        (  # a test's log-probabilities: wider, never positive
+            InputSpec("float32", (3,), -20.0, 0.0, "observed", keeps_sign=True),
+            InputSpec("float32", (3,), -100.0, 0.0, "widened", keeps_sign=True),
+        ),
+        (  # a range seen on both sides of 0 has no sign to keep
+            InputSpec("float32", (3,), -5.0, 5.0, "observed", keeps_sign=True),
+            InputSpec("float32", (3,), -100.0, 100.0, "widened", keeps_sign=True),
+        ),
+        (InputSpec("float32", (3,), 0.0, 500.0, "observed", keeps_sign=True), None),
     ],
 )
 def test_only_observed_float_boxes_widen(spec: InputSpec, expected: InputSpec | None) -> None:

@@ -307,7 +307,8 @@ def _disarm(previous: Any) -> None:
 
 def observed_box(values: torch.Tensor) -> tuple[float, float]:
     """The range a harvested input may take: what the tests showed, widened tenfold while
-    keeping the shape of the range (probabilities stay in [0, 1], non-negatives >= 0)."""
+    keeping the shape of the range (probabilities stay in [0, 1], non-negatives >= 0,
+    non-positives such as log-probabilities <= 0)."""
     flat = values.detach().double().reshape(-1)
     if flat.numel() == 0:
         return -1.0, 1.0
@@ -317,6 +318,8 @@ def observed_box(values: torch.Tensor) -> tuple[float, float]:
     magnitude = max(abs(lo), abs(hi), 1.0) * 10.0
     if lo >= 0.0:
         return 0.0, magnitude
+    if hi <= 0.0:
+        return -magnitude, 0.0
     return -magnitude, magnitude
 
 
@@ -452,7 +455,9 @@ def _call_parts(call: Recorded) -> tuple[list[InputSpec], list[Any], list[torch.
         for element in elements:
             lo, hi = observed_box(element)
             dtype = str(element.dtype).replace("torch.", "")
-            specs.append(InputSpec(dtype, tuple(element.shape), lo, hi, "observed"))
+            specs.append(
+                InputSpec(dtype, tuple(element.shape), lo, hi, "observed", keeps_sign=True)
+            )
             start.append(element)
     if not all(isinstance(v, REPLAYABLE) for v in call.kwargs.values()):
         raise ValueError("cannot replay the keyword arguments")

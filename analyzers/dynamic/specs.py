@@ -35,6 +35,9 @@ class InputSpec:
     lo: float
     hi: float
     source: BoxSource = "config"
+    # the values were recorded from the repository's own calls, whose sign means something (a
+    # count, a distance, a log-probability): widening keeps an observed box on its side of 0
+    keeps_sign: bool = False
 
     @property
     def is_float(self) -> bool:
@@ -51,6 +54,7 @@ class InputSpec:
             "lo": self.lo,
             "hi": self.hi,
             "source": self.source,
+            "keeps_sign": self.keeps_sign,
         }
 
     @classmethod
@@ -61,6 +65,7 @@ class InputSpec:
             float(data["lo"]),
             float(data["hi"]),
             data.get("source", "config"),
+            bool(data.get("keeps_sign", False)),
         )
 
 
@@ -100,13 +105,22 @@ def parse_spec(text: str, source: BoxSource = "config") -> InputSpec:
 def widened(spec: InputSpec) -> InputSpec | None:
     """The next, wider box for an observed float input: its range joined with the default box,
     or None when there is nothing to widen (a configured box is the repository's word; an
-    integer input's range is its meaning: ids, lengths, offsets)."""
+    integer input's range is its meaning: ids, lengths, offsets).
+
+    A box that `keeps_sign` widens in magnitude only: the tests' non-negative counts stay
+    non-negative and their log-probabilities stay non-positive, so a proof never rests on a
+    sign the code was not seen with. Values that are stand-ins (a script's `torch.rand`
+    logits) do not keep their sign: there the sign is the draw's, not the code's."""
     if spec.source != "observed" or not spec.is_float:
         return None
     lo, hi = min(spec.lo, DEFAULT_LO), max(spec.hi, DEFAULT_HI)
+    if spec.keeps_sign and spec.lo >= 0.0:
+        lo = spec.lo
+    elif spec.keeps_sign and spec.hi <= 0.0:
+        hi = spec.hi
     if (lo, hi) == (spec.lo, spec.hi):
         return None
-    return InputSpec(spec.dtype, spec.shape, lo, hi, "widened")
+    return InputSpec(spec.dtype, spec.shape, lo, hi, "widened", spec.keeps_sign)
 
 
 def default_spec(shape: tuple[int, ...] = (4, 8), dtype: str = "float32") -> InputSpec:
