@@ -132,7 +132,14 @@ def test_layer_finding_is_confirmed_on_the_recorded_layer(run: Run) -> None:
         "source": "harvested",
         "target": "mods.layers:Centred.call",
         "inputs": [
-            {"dtype": "float32", "shape": [5, 4], "lo": 0.0, "hi": 1.0, "source": "observed"}
+            {
+                "dtype": "float32",
+                "shape": [5, 4],
+                "lo": 0.0,
+                "hi": 1.0,
+                "source": "observed",
+                "keeps_sign": True,
+            }
         ],
     }
     # only the recorded centre (0.5) is reachable from the observed box [0, 1]: the fresh

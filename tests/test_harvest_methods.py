@@ -126,7 +126,14 @@ def test_method_finding_is_confirmed_on_the_recorded_module(run: Run) -> None:
         "source": "harvested",
         "target": "mods.net:Centred.forward",
         "inputs": [
-            {"dtype": "float32", "shape": [3, 4], "lo": 0.0, "hi": 1.0, "source": "observed"}
+            {
+                "dtype": "float32",
+                "shape": [3, 4],
+                "lo": 0.0,
+                "hi": 1.0,
+                "source": "observed",
+                "keeps_sign": True,
+            }
         ],
     }
     trigger = record["trigger"]
@@ -563,3 +570,48 @@ def test_the_harvest_limit_holds_against_tests_that_swallow_exceptions(tmp_path:
     assert time.monotonic() - started < 30
     assert result.ran and "train:loss" not in result.calls
     assert not (tmp_path / "imported").exists()
+
+
+def test_the_harvest_runs_the_tests_that_name_the_target_first(tmp_path: Path) -> None:
+    """A suite whose first file cannot be imported and whose next test outlasts the limit:
+    run in directory order, pytest stops at the import error (or the slow test takes the
+    whole limit) and nothing is recorded. The file that calls the flagged function runs
+    first, and a file that fails to import is skipped, not the end of the session."""
+    from analyzers.dynamic.harvest import harvest
+
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tmp_path / "harvest_order_lib.py").write_text(
+        "import torch\n\n\ndef focal_term(p):\n    return (1 - p).log()\n\n\n"
+        "class Unused:\n    pass\n"
+    )
+    (tests / "test_a_broken.py").write_text("import a_module_nobody_installed\n")
+    (tests / "test_b_slow.py").write_text("import time\n\n\ndef test_slow():\n    time.sleep(60)\n")
+    (tests / "test_c_loss.py").write_text(
+        "import torch\nfrom harvest_order_lib import focal_term\n\n\n"
+        "def test_focal():\n    assert focal_term(torch.full((3,), 0.25)).shape == (3,)\n"
+    )
+    started = time.monotonic()
+    result = harvest(tmp_path, [("harvest_order_lib.py", "focal_term")], seconds=6.0)
+    assert time.monotonic() - started < 30
+    calls = result.calls["harvest_order_lib:focal_term"]
+    assert len(calls) == 1 and torch.equal(calls[0].args[0], torch.full((3,), 0.25))
+
+
+def test_test_files_are_chosen_by_the_names_they_use(tmp_path: Path) -> None:
+    from analyzers.dynamic.harvest_order import tests_naming
+
+    tests = tmp_path / "tests"
+    (tests / "unit").mkdir(parents=True)
+    (tests / "test_other.py").write_text("from pkg.metrics import kl_div\n")
+    (tests / "unit" / "test_both.py").write_text(
+        "from pkg.metrics import kl_div, matthews_score  # kl_divergence in a comment\n"
+    )
+    (tests / "test_none.py").write_text("import math\nx = math.log(2)  # log, exp: too short\n")
+    (tests / "helpers.py").write_text("from pkg.metrics import kl_div\n")  # not a test file
+    names = {"kl_div", "matthews_score", "log"}
+    assert tests_naming(tmp_path, ["tests"], names) == [
+        "tests/unit/test_both.py",
+        "tests/test_other.py",
+    ]
+    assert tests_naming(tmp_path, ["tests"], {"log"}) == []

@@ -21,9 +21,11 @@ import contextlib
 import copy
 import functools
 import importlib
+import importlib.util
 import inspect
 import io
 import signal
+import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +46,7 @@ from analyzers.dynamic.harvest_keras import (
     plan_script,
     to_torch,
 )
+from analyzers.dynamic.harvest_order import defined_names, tests_naming
 from analyzers.dynamic.layout import on_sys_path
 from analyzers.dynamic.lists import SearchedList, element_names
 from analyzers.dynamic.loading import is_program
@@ -203,7 +206,8 @@ def _patch(
 
 
 def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harvest:
-    """Run the repository's tests once with every (path, function) target wrapped."""
+    """Run the repository's tests once with every (path, function) target wrapped: first
+    the files that name a target (harvest_order.py), then the rest with the time left."""
     result = Harvest()
     tests = [p for p in ("tests", "test") if (repo / p).is_dir()] or [
         str(p.relative_to(repo)) for p in repo.rglob("test_*.py")
@@ -213,6 +217,7 @@ def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harve
         return result
     patched: list[tuple[Any, str, Any, bool]] = []
     classes: set[type] = set()
+    names: set[str] = set()  # what a test exercising the targets would write
     on_sys_path(repo)
     for path, function in targets:
         key = f"{module_name_for(repo, path)}:{function}"
@@ -227,6 +232,7 @@ def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harve
             original = inspect.getattr_static(owner, parts[-1])
         except Exception:  # an import that fails is reported by the entry that needs it
             continue
+        names |= defined_names(module) | {parts[0]}
         store: list[Recorded] = []
         result.calls[key] = store
         is_method = inspect.isclass(owner) and not isinstance(original, staticmethod | classmethod)
@@ -244,8 +250,10 @@ def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harve
     if classes:
         for home in (torch, torch.random):
             _patch(patched, home, "manual_seed", _wrap_seed(vars(home)["manual_seed"]))
+    first = [str(repo / path) for path in tests_naming(repo, tests, names)]
+    rest = [*(str(repo / path) for path in tests), *(f"--ignore={path}" for path in first)]
     try:
-        result.ran = _run_pytest(repo, tests, seconds)
+        result.ran = _run_pytest(repo, [first, rest] if first else [rest], seconds)
     finally:
         for owner, name, original, own in reversed(patched):
             if own:
@@ -262,31 +270,46 @@ class HarvestTimeout(KeyboardInterrupt):
     own wall clock, enforced by the runner from outside, is the limit behind this one."""
 
 
-def _run_pytest(repo: Path, tests: list[str], seconds: float) -> bool:
+def _run_pytest(repo: Path, runs: list[list[str]], seconds: float) -> bool:
+    """One pytest session per item of `runs` (the tests naming the targets, then the rest),
+    all within `seconds`. A test file that fails to import is reported and skipped, not the
+    end of the session: one module needing a dependency the sandbox lacks must not keep the
+    others from running."""
     try:
         import pytest
     except ImportError:
         return False
 
+    fired: list[bool] = []
+
     def expire(signum: int, frame: object) -> None:
+        fired.append(True)
         raise HarvestTimeout("harvesting the tests ran out of time")
 
+    deadline = time.monotonic() + seconds
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)  # once: nothing may fire after the harvest
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            pytest.main(
-                [
-                    "-q",
-                    "-p",
-                    "no:cacheprovider",
-                    "-p",
-                    "no:randomly",
-                    "--rootdir",
-                    str(repo),
-                    *tests,
-                ]
-            )
+            for args in runs:
+                if fired or time.monotonic() >= deadline:  # the limit ended the last run
+                    break
+                pytest.main(
+                    [
+                        "-q",
+                        "-p",
+                        "no:cacheprovider",
+                        "-p",
+                        "no:randomly",
+                        "--continue-on-collection-errors",
+                        # every test in this process, where the targets are wrapped, even
+                        # when the repository's own options ask for pytest-xdist workers
+                        *(["-n", "0"] if importlib.util.find_spec("xdist") else []),
+                        "--rootdir",
+                        str(repo),
+                        *args,
+                    ]
+                )
     except (HarvestTimeout, Exception):  # noqa: BLE001 - the limit can land anywhere,
         pass  # pytest's own parsing included; whatever was recorded before it still counts
     finally:

@@ -48,14 +48,16 @@ class InputSpec:
         return f"{self.dtype}[{dims}] in [{self.lo:g}, {self.hi:g}]"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "dtype": self.dtype,
             "shape": list(self.shape),
             "lo": self.lo,
             "hi": self.hi,
             "source": self.source,
-            "keeps_sign": self.keeps_sign,
         }
+        if self.keeps_sign:  # said only where it holds: a recorded value's box
+            out["keeps_sign"] = True
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> InputSpec:

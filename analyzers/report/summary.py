@@ -257,7 +257,8 @@ def proof_sentence(finding: Finding) -> str:
         + f"{spec.get('dtype')}{spec.get('shape')} in [{spec.get('lo'):g}, "
         f"{spec.get('hi'):g}]"
         + (
-            " (widened: the observed range held no trigger)"
+            " (widened: the observed range held no trigger"
+            + ("; kept on the side of 0 the tests showed)" if spec.get("keeps_sign") else ")")
             if spec.get("source") == "widened"
             else ""
         )
