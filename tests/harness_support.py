@@ -49,6 +49,7 @@ def run_findings(
     finding_timeout: float,
     timeout: float,
     search_seconds: float = 3.0,
+    harvest: bool = True,
 ) -> Run:
     """Every finding of `path` through the harness, after checking the static pass flags
     exactly `functions` (sorted) there."""
@@ -63,6 +64,7 @@ def run_findings(
         "seed": 0,
         "search_seconds": search_seconds,
         "finding_timeout": finding_timeout,
+        "harvest": harvest,
     }
     result = with_reproducers(LocalRunner().run(job, timeout=timeout), findings)
     assert result.outcome == "ok", (result.reason, result.stderr[-2000:])

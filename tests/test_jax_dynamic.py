@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness_support import confirmed_reproducer, run_findings, write_repo
+from harness_support import confirmed_reproducer, run_findings, run_script, write_repo
 
 from analyzers.dynamic.entries import framework_of
 
@@ -42,6 +42,34 @@ def normalise(weights):
     total = jnp.sum(weights, axis=-1, keepdims=True)
     return weights / total
 '''
+
+LOG_TARGETS = '''import jax.numpy as jnp
+
+
+def kl_with_log_targets(log_predictions, log_targets):
+    """KL divergence with the targets given as log-probabilities."""
+    return jnp.sum(jnp.exp(log_targets) * (log_targets - log_predictions), axis=-1)
+
+
+def naive_softplus(x):
+    """log(1 + e^x), written out."""
+    return jnp.log1p(jnp.exp(x))
+'''
+
+LOG_TARGETS_TEST = """import jax
+import jax.numpy as jnp
+
+from jlogt.kl import kl_with_log_targets, naive_softplus
+
+
+def test_a_distribution_is_its_own_nearest():
+    log_p = jax.nn.log_softmax(jnp.array([[0.5, -1.0, 2.0], [0.0, 0.1, -0.3]]))
+    assert jnp.allclose(kl_with_log_targets(log_p, log_p), 0.0, atol=1e-6)
+
+
+def test_softplus_is_positive():
+    assert (naive_softplus(jnp.array([-2.0, 0.5, 3.0])) > 0).all()
+"""
 
 
 def test_jax_modules_are_recognised(tmp_path: Path, clean_modules: object) -> None:
@@ -138,3 +166,55 @@ def test_a_moved_framework_function_is_bound_to_its_new_place(
         if "tree_map" in vars(jax):
             delattr(jax, "tree_map")
         moved._MADE.clear()
+
+
+def test_a_recorded_jax_call_keeps_its_log_probabilities_at_or_below_zero(
+    tmp_path: Path, clean_modules: object
+) -> None:
+    """The repository's test passes log-probabilities (<= 0): the harvest records that JAX
+    call, and its boxes keep the sign, so exp(log_targets) is searched where it cannot
+    overflow. Synthesised in the default box instead, exp(89) is "proven", a proof on a
+    log-probability no caller can pass."""
+    files = {
+        "jlogt/__init__.py": "",
+        "jlogt/kl.py": LOG_TARGETS,
+        "tests/test_kl.py": LOG_TARGETS_TEST,
+    }
+    repo = write_repo(tmp_path / "harvested", files)
+    run = run_findings(
+        repo,
+        "jlogt/kl.py",
+        ["kl_with_log_targets", "naive_softplus"],
+        finding_timeout=120,
+        timeout=300,
+        search_seconds=SEARCH_SECONDS,
+    )
+    # a recorded input seen on both sides of 0 widens to both: exp(89) is a real input there,
+    # and the reproducer replays the recorded call in jnp
+    softplus = run.record("naive_softplus")
+    assert softplus["status"] == "confirmed" and softplus["box"]["source"] == "harvested"
+    check = run_script(repo, softplus["reproducer"])
+    assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
+    source = str(softplus["reproducer"])
+    assert "naive_softplus(" in source and "import torch" not in source
+    record = run.record("kl_with_log_targets")
+    assert record["status"] == "not-triggered", record
+    box = record["box"]
+    assert box["source"] == "harvested" and box["target"] == "jlogt.kl:kl_with_log_targets"
+    assert [(i["lo"], i["hi"], i.get("keeps_sign")) for i in box["inputs"]] == [
+        (-100.0, 0.0, True),
+        (-100.0, 0.0, True),
+    ]
+    repo = write_repo(tmp_path / "synthesised", files)
+    run = run_findings(
+        repo,
+        "jlogt/kl.py",
+        ["kl_with_log_targets", "naive_softplus"],
+        finding_timeout=120,
+        timeout=300,
+        search_seconds=SEARCH_SECONDS,
+        harvest=False,
+    )
+    assert run.record("naive_softplus")["status"] == "confirmed"
+    record = run.record("kl_with_log_targets")
+    assert record["status"] == "confirmed" and record["box"]["source"] == "synthesised", record

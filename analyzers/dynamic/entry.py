@@ -95,7 +95,7 @@ class Entry:
         """A JAX or NumPy entry's call with the inputs already arrays of that framework
         (jax_backend.py, numpy_backend.py)."""
         if self.template is not None:
-            return self.fn(*filled(self.template, arrays), **self.template_kwargs)
+            return self.fn(*filled(self.template, arrays, self._replayed), **self.template_kwargs)
         return self.fn(*arrays, **self.constants)
 
     def _call(self, inputs: Sequence[torch.Tensor]) -> Any:
@@ -114,10 +114,14 @@ class Entry:
         return self.fn(*inputs, **self.constants)
 
     def _replayed(self, value: Any) -> Any:
-        """A recorded argument as the code got it: a recorded tf tensor is kept as a torch
-        tensor (as every input is) and crosses back to TensorFlow here."""
+        """A recorded argument as the code got it: a recorded tf or jax array is kept as a
+        torch tensor (as every input is) and crosses back to its framework here."""
         if self.framework == "tensorflow" and isinstance(value, torch.Tensor):
             return to_tf(value)
+        if self.framework == "jax" and isinstance(value, torch.Tensor):
+            from analyzers.dynamic.jax_backend import to_jax
+
+            return to_jax(value)
         return value
 
     def parameters(self) -> list[torch.Tensor]:

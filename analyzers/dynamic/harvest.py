@@ -25,12 +25,14 @@ import importlib.util
 import inspect
 import io
 import signal
+import sys
 import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from analyzers.dynamic.encoding import encode_keywords, encode_value, tensor_data
@@ -96,11 +98,22 @@ _BUILT: weakref.WeakKeyDictionary[Any, Construction] = weakref.WeakKeyDictionary
 _LAST_SEED: list[int] = []
 
 
+def is_jax_value(value: Any) -> bool:
+    """A concrete JAX array; not a tracer (a call made inside `jax.jit` or `jax.grad`, whose
+    arguments have no values to record). JAX is never imported here for the asking."""
+    jax = sys.modules.get("jax")
+    return (
+        jax is not None and isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer)
+    )
+
+
 def _clone(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
     if is_tf_value(value):
         return to_torch(value)
+    if is_jax_value(value):  # the searcher's currency; it crosses back at each call
+        return torch.from_numpy(np.array(value))
     if isinstance(value, list | tuple):
         return type(value)(_clone(v) for v in value)
     return value
@@ -140,21 +153,27 @@ def _wrap(store: list[Recorded], original: Any, is_method: bool) -> Any:
                 with contextlib.suppress(Exception):
                     init = _BUILT.get(args[0])
                 rest = args[1:]
-            tf_call = isinstance(owner, KerasOwner) or any(
-                is_tf_value(v) for v in (*rest, *kwargs.values())
-            )
             store.append(
                 Recorded(
                     tuple(_clone(a) for a in rest),
                     {k: _clone(v) for k, v in kwargs.items()},
                     owner,
                     init,
-                    "tensorflow" if tf_call else "torch",
+                    _framework(owner, (*rest, *kwargs.values())),
                 )
             )
         return original(*args, **kwargs)
 
     return _same_signature(recording, original)
+
+
+def _framework(owner: Any, values: tuple[Any, ...]) -> str:
+    """Which framework a recorded call's tensors came from (they are kept as torch tensors)."""
+    if isinstance(owner, KerasOwner) or any(is_tf_value(v) for v in values):
+        return "tensorflow"
+    if owner is None and any(is_jax_value(v) for v in values):
+        return "jax"
+    return "torch"
 
 
 def _same_signature(wrapper: Any, original: Any) -> Any:
