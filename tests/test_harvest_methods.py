@@ -615,3 +615,51 @@ def test_test_files_are_chosen_by_the_names_they_use(tmp_path: Path) -> None:
         "tests/test_other.py",
     ]
     assert tests_naming(tmp_path, ["tests"], {"log"}) == []
+
+
+def test_the_harvest_runs_past_a_pytest_plugin_that_breaks_pytest(tmp_path: Path) -> None:
+    """An old repository's declared dependencies bring a pytest plugin that pytest 9 refuses
+    (an old-style `path` argument: kornia's pinned pytest-mypy), and then pytest starts no
+    test at all. The harvest runs the tests again without the environment's plugins, so the
+    call is recorded and the search starts from it."""
+    from analyzers.static import scan_source
+    from runners.local import LocalRunner
+
+    site = tmp_path / "site"
+    info = site / "oldplugin-0.7.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: oldplugin\nVersion: 0.7.0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\noldplugin = oldplugin_hooks\n")
+    (site / "oldplugin_hooks.py").write_text(
+        "def pytest_collect_file(path, parent):\n    return None\n"
+    )
+    repo = write_repo(
+        tmp_path / "repo",
+        {
+            "plugged/__init__.py": "",
+            "plugged/loss.py": (
+                "import torch\n\n\ndef log_loss(p):\n    return -torch.log(p).mean()\n"
+            ),
+            "tests/test_loss.py": (
+                "import torch\nfrom plugged.loss import log_loss\n\n\n"
+                "def test_loss():\n    assert log_loss(torch.tensor([0.5, 0.25])) > 0\n"
+            ),
+        },
+    )
+    scan = scan_source((repo / "plugged/loss.py").read_text(), "plugged/loss.py")
+    job = {
+        "repo": str(repo),
+        "dependencies": str(site),
+        "findings": [f.to_json() for f in scan.findings],
+        "entries": [],
+        "seed": 0,
+        "search_seconds": 3.0,
+        "finding_timeout": 120,
+        "harvest_seconds": 30.0,
+        "fix": False,
+    }
+    result = LocalRunner().run(job, timeout=300)
+    assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
+    (record,) = [r for r in result.records if r.get("stage") is None]
+    assert record["box"]["source"] == "harvested", record
+    assert record["status"] == "confirmed", record  # log(0), a probability the box holds

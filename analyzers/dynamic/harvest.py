@@ -24,6 +24,7 @@ import importlib
 import importlib.util
 import inspect
 import io
+import os
 import signal
 import sys
 import time
@@ -59,6 +60,8 @@ from analyzers.dynamic.tensors import same_answers
 from analyzers.dynamic.writer import arguments, state_literal
 
 CALLS_KEPT = 3
+NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"  # pytest's own switch for entry-point plugins
+NOT_STARTED = (3, 4)  # pytest.ExitCode.INTERNAL_ERROR and USAGE_ERROR: a plugin that failed
 STATE_LIMIT = 48 * 1024  # bytes of torch.save output a reproducer may embed (base64: 4/3 more)
 LITERAL_LIMIT = 64  # differing state of at most this many values is written out as numbers
 COMMON_SEEDS = (0, 42, 1, 1234, 123)  # tried when the test seeded through another function
@@ -293,7 +296,9 @@ def _run_pytest(repo: Path, runs: list[list[str]], seconds: float) -> bool:
     """One pytest session per item of `runs` (the tests naming the targets, then the rest),
     all within `seconds`. A test file that fails to import is reported and skipped, not the
     end of the session: one module needing a dependency the sandbox lacks must not keep the
-    others from running."""
+    others from running. When pytest cannot start with the plugins the environment brings
+    (kornia's pinned `pytest-mypy==0.7.0` fails pytest 9's hook validation, and then not one
+    test runs), the sessions run again without them."""
     try:
         import pytest
     except ImportError:
@@ -308,32 +313,42 @@ def _run_pytest(repo: Path, runs: list[list[str]], seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)  # once: nothing may fire after the harvest
+    own_autoload = os.environ.get(NO_AUTOLOAD)
+    autoload = own_autoload != "1"
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             for args in runs:
                 if fired or time.monotonic() >= deadline:  # the limit ended the last run
                     break
-                pytest.main(
-                    [
-                        "-q",
-                        "-p",
-                        "no:cacheprovider",
-                        "-p",
-                        "no:randomly",
-                        "--continue-on-collection-errors",
-                        # every test in this process, where the targets are wrapped, even
-                        # when the repository's own options ask for pytest-xdist workers
-                        *(["-n", "0"] if importlib.util.find_spec("xdist") else []),
-                        "--rootdir",
-                        str(repo),
-                        *args,
-                    ]
-                )
+                code = pytest.main(_pytest_options(repo, autoload) + args)
+                if autoload and code in NOT_STARTED:
+                    autoload = False  # for this run and the next
+                    os.environ[NO_AUTOLOAD] = "1"
+                    if not fired:
+                        pytest.main(_pytest_options(repo, autoload) + args)
     except (HarvestTimeout, Exception):  # noqa: BLE001 - the limit can land anywhere,
         pass  # pytest's own parsing included; whatever was recorded before it still counts
     finally:
         _disarm(previous)
+        if own_autoload is None:
+            os.environ.pop(NO_AUTOLOAD, None)
     return True
+
+
+def _pytest_options(repo: Path, autoload: bool) -> list[str]:
+    return [
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--continue-on-collection-errors",
+        # every test in this process, where the targets are wrapped, even when the
+        # repository's own options ask for pytest-xdist workers
+        *(["-n", "0"] if autoload and importlib.util.find_spec("xdist") else []),
+        "--rootdir",
+        str(repo),
+    ]
 
 
 def _disarm(previous: Any) -> None:
