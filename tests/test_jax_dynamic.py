@@ -9,6 +9,8 @@ from pathlib import Path
 from harness_support import confirmed_reproducer, run_findings, run_script, write_repo
 
 from analyzers.dynamic.entries import framework_of
+from analyzers.static import scan_source
+from analyzers.trust import comment_inline, held_back_reason
 
 # A budget of evaluations' worth, not a timing: JAX's first calls take most of a second, and
 # on a loaded two-core CI machine the default 3 s ran out before the search reached the
@@ -168,13 +170,14 @@ def test_a_moved_framework_function_is_bound_to_its_new_place(
         moved._MADE.clear()
 
 
-def test_a_recorded_jax_call_keeps_its_log_probabilities_at_or_below_zero(
+def test_a_proof_on_a_made_up_call_where_the_recorded_one_holds_is_held_back(
     tmp_path: Path, clean_modules: object
 ) -> None:
     """The repository's test passes log-probabilities (<= 0): the harvest records that JAX
     call, and its boxes keep the sign, so exp(log_targets) is searched where it cannot
-    overflow. Synthesised in the default box instead, exp(89) is "proven", a proof on a
-    log-probability no caller can pass."""
+    overflow. Synthesised in the default box next, exp(89) is "proven", a proof on a
+    log-probability no caller passes: confirmed, with the recorded search that held, and
+    held back from inline comments."""
     files = {
         "jlogt/__init__.py": "",
         "jlogt/kl.py": LOG_TARGETS,
@@ -197,14 +200,23 @@ def test_a_recorded_jax_call_keeps_its_log_probabilities_at_or_below_zero(
     assert check.returncode != 0 and "AssertionError" in check.stderr, check.stderr[-2000:]
     source = str(softplus["reproducer"])
     assert "naive_softplus(" in source and "import torch" not in source
+    # the recorded log-probabilities, searched on their side of 0, hold; exp(89) is proven
+    # only on a made-up call next, and that proof is held back from inline comments
     record = run.record("kl_with_log_targets")
-    assert record["status"] == "not-triggered", record
-    box = record["box"]
-    assert box["source"] == "harvested" and box["target"] == "jlogt.kl:kl_with_log_targets"
-    assert [(i["lo"], i["hi"], i.get("keeps_sign")) for i in box["inputs"]] == [
+    assert record["status"] == "confirmed" and record["box"]["source"] == "synthesised", record
+    held = record["box"]["recorded_held"]
+    assert held["target"] == "jlogt.kl:kl_with_log_targets" and held["evaluations"] > 0
+    assert [(i["lo"], i["hi"], i.get("keeps_sign")) for i in held["inputs"]] == [
         (-100.0, 0.0, True),
         (-100.0, 0.0, True),
     ]
+    (finding,) = [
+        f
+        for f in scan_source(LOG_TARGETS, "jlogt/kl.py").findings
+        if f.op == "exp" and f.function == "kl_with_log_targets"
+    ]
+    finding.status, finding.trigger = "confirmed", {"box": record["box"]}
+    assert not comment_inline(finding, "proven") and held_back_reason(finding) == "tests-hold"
     repo = write_repo(tmp_path / "synthesised", files)
     run = run_findings(
         repo,
@@ -218,3 +230,4 @@ def test_a_recorded_jax_call_keeps_its_log_probabilities_at_or_below_zero(
     assert run.record("naive_softplus")["status"] == "confirmed"
     record = run.record("kl_with_log_targets")
     assert record["status"] == "confirmed" and record["box"]["source"] == "synthesised", record
+    assert "recorded_held" not in record["box"]  # no tests ran: an ordinary proof, commented
