@@ -33,11 +33,11 @@ callers passing squared distances.
 A confirmed finding is held back, last, when the repository's own tests called its function
 and the search from those recorded values (the box they were seen in, widened on their side of
 0) reached the op without failing it, and the proof came only after, on a call numcheck made up
-in its default box (`box.recorded_held`, runners/harness.py). The failing input is real and
-keeps its reproducer, but it is one the tests never pass: a KL divergence's log-probability
-target made positive, a confusion matrix of negative counts. It may also be a real bug that
-needs a value the tests do not use (a focal loss's exponent below 1), which is why the finding
-stays confirmed in the check run rather than being dropped.
+in its default box, with an input outside the box the tests' values were searched in
+(`box.recorded_held`, runners/harness.py): a KL divergence's log-probability target made
+positive. The failing input is real and keeps its reproducer in the check run, but it is one
+the tests never pass. When the made-up call's inputs stay inside that box and what differs is
+a value the tests fixed (a focal loss's exponent of 2, tried at 0.5), the proof is commented.
 
 Everything else (`potential`, `not-triggered`, `error`) is *held back*: it stays in the check
 run (a notice annotation and a collapsed list), in the Action's notices and in every

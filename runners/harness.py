@@ -403,7 +403,12 @@ def confirm(
         if low:  # the precision pass resumes the search in these
             context["pending"] = (entry, outcome, searcher, low)
     record = conclude(job, finding, entry, outcome, searcher, context)
-    if recorded is not None and last is not recorded and isinstance(record.get("box"), dict):
+    if (
+        recorded is not None
+        and last is not recorded
+        and isinstance(record.get("box"), dict)
+        and _beyond_recorded(record, entry, recorded[0])
+    ):
         # the proof is on a made-up call, after the tests' own values held (analyzers/trust.py)
         record["box"]["recorded_held"] = {
             "target": recorded[0].target,
@@ -411,6 +416,32 @@ def confirm(
             "evaluations": recorded[1].evaluations,
         }
     return record
+
+
+def _beyond_recorded(record: dict[str, Any], made_up: Any, recorded: Any) -> bool:
+    """Does the made-up call's trigger put an input the tests pass outside the box their
+    recorded values were searched in (matched by parameter name)? Not when every such input
+    lies inside it: the failure then comes from a value the tests fixed and the made-up call
+    varied (a focal loss's exponent of 2, documented down to 0.5), a bug the tests' own data
+    reaches. When no input can be matched, it cannot be told, and the proof counts as beyond."""
+    inputs = (record.get("trigger") or {}).get("inputs") or []
+    boxes = dict(zip(recorded.param_names, recorded.specs, strict=False))
+    names = list(made_up.param_names)[: len(inputs)]  # the searched inputs come first
+    if len(names) != len(inputs) or not set(names) & set(boxes):
+        return True
+    for name, summary in zip(names, inputs, strict=True):
+        spec = boxes.get(name)
+        values = _flat(summary.get("values")) or [summary.get("min"), summary.get("max")]
+        numbers = [v for v in values if isinstance(v, int | float)]
+        if spec is not None and numbers and (min(numbers) < spec.lo or max(numbers) > spec.hi):
+            return True
+    return False
+
+
+def _flat(values: Any) -> list[Any]:
+    if isinstance(values, list):
+        return [v for item in values for v in _flat(item)]
+    return [] if values is None else [values]
 
 
 def _op_site(repo: Path, finding: dict[str, Any]) -> tuple[str, frozenset[int]]:

@@ -663,3 +663,47 @@ def test_the_harvest_runs_past_a_pytest_plugin_that_breaks_pytest(tmp_path: Path
     (record,) = [r for r in result.records if r.get("stage") is None]
     assert record["box"]["source"] == "harvested", record
     assert record["status"] == "confirmed", record  # log(0), a probability the box holds
+
+
+def test_a_made_up_exponent_on_the_tests_own_values_is_still_commented(tmp_path: Path) -> None:
+    """The tests call the focal term with gamma=2, where (1 - p) ** gamma is smooth; the
+    made-up call tries gamma=0.5 and its trigger p stays inside the box the tests' p was
+    searched in. What failed is the exponent the tests fixed, not their data, so the proof
+    is not marked as beyond the recorded values and stays an inline comment."""
+    from analyzers.static import scan_source
+    from analyzers.trust import comment_inline
+    from runners.local import LocalRunner
+
+    repo = write_repo(
+        tmp_path,
+        {
+            "focalterm/__init__.py": "",
+            "focalterm/loss.py": (
+                "import torch\n\n\ndef focal_term(p, gamma: float = 2.0):\n"
+                "    return torch.pow(1 - p, gamma).sum()\n"
+            ),
+            "tests/test_focal.py": (
+                "import torch\nfrom focalterm.loss import focal_term\n\n\n"
+                "def test_focal():\n    assert focal_term(torch.tensor([0.2, 0.7]), 2.0) > 0\n"
+            ),
+        },
+    )
+    (finding,) = scan_source((repo / "focalterm/loss.py").read_text(), "focalterm/loss.py").findings
+    job = {
+        "repo": str(repo),
+        "findings": [finding.to_json()],
+        "entries": [],
+        "seed": 0,
+        "search_seconds": 3.0,
+        "finding_timeout": 120,
+        "harvest_seconds": 30.0,
+        "fix": False,
+    }
+    result = LocalRunner().run(job, timeout=300)
+    assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
+    (record,) = [r for r in result.records if r.get("stage") is None]
+    assert record["status"] == "confirmed" and record["box"]["source"] == "synthesised", record
+    assert record["box"]["chosen"] == {"gamma": 0.5}
+    assert "recorded_held" not in record["box"], record["box"]
+    finding.status, finding.trigger = "confirmed", {"box": record["box"]}
+    assert comment_inline(finding, "proven")
