@@ -707,3 +707,21 @@ def test_a_made_up_exponent_on_the_tests_own_values_is_still_commented(tmp_path:
     assert "recorded_held" not in record["box"], record["box"]
     finding.status, finding.trigger = "confirmed", {"box": record["box"]}
     assert comment_inline(finding, "proven")
+
+
+def test_test_files_beside_the_code_are_harvested(tmp_path: Path) -> None:
+    """No tests folder: JAX and TensorFlow libraries keep `loss_test.py` beside `loss.py`."""
+    from analyzers.dynamic.harvest import harvest
+
+    (tmp_path / "besidelib").mkdir()
+    (tmp_path / "besidelib" / "__init__.py").write_text("")
+    (tmp_path / "besidelib" / "margin.py").write_text(
+        "import torch\n\n\ndef margin_log(p):\n    return torch.log(p)\n"
+    )
+    (tmp_path / "besidelib" / "margin_test.py").write_text(
+        "import torch\nfrom besidelib.margin import margin_log\n\n\n"
+        "def test_margin():\n    assert margin_log(torch.tensor([0.5])).shape == (1,)\n"
+    )
+    result = harvest(tmp_path, [("besidelib/margin.py", "margin_log")], seconds=20.0)
+    (call,) = result.calls["besidelib.margin:margin_log"]
+    assert torch.equal(call.args[0], torch.tensor([0.5]))

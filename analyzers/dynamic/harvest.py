@@ -49,7 +49,7 @@ from analyzers.dynamic.harvest_keras import (
     plan_script,
     to_torch,
 )
-from analyzers.dynamic.harvest_order import defined_names, tests_naming
+from analyzers.dynamic.harvest_order import defined_names, test_files, tests_naming
 from analyzers.dynamic.layout import on_sys_path
 from analyzers.dynamic.lists import SearchedList, element_names
 from analyzers.dynamic.loading import is_program
@@ -60,6 +60,7 @@ from analyzers.dynamic.tensors import same_answers
 from analyzers.dynamic.writer import arguments, state_literal
 
 CALLS_KEPT = 3
+TEST_FILES_RUN = 50  # test files beside the code run after those naming a target
 NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"  # pytest's own switch for entry-point plugins
 NOT_STARTED = (3, 4)  # pytest.ExitCode.INTERNAL_ERROR and USAGE_ERROR: a plugin that failed
 STATE_LIMIT = 48 * 1024  # bytes of torch.save output a reproducer may embed (base64: 4/3 more)
@@ -231,9 +232,11 @@ def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harve
     """Run the repository's tests once with every (path, function) target wrapped: first
     the files that name a target (harvest_order.py), then the rest with the time left."""
     result = Harvest()
-    tests = [p for p in ("tests", "test") if (repo / p).is_dir()] or [
-        str(p.relative_to(repo)) for p in repo.rglob("test_*.py")
-    ][:50]
+    # a tests folder, else the test files beside the code (`loss_test.py` in JAX and
+    # TensorFlow libraries, `test_loss.py`), from which the files naming a target are chosen
+    folders = [p for p in ("tests", "test") if (repo / p).is_dir()]
+    beside = [] if folders else [str(p.relative_to(repo)) for p in test_files(repo, ["."])]
+    tests = folders or beside[:TEST_FILES_RUN]
     if not tests:
         result.note = "no tests found"
         return result
@@ -272,10 +275,12 @@ def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harve
     if classes:
         for home in (torch, torch.random):
             _patch(patched, home, "manual_seed", _wrap_seed(vars(home)["manual_seed"]))
-    first = [str(repo / path) for path in tests_naming(repo, tests, names)]
-    rest = [*(str(repo / path) for path in tests), *(f"--ignore={path}" for path in first)]
+    first = [str(repo / path) for path in tests_naming(repo, folders or beside, names)]
+    rest = [str(repo / path) for path in tests if str(repo / path) not in first]
+    rest += [f"--ignore={path}" for path in first]  # inside a folder run after them
     try:
-        result.ran = _run_pytest(repo, [first, rest] if first else [rest], seconds)
+        runs = [args for args in (first, rest) if any(not a.startswith("-") for a in args)]
+        result.ran = _run_pytest(repo, runs, seconds)
     finally:
         for owner, name, original, own in reversed(patched):
             if own:
