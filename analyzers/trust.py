@@ -33,11 +33,12 @@ callers passing squared distances.
 A confirmed finding is held back, last, when the repository's own tests called its function
 and the search from those recorded values (the box they were seen in, widened on their side of
 0) reached the op without failing it, and the proof came only after, on a call numcheck made up
-in its default box, with an input outside the box the tests' values were searched in
-(`box.recorded_held`, runners/harness.py): a KL divergence's log-probability target made
-positive. The failing input is real and keeps its reproducer in the check run, but it is one
-the tests never pass. When the made-up call's inputs stay inside that box and what differs is
-a value the tests fixed (a focal loss's exponent of 2, tried at 0.5), the proof is commented.
+in its default box, and the failure goes away when its inputs are pulled back into the box
+the tests' values were searched in (`box.recorded_held`, runners/harness.py): a KL
+divergence's log-probability target made positive. The failing input is real and keeps its
+reproducer in the check run, but it is one the tests never pass. When the failure stays inside
+that box, what differs is a value the tests fixed (a focal loss's exponent of 2, tried at
+0.5), and the proof is commented.
 
 Everything else (`potential`, `not-triggered`, `error`) is *held back*: it stays in the check
 run (a notice annotation and a collapsed list), in the Action's notices and in every

@@ -407,7 +407,7 @@ def confirm(
         recorded is not None
         and last is not recorded
         and isinstance(record.get("box"), dict)
-        and _beyond_recorded(record, entry, recorded[0])
+        and _beyond_recorded(entry, outcome, searcher, recorded[0])
     ):
         # the proof is on a made-up call, after the tests' own values held (analyzers/trust.py)
         record["box"]["recorded_held"] = {
@@ -418,30 +418,25 @@ def confirm(
     return record
 
 
-def _beyond_recorded(record: dict[str, Any], made_up: Any, recorded: Any) -> bool:
-    """Does the made-up call's trigger put an input the tests pass outside the box their
-    recorded values were searched in (matched by parameter name)? Not when every such input
-    lies inside it: the failure then comes from a value the tests fixed and the made-up call
-    varied (a focal loss's exponent of 2, documented down to 0.5), a bug the tests' own data
-    reaches. When no input can be matched, it cannot be told, and the proof counts as beyond."""
-    inputs = (record.get("trigger") or {}).get("inputs") or []
+def _beyond_recorded(made_up: Any, outcome: Any, searcher: Any, recorded: Any) -> bool:
+    """Does the made-up call's failure need an input the tests pass outside the box their
+    recorded values were searched in (matched by parameter name)? The trigger is pulled
+    into that box and tried again: when it still fails, what failed is a value the tests
+    fixed and the made-up call varied (a focal loss's exponent of 2, documented down to
+    0.5), on data the tests' own box holds. When no input can be matched, it cannot be
+    told, and the proof counts as beyond."""
     boxes = dict(zip(recorded.param_names, recorded.specs, strict=False))
-    names = list(made_up.param_names)[: len(inputs)]  # the searched inputs come first
-    if len(names) != len(inputs) or not set(names) & set(boxes):
+    names = list(made_up.param_names)[: len(outcome.inputs)]  # the searched inputs come first
+    if len(names) != len(outcome.inputs) or not set(names) & set(boxes):
         return True
-    for name, summary in zip(names, inputs, strict=True):
-        spec = boxes.get(name)
-        values = _flat(summary.get("values")) or [summary.get("min"), summary.get("max")]
-        numbers = [v for v in values if isinstance(v, int | float)]
-        if spec is not None and numbers and (min(numbers) < spec.lo or max(numbers) > spec.hi):
-            return True
-    return False
-
-
-def _flat(values: Any) -> list[Any]:
-    if isinstance(values, list):
-        return [v for item in values for v in _flat(item)]
-    return [] if values is None else [values]
+    inside = [
+        x.detach().clamp(boxes[name].lo, boxes[name].hi) if name in boxes else x
+        for name, x in zip(names, outcome.inputs, strict=True)
+    ]
+    try:
+        return not searcher.still_fails(inside, outcome.where or "forward")
+    except Exception:  # the PR's code, on new values: any failure is no proof inside
+        return True
 
 
 def _op_site(repo: Path, finding: dict[str, Any]) -> tuple[str, frozenset[int]]:

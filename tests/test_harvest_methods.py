@@ -667,9 +667,10 @@ def test_the_harvest_runs_past_a_pytest_plugin_that_breaks_pytest(tmp_path: Path
 
 def test_a_made_up_exponent_on_the_tests_own_values_is_still_commented(tmp_path: Path) -> None:
     """The tests call the focal term with gamma=2, where (1 - p) ** gamma is smooth; the
-    made-up call tries gamma=0.5 and its trigger p stays inside the box the tests' p was
-    searched in. What failed is the exponent the tests fixed, not their data, so the proof
-    is not marked as beyond the recorded values and stays an inline comment."""
+    made-up call tries gamma=0.5, and its trigger still fails when p is pulled into the box
+    the tests' p was searched in. What failed is the exponent the tests fixed, not their
+    data, so the proof is not marked as beyond the recorded values and stays an inline
+    comment."""
     from analyzers.static import scan_source
     from analyzers.trust import comment_inline
     from runners.local import LocalRunner
