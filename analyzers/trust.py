@@ -30,15 +30,11 @@ the wrapper's operand can be is each caller's choice, so such a proof shows only
 domain (sqrt of a negative number); read by hand on a real pull request, both were noise, the
 callers passing squared distances.
 
-A confirmed finding is held back, last, when the repository's own tests called its function
-and the search from those recorded values (the box they were seen in, widened on their side of
-0) reached the op without failing it, and the proof came only after, on a call numcheck made up
-in its default box, and the failure goes away when its inputs are pulled back into the box
-the tests' values were searched in (`box.recorded_held`, runners/harness.py): a KL
-divergence's log-probability target made positive. The failing input is real and keeps its
-reproducer in the check run, but it is one the tests never pass. When the failure stays inside
-that box, what differs is a value the tests fixed (a focal loss's exponent of 2, tried at
-0.5), and the proof is commented.
+A proof found on a call numcheck made up, after the repository's own tests called the same
+function and the search from their recorded values stayed finite, is *not* held back: the
+comment says so (`box.recorded_held`, runners/harness.py), because on real pull requests such
+proofs were as often real bugs the tests' values do not reach (kornia's focal loss, whose
+tests pass only non-negative logits) as inputs the tests never pass.
 
 Everything else (`potential`, `not-triggered`, `error`) is *held back*: it stays in the check
 run (a notice annotation and a collapsed list), in the Action's notices and in every
@@ -75,8 +71,6 @@ HELD_BACK_WHY = {
     "(`a` in `a + eps`), which the epsilon says is never negative",
     "op-wrapper": "confirmed only on made-up inputs to a function that is the op under "
     "another name: its callers choose the operand",
-    "tests-hold": "confirmed only on a made-up call, after the values the repository's tests "
-    "pass reached the op and stayed finite",
 }
 
 
@@ -134,18 +128,6 @@ def proves_only_the_op(finding: Finding) -> bool:
     )
 
 
-def tests_hold(finding: Finding) -> bool:
-    """Confirmed on a synthesised call after a recorded call of the tests reached the op
-    without failing it (see the module's docstring); a definite rule's proof still counts."""
-    box = (finding.trigger or {}).get("box") or {}
-    return (
-        is_proven(finding)
-        and not is_definite(finding)
-        and box.get("source") == "synthesised"
-        and bool(box.get("recorded_held"))
-    )
-
-
 def is_precision_finding(finding: Finding) -> bool:
     """Confirmed in float16 or bfloat16 on inputs that are finite in float32
     (analyzers/dynamic/precision.py)."""
@@ -155,12 +137,7 @@ def is_precision_finding(finding: Finding) -> bool:
 def is_credible_proof(finding: Finding) -> bool:
     """Confirmed, by a trigger a reader would accept: what is commented inline and what a
     check that fails on confirmed findings (`check_failure`, the Action's `fail-on`) fails on."""
-    return (
-        is_proven(finding)
-        and not cancels_guard(finding)
-        and not proves_only_the_op(finding)
-        and not tests_hold(finding)
-    )
+    return is_proven(finding) and not cancels_guard(finding) and not proves_only_the_op(finding)
 
 
 def comment_inline(finding: Finding, policy: str) -> bool:
@@ -182,8 +159,6 @@ def held_back_reason(finding: Finding) -> str:
         return "guard-cancelled"
     if proves_only_the_op(finding):
         return "op-wrapper"
-    if tests_hold(finding):
-        return "tests-hold"
     return finding.status
 
 

@@ -409,7 +409,7 @@ def confirm(
         and isinstance(record.get("box"), dict)
         and _beyond_recorded(entry, outcome, searcher, recorded[0])
     ):
-        # the proof is on a made-up call, after the tests' own values held (analyzers/trust.py)
+        # the proof is on a made-up call, after the tests' own values held: the comment says so
         record["box"]["recorded_held"] = {
             "target": recorded[0].target,
             "inputs": recorded[0].describe_box(),

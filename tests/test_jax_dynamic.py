@@ -9,8 +9,9 @@ from pathlib import Path
 from harness_support import confirmed_reproducer, run_findings, run_script, write_repo
 
 from analyzers.dynamic.entries import framework_of
+from analyzers.report.summary import proof_sentence
 from analyzers.static import scan_source
-from analyzers.trust import comment_inline, held_back_reason
+from analyzers.trust import comment_inline
 
 # A budget of evaluations' worth, not a timing: JAX's first calls take most of a second, and
 # on a loaded two-core CI machine the default 3 s ran out before the search reached the
@@ -170,14 +171,14 @@ def test_a_moved_framework_function_is_bound_to_its_new_place(
         moved._MADE.clear()
 
 
-def test_a_proof_on_a_made_up_call_where_the_recorded_one_holds_is_held_back(
+def test_a_proof_on_a_made_up_call_says_the_recorded_one_held(
     tmp_path: Path, clean_modules: object
 ) -> None:
     """The repository's test passes log-probabilities (<= 0): the harvest records that JAX
     call, and its boxes keep the sign, so exp(log_targets) is searched where it cannot
     overflow. Synthesised in the default box next, exp(89) is "proven", a proof on a
-    log-probability no caller passes: confirmed, with the recorded search that held, and
-    held back from inline comments."""
+    log-probability no caller passes: confirmed, and its comment says that the recorded
+    search stayed finite and in which box."""
     files = {
         "jlogt/__init__.py": "",
         "jlogt/kl.py": LOG_TARGETS,
@@ -201,7 +202,7 @@ def test_a_proof_on_a_made_up_call_where_the_recorded_one_holds_is_held_back(
     source = str(softplus["reproducer"])
     assert "naive_softplus(" in source and "import torch" not in source
     # the recorded log-probabilities, searched on their side of 0, hold; exp(89) is proven
-    # only on a made-up call next, and that proof is held back from inline comments
+    # only on a made-up call next, and its comment says so
     record = run.record("kl_with_log_targets")
     assert record["status"] == "confirmed" and record["box"]["source"] == "synthesised", record
     held = record["box"]["recorded_held"]
@@ -215,8 +216,13 @@ def test_a_proof_on_a_made_up_call_where_the_recorded_one_holds_is_held_back(
         for f in scan_source(LOG_TARGETS, "jlogt/kl.py").findings
         if f.op == "exp" and f.function == "kl_with_log_targets"
     ]
-    finding.status, finding.trigger = "confirmed", {"box": record["box"]}
-    assert not comment_inline(finding, "proven") and held_back_reason(finding) == "tests-hold"
+    finding.status = "confirmed"
+    finding.trigger = {**record["trigger"], "box": record["box"]}
+    assert comment_inline(finding, "proven")  # stated, for the reader to weigh; not hidden
+    assert "the repository's tests call it too, and searched from their values in " in (
+        proof_sentence(finding)
+    )
+    assert "[-100, 0], [-100, 0] (" in proof_sentence(finding)
     repo = write_repo(tmp_path / "synthesised", files)
     run = run_findings(
         repo,

@@ -65,20 +65,3 @@ def test_a_wrappers_proof_on_made_up_inputs_is_held_back_and_a_recorded_one_is_n
         finding.trigger = {"box": {"source": source}}
         assert is_credible_proof(finding) and comment_inline(finding, "proven")
         assert "### ops/helper.py:6" in render_markdown(result)
-
-
-def test_a_proof_made_up_after_the_tests_values_held_is_held_back() -> None:
-    """The tests' recorded call reached the op and stayed finite; the proof came from a call
-    numcheck made up in its default box (runners/harness.py, box.recorded_held)."""
-    (finding,) = scan_source(NOT_WRAPPERS[0], "ops/loss.py").findings
-    finding.status = "confirmed"
-    held = {"target": "ops.loss:f", "inputs": [], "evaluations": 40}
-    finding.trigger = {"box": {"source": "synthesised", "recorded_held": held}}
-    assert not comment_inline(finding, "proven") and held_back_reason(finding) == "tests-hold"
-    text = render_markdown(
-        AnalysisResult(repo="r", base=None, head="h", config={}, findings=[finding])
-    )
-    assert "1 tests-hold (confirmed only on a made-up call, after the values" in text
-    assert "on a made-up call where the tests' values stay finite" in text
-    finding.trigger = {"box": {"source": "harvested"}}  # proven on the tests' own values
-    assert comment_inline(finding, "proven")

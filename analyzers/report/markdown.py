@@ -46,7 +46,6 @@ from analyzers.trust import (
     comment_on,
     held_back_sentence,
     proves_only_the_op,
-    tests_hold,
 )
 
 GITHUB_BODY_LIMIT = 65535
@@ -343,7 +342,6 @@ def review_body(result: AnalysisResult, inline: Collection[str] = frozenset()) -
             for test, how in (
                 (cancels_guard, "by cancelling an epsilon"),
                 (proves_only_the_op, "where a wrapper's callers choose the operand"),
-                (tests_hold, "on a made-up call where the tests' values stay finite"),
             )
             if any(map(test, kept))
         )

@@ -246,6 +246,24 @@ def precision_clause(trigger: dict[str, Any]) -> str:
     return f"; found {how}, and {_FLOAT32_SAYS[block['float32']]}"
 
 
+def _recorded_held(box: dict[str, Any]) -> str:
+    """The tests' own call that reached the op and stayed finite before this made-up call
+    failed (runners/harness.py `recorded_held`): the reader weighs a trigger outside it."""
+    held = box.get("recorded_held")
+    if not isinstance(held, dict):
+        return ""
+    ranges = ", ".join(
+        f"[{spec.get('lo'):g}, {spec.get('hi'):g}]"
+        for spec in held.get("inputs", [])
+        if isinstance(spec, dict)
+    )
+    return (
+        f"; the repository's tests call it too, and searched from their values"
+        f"{f' in {ranges}' if ranges else ''} ({held.get('evaluations')} runs) it stayed "
+        "finite: this input lies outside what the tests pass"
+    )
+
+
 def proof_sentence(finding: Finding) -> str:
     """What the dynamic pass did: the trigger it found, or the budget it spent."""
     trigger = finding.trigger or {}
@@ -287,7 +305,7 @@ def proof_sentence(finding: Finding) -> str:
             f"NaN/Inf in the {trigger.get('where')} pass after "
             f"{trigger.get('evaluations')} runs ({trigger.get('seconds', 0):.2f} s, stage "
             f"{trigger.get('stage')}) of {entry}, inputs in {inputs}"
-            f"{reach}{origin}{precision_clause(trigger)}"
+            f"{reach}{origin}{precision_clause(trigger)}{_recorded_held(box)}"
         )
     if finding.status == "not-triggered":
         low = trigger.get("low_precision")
