@@ -33,8 +33,8 @@ callers passing squared distances.
 A proof found on a call numcheck made up, after the repository's own tests called the same
 function and the search from their recorded values stayed finite, is *not* held back: the
 comment says so (`box.recorded_held`, runners/harness.py), because on real pull requests such
-proofs were as often real bugs the tests' values do not reach (kornia's focal loss, whose
-tests pass only non-negative logits) as inputs the tests never pass.
+proofs held back that way were two real bugs the tests' values do not reach (kornia's focal
+losses, whose tests pass only non-negative logits) and no noise.
 
 Everything else (`potential`, `not-triggered`, `error`) is *held back*: it stays in the check
 run (a notice annotation and a collapsed list), in the Action's notices and in every
