@@ -253,7 +253,10 @@ def test_compiled_train_step_is_confirmed_and_fixed_through_the_harness(tmp_path
         "findings": [finding],
         "entries": [],
         "seed": 0,
-        "search_seconds": 10.0,
+        # a budget of evaluations' worth: idle, the trigger comes after about 40 runs in 4 s,
+        # most of them in the observed box's three-quarter share; a loaded two-core machine
+        # ran 40 to 47 in 10 s, leaving the widened box too few (failed twice so)
+        "search_seconds": 30.0,
         "finding_timeout": 240.0,
         "fix_timeout": 300.0,
         "harvest": False,
