@@ -375,7 +375,7 @@ def confirm(
         )
         last = (entry, outcome, searcher)
         if outcome.reached and not outcome.triggered and entry.source == "harvested":
-            recorded = recorded or last
+            recorded = last  # the first: later recorded calls are skipped above
             continue
         if outcome.reached:
             break

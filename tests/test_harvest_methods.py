@@ -617,13 +617,36 @@ def test_test_files_are_chosen_by_the_names_they_use(tmp_path: Path) -> None:
     assert tests_naming(tmp_path, ["tests"], {"log"}) == []
 
 
+def _harness_record(repo: Path, findings: list[dict[str, Any]], **job: Any) -> dict[str, Any]:
+    """The one finding's dynamic record, through the real harness with the harvest on (30 s)
+    and no fix stage."""
+    from runners.local import LocalRunner
+
+    result = LocalRunner().run(
+        {
+            "repo": str(repo),
+            "findings": findings,
+            "entries": [],
+            "seed": 0,
+            "search_seconds": 3.0,
+            "finding_timeout": 120,
+            "harvest_seconds": 30.0,
+            "fix": False,
+            **job,
+        },
+        timeout=300,
+    )
+    assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
+    (record,) = [r for r in result.records if r.get("stage") is None]
+    return record
+
+
 def test_the_harvest_runs_past_a_pytest_plugin_that_breaks_pytest(tmp_path: Path) -> None:
     """An old repository's declared dependencies bring a pytest plugin that pytest 9 refuses
     (an old-style `path` argument: kornia's pinned pytest-mypy), and then pytest starts no
     test at all. The harvest runs the tests again without the environment's plugins, so the
     call is recorded and the search starts from it."""
     from analyzers.static import scan_source
-    from runners.local import LocalRunner
 
     site = tmp_path / "site"
     info = site / "oldplugin-0.7.0.dist-info"
@@ -647,20 +670,7 @@ def test_the_harvest_runs_past_a_pytest_plugin_that_breaks_pytest(tmp_path: Path
         },
     )
     scan = scan_source((repo / "plugged/loss.py").read_text(), "plugged/loss.py")
-    job = {
-        "repo": str(repo),
-        "dependencies": str(site),
-        "findings": [f.to_json() for f in scan.findings],
-        "entries": [],
-        "seed": 0,
-        "search_seconds": 3.0,
-        "finding_timeout": 120,
-        "harvest_seconds": 30.0,
-        "fix": False,
-    }
-    result = LocalRunner().run(job, timeout=300)
-    assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
-    (record,) = [r for r in result.records if r.get("stage") is None]
+    record = _harness_record(repo, [f.to_json() for f in scan.findings], dependencies=str(site))
     assert record["box"]["source"] == "harvested", record
     assert record["status"] == "confirmed", record  # log(0), a probability the box holds
 
@@ -673,7 +683,6 @@ def test_a_made_up_exponent_on_the_tests_own_values_is_still_commented(tmp_path:
     comment."""
     from analyzers.static import scan_source
     from analyzers.trust import comment_inline
-    from runners.local import LocalRunner
 
     repo = write_repo(
         tmp_path,
@@ -690,19 +699,7 @@ def test_a_made_up_exponent_on_the_tests_own_values_is_still_commented(tmp_path:
         },
     )
     (finding,) = scan_source((repo / "focalterm/loss.py").read_text(), "focalterm/loss.py").findings
-    job = {
-        "repo": str(repo),
-        "findings": [finding.to_json()],
-        "entries": [],
-        "seed": 0,
-        "search_seconds": 3.0,
-        "finding_timeout": 120,
-        "harvest_seconds": 30.0,
-        "fix": False,
-    }
-    result = LocalRunner().run(job, timeout=300)
-    assert result.outcome == "ok", (result.reason, result.stderr[-2000:])
-    (record,) = [r for r in result.records if r.get("stage") is None]
+    record = _harness_record(repo, [finding.to_json()])
     assert record["status"] == "confirmed" and record["box"]["source"] == "synthesised", record
     assert record["box"]["chosen"] == {"gamma": 0.5}
     assert "recorded_held" not in record["box"], record["box"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness_support import confirmed_reproducer, run_findings, run_script, write_repo
+from harness_support import Run, confirmed_reproducer, run_findings, run_script, write_repo
 
 from analyzers.dynamic.entries import framework_of
 from analyzers.report.summary import proof_sentence
@@ -184,15 +184,20 @@ def test_a_proof_on_a_made_up_call_says_the_recorded_one_held(
         "jlogt/kl.py": LOG_TARGETS,
         "tests/test_kl.py": LOG_TARGETS_TEST,
     }
-    repo = write_repo(tmp_path / "harvested", files)
-    run = run_findings(
-        repo,
-        "jlogt/kl.py",
-        ["kl_with_log_targets", "naive_softplus"],
-        finding_timeout=120,
-        timeout=300,
-        search_seconds=SEARCH_SECONDS,
-    )
+
+    def run_kl(folder: str, harvest: bool) -> Run:
+        return run_findings(
+            write_repo(tmp_path / folder, files),
+            "jlogt/kl.py",
+            ["kl_with_log_targets", "naive_softplus"],
+            finding_timeout=120,
+            timeout=300,
+            search_seconds=SEARCH_SECONDS,
+            harvest=harvest,
+        )
+
+    run = run_kl("harvested", harvest=True)
+    repo = run.repo
     # a recorded input seen on both sides of 0 widens to both: exp(89) is a real input there,
     # and the reproducer replays the recorded call in jnp
     softplus = run.record("naive_softplus")
@@ -223,16 +228,7 @@ def test_a_proof_on_a_made_up_call_says_the_recorded_one_held(
         proof_sentence(finding)
     )
     assert "[-100, 0], [-100, 0] (" in proof_sentence(finding)
-    repo = write_repo(tmp_path / "synthesised", files)
-    run = run_findings(
-        repo,
-        "jlogt/kl.py",
-        ["kl_with_log_targets", "naive_softplus"],
-        finding_timeout=120,
-        timeout=300,
-        search_seconds=SEARCH_SECONDS,
-        harvest=False,
-    )
+    run = run_kl("synthesised", harvest=False)
     assert run.record("naive_softplus")["status"] == "confirmed"
     record = run.record("kl_with_log_targets")
     assert record["status"] == "confirmed" and record["box"]["source"] == "synthesised", record
