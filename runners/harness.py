@@ -270,6 +270,7 @@ def confirm(
         module_name_for,
         resolve_device,
         shape_from_message,
+        shapes_from_mismatch,
         synthesise,
     )
     from analyzers.dynamic.loading import is_program
@@ -326,9 +327,10 @@ def confirm(
             line=finding["line"],
         )
         # when the default shape never reaches the op: the shape the code's own error asks
-        # for, then common shapes
+        # for, the feature sizes a shape error names, then common shapes
         asked = shape_from_message(problems[-1]) if problems else None
-        for shape in ([asked] if asked else []) + list(SHAPE_GUESSES):
+        sized = shapes_from_mismatch(search_errors[-1]) if search_errors else []
+        for shape in ([asked] if asked else []) + sized + list(SHAPE_GUESSES):
             yield lambda shape=shape: synthesise(
                 repo,
                 finding["path"],
@@ -351,14 +353,17 @@ def confirm(
     # down to 0.5); that call goes next, and this outcome stands when it proves nothing
     recorded = None
     problems: list[str] = []
+    search_errors: list[str] = []  # each candidate's own error, without what numcheck adds
     for build in candidates():
         try:
             entry = build()
         except EntryError as exc:
             problems.append(str(exc))
+            search_errors.append("")
             continue
         except Exception as exc:  # constructing the PR's objects can fail in any way
             problems.append(f"building the entry failed: {type(exc).__name__}: {exc}")
+            search_errors.append("")
             continue
         if recorded is not None and entry.source == "harvested":
             continue  # one recorded call searched is enough to say the tests' values hold
@@ -379,6 +384,7 @@ def confirm(
             continue
         if outcome.reached:
             break
+        search_errors.append(outcome.error or "")
         problem = outcome.error or f"{entry.target} never reached line {finding['line']}"
         loading = getattr(entry, "loading", "import")
         stood = ", ".join(getattr(entry, "stand_ins", ()))

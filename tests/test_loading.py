@@ -92,6 +92,68 @@ def test_the_shape_a_function_asks_for_in_its_error(
     assert shape_from_message(message) == shape
 
 
+@pytest.mark.parametrize(
+    ("message", "shapes"),
+    [
+        ("RuntimeError: size mismatch, got input (4), mat (4x8), vec (784)", [(4, 784)]),
+        (
+            "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x8 and 784x500)",
+            [(4, 784), (4, 500)],
+        ),
+        (
+            "RuntimeError: The size of tensor a (8) must match the size of tensor b (30) at "
+            "non-singleton dimension 1",
+            [(4, 30)],
+        ),
+        ("ValueError: probs must be non-negative, 12 were not", []),  # not a shape error
+        ("RuntimeError: size mismatch (4x8 and 8x4)", []),  # names no size the call lacked
+    ],
+)
+def test_the_feature_size_a_shape_error_names(message: str, shapes: list[tuple[int, ...]]) -> None:
+    from analyzers.dynamic.entries import shapes_from_mismatch
+
+    assert shapes_from_mismatch(message) == shapes
+
+
+def test_a_method_whose_weights_fix_the_input_width_is_called_with_it(
+    tmp_path: Path, clean_modules: object
+) -> None:
+    """An energy model's weights fix its input width and nothing in the signature says so:
+    the default (4, 8) call fails on `v.mv(self.v_bias)`, the error names 30, and the call
+    with (4, 30) reaches and overflows the exp."""
+    repo = write_repo(
+        tmp_path,
+        {
+            "epkg/__init__.py": "",
+            "epkg/energy.py": (
+                "import torch\nfrom torch import nn\n\n\n"
+                "class Energy(nn.Module):\n"
+                "    def __init__(self, n_vis=30, n_hid=5):\n"
+                "        super().__init__()\n"
+                "        self.W = nn.Parameter(torch.randn(n_hid, n_vis) * 0.1)\n"
+                "        self.v_bias = nn.Parameter(torch.zeros(n_vis))\n"
+                "        self.h_bias = nn.Parameter(torch.zeros(n_hid))\n\n"
+                "    def free_energy(self, v):\n"
+                "        vbias_term = v.mv(self.v_bias)\n"
+                "        wx_b = torch.nn.functional.linear(v, self.W, self.h_bias)\n"
+                "        hidden_term = torch.log1p(wx_b.exp()).sum(1)\n"
+                "        return (-hidden_term - vbias_term).mean()\n"
+            ),
+        },
+    )
+    run = run_findings(
+        repo,
+        "epkg/energy.py",
+        ["Energy.free_energy"],
+        finding_timeout=120,
+        timeout=300,
+        search_seconds=3.0,
+        harvest=False,
+    )
+    source = confirmed_reproducer(repo, run)
+    assert "torch.Size([4, 30])" in source or "(4, 30)" in source, source
+
+
 def test_parameters_without_defaults_get_a_value_from_their_annotation(
     tmp_path: Path, clean_modules: object
 ) -> None:

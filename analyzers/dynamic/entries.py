@@ -32,7 +32,13 @@ from analyzers.dynamic.signatures import (
     positional_names,
     signature_inputs,
 )
-from analyzers.dynamic.specs import InputSpec, SpecError, default_spec, parse_spec
+from analyzers.dynamic.specs import (
+    DEFAULT_SHAPE,
+    InputSpec,
+    SpecError,
+    default_spec,
+    parse_spec,
+)
 from analyzers.dynamic.tensors import TORCH_DTYPES
 from analyzers.dynamic.usage import ParameterUses, parameter_uses
 from analyzers.dynamic.weights import with_weights
@@ -178,6 +184,26 @@ def shape_from_message(text: str) -> tuple[int, ...] | None:
         else:
             sizes.append({"B": 2, "N": 2, "C": 3}.get(dim, 8))
     return tuple(sizes) if len(sizes) >= 2 and all(0 < n <= 64 for n in sizes) else None
+
+
+# how many sizes read from one shape error are tried, and the largest
+MISMATCH_SIZES = 2
+LARGEST_MISMATCH_SIZE = 4096
+
+
+def shapes_from_mismatch(
+    text: str, tried: tuple[int, ...] = DEFAULT_SHAPE
+) -> list[tuple[int, ...]]:
+    """Shapes whose feature size is one a shape error names and the call did not pass: a
+    module's weights fix its input width (`nn.Linear(784, 500)`, an RBM's `v.mv(v_bias)`), and
+    torch says it (`size mismatch, got input (4), mat (4x8), vec (784)`, `mat1 and mat2 shapes
+    cannot be multiplied (4x8 and 784x500)`), so the next call is (batch, 784)."""
+    if not re.search(r"size|shape|dimension|mismatch|multipl", text, re.IGNORECASE):
+        return []
+    sizes = [int(n) for n in re.findall(r"(?<![A-Za-wyz_.\d])(\d+)(?![A-Za-wyz_.\d])", text)]
+    fresh = [n for n in dict.fromkeys(sizes) if 2 <= n <= LARGEST_MISMATCH_SIZE]
+    fresh = [n for n in fresh if n not in tried]
+    return [(*tried[:-1], n) for n in fresh[:MISMATCH_SIZES]] if tried else []
 
 
 def synthesise(

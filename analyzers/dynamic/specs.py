@@ -125,6 +125,10 @@ def widened(spec: InputSpec) -> InputSpec | None:
     return InputSpec(spec.dtype, spec.shape, lo, hi, "widened", spec.keeps_sign)
 
 
-def default_spec(shape: tuple[int, ...] = (4, 8), dtype: str = "float32") -> InputSpec:
+# the (batch, features) shape a tensor parameter gets when nothing says otherwise
+DEFAULT_SHAPE = (4, 8)
+
+
+def default_spec(shape: tuple[int, ...] = DEFAULT_SHAPE, dtype: str = "float32") -> InputSpec:
     """What a synthesised entry assumes when nothing says otherwise."""
     return InputSpec(dtype, shape, DEFAULT_LO, DEFAULT_HI, "default")

@@ -31,6 +31,7 @@ from analyzers.static.values import (
     tensor_kind,
 )
 from analyzers.static.vocabulary import (
+    ARITHMETIC_METHODS,
     BOOL_METHODS,
     CASTS,
     CASTS_TO,
@@ -311,6 +312,10 @@ class CallsMixin(AnalyzerInterface):
             return self._in_place(node, func, method, receiver, args)
         if method == "masked_fill" and len(values) >= 2:
             return self._masked_fill(receiver, values[1])
+        symbol = ARITHMETIC_METHODS.get(method)
+        if symbol and tensorish and len(args) == 1 and args[0][0] is None:
+            # `x.exp().add(1)` is `x.exp() + 1`: the same range, the same patterns (log1p)
+            return self._binop(node, symbol, receiver, values[0], func.value, positional[0].value)
         if method in CASTS:
             receiver = receiver.with_(dtype=self._cast_dtype(method, node, receiver))
         if method in UPCASTS and receiver.producer == "matmul":

@@ -85,6 +85,7 @@ RULES: tuple[Rule, ...] = (
         valid=(
             "import torch\ndef f(x):\n    return torch.log(x.clamp(min=1e-6))\n",
             "import torch\ndef f(x):\n    return torch.sqrt(x ** 2 + 1e-8)\n",
+            "import torch\ndef f(x):\n    return (x * x).add(1e-8).sqrt()  # `.add` is `+`\n",
             "import tensorflow as tf\ndef f(x):\n    return tf.math.log(tf.maximum(x, 1e-7))\n",
             "import numpy as np\ndef f(x):\n    return np.log(np.abs(x) + 1e-9)\n",
             "import torch\ndef f(x):\n    return x / 255.0\n",

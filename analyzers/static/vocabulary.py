@@ -22,6 +22,15 @@ FRAMEWORK_ROOTS: tuple[str, ...] = (
     "tf_keras",
 )
 
+# Tensor methods that are an operator spelled as a call: `x.add(1)` is `x + 1`.
+ARITHMETIC_METHODS = {
+    "add": "+",
+    "sub": "-",
+    "subtract": "-",
+    "mul": "*",
+    "multiply": "*",
+}
+
 # Tensor methods that hand back the same values (or a view of them).
 SAME_VALUE_METHODS = frozenset(
     {
