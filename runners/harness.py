@@ -409,6 +409,10 @@ def confirm(
         if low:  # the precision pass resumes the search in these
             context["pending"] = (entry, outcome, searcher, low)
     record = conclude(job, finding, entry, outcome, searcher, context)
+    if entry.source == "synthesised" and isinstance(record.get("box"), dict):
+        # a made-up call: the comment says whether the tests had one to offer
+        key = f"{module}:{finding['function']}"
+        record["box"]["tests"] = harvested.tests_said(key) if harvested else "not-run"
     if (
         recorded is not None
         and last is not recorded

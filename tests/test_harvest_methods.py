@@ -723,3 +723,48 @@ def test_test_files_beside_the_code_are_harvested(tmp_path: Path) -> None:
     result = harvest(tmp_path, [("besidelib/margin.py", "margin_log")], seconds=20.0)
     (call,) = result.calls["besidelib.margin:margin_log"]
     assert torch.equal(call.args[0], torch.tensor([0.5]))
+
+
+@pytest.mark.parametrize(
+    ("tests", "said"),
+    [
+        (
+            {
+                "tests/test_other.py": "from madeup.loss import other\n\n\n"
+                "def test_other():\n    assert other(2.0) == 4.0\n"
+            },
+            "no-call",
+        ),
+        ({}, "no-tests"),
+    ],
+)
+def test_a_proof_on_a_made_up_call_says_what_the_tests_offered(
+    tmp_path: Path, tests: dict[str, str], said: str
+) -> None:
+    """No recorded call to start from: the proof is on values numcheck chose, and the
+    comment says why it had none of the repository's own (its tests ran and never called
+    the function, or there are no tests). A value the sandbox sends outside the known ones
+    adds nothing to the comment."""
+    from analyzers.report.summary import TESTS_SAID, proof_sentence
+    from analyzers.static import scan_source
+
+    repo = write_repo(
+        tmp_path,
+        {
+            "madeup/__init__.py": "",
+            "madeup/loss.py": (
+                "import torch\n\n\ndef other(x):\n    return x * 2\n\n\n"
+                "def log_loss(p):\n    return -torch.log(p).mean()\n"
+            ),
+            **tests,
+        },
+    )
+    (finding,) = scan_source((repo / "madeup/loss.py").read_text(), "madeup/loss.py").findings
+    record = _harness_record(repo, [finding.to_json()])
+    assert record["status"] == "confirmed" and record["box"]["source"] == "synthesised", record
+    assert record["box"]["tests"] == said
+    finding.status = "confirmed"
+    finding.trigger = {**record["trigger"], "box": record["box"]}
+    assert proof_sentence(finding).endswith(TESTS_SAID[said])
+    finding.trigger["box"] = {**record["box"], "tests": "<b>forged</b>"}
+    assert "forged" not in proof_sentence(finding)

@@ -96,6 +96,21 @@ class Harvest:
     ran: bool = False
     note: str = ""
 
+    def tests_said(self, key: str) -> str:
+        """What the repository's tests tell of `key` ("module:qualname"): recorded calls
+        ("called"), none though the tests ran ("no-call"), no test files ("no-tests"), or
+        tests that could not run ("not-run"). A proof on a call numcheck made up says which,
+        so the reader knows there were no values of the repository's own to search from
+        (summary.TESTS_SAID)."""
+        if self.calls.get(key):
+            return "called"
+        if self.ran:
+            return "no-call"
+        return "no-tests" if self.note == NO_TESTS else "not-run"
+
+
+NO_TESTS = "no tests found"
+
 
 # module instance -> how it was built (weak: the tests' modules die as usual)
 _BUILT: weakref.WeakKeyDictionary[Any, Construction] = weakref.WeakKeyDictionary()
@@ -238,7 +253,7 @@ def harvest(repo: Path, targets: list[tuple[str, str]], seconds: float) -> Harve
     beside = [] if folders else [str(p.relative_to(repo)) for p in test_files(repo, ["."])]
     tests = folders or beside[:TEST_FILES_RUN]
     if not tests:
-        result.note = "no tests found"
+        result.note = NO_TESTS
         return result
     patched: list[tuple[Any, str, Any, bool]] = []
     classes: set[type] = set()

@@ -264,6 +264,23 @@ def _recorded_held(box: dict[str, Any]) -> str:
     )
 
 
+# What a proof on a call numcheck synthesised adds, by what the repository's tests told of
+# the function (Harvest.tests_said); a value the sandbox sends outside these adds nothing.
+TESTS_SAID = {
+    "called": "",  # recorded calls were searched first (`recorded_held` says when they held)
+    "no-call": "; numcheck made this call up: the repository's tests ran and never called it",
+    "no-tests": "; numcheck made this call up: the repository has no tests to take values from",
+    "not-run": "; numcheck made this call up: the repository's tests were not run",
+}
+
+
+def _made_up(box: dict[str, Any]) -> str:
+    if box.get("source") != "synthesised":
+        return ""
+    said = box.get("tests")
+    return TESTS_SAID.get(said, "") if isinstance(said, str) else ""
+
+
 def proof_sentence(finding: Finding) -> str:
     """What the dynamic pass did: the trigger it found, or the budget it spent."""
     trigger = finding.trigger or {}
@@ -305,7 +322,7 @@ def proof_sentence(finding: Finding) -> str:
             f"NaN/Inf in the {trigger.get('where')} pass after "
             f"{trigger.get('evaluations')} runs ({trigger.get('seconds', 0):.2f} s, stage "
             f"{trigger.get('stage')}) of {entry}, inputs in {inputs}"
-            f"{reach}{origin}{precision_clause(trigger)}{_recorded_held(box)}"
+            f"{reach}{origin}{precision_clause(trigger)}{_recorded_held(box)}{_made_up(box)}"
         )
     if finding.status == "not-triggered":
         low = trigger.get("low_precision")
