@@ -201,3 +201,22 @@ def test_library_source_is_really_outside_the_repository(repo: Path) -> None:
     import loclib
 
     assert not Path(loclib.__file__).resolve().is_relative_to(repo.resolve())
+
+
+def test_uninitialised_memory_is_never_where_a_nan_was_made(repo: Path) -> None:
+    """`alpha.new_empty(shape).uniform_(...)` (pyro's stable sampler) hands back whatever bits
+    the allocator had, NaN among them, before the code fills them: the op that made the NaN
+    is a later one, never the allocation."""
+    from analyzers.dynamic.localise import FirstNonFinite
+
+    def new_empty(*_: Any) -> torch.Tensor:  # what the allocator may hand back
+        return torch.full((2,), float("nan"))
+
+    def reciprocal(*_: Any) -> torch.Tensor:
+        return torch.full((2,), float("inf"))
+
+    mode = FirstNonFinite(str(repo))
+    mode.__torch_function__(new_empty, (), (torch.ones(2),))
+    assert mode.found is None
+    mode.__torch_function__(reciprocal, (), (torch.zeros(2),))
+    assert mode.found is not None and mode.found["op"] == "reciprocal"

@@ -56,6 +56,14 @@ def _op_name(func: Any) -> str:
     return str(getattr(func, "__name__", str(func)))
 
 
+# Ops that hand back uninitialised memory, which may hold any bits, NaN included, until the
+# code fills it (pyro's stable sampler: `alpha.new_empty(shape).uniform_(-pi / 2, pi / 2)`):
+# they make no value, so they are never where a NaN was made.
+UNINITIALISED = frozenset(
+    {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
+)
+
+
 class FirstNonFinite(TorchFunctionMode):
     """Remembers the first call that makes a NaN from NaN-free inputs, or an infinity from
     finite ones (an -inf mask going into softmax is not yet a failure; the NaN out of it is)."""
@@ -75,7 +83,11 @@ class FirstNonFinite(TorchFunctionMode):
     ) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if self.found is None and not _writes_infinity(args, kwargs):
+        if (
+            self.found is None
+            and not _writes_infinity(args, kwargs)
+            and _op_name(func) not in UNINITIALISED
+        ):
             inputs = tensors_in(args) + tensors_in(kwargs)
             outputs = tensors_in(out)
             made_nan = not _any_nan(inputs) and _any_nan(outputs)
