@@ -402,6 +402,32 @@ def test_a_src_layout_package_is_reached_by_its_own_name(
     assert ("without its packages' __init__ files" in record["reproducer"]) == bool(init)
 
 
+def test_a_numpy_flag_in_an_extracted_src_module_fails_its_reproducer(
+    tmp_path: Path, clean_modules: object
+) -> None:
+    """diffusers' scheduler: `src/` layout, a module numcheck extracts (compiled under its
+    relative path; here for its work at import) and `np.log(sigmas)`. The reproducer's
+    floating-point flag is raised at a frame named `src/.../sched.py`, relative: it is still
+    the flagged line, and the reproducer fails with its assertion."""
+    repo = write_repo(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\nname = "npkg"\n',
+            "src/npkg/__init__.py": "",
+            "src/npkg/sched.py": (
+                "import numpy as np\n"
+                "TABLE = []\n"
+                "for i in range(3):  # work at import: numcheck extracts the module\n"
+                "    TABLE.append(i)\n\n\n"
+                "def log_sigmas(sigmas: np.ndarray) -> np.ndarray:\n"
+                "    return np.log(sigmas)\n"
+            ),
+        },
+    )
+    record = _confirmed_and_failing(repo, "src/npkg/sched.py", ["log_sigmas"])
+    assert "(extracted)" in record["reproducer"]
+
+
 def _confirmed_and_failing(repo: Path, path: str, functions: list[str]) -> dict[str, Any]:
     """Every finding of `path` confirmed; the first one's record, after checking that its
     reproducer fails on its own in a plain python child."""

@@ -988,9 +988,10 @@ NUMPY_HELPERS = [
     "",
     "",
     "def _raised_at(exc, path, line):",
-    '    """Was the flag raised by the code at path:line (its last frame in that file)?"""',
+    '    """Was the flag raised by the code at path:line (its last frame in that file)? The',
+    '    file name is relative where numcheck compiled the module from its relative path."""',
     "    mine = [f for f in traceback.extract_tb(exc.__traceback__)",
-    '            if f.filename.replace(os.sep, "/").endswith("/" + path)]',
+    '            if ("/" + f.filename.replace(os.sep, "/")).endswith("/" + path)]',
     "    return bool(mine) and mine[-1].lineno == line",
 ]
 JAX_HELPERS = [
