@@ -136,6 +136,7 @@ def test_confirmed_finding_comes_back_with_box_trigger_and_reproducer(standard_r
         "inputs": [
             {"dtype": "float32", "shape": [4, 8], "lo": -100.0, "hi": 100.0, "source": "default"}
         ],
+        "tests": "no-tests",  # a made-up call, and the repository has no tests to offer one
     }
     trigger = record["trigger"]
     assert (trigger["where"], trigger["stage"], trigger["op"]) == ("forward", "restarts", "log")
