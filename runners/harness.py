@@ -294,6 +294,7 @@ def confirm(
     path, lines = _op_site(repo, finding)
     module = module_name_for(repo, finding["path"])
     configured = [t for t in job.get("entries", []) if t["target"].split(":", 1)[0] == module]
+    key = f"{module}:{finding['function']}"  # as the harvest records calls
 
     def candidates() -> Iterator[Any]:
         """Configured entries of the finding's module, then calls recorded while the
@@ -313,9 +314,8 @@ def confirm(
                 seed,
                 device,
             )
-        key = f"{module}:{finding['function']}"
         for call in harvested.calls.get(key, []) if harvested else []:
-            yield lambda call=call, key=key: _harvested_entry(repo, key, call)
+            yield lambda call=call: _harvested_entry(repo, key, call)
         operand = str(finding.get("operand", ""))
         yield lambda: synthesise(
             repo,
@@ -329,7 +329,7 @@ def confirm(
         # when the default shape never reaches the op: the shape the code's own error asks
         # for, the feature sizes a shape error names, then common shapes
         asked = shape_from_message(problems[-1]) if problems else None
-        sized = shapes_from_mismatch(search_errors[-1]) if search_errors else []
+        sized = shapes_from_mismatch(last_error)
         for shape in ([asked] if asked else []) + sized + list(SHAPE_GUESSES):
             yield lambda shape=shape: synthesise(
                 repo,
@@ -353,17 +353,17 @@ def confirm(
     # down to 0.5); that call goes next, and this outcome stands when it proves nothing
     recorded = None
     problems: list[str] = []
-    search_errors: list[str] = []  # each candidate's own error, without what numcheck adds
+    last_error = ""  # the last candidate's own error, without what numcheck adds
     for build in candidates():
         try:
             entry = build()
         except EntryError as exc:
             problems.append(str(exc))
-            search_errors.append("")
+            last_error = ""
             continue
         except Exception as exc:  # constructing the PR's objects can fail in any way
             problems.append(f"building the entry failed: {type(exc).__name__}: {exc}")
-            search_errors.append("")
+            last_error = ""
             continue
         if recorded is not None and entry.source == "harvested":
             continue  # one recorded call searched is enough to say the tests' values hold
@@ -384,7 +384,7 @@ def confirm(
             continue
         if outcome.reached:
             break
-        search_errors.append(outcome.error or "")
+        last_error = outcome.error or ""
         problem = outcome.error or f"{entry.target} never reached line {finding['line']}"
         loading = getattr(entry, "loading", "import")
         stood = ", ".join(getattr(entry, "stand_ins", ()))
@@ -411,7 +411,6 @@ def confirm(
     record = conclude(job, finding, entry, outcome, searcher, context)
     if entry.source == "synthesised" and isinstance(record.get("box"), dict):
         # a made-up call: the comment says whether the tests had one to offer
-        key = f"{module}:{finding['function']}"
         record["box"]["tests"] = harvested.tests_said(key) if harvested else "not-run"
     if (
         recorded is not None
