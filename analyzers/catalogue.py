@@ -1088,4 +1088,29 @@ class Catalogue:
 
 
 CATALOGUE = Catalogue(_ENTRIES)
+
+# What an op raises on plain Python numbers where a tensor would return inf/NaN: `n / 0` of
+# two ints, `math.exp(1000)`, `math.log(0)`. The static pass says it in its text
+# (explain.consequence) and the dynamic pass takes that exception, raised at the flagged line,
+# for the op's failure (dynamic/raised.py). A ValueError counts only as math's "math domain
+# error"; pow raises any of three (`math.pow(-8, 0.5)`, `0.0 ** -1`, `10.0 ** 400`), the first
+# being what `math.pow` raises.
+PYTHON_ERRORS: dict[str, tuple[str, ...]] = {
+    "div": ("ZeroDivisionError",),
+    "reciprocal": ("ZeroDivisionError",),
+    "fmod": ("ValueError", "ZeroDivisionError"),
+    "exp": ("OverflowError",),
+    "expm1": ("OverflowError",),
+    "cosh": ("OverflowError",),
+    "sinh": ("OverflowError",),
+    "pow": ("ValueError", "ZeroDivisionError", "OverflowError"),
+}
+
+
+def python_errors(op: str) -> tuple[str, ...]:
+    """The exceptions `op` raises on Python numbers where it fails (PYTHON_ERRORS); math's
+    domain error (a ValueError) for the rest: log, sqrt, acos and their kin."""
+    return PYTHON_ERRORS.get(op, ("ValueError",))
+
+
 KNOWN_OPS: frozenset[str] = frozenset(spec.op for spec in _ENTRIES)

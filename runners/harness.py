@@ -397,6 +397,9 @@ def confirm(
         problems.append(problem)
     if recorded is not None and not (last is not None and last[1].triggered):
         last = recorded  # nothing after it proved the op: the recorded call's search stands
+    if not (last is not None and last[1].triggered) and empty_may_fail(finding):
+        empty = _empty_trial(repo, finding, seed, device, path, lines, budget)
+        last = empty or last
     if last is None or not last[1].reached:
         return {
             **base,
@@ -425,6 +428,50 @@ def confirm(
             "evaluations": recorded[1].evaluations,
         }
     return record
+
+
+def empty_may_fail(finding: dict[str, Any]) -> bool:
+    """Does the static pass say the operand is 0 when a loop does not run (static/zeros.py
+    ACCUMULATOR: `reference_length` of an empty corpus)? Then an empty batch is the input
+    that makes it so, and it is tried."""
+    from analyzers.static.zeros import ACCUMULATOR
+
+    return ACCUMULATOR in str(finding.get("why", ""))
+
+
+def _empty_trial(
+    repo: Path,
+    finding: dict[str, Any],
+    seed: int,
+    device: str,
+    path: str,
+    lines: frozenset[int],
+    budget: Any,
+) -> tuple[Any, Any, Any] | None:
+    """A synthesised call with an empty batch (EMPTY_SHAPE: no rows, so a loop over the
+    inputs does not run), searched like the others; its entry, outcome and searcher when it
+    triggers the op, else None. The finding's box states the shape, so the reader sees that
+    the proof is an empty input."""
+    from analyzers.dynamic.entries import EMPTY_SHAPE, synthesise
+    from analyzers.dynamic.stages import staged_search
+
+    try:
+        entry = synthesise(
+            repo,
+            finding["path"],
+            finding["function"],
+            seed,
+            device,
+            EMPTY_SHAPE,
+            operand=str(finding.get("operand", "")),
+            line=finding["line"],
+        )
+    except Exception:  # the main candidates already said why the module does not load
+        return None
+    entry, outcome, searcher = staged_search(
+        entry, path, lines, finding["op"], seed, budget, shows_in_entry(entry)
+    )
+    return (entry, outcome, searcher) if outcome.triggered else None
 
 
 def _beyond_recorded(made_up: Any, outcome: Any, searcher: Any, recorded: Any) -> bool:

@@ -148,6 +148,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_harness",
         "test_harvest_methods",
         "test_loading",
+        "test_raised",
         "test_localise",
         "test_numerics_doc",
         "test_object_entries",

@@ -156,6 +156,9 @@ def build_configured(repo_dir: Path, config: EntryConfig, seed: int, device: str
 # layers index `adj[:, i, i]` for every column i), an image batch, a sequence batch, a
 # vector, and a scalar (an unannotated `height, width` that is a number: `x / (width - 1.0)`).
 SHAPE_GUESSES: tuple[tuple[int, ...], ...] = ((8, 8), (2, 3, 8, 8), (2, 6, 16), (16,), ())
+# An empty batch: no rows, the default features. Tried only where the static pass says the
+# operand stays 0 when a loop does not run (runners/harness.empty_may_fail).
+EMPTY_SHAPE = (0, DEFAULT_SHAPE[1])
 
 
 _DIM = r"(?:\*|\.\.\.|\d+|[A-Za-z]\w{0,3})"

@@ -21,6 +21,7 @@ import torch
 from analyzers.dynamic.evaluation import Evaluation, guidance, keeps_rows
 from analyzers.dynamic.owners import patch_op, restore
 from analyzers.dynamic.probe import Hit, LineWatch
+from analyzers.dynamic.raised import op_raised
 from analyzers.dynamic.suspect import CallSite, call_site
 
 
@@ -103,14 +104,14 @@ class JaxProbe:
     _patched: list[tuple[Any, str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._watch = LineWatch(self.path, self.lines)
+        self.watch = LineWatch(self.path, self.lines)
 
     def _wrap(self, original: Callable[..., Any], operand_at: int, name: str) -> Callable[..., Any]:
         probe = self
 
         def watched(*args: Any, **kwargs: Any) -> Any:
             operand = args[operand_at] if operand_at < len(args) else None
-            if operand is None or not _is_array(operand) or not probe._watch.caller_on_line():
+            if operand is None or not _is_array(operand) or not probe.watch.caller_on_line():
                 return original(*args, **kwargs)
             out = original(*args, **kwargs)
             fails = (
@@ -183,7 +184,8 @@ def evaluate_jax(
         with jax.disable_jit(), probe:
             output = entry.call_arrays(arrays)
     except Exception as exc:  # the PR's code may raise on any input
-        return Evaluation(error=f"{type(exc).__name__}: {exc}")
+        raised = op_raised(exc, probe.watch, op)
+        return raised or Evaluation(error=f"{type(exc).__name__}: {exc}")
     kept = (
         bool(inputs) and inputs[0].dim() >= 1 and keeps_rows(to_torch(output), inputs[0].shape[0])
     )

@@ -32,6 +32,7 @@ import torch
 from analyzers.dynamic.evaluation import Evaluation, guidance, keeps_rows
 from analyzers.dynamic.owners import patch_op, restore
 from analyzers.dynamic.probe import Hit, LineWatch
+from analyzers.dynamic.raised import op_raised
 from analyzers.dynamic.suspect import CallSite, call_site
 
 
@@ -100,12 +101,12 @@ class FirstFlag:
     by NumPy (`np.errstate(call=...)`): the frames above are the code that raised it."""
 
     def __init__(self, path: str, lines: frozenset[int]) -> None:
-        self._watch = LineWatch(path, lines)
+        self.watch = LineWatch(path, lines)
         self.on_line: bool | None = None
 
     def __call__(self, kind: str, flag: int) -> None:
         if self.on_line is None:
-            self.on_line = self._watch.caller_on_line()
+            self.on_line = self.watch.caller_on_line()
 
 
 @dataclass
@@ -117,7 +118,7 @@ class NumpyProbe:
     _patched: list[tuple[Any, str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._watch = LineWatch(self.path, self.lines)
+        self.watch = LineWatch(self.path, self.lines)
 
     def _wrap(self, original: Callable[..., Any], operand_at: int, name: str) -> Callable[..., Any]:
         probe = self
@@ -126,7 +127,7 @@ class NumpyProbe:
             operand = args[operand_at] if operand_at < len(args) else None
             if (
                 not isinstance(operand, np.ndarray | np.generic | float | int)
-                or not probe._watch.caller_on_line()
+                or not probe.watch.caller_on_line()
             ):
                 return original(*args, **kwargs)
             out = original(*args, **kwargs)
@@ -176,7 +177,8 @@ def evaluate_numpy(
             output = plain(entry.call_arrays(arrays))
     except Exception as exc:  # the PR's code may raise on any input
         if not probe.hits:
-            return Evaluation(error=f"{type(exc).__name__}: {exc}")
+            python_failure = op_raised(exc, probe.watch, op)
+            return python_failure or Evaluation(error=f"{type(exc).__name__}: {exc}")
         # past the op: its flag, raised in the reproducer, stops the run before this error
         raised = True
     kept = (

@@ -88,7 +88,7 @@ class OpProbe(TorchFunctionMode):
         self.op = op
         self.hits: list[Hit] = []
         self._names = op_names(op)
-        self._watch = LineWatch(path, lines)
+        self.watch = LineWatch(path, lines)
 
     def __torch_function__(
         self,
@@ -100,7 +100,7 @@ class OpProbe(TorchFunctionMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = getattr(func, "__name__", "")
-        if name in self._names and self._watch.caller_on_line():
+        if name in self._names and self.watch.caller_on_line():
             operand = operand_of(self.op, name, args, kwargs)
             if isinstance(operand, torch.Tensor) and (
                 isinstance(out, torch.Tensor) or (isinstance(out, tuple) and tensors_in(out))

@@ -47,6 +47,7 @@ from analyzers.dynamic.evaluation import (
     suspect_loss_or_none,
 )
 from analyzers.dynamic.probe import Hit, OpProbe, tensors_in
+from analyzers.dynamic.raised import op_raised
 from analyzers.dynamic.searchtrace import SearchTrace
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.tensors import sample
@@ -245,7 +246,8 @@ class Searcher:
             with self.probe:
                 output = self.entry.call(leaves)
         except Exception as exc:  # the PR's code may raise on any input
-            return Evaluation(error=f"{type(exc).__name__}: {exc}")
+            raised = op_raised(exc, self.probe.watch, self.op)
+            return raised or Evaluation(error=f"{type(exc).__name__}: {exc}")
         hits = self.probe.hits
         kept = bool(inputs) and inputs[0].dim() >= 1 and keeps_rows(output, inputs[0].shape[0])
         if not hits:

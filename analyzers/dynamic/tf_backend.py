@@ -25,6 +25,7 @@ from analyzers.dtypes import limits
 from analyzers.dynamic.evaluation import Evaluation, chunk_losses, keeps_rows
 from analyzers.dynamic.owners import patch_op, restore
 from analyzers.dynamic.probe import Hit, LineWatch
+from analyzers.dynamic.raised import op_raised
 from analyzers.dynamic.suspect import CallSite, call_site
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ class TFProbe:
     _patched: list[tuple[Any, str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._watch = LineWatch(self.path, self.lines)
+        self.watch = LineWatch(self.path, self.lines)
 
     def _wrap(self, original: Callable[..., Any], operand_at: int, name: str) -> Callable[..., Any]:
         import tensorflow as tf
@@ -67,7 +68,7 @@ class TFProbe:
         def watched(*args: Any, **kwargs: Any) -> Any:
             if not tf.executing_eagerly():  # Keras traces `call` once to build the layer
                 return original(*args, **kwargs)
-            on_line = probe._watch.caller_on_line()
+            on_line = probe.watch.caller_on_line()
             operand = args[operand_at] if on_line and operand_at < len(args) else None
             call = call_site(probe.op, name, args, kwargs) if operand is not None else None
             if operand is not None and probe.tape is not None:
@@ -220,7 +221,8 @@ def evaluate_tf(
             with probe:
                 output = entry.call(tensors)
         except Exception as exc:  # the PR's code may raise on any input
-            return Evaluation(error=f"{type(exc).__name__}: {exc}")
+            raised = op_raised(exc, probe.watch, op)
+            return raised or Evaluation(error=f"{type(exc).__name__}: {exc}")
         finally:
             probe.tape = None
         usable = [

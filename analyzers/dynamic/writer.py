@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyzers.catalogue import python_errors
 from analyzers.dtypes import LOW_PRECISIONS
 from analyzers.dynamic.layout import root_of
 from analyzers.dynamic.loading import HOW, import_lines
@@ -37,7 +38,7 @@ from analyzers.dynamic.standins import may_stand_in
 
 FRAMEWORKS = ("torch", "tensorflow", "jax", "numpy")
 WHERE = ("forward", "backward")
-SHOWS = ("", "output", "gradient", "parameters", "raised")
+SHOWS = ("", "output", "gradient", "parameters", "raised", "exception")
 STATE_WIDTH = 76  # characters of base64 per line of an embedded module state
 MAX_DEPTH = 16  # nesting of a spelled value or a nested list of numbers
 MAX_TEXT = 300  # characters of a free text kept in a comment
@@ -65,7 +66,8 @@ class Target:
     # inputs (a masked or squashed forward value, 0 * inf in the backward pass); "" = as
     # `where` says (the output for forward, the inputs' gradients for backward); "parameters"
     # when only the gradient reaching the module's parameters is; "raised" (NumPy) when the
-    # output is finite but the op raised the run's first floating-point flag
+    # output is finite but the op raised the run's first floating-point flag; "exception" when
+    # the op, on Python numbers, raised its Python error at the line (dynamic/raised.py)
     shows: str = ""
 
     @property
@@ -271,6 +273,8 @@ def tensor_code(
     is_float = flag(layout.get("float"), "a tensor's float flag")
     inline = flag(layout.get("inline"), "a tensor's layout")
     base = number(layout.get("base", 0), "a tensor's base value")
+    if 0 in dims:  # empty: its nested list (`[]`) would lose the shape, so its dims make it
+        return [_empty_code(name, dims, dtype, framework, place, is_float)]
     if framework == "tensorflow":  # tf tensors are immutable: large ones go via numpy
         if inline:
             return [
@@ -312,6 +316,21 @@ def tensor_code(
     if is_float:
         lines.append(f"{name}.requires_grad_()")
     return lines
+
+
+def _empty_code(
+    name: str, dims: tuple[int, ...], dtype: str, framework: str, place: str, is_float: bool
+) -> str:
+    """An empty tensor of the given dims (an empty batch: runners/harness._empty_trial)."""
+    if framework == "tensorflow":
+        return f"{name} = tf.zeros({dims!r}, dtype=tf.{dtype})"
+    if framework == "jax":
+        return f"{name} = jnp.zeros({dims!r}, dtype=jnp.{dtype})"
+    if framework == "numpy":
+        return f"{name} = np.zeros({dims!r}, dtype=np.{dtype})"
+    at = "" if place == "cpu" else f", device={place!r}"
+    grad = ", requires_grad=True" if is_float else ""
+    return f"{name} = torch.zeros({dims!r}, dtype=torch.{dtype}{at}{grad})"
 
 
 def points(name: str, changed: Any, dims: tuple[int, ...], indent: str = "") -> list[str]:
@@ -473,7 +492,9 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     label = comment_text(label, "the label")
     if rebuild is not None and not tf_mode:  # the search ran the method under this seed
         body.append(f"torch.manual_seed({integer(rebuild.get('call_seed', 0), 'call seed')})")
-    if tf_mode:
+    if target.shows == "exception":
+        body.extend(_exception_check(call, call_arguments, label, target))
+    elif tf_mode:
         body.extend(_tf_check(call, call_arguments, floats, label, target.checks_gradient))
     elif jax_mode:
         body.extend(_jax_check(call, names, call_arguments, floats, label, target.checks_gradient))
@@ -534,6 +555,8 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         if numpy_mode
         else TORCH_HELPERS
     )
+    if target.shows == "exception":  # numpy_mode's helpers have `os` and `traceback` already
+        helpers = [*helpers, "", "", *RAISED_HERE]
     framework_imports = (
         ["import numpy as np", "import tensorflow as tf"]
         if tf_mode
@@ -545,6 +568,8 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         if any("copy.deepcopy" in line for line in body)
         else ["import torch"]
     )
+    if target.shows == "exception" and not numpy_mode:
+        framework_imports = ["import os", "import traceback", "", *framework_imports]
     lines = [
         *_header(target, label, qualname),
         *(["import base64", "import io", ""] if state else []),
@@ -648,8 +673,13 @@ def runnable_test(name: str, body: list[str]) -> list[str]:
 
 def _header(target: Target, label: str, qualname: str) -> list[str]:
     call = comment_text(target.call, "the call")
+    fails = (
+        f"raises {' or '.join(python_errors(target.op))}"
+        if target.shows == "exception"
+        else f"gives NaN/Inf in the {target.where} pass"
+    )
     return [
-        f'"""numcheck reproducer: `{call}` ({label}) gives NaN/Inf in the {target.where} pass.',
+        f'"""numcheck reproducer: `{call}` ({label}) {fails}.',
         *_shows_lines(target, qualname),
         "Save it at the repository root and run `python -m pytest <this file>` (or run it",
         "with python). It fails while the bug is there and passes once it is fixed.",
@@ -756,6 +786,12 @@ def _shows_lines(target: Target, qualname: str) -> list[str]:
         ]
     if target.shows == "output":
         return [f"It reaches the output of `{qualname}`.", ""]
+    if target.shows == "exception":
+        return [
+            f"On Python numbers the {target.op} raises instead of returning inf/NaN: the test",
+            "fails when the flagged line itself raises it.",
+            "",
+        ]
     return [""]
 
 
@@ -977,6 +1013,34 @@ def _numpy_check(call: str, call_arguments: str, label: str, target: Target) -> 
     ]
 
 
+def _exception_check(call: str, call_arguments: str, label: str, target: Target) -> list[str]:
+    """The call on Python numbers, as the search made it fail: the op's Python error raised
+    by the flagged line itself fails the test; the same error raised anywhere else is an
+    error of its own (dynamic/raised.py). Then the output must be finite."""
+    kinds = ", ".join(python_errors(target.op))
+    return [
+        "try:",
+        f"    out = {call}({call_arguments})",
+        f"except ({kinds},) as exc:",
+        f"    if _raised_here(exc, {target.path!r}, {target.line}):",
+        f'        raise AssertionError("{label} raises " + type(exc).__name__ + ": " + str(exc))'
+        " from exc",
+        "    raise",
+        f'assert _finite(out), "{label} makes the output NaN/Inf"',
+    ]
+
+
+RAISED_HERE = [
+    "def _raised_here(exc, path, line):",
+    '    """Did the flagged line itself raise it (the innermost frame)? A ValueError counts only',
+    "    as math's domain error. The file name is relative where numcheck compiled the module",
+    '    from its relative path."""',
+    '    if type(exc) is ValueError and "math domain error" not in str(exc):',
+    "        return False",
+    "    last = traceback.extract_tb(exc.__traceback__)[-1]",
+    '    mine = ("/" + last.filename.replace(os.sep, "/")).endswith("/" + path)',
+    "    return mine and last.lineno == line",
+]
 NUMPY_HELPERS = [
     "def _finite(value):",
     "    if isinstance(value, (tuple, list)):",

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from analyzers.catalogue import python_errors
 from analyzers.dtypes import FLOAT32_VERDICTS, LOW_PRECISIONS, Float32Verdict
 from analyzers.model import AnalysisResult, Finding, IntervalInfo
 
@@ -281,6 +282,11 @@ def _made_up(box: dict[str, Any]) -> str:
     return TESTS_SAID.get(said, "") if isinstance(said, str) else ""
 
 
+def _empty(shape: Any) -> bool:
+    """A box's shape with a dimension of 0: an empty batch (runners/harness._empty_trial)."""
+    return isinstance(shape, list) and 0 in shape
+
+
 def proof_sentence(finding: Finding) -> str:
     """What the dynamic pass did: the trigger it found, or the budget it spent."""
     trigger = finding.trigger or {}
@@ -291,6 +297,7 @@ def proof_sentence(finding: Finding) -> str:
         (f"weight {spec['weight']} " if spec.get("weight") else "")
         + f"{spec.get('dtype')}{spec.get('shape')} in [{spec.get('lo'):g}, "
         f"{spec.get('hi'):g}]"
+        + (" (empty)" if _empty(spec.get("shape")) else "")
         + (
             " (widened: the observed range held no trigger"
             + ("; kept on the side of 0 the tests showed)" if spec.get("keeps_sign") else ")")
@@ -318,8 +325,14 @@ def proof_sentence(finding: Finding) -> str:
         steps = trigger.get("steps")
         if isinstance(steps, int) and steps > 1:  # a script run over training steps
             reach += f", at training step {steps}"
+        failure = (
+            f"{' or '.join(python_errors(finding.op))} raised by the line itself (Python "
+            "numbers raise where tensors hold inf/NaN)"
+            if trigger.get("shows") == "exception"
+            else f"NaN/Inf in the {trigger.get('where')} pass"
+        )
         return (
-            f"NaN/Inf in the {trigger.get('where')} pass after "
+            f"{failure} after "
             f"{trigger.get('evaluations')} runs ({trigger.get('seconds', 0):.2f} s, stage "
             f"{trigger.get('stage')}) of {entry}, inputs in {inputs}"
             f"{reach}{origin}{precision_clause(trigger)}{_recorded_held(box)}{_made_up(box)}"

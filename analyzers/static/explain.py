@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 
-from analyzers.catalogue import OpSpec
+from analyzers.catalogue import OpSpec, python_errors
 from analyzers.dtypes import limits
 from analyzers.static.rules import RULES, RuleId, Severity
 from analyzers.static.values import Interval, Value
@@ -79,13 +79,7 @@ def consequence(
 ) -> str:
     op = spec.op
     if framework == "math":  # Python floats raise instead of returning inf/NaN
-        error = {
-            "div": "ZeroDivisionError",
-            "exp": "OverflowError",
-            "expm1": "OverflowError",
-            "cosh": "OverflowError",
-            "sinh": "OverflowError",
-        }.get(op, "ValueError")
+        error = python_errors(op)[0]
         return f"math.{op} raises {error} there, which stops the training step"
     if requirement == "positive":
         if op in ("sqrt", "pow") and interval.nonnegative():

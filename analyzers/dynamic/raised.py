@@ -1,0 +1,46 @@
+"""The op failing on plain Python numbers: the exception it raises at its own line.
+
+`translation_length / reference_length` of two ints, `math.log(p)` of a float, `1. / ratio`:
+Python raises (ZeroDivisionError, math's domain and range errors) where a tensor would hold
+inf or NaN, and the run stops there. These are the static pass's `unknown-operand`
+candidates (static/zeros.py: a counter a loop that may not run leaves at 0), and no probe
+sees them, since no framework function runs. So a run that raises the op's Python error
+(catalogue.PYTHON_ERRORS) with its innermost frame on a flagged line of the finding's file
+is the op failing: a forward trigger that shows as "exception", which the reproducer checks
+the same way (writer.RAISED_HERE). The same exception raised anywhere else, a helper the
+line calls included, is not the op's, and stays the run's error.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import traceback
+
+from analyzers.catalogue import python_errors
+from analyzers.dynamic.evaluation import Evaluation
+from analyzers.dynamic.probe import LineWatch
+
+SHOWS = "exception"  # Evaluation.visible of such a trigger, and the reproducer's check
+
+
+def raised_by_op(exc: BaseException, watch: LineWatch, op: str) -> bool:
+    """Is `exc` what `op` raises on Python numbers, raised by a watched line itself?"""
+    kinds = tuple(getattr(builtins, name) for name in python_errors(op))
+    if not isinstance(exc, kinds):
+        return False
+    if type(exc) is ValueError and "math domain error" not in str(exc):
+        return False  # a ValueError of the code's own (`raise ValueError("bad p")`)
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return False
+    last = frames[-1]
+    return os.path.realpath(last.filename) == watch.path and last.lineno in watch.lines
+
+
+def op_raised(exc: BaseException, watch: LineWatch, op: str) -> Evaluation | None:
+    """The evaluation of a run that raised `exc`: a trigger when the op raised it at its
+    line, else None (the caller records the run's error)."""
+    if not raised_by_op(exc, watch, op):
+        return None
+    return Evaluation(reached=True, loss=0.0, forward=True, visible=SHOWS, reaches_output=True)

@@ -1,0 +1,207 @@
+"""Ops that fail on Python numbers by raising (analyzers/dynamic/raised.py).
+
+A metric's `matched / total` of two ints raises ZeroDivisionError where a tensor would hold
+inf; the static pass flags it as an `unknown-operand` candidate when `total` is a counter a
+loop may leave at 0 (an empty corpus), and the dynamic pass proves it with an empty batch,
+taking the op's own Python error, raised by the flagged line, for the failure. The
+reproducer the host writes fails on its own, and passes once the line is guarded.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness_support import run_findings, run_script, write_repo
+
+from analyzers.catalogue import KNOWN_OPS, PYTHON_ERRORS, python_errors
+from analyzers.dynamic.probe import LineWatch
+from analyzers.dynamic.raised import op_raised, raised_by_op
+from analyzers.dynamic.writer import Target, write
+from analyzers.model import Finding
+from analyzers.report.summary import proof_sentence
+
+# One failing Python expression per kind the catalogue names, checked against this
+# interpreter: the catalogue's table is a fact about Python, not a guess.
+FAILING = {
+    "div": [lambda: 1 / 0, lambda: 1.0 / 0.0],
+    "reciprocal": [lambda: 1.0 / 0.0],
+    "fmod": [lambda: math.fmod(1.0, 0.0), lambda: 1 % 0],
+    "exp": [lambda: math.exp(1000.0)],
+    "expm1": [lambda: math.expm1(1000.0)],
+    "cosh": [lambda: math.cosh(1000.0)],
+    "sinh": [lambda: math.sinh(1000.0)],
+    "pow": [lambda: math.pow(-8.0, 0.5), lambda: 0.0**-1, lambda: 10.0**400],
+    "log": [lambda: math.log(0.0)],
+    "sqrt": [lambda: math.sqrt(-1.0)],
+    "acos": [lambda: math.acos(2.0)],
+}
+
+
+@pytest.mark.parametrize("op", sorted(FAILING))
+def test_the_catalogue_names_what_python_raises(op: str) -> None:
+    assert op in KNOWN_OPS
+    kinds = tuple(getattr(builtins, name) for name in python_errors(op))
+    raised = []
+    for failing in FAILING[op]:
+        with pytest.raises(kinds) as caught:
+            failing()
+        raised.append(type(caught.value).__name__)
+    # every kind listed is one Python really raises for the op (none listed in vain)
+    assert set(python_errors(op)) == set(raised)
+    assert set(PYTHON_ERRORS) <= set(FAILING)
+
+
+def _raise_from(tmp_path: Path, source: str, call: str) -> tuple[BaseException, str]:
+    path = tmp_path / "metric_mod.py"
+    path.write_text(source, encoding="utf-8")
+    namespace: dict[str, Any] = {}
+    exec(compile(source, str(path), "exec"), namespace)
+    try:
+        eval(call, namespace)
+    except Exception as exc:
+        return exc, str(path)
+    raise AssertionError(f"{call} did not raise")
+
+
+SOURCE = (
+    "import math\n"
+    "def helper(n):\n"
+    "    return 1 / n\n"
+    "def ratio(a, n):\n"
+    "    return a / n\n"  # line 5
+    "def through(n):\n"
+    "    return helper(n) + 1\n"  # line 7: the division is the helper's
+    "def checked(p):\n"
+    "    raise ValueError('p must be positive') if p <= 0 else math.log(p)\n"  # line 9
+    "def domain(p):\n"
+    "    return math.log(p)\n"  # line 11
+)
+
+
+def test_only_the_flagged_lines_own_error_counts(tmp_path: Path) -> None:
+    exc, path = _raise_from(tmp_path, SOURCE, "ratio(1, 0)")
+    assert raised_by_op(exc, LineWatch(path, frozenset({5})), "div")
+    assert not raised_by_op(exc, LineWatch(path, frozenset({3})), "div")  # another line
+    assert not raised_by_op(exc, LineWatch(path, frozenset({5})), "log")  # another op's kind
+    found = op_raised(exc, LineWatch(path, frozenset({5})), "div")
+    assert found is not None and found.forward and found.visible == "exception"
+
+    exc, path = _raise_from(tmp_path, SOURCE, "through(0)")
+    assert not raised_by_op(exc, LineWatch(path, frozenset({7})), "div")  # raised in helper
+    assert op_raised(exc, LineWatch(path, frozenset({7})), "div") is None
+
+    exc, path = _raise_from(tmp_path, SOURCE, "checked(0)")  # the code's own ValueError
+    assert not raised_by_op(exc, LineWatch(path, frozenset({9})), "log")
+    exc, path = _raise_from(tmp_path, SOURCE, "domain(0)")  # math's domain error
+    assert raised_by_op(exc, LineWatch(path, frozenset({11})), "log")
+
+
+BLEU = '''"""A corpus metric in the style of a BLEU brevity penalty: lengths counted over a loop."""
+
+import torch
+
+
+def length_ratio(references: torch.Tensor, hypotheses: torch.Tensor) -> float:
+    reference_length = 0
+    hypothesis_length = 0
+    for reference, hypothesis in zip(references, hypotheses):
+        reference_length += len(reference)
+        hypothesis_length += len(hypothesis)
+    return hypothesis_length / reference_length
+'''
+GUARDED = BLEU.replace(
+    "    return hypothesis_length / reference_length\n",
+    "    return hypothesis_length / reference_length if reference_length else 1.0\n",
+)
+
+
+def test_an_empty_batch_proves_a_counter_division(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path, {"metrics/__init__.py": "", "metrics/bleu.py": BLEU})
+    run = run_findings(
+        repo,
+        "metrics/bleu.py",
+        ["length_ratio"],
+        finding_timeout=120,
+        timeout=300,
+        harvest=False,
+    )
+    record = run.record("length_ratio")
+    assert record["status"] == "confirmed", record
+    trigger = record["trigger"]
+    assert trigger["shows"] == "exception" and trigger["where"] == "forward"
+    assert [box["shape"] for box in record["box"]["inputs"]] == [[0, 8], [0, 8]]
+
+    finding = _finding("confirmed", {**trigger, "box": record["box"]})
+    sentence = proof_sentence(finding)
+    assert sentence.startswith("ZeroDivisionError raised by the line itself"), sentence
+    assert "float32[0, 8] in" in sentence and "(empty)" in sentence
+
+    source = record["reproducer"]
+    assert "raises ZeroDivisionError" in source.splitlines()[0]
+    assert "torch.zeros((0, 8)" in source  # the empty batch keeps its shape
+    failing = run_script(repo, source)
+    assert failing.returncode != 0 and "AssertionError" in failing.stderr, failing.stderr[-2000:]
+    assert "metrics/bleu.py:12 raises ZeroDivisionError" in failing.stderr
+
+    (repo / "metrics" / "bleu.py").write_text(GUARDED, encoding="utf-8")
+    passing = run_script(repo, source)
+    assert passing.returncode == 0, passing.stderr[-2000:]
+
+
+def _finding(status: str, trigger: dict[str, Any]) -> Finding:
+    return Finding(
+        path="metrics/bleu.py",
+        line=12,
+        column=12,
+        end_line=12,
+        end_column=50,
+        function="length_ratio",
+        op="div",
+        framework="torch",
+        call="hypothesis_length / reference_length",
+        operand="reference_length",
+        why="w",
+        rule="unknown-operand",
+        severity="note",
+        status=status,  # type: ignore[arg-type]
+        trigger=trigger,
+    )
+
+
+def test_a_forged_shows_value_gets_the_nan_sentence() -> None:
+    trigger = {
+        "where": "forward",
+        "evaluations": 3,
+        "seconds": 0.1,
+        "stage": "restarts",
+        "box": {"inputs": [{"dtype": "float32", "shape": "0, 8", "lo": -1.0, "hi": 1.0}]},
+    }
+    plain = proof_sentence(_finding("confirmed", {**trigger, "shows": "nope"}))
+    assert plain.startswith("NaN/Inf in the forward pass") and "(empty)" not in plain
+    raised = proof_sentence(_finding("confirmed", {**trigger, "shows": "exception"}))
+    assert raised.startswith("ZeroDivisionError raised by the line itself")
+
+
+def test_the_reproducer_of_an_exception_checks_the_line_and_imports_what_it_needs() -> None:
+    plan = {
+        "kind": "entry",
+        "module": "pkg.m",
+        "qualname": "f",
+        "framework": "numpy",
+        "seed": 0,
+        "inputs": [
+            {
+                "name": "x",
+                "tensor": {"dtype": "float32", "shape": [0, 8], "float": True, "inline": True},
+            }
+        ],
+    }
+    text = write(plan, Target("pkg/m.py", 4, "log", "math.log(s)", "forward", "exception"))
+    compile(text, "repro.py", "exec")  # a script that parses
+    assert "x = np.zeros((0, 8), dtype=np.float32)" in text
+    assert "except (ValueError,) as exc:" in text and "_raised_here(exc, 'pkg/m.py', 4)" in text
+    assert "import traceback" in text and "raises ValueError" in text.splitlines()[0]
