@@ -367,14 +367,7 @@ def confirm(
             continue
         if recorded is not None and entry.source == "harvested":
             continue  # one recorded call searched is enough to say the tests' values hold
-        if (
-            finding["framework"] == "numpy"
-            and entry.framework == "torch"
-            and entry.source != "script"
-        ):
-            # diffusers' scheduler imports torch, but `np.log(sigma)` takes an array: the
-            # inputs cross into NumPy (numpy_backend.py)
-            entry.framework, entry.device = "numpy", "cpu"
+        _numpy_where_flagged(finding, entry)
         entry, outcome, searcher = staged_search(
             entry, path, lines, finding["op"], seed, budget, shows_in_entry(entry)
         )
@@ -430,6 +423,13 @@ def confirm(
     return record
 
 
+def _numpy_where_flagged(finding: dict[str, Any], entry: Any) -> None:
+    """A NumPy op's entry runs as NumPy: diffusers' scheduler imports torch, but
+    `np.log(sigma)` takes an array, so the inputs cross into NumPy (numpy_backend.py)."""
+    if finding["framework"] == "numpy" and entry.framework == "torch" and entry.source != "script":
+        entry.framework, entry.device = "numpy", "cpu"
+
+
 def empty_may_fail(finding: dict[str, Any]) -> bool:
     """Does the static pass say the operand is 0 when a loop does not run (static/zeros.py
     ACCUMULATOR: `reference_length` of an empty corpus)? Then an empty batch is the input
@@ -468,6 +468,7 @@ def _empty_trial(
         )
     except Exception:  # the main candidates already said why the module does not load
         return None
+    _numpy_where_flagged(finding, entry)
     entry, outcome, searcher = staged_search(
         entry, path, lines, finding["op"], seed, budget, shows_in_entry(entry)
     )
