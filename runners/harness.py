@@ -391,7 +391,9 @@ def confirm(
     if recorded is not None and not (last is not None and last[1].triggered):
         last = recorded  # nothing after it proved the op: the recorded call's search stands
     if not (last is not None and last[1].triggered) and empty_may_fail(finding):
-        empty = _empty_trial(repo, finding, seed, device, path, lines, budget)
+        empty = _emptied_calls(repo, key, finding, harvested, path, lines, seed) or _empty_trial(
+            repo, finding, seed, device, path, lines, budget
+        )
         last = empty or last
     if last is None or not last[1].reached:
         return {
@@ -437,6 +439,60 @@ def empty_may_fail(finding: dict[str, Any]) -> bool:
     from analyzers.static.zeros import ACCUMULATOR
 
     return ACCUMULATOR in str(finding.get("why", ""))
+
+
+EMPTIED_CALLS = 3  # recorded calls whose sequences are emptied, one argument at a time
+
+
+def _emptied_calls(
+    repo: Path,
+    key: str,
+    finding: dict[str, Any],
+    harvested: Any,
+    path: str,
+    lines: frozenset[int],
+    seed: int,
+) -> tuple[Any, Any, Any] | None:
+    """The tests' recorded calls of the function with one sequence argument emptied
+    (analyzers/dynamic/emptied.py), each run once: the first that fails the op, as entry,
+    outcome and searcher, else None. These keep every other value the tests chose, so they
+    go before the made-up empty batch."""
+    import time
+
+    from analyzers.dynamic.emptied import emptied_entries
+    from analyzers.dynamic.entries import import_module, resolve_attr
+    from analyzers.dynamic.search import Outcome, Searcher
+
+    calls = harvested.calls.get(key, [])[:EMPTIED_CALLS] if harvested else []
+    if not calls:
+        return None
+    module_name, _, qualname = key.partition(":")
+    try:
+        fn = resolve_attr(import_module(repo, module_name), qualname)
+    except Exception:  # the recorded calls' own candidates already said why
+        return None
+    fn = getattr(fn, "__wrapped__", fn)
+    for call in calls:
+        for entry in emptied_entries(key, call, fn):
+            searcher = Searcher(
+                entry, path, lines, finding["op"], seed=seed, require_visible=shows_in_entry(entry)
+            )
+            started = time.perf_counter()
+            evaluation = searcher.evaluate([])
+            if searcher.accepts(evaluation):
+                outcome = Outcome(
+                    True,
+                    "forward" if evaluation.forward else "backward",
+                    "emptied",
+                    [],
+                    searcher.count,
+                    time.perf_counter() - started,
+                    True,
+                    evaluation.reaches_output,
+                    evaluation.loss,
+                )
+                return entry, outcome, searcher
+    return None
 
 
 def _empty_trial(
@@ -577,6 +633,8 @@ def conclude(
     }
     if chosen:  # values numcheck gave parameters (a fractional exponent, an epsilon): stated
         box["chosen"] = chosen
+    if getattr(entry, "emptied", ""):  # a recorded call with an argument emptied: which
+        box["emptied"] = {"parameter": entry.emptied, "how": entry.how}
     if not outcome.triggered:
         return {
             **base,

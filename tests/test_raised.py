@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from harness_support import run_findings, run_script, write_repo
 
 from analyzers.catalogue import KNOWN_OPS, PYTHON_ERRORS, python_errors
+from analyzers.dynamic.emptied import MAX_ITEMS, emptied_entries, plain_data
+from analyzers.dynamic.harvest import Recorded
 from analyzers.dynamic.probe import LineWatch
 from analyzers.dynamic.raised import op_raised, raised_by_op
 from analyzers.dynamic.writer import Target, write
@@ -205,3 +208,100 @@ def test_the_reproducer_of_an_exception_checks_the_line_and_imports_what_it_need
     assert "x = np.zeros((0, 8), dtype=np.float32)" in text
     assert "except (ValueError,) as exc:" in text and "_raised_here(exc, 'pkg/m.py', 4)" in text
     assert "import traceback" in text and "raises ValueError" in text.splitlines()[0]
+
+
+BREVITY = '''"""Corpus BLEU's brevity penalty over token lists."""
+
+import math
+
+import torch  # noqa: F401  (the package computes with torch elsewhere)
+
+
+def brevity(reference_corpus, translation_corpus):
+    reference_length = 0
+    translation_length = 0
+    for references, translations in zip(reference_corpus, translation_corpus):
+        reference_length += len(references)
+        translation_length += len(translations)
+    ratio = translation_length / reference_length
+    return math.exp(1 - 1.0 / ratio) if ratio < 1.0 else 1.0
+'''
+BREVITY_TEST = """from metrics.bleu import brevity
+
+
+def test_short_translation_is_penalised():
+    assert brevity([["a", "b", "c"]], [["a", "b"]]) < 1.0
+"""
+
+
+def test_plain_data_and_the_ways_to_empty_a_recorded_call() -> None:
+    assert plain_data([["a", 1], (2.5, None, True)]) and not plain_data([torch.ones(2)])
+    assert not plain_data([list(range(MAX_ITEMS + 1))])
+
+    def metric(refs: Any, hyps: Any, order: int = 4) -> float:
+        return 0.0
+
+    call = Recorded(args=([["a", "b"]], [["a"], ["b"]], 2), kwargs={"smooth": True})
+    made = [(e.emptied, e.how, e.template) for e in emptied_entries("m:metric", call, metric)]
+    assert made == [
+        ("refs", "whole", [[], [["a"], ["b"]], 2]),
+        ("refs", "elements", [[[]], [["a"], ["b"]], 2]),
+        ("hyps", "whole", [[["a", "b"]], [], 2]),
+        ("hyps", "elements", [[["a", "b"]], [[], []], 2]),
+    ]
+    assert all(
+        e.template_kwargs == {"smooth": True} and e.specs == []
+        for e in emptied_entries("m:metric", call, metric)
+    )
+    # a tensor among the arguments: the search's own recorded entry takes that call
+    assert emptied_entries("m:metric", Recorded((torch.ones(2), [[1]]), {}), metric) == []
+
+
+def test_the_tests_call_with_one_sequence_emptied_proves_both_divisions(tmp_path: Path) -> None:
+    repo = write_repo(
+        tmp_path,
+        {"metrics/__init__.py": "", "metrics/bleu.py": BREVITY, "tests/test_bleu.py": BREVITY_TEST},
+    )
+    run = run_findings(
+        repo, "metrics/bleu.py", ["brevity", "brevity"], finding_timeout=120, timeout=300
+    )
+    by_line = {
+        r["box"]["emptied"]["parameter"]: r for r in run.result.records if r.get("stage") is None
+    }
+    # line 14 fails on an empty corpus; line 15 only when the translations are empty and the
+    # references are not, which is the tests' own call with each translation emptied
+    assert {
+        name: (
+            r["status"],
+            r["trigger"]["shows"],
+            r["trigger"]["stage"],
+            r["box"]["emptied"]["how"],
+        )
+        for name, r in by_line.items()
+    } == {
+        "reference_corpus": ("confirmed", "exception", "emptied", "whole"),
+        "translation_corpus": ("confirmed", "exception", "emptied", "elements"),
+    }
+    record = by_line["translation_corpus"]
+    sentence = proof_sentence(_finding("confirmed", {**record["trigger"], "box": record["box"]}))
+    assert "the tests' own call, with every element of `translation_corpus` empty" in sentence
+
+    source = record["reproducer"]
+    assert "out = brevity([['a', 'b', 'c']], [[]])" in source
+    failing = run_script(repo, source)
+    assert "metrics/bleu.py:15 raises ZeroDivisionError" in failing.stderr, failing.stderr[-2000:]
+    guarded = BREVITY.replace("if ratio < 1.0 else 1.0", "if 0 < ratio < 1.0 else 1.0")
+    (repo / "metrics" / "bleu.py").write_text(guarded, encoding="utf-8")
+    assert run_script(repo, source).returncode == 0
+
+
+def test_a_forged_emptied_block_adds_nothing() -> None:
+    trigger = {"where": "forward", "evaluations": 1, "seconds": 0.0, "stage": "emptied"}
+    for forged in (
+        {"parameter": "x; rm -rf /", "how": "whole"},
+        {"parameter": "refs", "how": "everything"},
+        "refs",
+    ):
+        box = {"source": "harvested", "target": "m:f", "inputs": [], "emptied": forged}
+        sentence = proof_sentence(_finding("confirmed", {**trigger, "box": box}))
+        assert "inputs in the box" in sentence and "rm -rf" not in sentence

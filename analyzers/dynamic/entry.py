@@ -8,6 +8,7 @@ harness: an entry holds the PR's callable.
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -122,6 +123,8 @@ class Entry:
             from analyzers.dynamic.jax_backend import to_jax
 
             return to_jax(value)
+        if type(value) in (list, dict):  # the code may write into it: each call its own copy
+            return copy.deepcopy(value)
         return value
 
     def parameters(self) -> list[torch.Tensor]:

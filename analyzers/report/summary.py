@@ -282,6 +282,18 @@ def _made_up(box: dict[str, Any]) -> str:
     return TESTS_SAID.get(said, "") if isinstance(said, str) else ""
 
 
+def _emptied(emptied: Any) -> str:
+    """What a recorded call had emptied (analyzers/dynamic/emptied.py), in numcheck's words:
+    the sandbox's block is believed only as a parameter name and one of two known ways."""
+    if not isinstance(emptied, dict):
+        return ""
+    name, how = emptied.get("parameter"), emptied.get("how")
+    if not (isinstance(name, str) and name.isidentifier()) or how not in ("whole", "elements"):
+        return ""
+    what = f"`{name}` empty" if how == "whole" else f"every element of `{name}` empty"
+    return f"the tests' own call, with {what}"
+
+
 def _empty(shape: Any) -> bool:
     """A box's shape with a dimension of 0: an empty batch (runners/harness._empty_trial)."""
     return isinstance(shape, list) and 0 in shape
@@ -307,7 +319,9 @@ def proof_sentence(finding: Finding) -> str:
         for spec in box.get("inputs", [])
     )
     entry = f"{box.get('target', '?')} ({box.get('source', '?')} entry)" if box else ""
-    inputs = (inputs or "the box") + _chosen_values(box.get("chosen"))
+    inputs = (inputs or _emptied(box.get("emptied")) or "the box") + _chosen_values(
+        box.get("chosen")
+    )
     if finding.status == "confirmed":
         first = trigger.get("first_nonfinite") or {}
         origin = ""
