@@ -472,8 +472,9 @@ def _emptied_calls(
     except Exception:  # the recorded calls' own candidates already said why
         return None
     fn = getattr(fn, "__wrapped__", fn)
+    framework = "tensorflow" if finding["framework"] == "keras" else finding["framework"]
     for call in calls:
-        for entry in emptied_entries(key, call, fn):
+        for entry in emptied_entries(key, call, fn, framework):
             searcher = Searcher(
                 entry, path, lines, finding["op"], seed=seed, require_visible=shows_in_entry(entry)
             )

@@ -253,6 +253,10 @@ def test_plain_data_and_the_ways_to_empty_a_recorded_call() -> None:
         e.template_kwargs == {"smooth": True} and e.specs == []
         for e in emptied_entries("m:metric", call, metric)
     )
+    # run, and its reproducer written, as code of the finding's framework
+    assert {e.framework for e in emptied_entries("m:metric", call, metric, "tensorflow")} == {
+        "tensorflow"
+    }
     # a tensor among the arguments: the search's own recorded entry takes that call
     assert emptied_entries("m:metric", Recorded((torch.ones(2), [[1]]), {}), metric) == []
 

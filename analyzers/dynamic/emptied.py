@@ -52,9 +52,12 @@ def _variants(value: Any) -> Iterator[tuple[str, Any]]:
         yield ELEMENTS, type(value)(type(v)() for v in value)
 
 
-def emptied_entries(key: str, call: Recorded, fn: Callable[..., Any]) -> list[EmptiedEntry]:
+def emptied_entries(
+    key: str, call: Recorded, fn: Callable[..., Any], framework: str = "torch"
+) -> list[EmptiedEntry]:
     """The recorded call of a plain function (no owner) whose arguments are all plain data,
-    once per way to empty one of its sequence arguments."""
+    once per way to empty one of its sequence arguments; run (and its reproducer written)
+    as code of `framework`, the finding's, though no tensor goes in."""
     if call.owner is not None:
         return []
     if not all(plain_data(v) for v in (*call.args, *call.kwargs.values())):
@@ -72,7 +75,7 @@ def emptied_entries(key: str, call: Recorded, fn: Callable[..., Any]) -> list[Em
                     "harvested",
                     template=template,
                     template_kwargs=dict(call.kwargs),
-                    framework="torch",
+                    framework=framework,
                     emptied=names[i],
                     how=how,
                 )
