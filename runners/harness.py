@@ -457,8 +457,6 @@ def _emptied_calls(
     (analyzers/dynamic/emptied.py), each run once: the first that fails the op, as entry,
     outcome and searcher, else None. These keep every other value the tests chose, so they
     go before the made-up empty batch."""
-    import time
-
     from analyzers.dynamic.emptied import emptied_entries
     from analyzers.dynamic.entries import import_module, resolve_attr
     from analyzers.dynamic.search import Outcome, Searcher

@@ -7,11 +7,13 @@ hold no float tensor to search, so the search never runs on them. Emptying one a
 time keeps everything else the tests chose: the whole list (`[]`: the loop over it does not
 run), or each of its elements (`[[], []]`: every translation empty while the references are
 not, which is what makes BLEU's brevity ratio 0). Each variant is one fixed call, run once
-under the probe (runners/harness._empty_trial), and the finding's box names what was emptied.
+under the probe (runners/harness._emptied_calls), and the finding's box names what was
+emptied.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +22,7 @@ from analyzers.dynamic.entry import Entry
 from analyzers.dynamic.harvest import REPLAYABLE, Recorded
 
 MAX_ITEMS = 20_000  # scalars in a recorded argument a script may spell out
-# how an argument was emptied, as the box says it (summary.EMPTIED_SAID renders these only)
+# how an argument was emptied, as the box says it (report/summary._emptied renders only these)
 WHOLE, ELEMENTS = "whole", "elements"
 
 
@@ -84,8 +86,6 @@ def emptied_entries(
 
 
 def _parameter_names(fn: Callable[..., Any], count: int) -> list[str]:
-    import inspect
-
     try:
         params = list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
