@@ -174,14 +174,22 @@ def _reproducer_that_loads(
     return plan, script, fails, stderr, entry
 
 
-def _harvested_entry(repo: Path, key: str, call: Any) -> Any:
-    from analyzers.dynamic.entries import EntryError, import_module, resolve_attr
-    from analyzers.dynamic.harvest import entry_from_call
+def _recorded_function(repo: Path, key: str) -> Any:
+    """The function the harvest recorded calls of (`key` "module:qualname"), unwrapped."""
+    from analyzers.dynamic.entries import import_module, resolve_attr
 
     module_name, _, qualname = key.partition(":")
     fn = resolve_attr(import_module(repo, module_name), qualname)
+    return getattr(fn, "__wrapped__", fn)
+
+
+def _harvested_entry(repo: Path, key: str, call: Any) -> Any:
+    from analyzers.dynamic.entries import EntryError
+    from analyzers.dynamic.harvest import entry_from_call
+
+    fn = _recorded_function(repo, key)
     try:
-        return entry_from_call(key, call, getattr(fn, "__wrapped__", fn))
+        return entry_from_call(key, call, fn)
     except ValueError as exc:
         raise EntryError(f"recorded call of {key} cannot be replayed: {exc}") from exc
 
@@ -458,18 +466,15 @@ def _emptied_calls(
     outcome and searcher, else None. These keep every other value the tests chose, so they
     go before the made-up empty batch."""
     from analyzers.dynamic.emptied import emptied_entries
-    from analyzers.dynamic.entries import import_module, resolve_attr
     from analyzers.dynamic.search import Outcome, Searcher
 
     calls = harvested.calls.get(key, [])[:EMPTIED_CALLS] if harvested else []
     if not calls:
         return None
-    module_name, _, qualname = key.partition(":")
     try:
-        fn = resolve_attr(import_module(repo, module_name), qualname)
+        fn = _recorded_function(repo, key)
     except Exception:  # the recorded calls' own candidates already said why
         return None
-    fn = getattr(fn, "__wrapped__", fn)
     framework = "tensorflow" if finding["framework"] == "keras" else finding["framework"]
     for call in calls:
         for entry in emptied_entries(key, call, fn, framework):

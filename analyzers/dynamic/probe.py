@@ -71,15 +71,19 @@ class LineWatch:
         for _ in range(MAX_FRAMES):
             if frame is None:
                 return False
-            filename = frame.f_code.co_filename
-            same = self._same_file.get(filename)
-            if same is None:
-                same = os.path.realpath(filename) == self.path
-                self._same_file[filename] = same
-            if same:
+            if self.same_file(frame.f_code.co_filename):
                 return frame.f_lineno in self.lines
             frame = frame.f_back
         return False
+
+    def same_file(self, filename: str) -> bool:
+        """Is `filename` (a code object's, relative where numcheck compiled a module from
+        its relative path) the watched file?"""
+        same = self._same_file.get(filename)
+        if same is None:
+            same = os.path.realpath(filename) == self.path
+            self._same_file[filename] = same
+        return same
 
 
 class OpProbe(TorchFunctionMode):

@@ -14,7 +14,6 @@ line calls included, is not the op's, and stays the run's error.
 from __future__ import annotations
 
 import builtins
-import os
 import traceback
 
 from analyzers.catalogue import python_errors
@@ -35,7 +34,7 @@ def raised_by_op(exc: BaseException, watch: LineWatch, op: str) -> bool:
     if not frames:
         return False
     last = frames[-1]
-    return os.path.realpath(last.filename) == watch.path and last.lineno in watch.lines
+    return watch.same_file(last.filename) and last.lineno in watch.lines
 
 
 def op_raised(exc: BaseException, watch: LineWatch, op: str) -> Evaluation | None:
