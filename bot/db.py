@@ -1,11 +1,19 @@
-"""Engines, sessions and migrations. SQLite by default, PostgreSQL via NUMCHECK_DATABASE_URL."""
+"""Engines, sessions and migrations. SQLite by default, PostgreSQL via NUMCHECK_DATABASE_URL.
+
+A webhook delivery is one transaction (`unit_of_work`): every `session_scope` its handlers open
+joins it, and what must reach the broker only once the rows are committed is handed to
+`after_commit`. One transaction instead of one per handler step is most of what a delivery
+costs the web (bench/results/app-scale.txt).
+"""
 
 from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -41,9 +49,62 @@ def _factory(url: str) -> sessionmaker[Session]:
     return sessionmaker(engine_for(url), expire_on_commit=False)
 
 
+@dataclass
+class UnitOfWork:
+    url: str
+    session: Session
+    after: list[Callable[[], None]] = field(default_factory=list)
+    committed: bool = False  # set once the transaction is committed, before any callback runs
+
+
+# The unit of work open in this thread (or task): gthread workers serve one request a thread.
+_current: ContextVar[UnitOfWork | None] = ContextVar("numcheck_unit_of_work", default=None)
+
+
+@contextmanager
+def unit_of_work(url: str) -> Iterator[UnitOfWork]:
+    """One transaction for everything done inside it: `session_scope(url)` calls join it
+    instead of committing on their own, and `after_commit` callbacks run once it has
+    committed, in order (none runs if it rolls back). A callback that raises stops the ones
+    after it and propagates: the rows are committed by then, so the caller decides what that
+    means (the web forgets the delivery so that GitHub's redelivery runs it)."""
+    if _current.get() is not None:
+        raise RuntimeError("a unit of work is already open in this context")
+    unit = UnitOfWork(url, _factory(url)())
+    token = _current.set(unit)
+    try:
+        yield unit
+        unit.session.commit()
+        unit.committed = True
+    except BaseException:
+        unit.session.rollback()
+        raise
+    finally:
+        _current.reset(token)
+        unit.session.close()
+    for callback in unit.after:
+        callback()
+
+
+def after_commit(callback: Callable[[], None]) -> None:
+    """Run `callback` once the open unit of work commits; at once when none is open (a worker
+    task's own short transactions have committed by the time it sends anything)."""
+    unit = _current.get()
+    if unit is None:
+        callback()
+    else:
+        unit.after.append(callback)
+
+
 @contextmanager
 def session_scope(url: str) -> Iterator[Session]:
-    """A session committed on success and rolled back on error."""
+    """A session committed on success and rolled back on error; inside a `unit_of_work` on the
+    same database, that unit's session (flushed here, committed with the unit)."""
+    unit = _current.get()
+    if unit is not None and unit.url == url:
+        yield unit.session
+        unit.session.flush()
+        return
     session = _factory(url)()
     try:
         yield session

@@ -8,12 +8,12 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import ColumnElement, and_, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from bot import outbox
 from bot.analyses import MAX_DELIVERIES, fail_analysis
-from bot.db import session_scope
+from bot.db import after_commit, session_scope
 from bot.models import Analysis
 from bot.settings import Settings
 from bot.worker import celery_app
@@ -41,63 +41,71 @@ def schedule_analysis(
     PR are superseded. With `coalesce`, an identical request made in the last minute that is
     still waiting or running is reused."""
     now = datetime.now(UTC)
+    pull = (Analysis.repo == repo, Analysis.pr_number == number, Analysis.status.in_(ACTIVE))
     with session_scope(settings.database_url) as s:
-        active = s.scalars(
-            select(Analysis).where(
-                Analysis.repo == repo, Analysis.pr_number == number, Analysis.status.in_(ACTIVE)
-            )
-        ).all()
         if coalesce:
-            for a in active:
+            for a in s.scalars(select(Analysis).where(*pull)).all():
                 if (
                     a.head_sha == head_sha
                     and a.status in ("queued", "running")
                     and now - _aware(a.created_at) < timedelta(seconds=COALESCE_SECONDS)
                 ):
                     return f"coalesced with analysis {a.id}"
-        stale = [a.task_id for a in active if a.task_id]
-        for a in active:
-            a.status = "superseded"
-        row = Analysis(
-            installation_id=installation_id,
-            repo=repo,
-            pr_number=number,
-            head_sha=head_sha,
-            base_sha=base_sha,
-            status="queued",
-            reason=reason,
-            delivery_id=delivery,
-            timings={},
-            publish_state={},
-        )
-        s.add(row)
-        s.flush()
-        row.task_id = f"numcheck-analysis-{row.id}-static"
-        analysis_id, task_id = row.id, row.task_id
-    try:
-        celery_app.send_task(
-            "numcheck.analyze", args=[analysis_id, "static"], queue="static", task_id=task_id
-        )
-    except Exception as exc:  # noqa: BLE001 - the row is committed: the reaper enqueues it
-        log.warning(
-            "analysis %s recorded but not enqueued (%s); the outbox reaper will", analysis_id, exc
-        )
-    _revoke(stale)
+        stale = _end_active(s, pull, "superseded")
+        analysis_id = s.scalars(
+            insert(Analysis)
+            .values(
+                installation_id=installation_id,
+                repo=repo,
+                pr_number=number,
+                head_sha=head_sha,
+                base_sha=base_sha,
+                status="queued",
+                reason=reason,
+                delivery_id=delivery,
+                timings={},
+                publish_state={},
+            )
+            .returning(Analysis.id)
+        ).one()
+        task_id = f"numcheck-analysis-{analysis_id}-static"
+        s.execute(update(Analysis).where(Analysis.id == analysis_id).values(task_id=task_id))
+
+    def enqueue() -> None:
+        try:
+            celery_app.send_task(
+                "numcheck.analyze", args=[analysis_id, "static"], queue="static", task_id=task_id
+            )
+        except Exception as exc:  # noqa: BLE001 - the row is committed: the reaper enqueues it
+            log.warning(
+                "analysis %s recorded but not enqueued (%s); the outbox reaper will",
+                analysis_id,
+                exc,
+            )
+        _revoke(stale)
+
+    after_commit(enqueue)
     return f"queued analysis {analysis_id}"
 
 
 def cancel_pull(settings: Settings, repo: str, number: int) -> str:
+    pull = (Analysis.repo == repo, Analysis.pr_number == number, Analysis.status.in_(ACTIVE))
     with session_scope(settings.database_url) as s:
-        active = s.scalars(
-            select(Analysis).where(
-                Analysis.repo == repo, Analysis.pr_number == number, Analysis.status.in_(ACTIVE)
-            )
-        ).all()
-        stale = [a.task_id for a in active if a.task_id]
-        for a in active:
-            a.status = "cancelled"
-    _revoke(stale)
+        stale = _end_active(s, pull, "cancelled")
+    after_commit(lambda: _revoke(stale))
     return f"cancelled {len(stale)} analysis(es)"
+
+
+def _end_active(s: Session, pull: tuple[ColumnElement[bool], ...], status: str) -> list[str]:
+    """Give the PR's active analyses `status` in one statement; their task ids."""
+    ended = s.scalars(
+        update(Analysis)
+        .where(*pull)
+        .values(status=status)
+        .returning(Analysis.task_id)
+        .execution_options(synchronize_session=False)
+    ).all()
+    return [task_id for task_id in ended if task_id]
 
 
 def _revoke(task_ids: list[str]) -> None:

@@ -2,9 +2,15 @@
 
 A delivery is checked before anything else is read: the signature over the raw body (401 when
 missing or wrong), then the JSON (400, also when it nests deeper than MAX_JSON_DEPTH, checked
-before parsing), then the delivery id (a redelivery is acknowledged with 200 and not run
-twice). It is then routed to the feature routers, which record what they need and enqueue
-work for the worker; the answer goes back in milliseconds. Nothing here calls GitHub.
+before parsing). It is then routed to the feature routers, which record what they need and
+enqueue work for the worker; the answer goes back in milliseconds. Nothing here calls GitHub.
+
+A delivery is one transaction (bot/db.py `unit_of_work`): what the routers record and the
+delivery's own row, whose id makes a redelivery a 200 that runs nothing (its transaction rolls
+back). Broker messages go out once that has committed. A message that is the only record of
+its work (a `/numcheck` command) and cannot be sent makes the answer a 503, with the delivery
+forgotten so that GitHub's redelivery runs it; an analysis's wake-up call that cannot be sent
+is left to the outbox reaper (bot/outbox.py), its row being committed.
 
 Production: `gunicorn 'bot.web:create_app()'`; locally, `numcheck serve`.
 """
@@ -17,9 +23,10 @@ import time
 from typing import Any
 
 from flask import Flask, Response, jsonify, request
+from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 
-from bot.db import ping, session_scope, upgrade
+from bot.db import UnitOfWork, ping, session_scope, unit_of_work, upgrade
 from bot.features import Context, routers
 from bot.models import Delivery
 from bot.report.routes import blueprint as report_pages
@@ -36,6 +43,10 @@ from bot.worker import bind_settings, celery_app
 
 log = logging.getLogger("numcheck.web")
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
+
+
+class _Duplicate(Exception):
+    """The delivery id is already recorded: GitHub redelivered it (or sent it twice at once)."""
 
 
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Flask:
@@ -72,37 +83,37 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fla
         if not isinstance(payload, dict):
             return jsonify(error="the body is not a JSON object"), 400
         event = Event(name, delivery, payload)
+        unit: UnitOfWork | None = None
         try:
-            with session_scope(settings.database_url) as s:
-                s.add(
-                    Delivery(id=delivery, event=name, action=event.action or "", outcome="received")
+            with unit_of_work(settings.database_url) as unit:
+                outcome = "; ".join(route(event))[:2000]
+                unit.session.add(
+                    Delivery(id=delivery, event=name, action=event.action or "", outcome=outcome)
                 )
-        except IntegrityError:
+                try:
+                    unit.session.flush()
+                except IntegrityError:
+                    raise _Duplicate from None
+        except _Duplicate:
             return jsonify(status="duplicate delivery", delivery=delivery), 200
-        if event.sender_is_bot and name not in (
+        except Exception:
+            log.exception("delivery %s (%s) failed", delivery, name)
+            if unit is not None and unit.committed:  # recorded, but a message did not go out
+                with session_scope(settings.database_url) as s:  # let a redelivery run it
+                    s.execute(delete(Delivery).where(Delivery.id == delivery))
+            return jsonify(error="could not queue the delivery; redeliver it"), 503
+        elapsed = round((time.perf_counter() - started) * 1000, 1)
+        return jsonify(status=outcome, delivery=delivery, ms=elapsed), 202
+
+    def route(event: Event) -> list[str]:
+        if event.sender_is_bot and event.name not in (
             "installation",
             "installation_repositories",
             "check_run",
             "check_suite",
         ):
-            outcomes = ["ignored: sent by a bot"]
-        else:
-            try:
-                outcomes = dispatch(feature_routers, event, context) or ["ignored: no handler"]
-            except Exception:
-                log.exception("delivery %s (%s) failed", delivery, name)
-                with session_scope(settings.database_url) as s:  # let a redelivery run it
-                    row = s.get(Delivery, delivery)
-                    if row is not None:
-                        s.delete(row)
-                return jsonify(error="could not queue the delivery; redeliver it"), 503
-        outcome = "; ".join(outcomes)
-        with session_scope(settings.database_url) as s:
-            row = s.get(Delivery, delivery)
-            if row is not None:
-                row.outcome = outcome[:2000]
-        elapsed = round((time.perf_counter() - started) * 1000, 1)
-        return jsonify(status=outcome, delivery=delivery, ms=elapsed), 202
+            return ["ignored: sent by a bot"]
+        return dispatch(feature_routers, event, context) or ["ignored: no handler"]
 
     @app.get("/healthz")
     def healthz() -> tuple[Response, int]:

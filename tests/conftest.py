@@ -170,6 +170,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "jax": ("test_jax_dynamic", "test_numpy_dynamic"),
     "app": (
         "test_action",
+        "test_app_delivery",
         "test_app_e2e",
         "test_app_outbox",
         "test_app_serve",

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.db import session_scope
+from bot.db import after_commit, session_scope
 from bot.features.context import Context
 from bot.models import Analysis
 from bot.scheduling import schedule_analysis
@@ -37,8 +37,10 @@ def _rerun(event: Event, context: Context, head: str, pulls: list[dict[str, Any]
             if known is not None:
                 numbers = [(known.pr_number, known.base_sha)]
     if not numbers:
-        celery_app.send_task(
-            "numcheck.find_pull", args=[installation, repo, head, reason], queue="static"
+        after_commit(
+            lambda: celery_app.send_task(
+                "numcheck.find_pull", args=[installation, repo, head, reason], queue="static"
+            )
         )
         return "queued a search for the pull request"
     return "; ".join(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.db import after_commit
 from bot.features.context import Context
 from bot.github import GitHubClient
 from bot.scheduling import schedule_analysis
@@ -70,7 +71,7 @@ def command(event: Event, context: Context) -> str:
         },
         "delivery": event.delivery,
     }
-    celery_app.send_task("numcheck.command", args=[job], queue="static")
+    after_commit(lambda: celery_app.send_task("numcheck.command", args=[job], queue="static"))
     return f"queued command {name or 'unknown'}"
 
 
