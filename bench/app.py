@@ -3,6 +3,7 @@
     python -m bench.app                          # 200 concurrent deliveries, a 10-finding PR
     python -m bench.app --deliveries 500 --concurrency 200 --dynamic
     python -m bench.app --scale                  # production web, worker pools, 20 installations
+    python -m bench.app --ack                    # the production web alone, bursts of 200
 
 It starts what the end-to-end tests start: the GitHub test server (tests/github_fake.py), the
 Flask app on a threaded HTTP server (one process, as `numcheck serve` runs it; production puts
@@ -92,12 +93,21 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the production configuration under many installations (bench/app_scale.py)",
     )
-    from bench import app_scale
+    parser.add_argument(
+        "--ack",
+        action="store_true",
+        help="the production web alone under bursts, against a baseline (bench/app_ack.py)",
+    )
+    from bench import app_ack, app_scale
 
     app_scale.add_parser_options(parser)
+    app_ack.add_parser_options(parser)
     args = parser.parse_args(argv)
     if args.scale:
         app_scale.run(args, ROOT / "bench" / "out" / "app-scale.json")
+        return 0
+    if args.ack:
+        app_ack.run(args, ROOT / "bench" / "out" / "app-ack.json")
         return 0
 
     from bot.settings import from_env

@@ -8,7 +8,18 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import ColumnElement, and_, func, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Table,
+    and_,
+    bindparam,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from bot import outbox
@@ -41,35 +52,36 @@ def schedule_analysis(
     PR are superseded. With `coalesce`, an identical request made in the last minute that is
     still waiting or running is reused."""
     now = datetime.now(UTC)
-    pull = (Analysis.repo == repo, Analysis.pr_number == number, Analysis.status.in_(ACTIVE))
     with session_scope(settings.database_url) as s:
         if coalesce:
-            for a in s.scalars(select(Analysis).where(*pull)).all():
+            for a in s.scalars(select(Analysis).where(*_active(repo, number))).all():
                 if (
                     a.head_sha == head_sha
                     and a.status in ("queued", "running")
                     and now - _aware(a.created_at) < timedelta(seconds=COALESCE_SECONDS)
                 ):
                     return f"coalesced with analysis {a.id}"
-        stale = _end_active(s, pull, "superseded")
-        analysis_id = s.scalars(
-            insert(Analysis)
-            .values(
-                installation_id=installation_id,
-                repo=repo,
-                pr_number=number,
-                head_sha=head_sha,
-                base_sha=base_sha,
-                status="queued",
-                reason=reason,
-                delivery_id=delivery,
-                timings={},
-                publish_state={},
-            )
-            .returning(Analysis.id)
-        ).one()
+        connection = s.connection()
+        stale = _end_active(connection, repo, number, "superseded", now)
+        analysis_id = connection.execute(
+            _RECORD,
+            {
+                "installation_id": installation_id,
+                "repo": repo,
+                "pr_number": number,
+                "head_sha": head_sha,
+                "base_sha": base_sha,
+                "status": "queued",
+                "reason": reason,
+                "delivery_id": delivery,
+                "timings": {},
+                "publish_state": {},
+                "created_at": now,
+                "updated_at": now,
+            },
+        ).scalar_one()
         task_id = f"numcheck-analysis-{analysis_id}-static"
-        s.execute(update(Analysis).where(Analysis.id == analysis_id).values(task_id=task_id))
+        connection.execute(_NAME_TASK, {"analysis": analysis_id, "task": task_id})
 
     def enqueue() -> None:
         try:
@@ -89,22 +101,44 @@ def schedule_analysis(
 
 
 def cancel_pull(settings: Settings, repo: str, number: int) -> str:
-    pull = (Analysis.repo == repo, Analysis.pr_number == number, Analysis.status.in_(ACTIVE))
     with session_scope(settings.database_url) as s:
-        stale = _end_active(s, pull, "cancelled")
+        stale = _end_active(s.connection(), repo, number, "cancelled", datetime.now(UTC))
     after_commit(lambda: _revoke(stale))
     return f"cancelled {len(stale)} analysis(es)"
 
 
-def _end_active(s: Session, pull: tuple[ColumnElement[bool], ...], status: str) -> list[str]:
+def _active(repo: str, number: int) -> tuple[ColumnElement[bool], ...]:
+    return (Analysis.repo == repo, Analysis.pr_number == number, Analysis.status.in_(ACTIVE))
+
+
+# The web runs these for every delivery: built once, since building a statement costs more
+# than running it, and run on the session's connection without the ORM's bookkeeping.
+_ANALYSES: Table = Analysis.__table__  # type: ignore[assignment]  # a Table, typed as FromClause
+_END_ACTIVE = (
+    update(_ANALYSES)
+    .where(
+        _ANALYSES.c.repo == bindparam("pull_repo"),
+        _ANALYSES.c.pr_number == bindparam("pull_number"),
+        _ANALYSES.c.status.in_(ACTIVE),
+    )
+    .values(status=bindparam("new_status"), updated_at=bindparam("now"))
+    .returning(_ANALYSES.c.task_id)
+)
+_RECORD = insert(_ANALYSES).returning(_ANALYSES.c.id)
+_NAME_TASK = (
+    update(_ANALYSES)
+    .where(_ANALYSES.c.id == bindparam("analysis"))
+    .values(task_id=bindparam("task"))
+)
+
+
+def _end_active(
+    connection: Connection, repo: str, number: int, status: str, now: datetime
+) -> list[str]:
     """Give the PR's active analyses `status` in one statement; their task ids."""
-    ended = s.scalars(
-        update(Analysis)
-        .where(*pull)
-        .values(status=status)
-        .returning(Analysis.task_id)
-        .execution_options(synchronize_session=False)
-    ).all()
+    ended = connection.execute(
+        _END_ACTIVE, {"pull_repo": repo, "pull_number": number, "new_status": status, "now": now}
+    ).scalars()
     return [task_id for task_id in ended if task_id]
 
 

@@ -389,15 +389,18 @@ def wait_for(
 COMPOSE = ROOT / "docker" / "compose.yml"
 
 
-def compose_web_command(port: int) -> list[str]:
+def compose_web_command(port: int, app: str | None = None) -> list[str]:
     """docker/compose.yml's web command, bound to a local port, run by this interpreter: the
-    production web configuration, tested and measured as it ships."""
+    production web configuration, tested and measured as it ships. `app` serves another WSGI
+    app under the same server settings (a benchmark's baseline)."""
     import yaml
 
     command = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]["web"]["command"]
-    assert command[0] == "gunicorn"
+    assert command[0] == "gunicorn" and command[-1] == "bot.web:create_app()"
     at = command.index("--bind")
     command = [*command[: at + 1], f"127.0.0.1:{port}", *command[at + 2 :]]
+    if app is not None:
+        command[-1] = app
     return [sys.executable, "-m", "gunicorn", *command[1:]]
 
 
@@ -411,8 +414,10 @@ class ComposeWeb:
     """The compose file's web command in a subprocess on a free local port, answering
     `/healthz` before `with` returns; stopped (terminated, then killed) on exit."""
 
-    def __init__(self, env: dict[str, str], log_path: Path, cwd: Path) -> None:
-        self.env, self.log_path, self.cwd = {**os.environ, **env}, log_path, cwd
+    def __init__(
+        self, env: dict[str, str], log_path: Path, cwd: Path, app: str | None = None
+    ) -> None:
+        self.env, self.log_path, self.cwd, self.app = {**os.environ, **env}, log_path, cwd, app
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -422,7 +427,7 @@ class ComposeWeb:
 
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(
-                compose_web_command(self.port),
+                compose_web_command(self.port, self.app),
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
