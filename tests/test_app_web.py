@@ -93,3 +93,23 @@ def test_slow_clients_do_not_stop_the_web(web: str) -> None:
         stop.set()
     assert max(latencies) < 2.0, latencies
     assert webhook_seconds < 2.0
+
+
+def test_the_ack_benchmark_times_every_delivery_against_its_floor(tmp_path: Path) -> None:
+    """`python -m bench.app --ack`, small: every delivery of each burst is answered 202 by
+    the compose web (a lost or refused one would end the run), the floor app runs under the
+    same command, and the web's CPU is read from its own processes."""
+    import argparse
+
+    from bench import app_ack
+
+    args = argparse.Namespace(deliveries=12, concurrency=12, rounds=2)
+    report = app_ack.run(args, tmp_path / "ack.json")
+    assert json.loads((tmp_path / "ack.json").read_text()) == report
+    for side in ("web", "floor"):
+        rounds = report[side]["rounds"]
+        assert len(rounds) == 2
+        assert all(0 < r["p50_ms"] <= r["p99_ms"] <= r["max_ms"] for r in rounds)
+    assert report["web_cpu_ms_per_delivery"] > 0
+    assert len(report["web_cpu_s_by_process"]) == 3  # gunicorn's master and its 2 workers
+    assert report["p99_over_floor"] == round(report["web"]["p99_ms"] / report["floor"]["p99_ms"], 2)
