@@ -2,8 +2,8 @@
 
 A webhook delivery is one transaction (`unit_of_work`): every `session_scope` its handlers open
 joins it, and what must reach the broker only once the rows are committed is handed to
-`after_commit`. One transaction instead of one per handler step is most of what a delivery
-costs the web (bench/results/app-scale.txt).
+`after_commit`. Three transactions, and the ORM's bookkeeping around them, were most of
+what a delivery cost the web (bench/results/app-ack.txt).
 """
 
 from __future__ import annotations
