@@ -124,20 +124,9 @@ def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
 
 def _worker_cpu(master: int) -> dict[int, float]:
     """CPU seconds of gunicorn's master and of each of its worker processes, by pid."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    cpu: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            text = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = text[text.rindex(")") + 2 :].split()
-        pid = int(entry.name)
-        if pid == master or int(fields[1]) == master:
-            cpu[pid] = sum(int(f) for f in fields[11:13]) / ticks  # utime stime
-    return cpu
+    from bench.app_scale import process_cpu
+
+    return {pid: cpu for pid, (_, parent, cpu) in process_cpu().items() if master in (pid, parent)}
 
 
 def _rounds(name: str, url: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:

@@ -143,10 +143,8 @@ def _pid(proc: Any) -> int:
     return int(proc.pid) if proc is not None else -1
 
 
-def _cpu_by_component(roots: dict[str, int]) -> dict[str, float]:
-    """CPU seconds used so far (own and reaped children's, from /proc), by component: each
-    of `roots`' process trees (a `#n` suffix is summed with its kind), PostgreSQL, Redis, and
-    this process (the GitHub stand-in with its git http-backend children, and the load)."""
+def process_cpu() -> dict[int, tuple[str, int, float]]:
+    """Every process's (name, parent pid, CPU seconds: own and reaped children's), from /proc."""
     ticks = os.sysconf("SC_CLK_TCK")
     stats: dict[int, tuple[str, int, float]] = {}
     for entry in Path("/proc").iterdir():
@@ -160,6 +158,14 @@ def _cpu_by_component(roots: dict[str, int]) -> dict[str, float]:
         fields = text[text.rindex(")") + 2 :].split()
         cpu = sum(int(f) for f in fields[11:15]) / ticks  # utime stime cutime cstime
         stats[int(entry.name)] = (comm, int(fields[1]), cpu)
+    return stats
+
+
+def _cpu_by_component(roots: dict[str, int]) -> dict[str, float]:
+    """CPU seconds used so far (own and reaped children's, from /proc), by component: each
+    of `roots`' process trees (a `#n` suffix is summed with its kind), PostgreSQL, Redis, and
+    this process (the GitHub stand-in with its git http-backend children, and the load)."""
+    stats = process_cpu()
     owner = {pid: name.split("#")[0] for name, pid in roots.items()}
     owner[os.getpid()] = "GitHub stand-in and load"
 
