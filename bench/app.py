@@ -51,6 +51,8 @@ from app_support import (  # noqa: E402
 from conftest import GitRepo  # noqa: E402
 from github_fake import FakeGitHub, FakePull  # noqa: E402
 
+from bench.measure import percentile  # noqa: E402
+
 TEN_FINDINGS = "import torch\n\n\n" + "".join(
     f"def f{i}(x, y):\n    return {op}\n\n\n"
     for i, op in enumerate(
@@ -68,11 +70,6 @@ TEN_FINDINGS = "import torch\n\n\n" + "".join(
         ]
     )
 )
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(int(round(q / 100 * (len(ordered) - 1))), len(ordered) - 1)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from bench.measure import percentile, process_cpu
+
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 _LENGTH = re.compile(rb"\r\ncontent-length: *(\d+)", re.IGNORECASE)
@@ -56,11 +58,6 @@ def floor_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> It
         "202 Accepted", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
     )
     return [body]
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(int(round(q / 100 * (len(ordered) - 1))), len(ordered) - 1)]
 
 
 def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
@@ -124,8 +121,6 @@ def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
 
 def _worker_cpu(master: int) -> dict[int, float]:
     """CPU seconds of gunicorn's master and of each of its worker processes, by pid."""
-    from bench.app_scale import process_cpu
-
     return {pid: cpu for pid, (_, parent, cpu) in process_cpu().items() if master in (pid, parent)}
 
 

@@ -55,15 +55,12 @@ from app_support import (
 from conftest import GitRepo
 from github_fake import FakeGitHub, FakePull
 
+from bench.measure import percentile, process_cpu
+
 RISKY = (
     "import torch\n\n\ndef f{i}(x, y):\n    a = torch.log(x)\n    b = x / y.sum()\n"
     "    return a + b + torch.sqrt(y)\n"
 )
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(int(round(q / 100 * (len(ordered) - 1))), len(ordered) - 1)]
 
 
 def add_parser_options(parser: argparse.ArgumentParser) -> None:
@@ -141,24 +138,6 @@ def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
 
 def _pid(proc: Any) -> int:
     return int(proc.pid) if proc is not None else -1
-
-
-def process_cpu() -> dict[int, tuple[str, int, float]]:
-    """Every process's (name, parent pid, CPU seconds: own and reaped children's), from /proc."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    stats: dict[int, tuple[str, int, float]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            text = (entry / "stat").read_text()
-        except OSError:
-            continue
-        comm = text[text.index("(") + 1 : text.rindex(")")]
-        fields = text[text.rindex(")") + 2 :].split()
-        cpu = sum(int(f) for f in fields[11:15]) / ticks  # utime stime cutime cstime
-        stats[int(entry.name)] = (comm, int(fields[1]), cpu)
-    return stats
 
 
 def _cpu_by_component(roots: dict[str, int]) -> dict[str, float]:
