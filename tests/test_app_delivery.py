@@ -70,9 +70,9 @@ def _post(client: Any, event: str, payload: dict[str, Any], delivery: str) -> An
     )
 
 
-def _counts(settings: Settings) -> tuple[int, int]:
+def _counts(database_url: str) -> tuple[int, int]:
     """(analyses, deliveries) committed, read on a connection of the test's own."""
-    engine = create_engine(settings.database_url)
+    engine = create_engine(database_url)
     try:
         with Session(engine) as s:
             analyses = s.scalar(select(func.count()).select_from(Analysis)) or 0
@@ -121,7 +121,7 @@ def test_a_router_that_fails_after_another_recorded_work_leaves_nothing(
     response = _post(failing, "pull_request", _opened(7), "delivery-7")
     assert response.status_code == 503
     assert "redeliver" in response.json["error"]
-    assert _counts(settings) == (0, 0)
+    assert _counts(settings.database_url) == (0, 0)
     assert _queued(settings) == []
 
     monkeypatch.setattr(web, "routers", lambda: [pulls.router])
@@ -129,7 +129,7 @@ def test_a_router_that_fails_after_another_recorded_work_leaves_nothing(
     again = _post(fixed, "pull_request", _opened(7), "delivery-7")
     assert again.status_code == 202, again.json
     analysis_id = int(again.json["status"].split()[-1])
-    assert _counts(settings) == (1, 1)
+    assert _counts(settings.database_url) == (1, 1)
     assert _queued(settings) == [f"numcheck-analysis-{analysis_id}-static"]
 
 
@@ -141,7 +141,7 @@ def test_a_redelivery_of_a_recorded_delivery_runs_nothing(settings: Settings) ->
     assert first.status_code == 202, first.json
     again = _post(client, "pull_request", _opened(8), "delivery-8")
     assert again.status_code == 200 and again.json["status"] == "duplicate delivery"
-    assert _counts(settings) == (1, 1)
+    assert _counts(settings.database_url) == (1, 1)
     assert len(_queued(settings)) == 1
     with Session(create_engine(settings.database_url)) as s:  # the first is still the active one
         assert s.scalars(select(Analysis.status)).all() == ["queued"]
@@ -188,7 +188,7 @@ def test_a_command_whose_message_cannot_be_sent_is_forgotten_for_redelivery(
     )
     response = _post(client, "issue_comment", payload, "delivery-c")
     assert response.status_code == 503
-    assert _counts(down) == (0, 0)
+    assert _counts(down.database_url) == (0, 0)
 
 
 def test_scopes_inside_a_unit_of_work_join_it_and_callbacks_wait_for_its_commit(
@@ -196,17 +196,16 @@ def test_scopes_inside_a_unit_of_work_join_it_and_callbacks_wait_for_its_commit(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'u.db'}"
     db.upgrade(url)
-    settings_like = type("S", (), {"database_url": url})()
     ran: list[str] = []
     with db.unit_of_work(url) as unit:
         with db.session_scope(url) as s:
             assert s is unit.session
             s.add(Delivery(id="inner", event="ping", outcome=""))
         db.after_commit(lambda: ran.append("sent"))
-        assert _counts(settings_like) == (0, 0)  # not yet visible to another connection
+        assert _counts(url) == (0, 0)  # not yet visible to another connection
         assert ran == [] and not unit.committed
     assert unit.committed and ran == ["sent"]
-    assert _counts(settings_like) == (0, 1)
+    assert _counts(url) == (0, 1)
 
     with pytest.raises(RuntimeError, match="boom"), db.unit_of_work(url):
         with db.session_scope(url) as s:
@@ -214,7 +213,7 @@ def test_scopes_inside_a_unit_of_work_join_it_and_callbacks_wait_for_its_commit(
         db.after_commit(lambda: ran.append("never"))
         raise RuntimeError("boom")
     assert ran == ["sent"]
-    assert _counts(settings_like) == (0, 1)
+    assert _counts(url) == (0, 1)
 
     db.after_commit(lambda: ran.append("at once"))  # no unit open: nothing to wait for
     assert ran == ["sent", "at once"]
