@@ -677,8 +677,9 @@ CONFIG_KEYS: tuple[KeySpec, ...] = (
         "low_precision",
         "boolean",
         "When a finding's search finds nothing in float32, "
-        "search it again under `torch.autocast` in bfloat16 and float16 (the precision "
-        "the repository's code mentions first). A trigger there whose inputs are finite "
+        "search it again under `torch.autocast` in bfloat16 and float16 (Keras layers and "
+        "TensorFlow scripts: under the `mixed_bfloat16` and `mixed_float16` policies; the "
+        "precision the repository's code mentions first). A trigger there whose inputs are finite "
         "in float32 is a precision finding: fine in float32, NaN/Inf in mixed precision.",
         "low_precision = false",
     ),

@@ -211,6 +211,21 @@ def test_the_precisions_a_repository_mentions_go_first(tmp_path: Path) -> None:
     assert precisions_to_try([]) == ["bfloat16", "float16"]
 
 
+def test_keras_policies_count_as_their_precisions(tmp_path: Path) -> None:
+    """`mixed_bfloat16` names bfloat16 (the `_` before it is no word boundary), and a
+    bfloat16 is never a float16."""
+    (tmp_path / "train.py").write_text(
+        'tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")\n'
+        'policy = keras.mixed_precision.Policy("mixed_bfloat16")\n'
+        "x = tf.cast(x, tf.float16)\n",
+        encoding="utf-8",
+    )
+    assert declared_precisions(tmp_path) == ["bfloat16", "float16"]
+    (tmp_path / "train.py").write_text("y = y.to(torch.bfloat16)\n", encoding="utf-8")
+    declared_precisions.cache_clear()
+    assert declared_precisions(tmp_path) == ["bfloat16"]
+
+
 TRAIN = """\
 import torch
 

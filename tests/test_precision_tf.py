@@ -1,9 +1,12 @@
-"""A Keras layer configured in float16 gets a float32 twin with its weights
-(`Entry.in_dtype`), so its trigger is checked in float32 too (analyzers/dynamic/precision.py)."""
+"""TensorFlow's precision findings (analyzers/dynamic/precision.py): a Keras layer configured
+in float16 gets a float32 twin with its weights (`Entry.in_dtype`), so its trigger is checked in
+float32 too; a float32 layer, and a whole training script, are searched again under Keras's
+`mixed_float16`/`mixed_bfloat16` policy."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,12 +14,15 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 import torch
+from conftest import GitRepoFactory
 
+from analyzers.config import config_from_mapping
 from analyzers.dynamic.entries import EntryConfig, build_configured
 from analyzers.dynamic.precision import low_precision_search, mark_precision
 from analyzers.dynamic.reproducer import plan
 from analyzers.dynamic.search import Budget, Searcher
 from analyzers.dynamic.writer import Target
+from runners.pipeline import analyze
 
 # RMSNorm whose epsilon is 0 in float16: an all-zero token is 0 * rsqrt(0) = NaN.
 LAYER = """\
@@ -104,3 +110,67 @@ def test_a_float32_keras_layer_is_searched_again_under_the_mixed_float16_policy(
 
 def _target() -> Target:
     return Target("tfprecnorm.py", 19, "exp", "tf.exp(x)", "forward", "")
+
+
+# A training script's log-likelihood, run as `python train.py`: in float32, since mixed precision
+# is a flag (the repository trains so on its GPUs, which puts float16 first in the precision
+# search). With the draws in [-1, 1] and 32 features of weight 1, the logits stay within 32 of
+# 0, where float32's sigmoid is at least 1e-14 (bfloat16's too: it has float32's exponent
+# range). Under mixed_float16 the Dense layer's logits and the sigmoid are float16, whose
+# sigmoid underflows to 0 past a logit of about -17.
+MIXED_TRAIN = """\
+import sys
+
+import tensorflow as tf
+
+if "--mixed-precision" in sys.argv:
+    tf.keras.mixed_precision.set_global_policy("mixed_float16")
+x = tf.random.uniform([8, 32], -1.0, 1.0)
+layer = tf.keras.layers.Dense(4, kernel_initializer="ones")
+for step in range(2):
+    p = tf.sigmoid(layer(x))
+    loss = -tf.reduce_mean(tf.math.log(p))
+    print(step, float(loss))
+"""
+
+
+def test_a_tensorflow_script_is_searched_again_under_the_mixed_float16_policy(
+    git_repo: GitRepoFactory,
+) -> None:
+    """The draws are held in [-1, 1] (a configured box, not widened), so the logits stay within
+    32 of 0: float32 finds nothing, the `mixed_float16` run does; the reproducer runs the
+    script under the same policy and restores the one before."""
+    repo = git_repo({"train.py": "import tensorflow as tf\n"}, {"train.py": MIXED_TRAIN}).root
+    config = config_from_mapping(
+        {
+            "search_seconds": 6.0,  # an evaluation runs the script: ~35 ms
+            "harvest": False,
+            "fix": False,
+            "script": {"command": "python train.py", "bounds": {"random": [-1, 1]}},
+        },
+        "test",
+    )
+    result = analyze(repo, "main", "feature", config)
+    (found,) = [f for f in result.findings if f.line == 11 and f.op == "log"]
+    assert found.status == "confirmed", (found.error, found.trigger)
+    assert found.trigger is not None and found.trigger["box"]["source"] == "script"
+    assert found.trigger["precision"] == {
+        "dtype": "float16",
+        "mode": "policy",
+        "float32": "finite",
+    }
+    reproducer = found.reproducer or ""
+    assert 'set_global_policy("mixed_float16")' in reproducer
+    test_file = repo / "repro_test.py"
+    test_file.write_text(reproducer, encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, str(test_file)], cwd=repo, capture_output=True, text=True, timeout=180
+    )
+    assert run.returncode != 0 and "train.py:11" in run.stderr, run.stderr[-2000:]
+    # without the policy line the same values pass: the failure is the precision's
+    plain = reproducer.replace('set_global_policy("mixed_float16")', 'set_global_policy("float32")')
+    test_file.write_text(plain, encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, str(test_file)], cwd=repo, capture_output=True, text=True, timeout=180
+    )
+    assert run.returncode == 0, run.stderr[-2000:]

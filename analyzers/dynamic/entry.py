@@ -87,10 +87,15 @@ class Entry:
         return self._in_context([copied(x) for x in inputs])
 
     def _in_context(self, inputs: Sequence[torch.Tensor]) -> Any:
-        if self.autocast is not None and self.framework == "torch":  # Keras: the layer's policy
+        if self.autocast is not None and self.framework == "torch":
             with torch.autocast(device_type(self.device), dtype=TORCH_DTYPES[self.autocast]):
                 return self._call(inputs)
-        return self._call(inputs)
+        if self.autocast is not None and self.source == "script":  # a TensorFlow script
+            from analyzers.dynamic.script_tf import mixed_policy
+
+            with mixed_policy(self.autocast):
+                return self._call(inputs)
+        return self._call(inputs)  # a Keras layer under autocast has its policy built in
 
     def call_arrays(self, arrays: Sequence[Any]) -> Any:
         """A JAX or NumPy entry's call with the inputs already arrays of that framework
@@ -211,9 +216,11 @@ class Entry:
         """Can `under_autocast` make a twin? (Cheap: it makes none.)"""
         if self.dtype != "float32" or self.autocast is not None:
             return False
-        if self.framework == "torch":
+        if self.framework == "torch" or (
+            self.framework == "tensorflow" and self.source == "script"
+        ):
             return True
-        if self.framework != "tensorflow" or self.source == "script":
+        if self.framework != "tensorflow":
             return False
         import tensorflow as tf
 
@@ -222,13 +229,13 @@ class Entry:
     def under_autocast(self, dtype: str) -> Entry | None:
         """The same float32 call in mixed precision: under `torch.autocast` in `dtype`, or a
         Keras layer made again under the `mixed_<dtype>` policy with the original's weights
-        (a PyTorch script: its whole run under autocast); the model keeps float32 weights
-        either way, as mixed-precision training does. None for an entry that already runs in
-        another precision, a TensorFlow function or script (no policy applies to it), JAX or
-        NumPy."""
+        (a PyTorch script: its whole run under autocast; a TensorFlow script: its whole run
+        under Keras's global `mixed_<dtype>` policy); the model keeps float32 weights either
+        way, as mixed-precision training does. None for an entry that already runs in
+        another precision, a TensorFlow function (no policy applies to it), JAX or NumPy."""
         if not self.has_mixed_precision():  # the one statement of which entries have a twin
             return None
-        if self.framework == "tensorflow":  # a built Keras layer
+        if self.framework == "tensorflow" and self.source != "script":  # a built Keras layer
             policy = f"mixed_{dtype}"
             twin = _keras_twin(self.fn, self.init, self.specs, self.constants, policy)
             if twin is None:

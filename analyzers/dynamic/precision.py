@@ -34,11 +34,13 @@ from analyzers.dynamic.search import Budget, Outcome, Searcher
 from analyzers.dynamic.stages import staged_search
 
 # What a repository says about its training precision: autocast's dtype, `.half()`, the dtype
-# names. Read from the checkout's Python files (at most `_SCANNED` of them, a few MB): a
-# float16 mention that is not one makes float16 go first, which costs nothing but order.
+# names, Keras's `mixed_float16`/`mixed_bfloat16` policies (where `_` before the name is no
+# word boundary, hence the lookbehinds). Read from the checkout's Python files (at most
+# `_SCANNED` of them, a few MB): a float16 mention that is not one makes float16 go first,
+# which costs nothing but order.
 _PATTERNS = {
-    "bfloat16": re.compile(r"\bbfloat16\b|\.bfloat16\(|\bbf16\b"),
-    "float16": re.compile(r"\.half\(|\bfloat16\b|\bfp16\b|\bcuda\.amp\b|GradScaler"),
+    "bfloat16": re.compile(r"(?<![A-Za-z0-9])bfloat16\b|\bbf16\b"),
+    "float16": re.compile(r"\.half\(|(?<![A-Za-z0-9])float16\b|\bfp16\b|\bcuda\.amp\b|GradScaler"),
 }
 _SCANNED = 400
 _SKIPPED = {".git", ".venv", "venv", "node_modules", "__pycache__", "site-packages"}

@@ -757,13 +757,15 @@ def script_plan(
         "lines": sorted(runner.lines),
         "steps": runner.steps,
         "values": values,
+        # the whole run in mixed precision (precision.py): under torch.autocast, or under
+        # Keras's global mixed_<dtype> policy for a TensorFlow script
+        "autocast": entry.autocast,
     }
     if tf_mode:
         plan["watched"] = [list(w) for w in runner.watched]
     else:
         plan["names"] = list(runner.names)
         plan["operand"] = runner.operand_index() if target.where == "backward" else None
-        plan["autocast"] = entry.autocast  # the whole run under torch.autocast (precision.py)
     return plan
 
 

@@ -19,6 +19,9 @@ its lines, or the next TensorFlow op executed off them (an eager op callback, wh
 `tf.debugging.enable_check_numerics` sees every op). `tf.function`s run eagerly meanwhile
 (`tf.config.run_functions_eagerly`), so a compiled train step is seen op by op.
 
+A precision search runs the whole script under Keras's global `mixed_float16` or
+`mixed_bfloat16` policy (`mixed_policy`), as PyTorch scripts run under autocast.
+
 Values cross as tf tensors: the searcher's torch inputs become watched tf constants in
 `tf_backend.evaluate_tf`, and a substitute keeps the gradient back to them. Runs only inside
 the sandboxed harness; the reproducer carries a copy of the runtime (`writer.runtime_lines`
@@ -27,8 +30,10 @@ reads it from this file).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from analyzers.dynamic.callsites import CallSites, StopScript
@@ -231,6 +236,23 @@ class TFExternalValues(CallSites):
         op_callbacks.remove_op_callback(self._stop_after)
         tf.config.run_functions_eagerly(bool(self._eager))
         self._unpatch()
+
+
+@contextlib.contextmanager
+def mixed_policy(dtype: str) -> Iterator[None]:
+    """A script's whole run under Keras's global `mixed_<dtype>` policy, as a repository that
+    trains in mixed precision sets it: the layers the script makes compute in `dtype` and keep
+    float32 weights (`model.compile` then wraps the optimizer in a loss-scale optimizer). The
+    policy that was in force comes back afterwards, whatever the run did to it."""
+    import tensorflow as tf
+
+    policies = tf.keras.mixed_precision
+    previous = policies.global_policy()
+    policies.set_global_policy(f"mixed_{dtype}")
+    try:
+        yield
+    finally:
+        policies.set_global_policy(previous)
 
 
 def watch_functions(op: str) -> list[tuple[str, str]]:

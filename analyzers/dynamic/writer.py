@@ -1107,8 +1107,8 @@ def write_script(plan: dict[str, Any], target: Target) -> str:
     )
     steps = integer(plan.get("steps", 1), "the training steps", 1)
     autocast = optional(plan.get("autocast"), ident, "the autocast dtype")
-    if autocast is not None and (tf_mode or autocast not in LOW_PRECISIONS):
-        raise PlanError("a script runs under torch.autocast in bfloat16 or float16 only")
+    if autocast is not None and autocast not in LOW_PRECISIONS:
+        raise PlanError("a script runs in mixed precision in bfloat16 or float16 only")
     label = comment_text(f"{target.op} at {target.path}:{target.line}", "the label")
     values: list[str] = []
     substitutes: list[str] = []
@@ -1215,15 +1215,7 @@ def write_script(plan: dict[str, Any], target: Target) -> str:
             test_name,
             [
                 *make_mode,
-                *(
-                    [
-                        "    # the script's mixed precision: every op under torch.autocast",
-                        f'    with torch.autocast("cpu", dtype=torch.{autocast}):',
-                        "        run_script(ROOT, ARGV, SEED, mode)",
-                    ]
-                    if autocast
-                    else ["    run_script(ROOT, ARGV, SEED, mode)"]
-                ),
+                *_script_run(autocast, tf_mode),
                 "    if not mode.hits:",
                 f'        print("{label} no longer runs")',
                 "        return",
@@ -1232,6 +1224,30 @@ def write_script(plan: dict[str, Any], target: Target) -> str:
         ),
     ]
     return "\n".join(lines)
+
+
+def _script_run(autocast: str | None, tf_mode: bool) -> list[str]:
+    """The reproducer's run of the script: as it is, or in the mixed precision the search
+    found the bug in (under torch.autocast; a TensorFlow script under Keras's global
+    `mixed_<dtype>` policy, the one that was in force restored afterwards)."""
+    run = "run_script(ROOT, ARGV, SEED, mode)"
+    if autocast is None:
+        return [f"    {run}"]
+    if not tf_mode:
+        return [
+            "    # the script's mixed precision: every op under torch.autocast",
+            f'    with torch.autocast("cpu", dtype=torch.{autocast}):',
+            f"        {run}",
+        ]
+    return [
+        f"    # the script's mixed precision: its layers compute in {autocast}, float32 weights",
+        "    previous = tf.keras.mixed_precision.global_policy()",
+        f'    tf.keras.mixed_precision.set_global_policy("mixed_{autocast}")',
+        "    try:",
+        f"        {run}",
+        "    finally:",
+        "        tf.keras.mixed_precision.set_global_policy(previous)",
+    ]
 
 
 def _value_code(number_: int, label: str, value: dict[str, Any], tf_mode: bool) -> list[str]:
