@@ -191,6 +191,46 @@ def test_a_seed_parameter_is_a_seed_not_a_searched_tensor() -> None:
     assert constructor_args(Sampler) == {"size": 8, "sample_seed": SEED_VALUE}
 
 
+NAMED = """\
+import torch
+
+
+def kl_with_log_targets(log_predictions, log_targets):
+    return (torch.exp(log_targets) * (log_targets - log_predictions)).sum(-1)
+
+
+def entropy(probs):
+    return -(probs * torch.log(probs)).sum(-1)
+
+
+def matthews(confmat, weights):
+    return torch.sqrt(confmat.sum(0) - confmat.min(0).values) / weights
+"""
+
+
+def test_a_parameter_named_as_a_log_probability_a_probability_or_a_count_keeps_its_side_of_0(
+    tmp_path: Path, clean_modules: None
+) -> None:
+    """optax's `exp(log_targets)` was "proved" with a log-probability of 95: a synthesised
+    call now draws a log-probability at most 0 (no overflow left to find), while a
+    probability of exactly 0 still breaks `probs * log(probs)`."""
+    from analyzers.dynamic.entries import synthesise
+    from analyzers.dynamic.search import Budget, Searcher
+    from analyzers.dynamic.specs import DEFAULT_HI, DEFAULT_LO
+
+    repo = write_repo(tmp_path / "repo", {"named.py": NAMED})
+    kl = synthesise(repo, "named.py", "kl_with_log_targets", 0)
+    assert [(s.lo, s.hi) for s in kl.specs] == [(DEFAULT_LO, DEFAULT_HI), (DEFAULT_LO, 0.0)]
+    where = str(repo / "named.py")
+    budget = Budget(seconds=2.0)
+    assert not Searcher(kl, where, frozenset({5}), "exp", budget=budget).run().triggered
+    found = synthesise(repo, "named.py", "entropy", 0)
+    assert [(s.lo, s.hi) for s in found.specs] == [(0.0, 1.0)]
+    assert Searcher(found, where, frozenset({9}), "log", budget=budget).run().triggered
+    counts = synthesise(repo, "named.py", "matthews", 0)
+    assert [(s.lo, s.hi) for s in counts.specs] == [(0.0, DEFAULT_HI), (DEFAULT_LO, DEFAULT_HI)]
+
+
 def test_a_declared_range_bounds_the_search_with_its_open_ends_kept_open() -> None:
     """`arg_constraints` as torch.distributions, Pyro and NumPyro declare them: `positive`
     excludes 0 itself, so its box starts at the smallest normal float32."""

@@ -11,7 +11,7 @@ import ast
 import inspect
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from analyzers.dynamic.lists import SearchedList, element_names, tensor_list
@@ -42,6 +42,43 @@ def _value_by_name(name: str) -> tuple[bool, Any]:
     if _SEED_NAME.search(name):
         return True, SEED_VALUE
     return False, None
+
+
+# What a tensor parameter's name says its values are, by the field's conventions: a
+# log-probability (`log_probs`, `logp`, `log_targets`, `token_log_probs`) is at most 0, a
+# probability (`probs`, `keep_prob`) lies in [0, 1], a count or a confusion matrix (`counts`,
+# `confmat`) is at least 0. A synthesised call draws such a parameter on that side of 0, edges
+# included, since the real bugs sit there (a probability of exactly 0, an empty class's
+# count): read as reviews, `exp(log_targets)` "proved" with a log-probability of 95 and a
+# Matthews correlation of negative counts were noise to every reader. Checked in order: a
+# `log_probs` is a log-probability before it is a probability.
+_NAMED_DOMAINS: tuple[tuple[re.Pattern[str], float | None, float | None], ...] = (
+    (
+        re.compile(
+            r"(^|_)(log_?probs?|log_?probabilit(y|ies)|logp|lprobs?|log_?likelihoods?"
+            r"|log_?targets?|log_?p[dm]fs?)$"
+        ),
+        None,
+        0.0,
+    ),
+    (re.compile(r"(^|_)(probs?|probabilit(y|ies))$"), 0.0, 1.0),
+    (re.compile(r"(^|_)(counts?|confmat|conf_?mat(rix)?|confusion_?matri(x|ces))$"), 0.0, None),
+)
+
+
+def named_domain(name: str, spec: InputSpec) -> InputSpec:
+    """`spec` (numcheck's default box) narrowed to the side of 0 that the parameter's name
+    allows (`_NAMED_DOMAINS`); a box from anywhere else, or an integer one, as it is."""
+    if spec.source != "default" or not spec.is_float:
+        return spec
+    for pattern, lo, hi in _NAMED_DOMAINS:
+        if pattern.search(name.lower()):
+            return replace(
+                spec,
+                lo=spec.lo if lo is None else max(spec.lo, lo),
+                hi=spec.hi if hi is None else min(spec.hi, hi),
+            )
+    return spec
 
 
 _SIZE_NAME = re.compile(
@@ -227,13 +264,17 @@ def signature_inputs(
         if uses is not None and param.name in uses.indices and not annotated and not listed:
             specs.append(index_spec(uses.rows.get(param.name), shape))
             continue
-        element = default_spec(
-            shape if shape is not None and not annotated else shape_from_annotation(annotation)
+        element = named_domain(
+            param.name,
+            default_spec(
+                shape if shape is not None and not annotated else shape_from_annotation(annotation)
+            ),
         )
         if listed is not None:
             specs.extend([element] * listed.length)
         else:
-            specs.append(first if first is not None and not specs else element)
+            given = first if first is not None and not specs else None
+            specs.append(element if given is None else named_domain(param.name, given))
     if not specs and not allow_empty:
         raise EntryError("no tensor parameters to search over; configure an entry")
     return read
