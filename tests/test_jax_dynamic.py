@@ -49,9 +49,10 @@ def normalise(weights):
 LOG_TARGETS = '''import jax.numpy as jnp
 
 
-def kl_with_log_targets(log_predictions, log_targets):
-    """KL divergence with the targets given as log-probabilities."""
-    return jnp.sum(jnp.exp(log_targets) * (log_targets - log_predictions), axis=-1)
+def kl_with_log_targets(log_predictions, target_scores):
+    """KL divergence with the targets given as log-probabilities (a name that does not say
+    so: `log_targets` would be drawn at most 0 by a made-up call, signatures.named_domain)."""
+    return jnp.sum(jnp.exp(target_scores) * (target_scores - log_predictions), axis=-1)
 
 
 def naive_softplus(x):
@@ -175,7 +176,7 @@ def test_a_proof_on_a_made_up_call_says_the_recorded_one_held(
     tmp_path: Path, clean_modules: object
 ) -> None:
     """The repository's test passes log-probabilities (<= 0): the harvest records that JAX
-    call, and its boxes keep the sign, so exp(log_targets) is searched where it cannot
+    call, and its boxes keep the sign, so exp(target_scores) is searched where it cannot
     overflow. Synthesised in the default box next, exp(89) is "proven", a proof on a
     log-probability no caller passes: confirmed, and its comment says that the recorded
     search stayed finite and in which box."""
