@@ -8,7 +8,6 @@ re-run in float32. Real PyTorch throughout, and the sandboxed harness through `a
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import GitRepoFactory
+from harness_support import run_script
 
 from analyzers.config import Config, config_from_mapping
 from analyzers.dynamic.entries import EntryConfig, build_configured
@@ -100,11 +100,7 @@ def test_a_bug_only_float16_shows_is_confirmed_as_a_precision_finding(
     assert reproducer.index("out32 = pair_log_likelihood(a32, b32)") < reproducer.index(
         'with torch.autocast("cpu", dtype=torch.float16):'
     )
-    script = repo / "repro_test.py"
-    script.write_text(reproducer, encoding="utf-8")
-    run = subprocess.run(
-        [sys.executable, str(script)], cwd=repo, capture_output=True, text=True, timeout=120
-    )
+    run = run_script(repo, reproducer, timeout=120)
     assert run.returncode != 0
     assert "in float32 too" not in run.stderr and "log at model/heads.py:6" in run.stderr
     # the fix stage checks the stable form under the same autocast
@@ -266,11 +262,7 @@ def test_a_script_is_searched_again_with_its_whole_run_under_autocast(
     }
     reproducer = found.reproducer or ""
     assert 'with torch.autocast("cpu", dtype=torch.float16):' in reproducer
-    script = repo / "repro_test.py"
-    script.write_text(reproducer, encoding="utf-8")
-    run = subprocess.run(
-        [sys.executable, str(script)], cwd=repo, capture_output=True, text=True, timeout=120
-    )
+    run = run_script(repo, reproducer, timeout=120)
     assert run.returncode != 0 and "train.py:8" in run.stderr, run.stderr[-2000:]
 
 

@@ -6,7 +6,6 @@ float32 too; a float32 layer, and a whole training script, are searched again un
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 import tensorflow as tf
 import torch
 from conftest import GitRepoFactory
+from harness_support import run_script
 
 from analyzers.config import config_from_mapping
 from analyzers.dynamic.entries import EntryConfig, build_configured
@@ -161,16 +161,9 @@ def test_a_tensorflow_script_is_searched_again_under_the_mixed_float16_policy(
     }
     reproducer = found.reproducer or ""
     assert 'set_global_policy("mixed_float16")' in reproducer
-    test_file = repo / "repro_test.py"
-    test_file.write_text(reproducer, encoding="utf-8")
-    run = subprocess.run(
-        [sys.executable, str(test_file)], cwd=repo, capture_output=True, text=True, timeout=180
-    )
+    run = run_script(repo, reproducer)
     assert run.returncode != 0 and "train.py:11" in run.stderr, run.stderr[-2000:]
     # without the policy line the same values pass: the failure is the precision's
     plain = reproducer.replace('set_global_policy("mixed_float16")', 'set_global_policy("float32")')
-    test_file.write_text(plain, encoding="utf-8")
-    run = subprocess.run(
-        [sys.executable, str(test_file)], cwd=repo, capture_output=True, text=True, timeout=180
-    )
+    run = run_script(repo, plain)
     assert run.returncode == 0, run.stderr[-2000:]
