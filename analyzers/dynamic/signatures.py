@@ -272,9 +272,10 @@ def signature_inputs(
         )
         if listed is not None:
             specs.extend([element] * listed.length)
+        elif first is not None and not specs:
+            specs.append(named_domain(param.name, first))
         else:
-            given = first if first is not None and not specs else None
-            specs.append(element if given is None else named_domain(param.name, given))
+            specs.append(element)
     if not specs and not allow_empty:
         raise EntryError("no tensor parameters to search over; configure an entry")
     return read
