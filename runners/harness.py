@@ -86,17 +86,30 @@ class FindingTimeout(BaseException):
     in the search) cannot swallow it."""
 
 
+class Deadline:
+    """Whether a stage's deadline struck. The exception it raises can be swallowed or turned
+    into another on its way out. libcst's metadata resolution, interrupted, leaves a table
+    half filled and a KeyError follows, which the fix stage reads as "the node is not there":
+    the stage then ends with a wrong verdict ("no candidate applies") instead of a timeout.
+    The flag cannot be lost, so the stage's result is judged by it as well."""
+
+    def __init__(self) -> None:
+        self.struck = False
+
+
 @contextlib.contextmanager
-def _deadline(seconds: float) -> Iterator[None]:
+def _deadline(seconds: float) -> Iterator[Deadline]:
     """A hard stop for one finding, even when the PR's code loops forever in Python."""
+    deadline = Deadline()
 
     def expire(signum: int, frame: object) -> None:
+        deadline.struck = True
         raise FindingTimeout(f"the code did not finish within {seconds:g} s")
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)  # and again every second if swallowed
     try:
-        yield
+        yield deadline
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -891,8 +904,12 @@ def _guarded(
     started = time.perf_counter()
     failed = {**base, "status": "error"}
     try:
-        with _deadline(seconds):
+        with _deadline(seconds) as deadline:
             record = run()
+        if deadline.struck and record.get("status") != "confirmed":
+            # a proof is a concrete input that failed, whatever happened after; anything
+            # else was cut short, and its verdict is not one
+            record = {**failed, "error": f"timeout: the code did not finish within {seconds:g} s"}
     except FindingTimeout as exc:
         record = {**failed, "error": f"timeout: {exc}"}
     except MemoryError:
@@ -920,7 +937,7 @@ def _fix_stage(
     started = time.perf_counter()
     seconds = float(job.get("fix_timeout", 60.0))
     try:
-        with _deadline(seconds):
+        with _deadline(seconds) as deadline:
             fix = fix_finding(
                 Path(job["repo"]),
                 finding,
@@ -930,6 +947,8 @@ def _fix_stage(
                 seed=int(job.get("seed", 0)),
                 search_seconds=float(job.get("search_seconds", 5.0)),
             )
+        if deadline.struck:  # a verdict reached after the deadline was swallowed is not one
+            fix = _fix_timeout(seconds)
     except FindingTimeout:
         fix = _fix_timeout(seconds)
     except MemoryError:

@@ -259,6 +259,37 @@ def test_a_stage_whose_deadline_comes_back_wrapped_is_a_timeout_and_the_rest_an_
     assert _guarded(base, 2.0, lambda: {"status": "confirmed"})["status"] == "confirmed"
 
 
+def test_a_deadline_swallowed_on_its_way_out_still_ends_the_stage_as_a_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fix stage once answered "no candidate fix applies" on a loaded machine: its
+    deadline struck inside libcst's metadata resolution and came out as a KeyError, read as
+    "the node is not there", so the stage returned a verdict it never reached. A stage whose deadline struck is a timeout, whatever
+    it returned, except a proof: an input that failed stays a proof."""
+    import time
+
+    import runners.harness as harness
+
+    def swallows(status: str) -> dict[str, Any]:
+        try:
+            time.sleep(0.5)
+        except BaseException:  # noqa: BLE001 - what a wrapping library does
+            pass
+        return {"status": status, "tried": [], "reason": "no candidate fix applies"}
+
+    base = {"fingerprint": "f"}
+    record = harness._guarded(base, 0.05, lambda: swallows("not-triggered"))
+    assert record["status"] == "error" and record["error"].startswith("timeout"), record
+    assert harness._guarded(base, 0.05, lambda: swallows("confirmed"))["status"] == "confirmed"
+    assert harness._guarded(base, 2.0, lambda: swallows("not-triggered"))["status"] == (
+        "not-triggered"
+    )
+
+    monkeypatch.setattr(harness, "fix_finding", lambda *a, **k: swallows("none-validated"))
+    job = {"repo": ".", "fix_timeout": 0.05}
+    fix = harness._fix_stage(job, {}, {"entry": None, "inputs": None, "reproducer": ""})
+    assert fix["status"] == "error" and fix["reason"].startswith("timeout: the fix stage"), fix
+
 @pytest.mark.parametrize(
     "ending", ["exit()", "quit()", "import sys\nsys.exit(0)", "raise SystemExit"]
 )

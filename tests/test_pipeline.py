@@ -37,6 +37,7 @@ def review_json(
             "feature",
             "--format",
             "json",
+            "--static-only",  # what is reviewed, not how it is proven (that: test_harness)
             *extra,
         ]
     )
@@ -123,7 +124,9 @@ def test_bad_files_get_one_error_each_and_lose_nothing(
 
 def test_per_file_errors_in_text_output(git_repo: GitRepoFactory, run_main: RunMain) -> None:
     repo = git_repo({"model.py": MODEL_MAIN}, {"broken.py": "def f(:\n", "risky.py": MODEL_MAIN})
-    code, out, _ = run_main(["review", str(repo.root), "--base", "main", "--head", "feature"])
+    code, out, _ = run_main(
+        ["review", str(repo.root), "--base", "main", "--head", "feature", "--static-only"]
+    )
     assert code == 1
     assert "risky.py:5:" in out
     assert "broken.py" in out and "does not parse" in out
@@ -279,6 +282,7 @@ def test_fail_on_none_exits_0_with_findings(git_repo: GitRepoFactory, run_main: 
     )
     code, out, _ = run_main(
         ["review", str(repo.root), "--base", "main", "--head", "feature", "--format", "json"]
+        + ["--static-only"]
     )
     assert code == 0
     assert where(json.loads(out)) == [("risky.py", 5, "log")]
