@@ -64,6 +64,12 @@ def review(repo: GitRepo, *extra: str) -> list[str]:
     return ["review", str(repo.root), "--base", "main", "--head", "feature", *extra]
 
 
+# For the tests of what is reported and where, not of how it is proven: the dynamic pass
+# costs seconds of CPU a run (test_json_matches_schema_and_contract, the demo's, test_sarif and
+# test_markdown_has_fingerprint_marker run it through the console script).
+STATIC = "--static-only"
+
+
 def parse_json(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert proc.stdout, proc.stderr
     data: dict[str, Any] = json.loads(proc.stdout)
@@ -81,7 +87,7 @@ def validator(schema_path: Path) -> jsonschema.protocols.Validator:
 
 
 def test_review_reports_only_added_lines(risky_pr: GitRepo, run_cli: RunCli) -> None:
-    proc = run_cli(*review(risky_pr, "--format", "json"))
+    proc = run_cli(*review(risky_pr, "--format", "json", STATIC))
     assert proc.returncode == 1, proc.stderr
     findings = parse_json(proc)["findings"]
     assert [(f["path"], f["line"], f["function"], f["op"]) for f in findings] == [
@@ -90,7 +96,7 @@ def test_review_reports_only_added_lines(risky_pr: GitRepo, run_cli: RunCli) -> 
 
 
 def test_review_text_names_file_and_line(risky_pr: GitRepo, run_cli: RunCli) -> None:
-    proc = run_cli(*review(risky_pr))
+    proc = run_cli(*review(risky_pr, STATIC))
     assert proc.returncode == 1, proc.stderr
     assert "model.py:9:" in proc.stdout
     assert "model.py:5:" not in proc.stdout  # the log that was already on main
@@ -111,7 +117,7 @@ def test_review_defaults_to_head_and_merge_base_with_main(
     risky_pr: GitRepo, run_cli: RunCli
 ) -> None:
     """`numcheck review` inside a checkout on the PR branch: REPO ., base = merge base."""
-    proc = run_cli("review", "--format", "json", cwd=risky_pr.root)
+    proc = run_cli("review", "--format", "json", STATIC, cwd=risky_pr.root)
     assert proc.returncode == 1, proc.stderr
     data = parse_json(proc)
     assert data["base"] == risky_pr.sha("main")
@@ -199,7 +205,7 @@ def test_json_paths_are_relative_in_subdirectories(
     git_repo: GitRepoFactory, run_cli: RunCli
 ) -> None:
     repo = git_repo({"README": "x\n"}, {"src/pkg/model.py": MODEL_MAIN})
-    proc = run_cli(*review(repo, "--format", "json"))
+    proc = run_cli(*review(repo, "--format", "json", STATIC))
     assert proc.returncode == 1, proc.stderr
     assert [(f["path"], f["line"]) for f in parse_json(proc)["findings"]] == [
         ("src/pkg/model.py", 5)
@@ -228,7 +234,7 @@ def test_markdown_has_fingerprint_marker(risky_pr: GitRepo, run_cli: RunCli) -> 
 
 def test_output_file(risky_pr: GitRepo, run_cli: RunCli, tmp_path: Path) -> None:
     out = tmp_path / "result.json"
-    proc = run_cli(*review(risky_pr, "--format", "json", "--output", str(out)))
+    proc = run_cli(*review(risky_pr, "--format", "json", "--output", str(out), STATIC))
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout == ""
     data = json.loads(out.read_text(encoding="utf-8"))
@@ -236,7 +242,7 @@ def test_output_file(risky_pr: GitRepo, run_cli: RunCli, tmp_path: Path) -> None
 
 
 def test_unwritable_output_exits_2(risky_pr: GitRepo, run_cli: RunCli, tmp_path: Path) -> None:
-    proc = run_cli(*review(risky_pr, "--output", str(tmp_path / "no" / "such" / "dir.txt")))
+    proc = run_cli(*review(risky_pr, "--output", str(tmp_path / "no" / "such" / "dir.txt"), STATIC))
     assert "Traceback" not in proc.stderr
     assert "numcheck: error:" in proc.stderr
     assert proc.returncode == 2
@@ -251,7 +257,7 @@ def test_scan_file_and_directory(tmp_path: Path, run_cli: RunCli) -> None:
     (tmp_path / "pkg" / "b.py").write_text("def f(x):\n    return x + 1\n", encoding="utf-8")
     (tmp_path / "top.py").write_text(MODEL_RISKY, encoding="utf-8")
 
-    proc = run_cli("scan", "top.py", "--format", "json", cwd=tmp_path)
+    proc = run_cli("scan", "top.py", "--format", "json", STATIC, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     data = parse_json(proc)
     validator(SCHEMA_PATH).validate(data)
@@ -259,7 +265,7 @@ def test_scan_file_and_directory(tmp_path: Path, run_cli: RunCli) -> None:
     # Whole files: the old log counts too.
     assert [(f["path"], f["line"]) for f in data["findings"]] == [("top.py", 5), ("top.py", 9)]
 
-    proc = run_cli("scan", "pkg", "--format", "json", cwd=tmp_path)
+    proc = run_cli("scan", "pkg", "--format", "json", STATIC, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     data = parse_json(proc)
     assert [(f["path"], f["line"]) for f in data["findings"]] == [("pkg/a.py", 5)]
@@ -298,7 +304,7 @@ def test_scan_missing_path_is_an_error_entry(
     the exit status says an error stopped part of the run."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "top.py").write_text(MODEL_MAIN, encoding="utf-8")
-    code, out, _ = run_main(["scan", "missing.py", "top.py", "--format", "json"])
+    code, out, _ = run_main(["scan", "missing.py", "top.py", "--format", "json", STATIC])
     data = json.loads(out)
     assert data["errors"] == [
         {"stage": "static", "message": "no such file or directory", "path": "missing.py"}

@@ -264,17 +264,17 @@ def test_a_deadline_swallowed_on_its_way_out_still_ends_the_stage_as_a_timeout(
 ) -> None:
     """The fix stage once answered "no candidate fix applies" on a loaded machine: its
     deadline struck inside libcst's metadata resolution and came out as a KeyError, read as
-    "the node is not there", so the stage returned a verdict it never reached. A stage whose deadline struck is a timeout, whatever
-    it returned, except a proof: an input that failed stays a proof."""
+    "the node is not there", so the stage returned a verdict it never reached. A stage whose
+    deadline struck is a timeout, whatever it returned, except a proof: an input that failed
+    stays a proof."""
+    import contextlib
     import time
 
     import runners.harness as harness
 
     def swallows(status: str) -> dict[str, Any]:
-        try:
+        with contextlib.suppress(BaseException):  # what a wrapping library does
             time.sleep(0.5)
-        except BaseException:  # noqa: BLE001 - what a wrapping library does
-            pass
         return {"status": status, "tried": [], "reason": "no candidate fix applies"}
 
     base = {"fingerprint": "f"}
@@ -289,6 +289,7 @@ def test_a_deadline_swallowed_on_its_way_out_still_ends_the_stage_as_a_timeout(
     job = {"repo": ".", "fix_timeout": 0.05}
     fix = harness._fix_stage(job, {}, {"entry": None, "inputs": None, "reproducer": ""})
     assert fix["status"] == "error" and fix["reason"].startswith("timeout: the fix stage"), fix
+
 
 @pytest.mark.parametrize(
     "ending", ["exit()", "quit()", "import sys\nsys.exit(0)", "raise SystemExit"]
