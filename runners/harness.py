@@ -903,13 +903,14 @@ def _guarded(
     stage of this finding, never the harness or the findings after it."""
     started = time.perf_counter()
     failed = {**base, "status": "error"}
+    timed_out = f"timeout: the code did not finish within {seconds:g} s"
     try:
         with _deadline(seconds) as deadline:
             record = run()
         if deadline.struck and record.get("status") != "confirmed":
             # a proof is a concrete input that failed, whatever happened after; anything
             # else was cut short, and its verdict is not one
-            record = {**failed, "error": f"timeout: the code did not finish within {seconds:g} s"}
+            record = {**failed, "error": timed_out}
     except FindingTimeout as exc:
         record = {**failed, "error": f"timeout: {exc}"}
     except MemoryError:
@@ -920,7 +921,7 @@ def _guarded(
         # the deadline may strike inside an import or a class body, which wrap it
         record = {
             **failed,
-            "error": f"timeout: the code did not finish within {seconds:g} s"
+            "error": timed_out
             if _caused_by(exc, FindingTimeout)
             else f"crashed: {type(exc).__name__}: {exc}",
             "traceback": traceback.format_exc(limit=5)[-2000:],
