@@ -172,6 +172,50 @@ def test_a_moved_framework_function_is_bound_to_its_new_place(
         moved._MADE.clear()
 
 
+OLD_CLIP = '''import jax.numpy as jnp
+
+
+def bond_strength(order, exponent):
+    """A bond order clipped at zero, raised to a fitted exponent (jax-md's ReaxFF)."""
+    base = jnp.clip(order, a_min=0.0)  # NumPy's keyword; JAX takes `min=` since 0.4.27
+    return base**exponent
+'''
+
+
+def test_a_keyword_the_framework_renamed_is_taken_again_under_its_new_name(
+    tmp_path: Path, clean_modules: object
+) -> None:
+    """jax-md's `jnp.clip(boa, a_min=0)` raises on today's JAX (`unexpected keyword
+    argument 'a_min'`) before the flagged pow; clip is wrapped to take `a_min` as `min`,
+    in the search and in the reproducer; a module that passes no old keyword changes nothing."""
+    import jax.numpy
+
+    from analyzers.dynamic import moved
+    from analyzers.dynamic.loading import load
+
+    original = jax.numpy.clip
+    repo = write_repo(tmp_path, {"jclip/__init__.py": "", "jclip/bonds.py": OLD_CLIP})
+    try:
+        loaded = load(repo, "jclip.bonds")
+        assert loaded.moved == ("jax.numpy.clip",)
+        assert float(loaded.module.jnp.clip(jax.numpy.array(-1.0), a_min=0.0)) == 0.0
+        run = run_findings(
+            repo,
+            "jclip/bonds.py",
+            ["bond_strength"],
+            finding_timeout=120,
+            timeout=300,
+            search_seconds=SEARCH_SECONDS,
+        )
+        source = confirmed_reproducer(repo, run)
+        assert "jax.numpy.clip = _old_keywords(jax.numpy.clip, {'a_min': 'min'" in source
+    finally:
+        jax.numpy.clip = original
+        moved._MADE.clear()
+    assert moved.accept_old_keywords("jnp.clip(x, 0, 1)") == []  # no old keyword passed
+    assert jax.numpy.clip is original
+
+
 def test_a_proof_on_a_made_up_call_says_the_recorded_one_held(
     tmp_path: Path, clean_modules: object
 ) -> None:

@@ -144,3 +144,40 @@ def test_a_parameter_the_docstring_types_as_an_integer_is_a_count() -> None:
     assert parameter_uses(_numpy_documented).integers == {"k", "bins"}  # not `float or int`
     assert parameter_uses(_sizes).integers == frozenset()  # no docstring
     assert parameter_uses(test_unreadable_source_says_nothing).integers == frozenset()
+
+
+def _force_field_term(species, triplets, pair_mask, ff, bo):
+    center = triplets[:, 0]
+    kept = pair_mask & (bo > ff.cutoff)
+    return ff.th0[species[center], species[center], 0] * bo[ff.pick] * kept, helper(ff)
+
+
+def _not_namespaces(a, b, c, d, e):
+    return a.shape, b.sum(), c.inner.value, d + 1, e.x, e[0]
+
+
+def helper(ff: Any) -> Any:
+    return ff
+
+
+def test_a_parameter_read_only_by_attribute_is_a_namespace_with_each_attribute_s_rank() -> None:
+    uses = parameter_uses(_force_field_term)
+    fields = uses.namespaces["ff"]
+    assert list(fields) == ["cutoff", "th0", "pick"]  # first-read order
+    assert (fields["th0"].rank, fields["th0"].index) == (3, False)
+    assert (fields["cutoff"].rank, fields["pick"].index) == (0, True)
+    assert set(uses.namespaces) == {"ff"}  # passed on whole (`helper(ff)`) is still one
+
+
+def test_a_tensor_attribute_a_method_a_nested_read_arithmetic_or_a_subscript_is_no_namespace() -> (
+    None
+):
+    assert parameter_uses(_not_namespaces).namespaces == {}
+
+
+def test_a_part_of_a_parameter_that_indexes_makes_it_an_index_of_its_rank_and_masks_are_bools() -> (
+    None
+):
+    uses = parameter_uses(_force_field_term)
+    assert uses.indices == {"triplets", "species"}  # via `center`, and `species[center]`
+    assert uses.ranks["triplets"] == 2 and uses.masks == {"pair_mask"}

@@ -38,6 +38,17 @@ def test_an_unpacked_index_is_an_integer_tensor_of_valid_rows(repo: Path) -> Non
     assert entry.call([torch.ones(4, 8), edges]).shape == (8,)
 
 
+def test_a_namespace_parameter_is_one_searched_input_per_attribute(repo: Path) -> None:
+    entry = synthesise(repo, "usage_cases.py", "bond_energy", 0)
+    assert entry.param_names[-2:] == ["params_exponent", "params_cutoff"]
+    assert [s.dtype for s in entry.specs] == ["int64", "int64", "bool", "float32"] + ["float32"] * 2
+    assert entry.specs[1].shape == (4, 8) and entry.specs[4].shape == (4, 4)  # ranks read
+    assert entry.specs[5].shape == ()  # read bare: a scalar
+    species, triplets = torch.tensor([0, 1, 2, 3]), torch.randint(0, 4, (4, 8))
+    inputs = [species, triplets, torch.ones(4, 8, dtype=torch.bool), torch.rand(4, 8)]
+    assert entry.call([*inputs, torch.ones(4, 4), torch.tensor(0.5)]).shape == ()
+
+
 def test_constructor_values_come_from_the_body_checks_and_none_for_the_unannotated(
     repo: Path,
 ) -> None:
@@ -56,7 +67,7 @@ def test_each_is_confirmed_with_a_reproducer_that_fails_alone(repo: Path) -> Non
     run = run_findings(
         repo,
         "usage_cases.py",
-        ["Checked.forward", "SelfLoopMean.forward", "edge_cosine", "stable_noise"],
+        ["Checked.forward", "SelfLoopMean.forward", "bond_energy", "edge_cosine", "stable_noise"],
         finding_timeout=90,
         timeout=400,
     )
@@ -65,6 +76,7 @@ def test_each_is_confirmed_with_a_reproducer_that_fails_alone(repo: Path) -> Non
         "edge_cosine": "edge_index = torch.",
         "SelfLoopMean.forward": "adj.clone()",
         "Checked.forward": "Checked(nu=0.5, encoder=None)",
+        "bond_energy": "types.SimpleNamespace(exponent=params_exponent, cutoff=params_cutoff)",
     }
     for function, text in expected.items():
         record = run.record(function)

@@ -12,6 +12,7 @@ x_grid_1]`). Imports nothing of the PR's code, nor torch: the writer reads these
 from __future__ import annotations
 
 import re
+import types
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,14 +29,23 @@ _FIXED = re.compile(rf"^((?:[\w.]+\.)?(?:Tuple|tuple))\[\s*{_ELEMENT}(?:\s*,\s*{
 
 @dataclass(frozen=True)
 class SearchedList:
-    """Where a call's argument is a list (or a tuple) of the next `length` searched inputs."""
+    """Where a call's argument is a list (or a tuple) of the next `length` searched inputs;
+    with `fields`, a namespace of them instead, one attribute each (namespaces.py: jax-md's
+    `force_field.vval2`), as `types.SimpleNamespace(vval2=..., ...)`."""
 
     length: int
     is_tuple: bool = False
+    fields: tuple[str, ...] = ()
 
-    def take(self, inputs: Iterator[Any]) -> list[Any] | tuple[Any, ...]:
+    def take(self, inputs: Iterator[Any]) -> Any:
         items = [next(inputs) for _ in range(self.length)]
+        if self.fields:
+            return types.SimpleNamespace(**dict(zip(self.fields, items, strict=True)))
         return tuple(items) if self.is_tuple else items
+
+
+def searched_namespace(fields: Sequence[str]) -> SearchedList:
+    return SearchedList(len(fields), fields=tuple(fields))
 
 
 def tensor_list(annotation: str) -> SearchedList | None:
@@ -72,7 +82,10 @@ def filled(
 
 
 def element_names(name: str, slot: SearchedList | None) -> list[str]:
-    """The reproducer's names for one argument's inputs: `x_grid_0, x_grid_1` for a list."""
+    """The reproducer's names for one argument's inputs: `x_grid_0, x_grid_1` for a list,
+    `force_field_vval2` for a namespace's attribute."""
     if slot is None:
         return [name]
+    if slot.fields:
+        return [f"{name}_{attribute}" for attribute in slot.fields]
     return [f"{name}_{index}" for index in range(slot.length)]

@@ -226,11 +226,10 @@ def _load(repo_dir: Path, module_name: str) -> Loaded:
     on_sys_path(repo_dir)
     path = module_path(repo_dir, module_name)
     base = package_base(repo_dir, module_name)
-    work = (
-        top_level_work(path.read_text(encoding="utf-8", errors="replace"))
-        if path is not None
-        else None
-    )
+    source = path.read_text(encoding="utf-8", errors="replace") if path is not None else None
+    if source is not None:
+        moved.accept_old_keywords(source)  # `jnp.clip(x, a_min=0)` of an older JAX
+    work = top_level_work(source) if source is not None else None
     if work is not None and path is not None:  # never run a program by importing it
         return _loaded(
             extract(base, module_name, path),

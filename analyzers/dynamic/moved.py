@@ -8,15 +8,23 @@ distribution, and the search ends in `'>=' not supported between instances of 'l
 'float'`. The function still exists under its new name, so the old name is bound to it: the
 code runs the framework's real function, as it did when it was written.
 
-Only the moves listed in `MOVED` are made (old name -> new name, the same function with the
-same arguments), so a plan can name nothing else; the reproducer makes the same moves
-(`lines`), before it imports the code, and says why.
+A keyword renamed since (`jnp.clip(x, a_min=0)`, now `min=`) is the same function too: where
+the module's source passes an old keyword the installed function refuses, the function is
+wrapped to take it under its new name (`RENAMED_KEYWORDS`).
+
+Only the moves listed in `MOVED` (old name -> new name, the same function with the same
+arguments) and the renames in `RENAMED_KEYWORDS` are made, so a plan can name nothing else;
+the reproducer makes the same moves (`lines`), before it imports the code, and says why.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Sequence
+import inspect
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
 
 # old dotted name -> where the same function lives now
 MOVED = {
@@ -28,7 +36,13 @@ MOVED = {
     "jax.tree_structure": "jax.tree_util.tree_structure",
     "jax.tree_transpose": "jax.tree_util.tree_transpose",
 }
-_MADE: list[str] = []  # the moves this process made, in order
+# functions whose keywords were renamed since: dotted name -> (old keyword, new keyword)s.
+# `jnp.clip(x, a_min=0)`, NumPy's spelling, was JAX's until 0.4.27 and is refused now.
+RENAMED_KEYWORDS = {
+    "jax.numpy.clip": (("a_min", "min"), ("a_max", "max")),
+}
+MOVED_OR_RENAMED = (*MOVED, *RENAMED_KEYWORDS)
+_MADE: list[str] = []  # the moves (and keyword renames) this process made, in order
 
 
 def restore(name: str) -> bool:
@@ -49,6 +63,42 @@ def restore(name: str) -> bool:
     return True
 
 
+def accept_old_keywords(source: str) -> list[str]:
+    """Wrap each function of RENAMED_KEYWORDS whose old keywords `source` passes
+    (`a_min=`) and that refuses them now, so it takes them again under their new names;
+    the names wrapped. A function that still takes the old keyword is left alone."""
+    wrapped = []
+    for name, renames in RENAMED_KEYWORDS.items():
+        function = name.rpartition(".")[2]
+        passed = any(re.search(rf"\b{old}\s*=", source) for old, _ in renames)
+        if not passed or re.search(rf"\b{function}\(", source) is None:
+            continue
+        if name in _MADE:
+            wrapped.append(name)
+            continue
+        owner, _, attribute = name.rpartition(".")
+        try:
+            module = importlib.import_module(owner)
+            current = getattr(module, attribute)
+            parameters = inspect.signature(current).parameters
+        except (ImportError, AttributeError, TypeError, ValueError):
+            continue
+        if any(old in parameters for old, _ in renames):
+            continue
+        setattr(module, attribute, _old_keywords(current, dict(renames)))
+        _MADE.append(name)
+        wrapped.append(name)
+    return wrapped
+
+
+def _old_keywords(function: Callable[..., Any], renamed: dict[str, str]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **{renamed.get(k, k): v for k, v in kwargs.items()})
+
+    return call
+
+
 def made() -> tuple[str, ...]:
     return tuple(_MADE)
 
@@ -56,13 +106,30 @@ def made() -> tuple[str, ...]:
 def lines(names: Sequence[str]) -> list[str]:
     """The reproducer's lines that make the same moves (names already checked against
     MOVED)."""
-    if not names:
-        return []
-    out = [
-        f"# the code uses names its framework has since moved: {', '.join(names)}; each is "
-        "bound to the same function under its new name"
-    ]
-    for name in names:
+    moves = [name for name in names if name in MOVED]
+    renames = [name for name in names if name in RENAMED_KEYWORDS]
+    out = []
+    if moves:
+        out.append(
+            f"# the code uses names its framework has since moved: {', '.join(moves)}; each "
+            "is bound to the same function under its new name"
+        )
+    for name in moves:
         place = MOVED[name].rpartition(".")[0]
         out += [f"import {place}", f"{name} = {MOVED[name]}"]
-    return [*out, ""]
+    if renames:
+        out += [
+            f"# the code passes keywords its framework has since renamed: {', '.join(renames)}"
+            "; each takes them again under their new names",
+            "def _old_keywords(function, renamed):",
+            "    def call(*args, **kwargs):",
+            "        return function(*args, **{renamed.get(k, k): v for k, v in kwargs.items()})",
+            "    return call",
+        ]
+    for name in renames:
+        owner = name.rpartition(".")[0]
+        out += [
+            f"import {owner}",
+            f"{name} = _old_keywords({name}, {dict(RENAMED_KEYWORDS[name])!r})",
+        ]
+    return [*out, ""] if out else []

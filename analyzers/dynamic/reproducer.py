@@ -105,10 +105,12 @@ def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) ->
 
 
 def _slot(slot: Any) -> dict[str, Any]:
-    """A harvested call's argument: searched (None), a list of searched inputs, a recorded
-    tensor, or a value."""
+    """A harvested call's argument: searched (None), a list (or a namespace) of searched
+    inputs, a recorded tensor, or a value."""
     if slot is None:
         return {"searched": True}
+    if isinstance(slot, SearchedList) and slot.fields:
+        return {"searched_list": slot.length, "fields": list(slot.fields)}
     if isinstance(slot, SearchedList):
         return {"searched_list": slot.length, "tuple": slot.is_tuple}
     if isinstance(slot, torch.Tensor):

@@ -14,8 +14,9 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from analyzers.dynamic.lists import SearchedList, element_names, tensor_list
-from analyzers.dynamic.specs import InputSpec, default_spec
+from analyzers.dynamic.lists import SearchedList, element_names, searched_namespace, tensor_list
+from analyzers.dynamic.namespaces import Field
+from analyzers.dynamic.specs import DEFAULT_SHAPE, InputSpec, default_spec
 from analyzers.dynamic.usage import ParameterUses, allowed_values
 from analyzers.epsilon import GUARD_VALUE, is_epsilon_name
 
@@ -259,10 +260,21 @@ def signature_inputs(
             )
         annotated = JAXTYPING_DIMS.search(str(annotation)) is not None
         listed = tensor_list(annotation)
+        bag = uses.namespaces.get(param.name) if uses is not None and not annotation else None
+        if bag:  # `force_field.vval2[...]`: one searched input per attribute (namespaces.py)
+            listed = searched_namespace(list(bag))
+            specs.extend(_field_spec(attribute, read_as) for attribute, read_as in bag.items())
         read.slots.append(listed)
         read.names.extend(element_names(param.name, listed))
+        if bag:
+            continue
+        if uses is not None and param.name in uses.masks and not annotated and not listed:
+            specs.append(mask_spec(shape))
+            continue
         if uses is not None and param.name in uses.indices and not annotated and not listed:
-            specs.append(index_spec(uses.rows.get(param.name), shape))
+            specs.append(
+                index_spec(uses.rows.get(param.name), shape, uses.ranks.get(param.name, 0))
+            )
             continue
         element = named_domain(
             param.name,
@@ -281,11 +293,30 @@ def signature_inputs(
     return read
 
 
-def index_spec(rows: int | None, shape: tuple[int, ...] | None) -> InputSpec:
+def _field_spec(attribute: str, read_as: Field) -> InputSpec:
+    """A namespace attribute's input: an integer index when the body indexes with it, else
+    a float array of the rank it is read with (a scalar read bare: it broadcasts with any
+    operand), each dimension a valid index for the batch's integer indices."""
+    shape = (DEFAULT_BATCH,) * read_as.rank
+    if read_as.index:
+        return index_spec(None, shape or (DEFAULT_BATCH,))
+    return named_domain(attribute, default_spec(shape))
+
+
+def mask_spec(shape: tuple[int, ...] | None) -> InputSpec:
+    """A boolean mask the shape of the other inputs (`nbr_mask & (bo > 0)`)."""
+    return InputSpec("bool", shape or DEFAULT_SHAPE, 0.0, 1.0, "default")
+
+
+def index_spec(rows: int | None, shape: tuple[int, ...] | None, rank: int = 0) -> InputSpec:
     """An integer index into the other inputs, whose first dimension is the batch: every
     value a valid row. Unpacked into `rows` names (`row, col = edge_index`): that many rows
-    of twice the batch's entries, so some rows repeat."""
+    of twice the batch's entries, so some rows repeat. Subscripted itself with `rank`
+    indices (jax-md's `center = body_3_inds[:, 0]`): at least that many dimensions, the
+    others as wide as the features, so each column it reads exists."""
     dims = (rows, 2 * DEFAULT_BATCH) if rows else (shape or (DEFAULT_BATCH,))
+    if rank > len(dims):
+        dims = (*dims, *(DEFAULT_FEATURES,) * (rank - len(dims)))
     return InputSpec("int64", dims, 0, DEFAULT_BATCH - 1, "default")
 
 

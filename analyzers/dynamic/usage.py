@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers.dynamic.docstrings import documented_integers
+from analyzers.dynamic.namespaces import Field, namespace_parameters
 
 # methods and functions whose first argument is a size (`x.new_empty(shape)`,
 # `torch.zeros(shape)`, `x.expand(shape)`)
@@ -81,6 +82,11 @@ class ParameterUses:
     indices: set[str] = field(default_factory=set)  # used to index, gather or scatter
     rows: dict[str, int] = field(default_factory=dict)  # unpacked into this many names
     integers: frozenset[str] = frozenset()  # typed as integers by the docstring (docstrings.py)
+    masks: set[str] = field(default_factory=set)  # operands of `&`, `|`, `~`: booleans
+    # subscripted with this many indices at most (`body_3_inds[:, 0]`: 2)
+    ranks: dict[str, int] = field(default_factory=dict)
+    # read only as `p.name` (namespaces.py): {parameter: {attribute: its rank and use}}
+    namespaces: dict[str, dict[str, Field]] = field(default_factory=dict)
 
 
 def parameter_uses(fn: Any) -> ParameterUses:
@@ -101,11 +107,26 @@ def parameter_uses(fn: Any) -> ParameterUses:
             _unpacked(node.targets[0], node.value, aliases, uses)
     for node in ast.walk(function):
         if isinstance(node, ast.Subscript):
+            if isinstance(node.value, ast.Name) and node.value.id in params:
+                dims = len(node.slice.elts) if isinstance(node.slice, ast.Tuple) else 1
+                uses.ranks[node.value.id] = max(uses.ranks.get(node.value.id, 0), dims)
             for index in _index_names(node.slice):
                 if index in aliases:
                     uses.indices.add(aliases[index])
         elif isinstance(node, ast.Call):
             _call(node, aliases, uses)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd | ast.BitOr):
+            # `nbr_mask & (bo > 0)`: logical ops take booleans (JAX refuses floats)
+            for side in (node.left, node.right):
+                if isinstance(side, ast.Name) and side.id in aliases:
+                    uses.masks.add(aliases[side.id])
+        elif (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, ast.Invert)
+            and isinstance(node.operand, ast.Name)
+            and node.operand.id in aliases
+        ):
+            uses.masks.add(aliases[node.operand.id])
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             for side, other in ((node.left, node.right), (node.right, node.left)):
                 if (
@@ -115,6 +136,13 @@ def parameter_uses(fn: Any) -> ParameterUses:
                 ):  # `shape + (1,)`
                     uses.sizes.add(side.id)
     uses.indices -= uses.sizes
+    uses.masks -= uses.sizes | uses.indices
+    bare = {
+        a.arg
+        for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
+        if a.annotation is None
+    }
+    uses.namespaces = namespace_parameters(function, bare - uses.sizes - uses.indices - uses.masks)
     return uses
 
 
@@ -122,7 +150,25 @@ def _unpacked(
     target: ast.expr, value: ast.expr, aliases: dict[str, str], uses: ParameterUses
 ) -> None:
     """`row, col = edge_index`: two rows, and `row`, `col` stand for the parameter when
-    they index; `x = x.unsqueeze(0)`-style rebinds are not followed."""
+    they index; so does a part of it (`center = body_3_inds[:, 0]`: a subscript keeps its
+    dtype, and jax-md then indexes `nbr_inds[center, ...]`); `x = x.unsqueeze(0)`-style
+    rebinds are not followed."""
+    if (
+        isinstance(target, ast.Tuple)
+        and isinstance(value, ast.Tuple)
+        and len(target.elts) == len(value.elts)
+    ):  # `center, neighbour = triplets[:, 0], triplets[:, 1]`: pair by pair
+        for one_target, one_value in zip(target.elts, value.elts, strict=True):
+            _unpacked(one_target, one_value, aliases, uses)
+        return
+    if (
+        isinstance(target, ast.Name)
+        and isinstance(value, ast.Subscript)
+        and isinstance(value.value, ast.Name)
+        and value.value.id in aliases
+    ):
+        aliases.setdefault(target.id, aliases[value.value.id])
+        return
     if isinstance(value, ast.Name) and value.id in aliases:
         param = aliases[value.id]
         if isinstance(target, ast.Tuple | ast.List) and all(
@@ -135,13 +181,16 @@ def _unpacked(
 
 
 def _index_names(index: ast.expr) -> list[str]:
-    """The plain names a subscript indexes with: `x[row]`, `x[:, idx]`; not slices' bounds
-    (`x[:n]` is a size) nor names inside arithmetic."""
-    if isinstance(index, ast.Name):
-        return [index.id]
-    if isinstance(index, ast.Tuple):
-        return [e.id for e in index.elts if isinstance(e, ast.Name)]
-    return []
+    """The plain names a subscript indexes with: `x[row]`, `x[:, idx]`, and the names whose
+    parts it indexes with (`ff.th0[species[center], ...]`: species holds indices); not
+    slices' bounds (`x[:n]` is a size) nor names inside arithmetic."""
+    names = []
+    for element in index.elts if isinstance(index, ast.Tuple) else [index]:
+        if isinstance(element, ast.Subscript):
+            element = element.value
+        if isinstance(element, ast.Name):
+            names.append(element.id)
+    return names
 
 
 def _call(node: ast.Call, aliases: dict[str, str], uses: ParameterUses) -> None:

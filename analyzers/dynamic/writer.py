@@ -32,7 +32,7 @@ from analyzers.catalogue import python_errors
 from analyzers.dtypes import LOW_PRECISIONS
 from analyzers.dynamic.layout import root_of
 from analyzers.dynamic.loading import HOW, import_lines
-from analyzers.dynamic.moved import MOVED
+from analyzers.dynamic.moved import MOVED_OR_RENAMED
 from analyzers.dynamic.siblings import checked_dir
 from analyzers.dynamic.standins import may_stand_in
 
@@ -428,7 +428,7 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         _script_dir(folder) for folder in items(plan.get("script_dirs", []), "the script folders")
     ]
     moves = [
-        choice(name, tuple(MOVED), "a moved name")
+        choice(name, MOVED_OR_RENAMED, "a moved name")
         for name in items(plan.get("moved", []), "the moved names")
     ]
     inputs = items(plan.get("inputs"), "the inputs")
@@ -568,8 +568,10 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         if any("copy.deepcopy" in line for line in body)
         else ["import torch"]
     )
-    if target.shows == "exception" and not numpy_mode:
-        framework_imports = ["import os", "import traceback", "", *framework_imports]
+    stdlib = ["import os", "import traceback"] if target.shows == "exception" else []
+    if any("types.SimpleNamespace(" in line for line in body):
+        stdlib.append("import types")
+    framework_imports = _with_stdlib(framework_imports, stdlib)
     lines = [
         *_header(target, label, qualname),
         *(["import base64", "import io", ""] if state else []),
@@ -594,6 +596,18 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
         *runnable_test(test_name, [f"    {line}" for line in body]),
     ]
     return "\n".join(lines)
+
+
+def _with_stdlib(imports: list[str], extra: list[str]) -> list[str]:
+    """`imports` (an optional block of standard-library imports, a blank line, then the
+    framework's) with `extra` merged into that first block, sorted and each once."""
+    block, rest = (
+        (imports[: imports.index("")], imports[imports.index("") + 1 :])
+        if ("" in imports)
+        else ([], imports)
+    )
+    merged = sorted({*block, *extra})
+    return [*merged, "", *rest] if merged else rest
 
 
 def _float32_lines(
@@ -921,8 +935,9 @@ def _replayed_arguments(
 
 
 def _searched_argument(slot: dict[str, Any], searched: Any) -> str:
-    """One searched argument: the next input's name, or `[a, b]` (`(a, b)`) for a list (a
-    tuple) of the next ones (lists.SearchedList)."""
+    """One searched argument: the next input's name, `[a, b]` (`(a, b)`) for a list (a
+    tuple) of the next ones, or `types.SimpleNamespace(a=..., b=...)` for a namespace
+    (lists.SearchedList)."""
     count = integer(slot["searched_list"], "a list's length", 1) if "searched_list" in slot else 0
     try:
         taken = [next(searched) for _ in range(max(count, 1))]
@@ -930,6 +945,12 @@ def _searched_argument(slot: dict[str, Any], searched: Any) -> str:
         raise PlanError("more searched arguments than inputs") from exc
     if not count:
         return taken[0]
+    if "fields" in slot:  # a namespace's attributes (namespaces.py), one input each
+        fields = [ident(f, "a namespace's attribute") for f in items(slot["fields"], "fields")]
+        if len(fields) != count:
+            raise PlanError("a namespace's attributes and its inputs differ in number")
+        pairs = ", ".join(f"{f}={name}" for f, name in zip(fields, taken, strict=True))
+        return f"types.SimpleNamespace({pairs})"
     if flag(slot.get("tuple", False), "a list's tuple flag"):
         return f"({', '.join(taken)}{',' if count == 1 else ''})"
     return f"[{', '.join(taken)}]"
