@@ -30,6 +30,15 @@ the wrapper's operand can be is each caller's choice, so such a proof shows only
 domain (sqrt of a negative number); read by hand on a real pull request, both were noise, the
 callers passing squared distances.
 
+A confirmed finding is held back as well when numcheck made up the call and the trigger,
+minimised, still needs a *constant* the code is handed at a value numcheck chose: a float
+attribute of a parameter the body only reads attributes of (`force_field.par_16`,
+`InputSpec.attribute`, analyzers/dynamic/namespaces.py), left nonzero (`rests_on_constants`).
+Such a proof shows what the formula does for a configuration nobody wrote: read by hand on a
+real pull request (jax-md's ReaxFF terms, `exp(-force_field.par_16 * x)`), nearly all were
+exponentials of decay constants given the wrong sign. A trigger that needs the constants only
+at 0 (`1 / gamma` with a shielding of 0, a `where` whose radius is 0) stays a comment.
+
 A proof found on a call numcheck made up, after the repository's own tests called the same
 function and the search from their recorded values stayed finite, is *not* held back: the
 comment says so (`box.recorded_held`, runners/harness.py), because on real pull requests such
@@ -71,6 +80,8 @@ HELD_BACK_WHY = {
     "(`a` in `a + eps`), which the epsilon says is never negative",
     "op-wrapper": "confirmed only on made-up inputs to a function that is the op under "
     "another name: its callers choose the operand",
+    "made-up-constant": "confirmed only on a made-up call that sets constants the code is "
+    "handed (a parameter's attributes) to values numcheck chose",
 }
 
 
@@ -128,6 +139,42 @@ def proves_only_the_op(finding: Finding) -> bool:
     )
 
 
+def rests_on_constants(finding: Finding) -> bool:
+    """Confirmed on a call numcheck made up by a minimised trigger that still sets a float
+    input standing for a parameter's attribute to something other than 0 (see the module's
+    docstring). A recorded or configured call's values are the code's own and count."""
+    trigger = finding.trigger or {}
+    box = trigger.get("box") or {}
+    if not is_proven(finding) or is_definite(finding) or box.get("source") != "synthesised":
+        return False
+    specs, values = box.get("inputs") or [], trigger.get("inputs") or []
+    if len(specs) != len(values):
+        return False
+    return any(
+        isinstance(spec, dict)
+        and spec.get("attribute")
+        and str(spec.get("dtype", "")).startswith(("float", "bfloat"))
+        and isinstance(value, dict)
+        and _nonzero(value)
+        for spec, value in zip(specs, values, strict=True)
+    )
+
+
+def _nonzero(value: Mapping[str, Any]) -> bool:
+    """Does a trigger's input summary (runners/harness._summary: values in full, or the
+    range of a large one) hold anything but 0?"""
+    if "values" in value:
+        stack = [value["values"]]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, list):
+                stack.extend(item)
+            elif item != 0:
+                return True
+        return False
+    return value.get("min", 0) != 0 or value.get("max", 0) != 0
+
+
 def is_precision_finding(finding: Finding) -> bool:
     """Confirmed in float16 or bfloat16 on inputs that are finite in float32
     (analyzers/dynamic/precision.py)."""
@@ -137,7 +184,12 @@ def is_precision_finding(finding: Finding) -> bool:
 def is_credible_proof(finding: Finding) -> bool:
     """Confirmed, by a trigger a reader would accept: what is commented inline and what a
     check that fails on confirmed findings (`check_failure`, the Action's `fail-on`) fails on."""
-    return is_proven(finding) and not cancels_guard(finding) and not proves_only_the_op(finding)
+    return (
+        is_proven(finding)
+        and not cancels_guard(finding)
+        and not proves_only_the_op(finding)
+        and not rests_on_constants(finding)
+    )
 
 
 def comment_inline(finding: Finding, policy: str) -> bool:
@@ -159,6 +211,8 @@ def held_back_reason(finding: Finding) -> str:
         return "guard-cancelled"
     if proves_only_the_op(finding):
         return "op-wrapper"
+    if rests_on_constants(finding):
+        return "made-up-constant"
     return finding.status
 
 

@@ -121,6 +121,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_identities",
         "test_imports",
         "test_layout",
+        "test_made_up_constants",
         "test_report",
         "test_rules",
         "test_seccomp",

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -687,6 +688,27 @@ def test_minimise_shrinks_a_wide_trigger_to_the_values_that_matter() -> None:
     assert 1 <= kept.numel() <= 3 and float(kept.max()) >= 50
     assert small.shape == (64,) and small.dtype == torch.float32
     assert still_fails([small])
+
+
+def test_minimise_puts_the_constants_back_first_even_when_time_allows_one_trial() -> None:
+    """Inputs that stand for a parameter's attributes (InputSpec.attribute) go back to 0
+    together in the first trial: a trigger that needs none of them must not keep them set
+    because a slow entry stopped the minimiser early (analyzers/trust.rests_on_constants)."""
+    data = InputSpec("float32", (4,), -100.0, 100.0, "default")
+    specs = [data, *(replace(data, attribute=f"params.c{i}") for i in range(8))]
+    inputs = [torch.tensor([0.0, 60.0, 1.0, 2.0]), *(torch.full((4,), 3.0) for _ in range(8))]
+    trials: list[list[torch.Tensor]] = []
+
+    def still_fails(trial: list[torch.Tensor]) -> bool:  # the data alone makes it fail
+        trials.append(trial)
+        return float(trial[0].max()) >= 50
+
+    small = minimise(inputs, specs, still_fails, seconds=0.0)  # time for the first trial only
+    assert len(trials) == 1 and all(float(c.abs().sum()) == 0 for c in small[1:])
+    assert torch.equal(small[0], inputs[0])  # the data, not yet minimised, is the search's
+    small = minimise(inputs, specs, still_fails)
+    assert all(float(c.abs().sum()) == 0 for c in small[1:])
+    assert int((small[0] != 0).sum()) == 1
 
 
 # ---------------------------------------------------------------- reproducers

@@ -44,6 +44,9 @@ def test_a_namespace_parameter_is_one_searched_input_per_attribute(repo: Path) -
     assert [s.dtype for s in entry.specs] == ["int64", "int64", "bool", "float32"] + ["float32"] * 2
     assert entry.specs[1].shape == (4, 8) and entry.specs[4].shape == (4, 4)  # ranks read
     assert entry.specs[5].shape == ()  # read bare: a scalar
+    # each stands for a constant the code is handed (a proof that needs one is held back)
+    assert [s.attribute for s in entry.specs[4:]] == ["params.exponent", "params.cutoff"]
+    assert entry.specs[4].to_json()["attribute"] == "params.exponent"
     species, triplets = torch.tensor([0, 1, 2, 3]), torch.randint(0, 4, (4, 8))
     inputs = [species, triplets, torch.ones(4, 8, dtype=torch.bool), torch.rand(4, 8)]
     assert entry.call([*inputs, torch.ones(4, 4), torch.tensor(0.5)]).shape == ()
@@ -85,3 +88,6 @@ def test_each_is_confirmed_with_a_reproducer_that_fails_alone(repo: Path) -> Non
         assert text in source, (function, source)
         proc = run_script(repo, source)
         assert proc.returncode != 0 and "AssertionError" in proc.stderr, proc.stderr[-1500:]
+    # bond_energy's proof needs its fitted constants at 0 only: the minimiser takes them first
+    constants = run.record("bond_energy")["trigger"]["inputs"][4:]
+    assert [c.get("values") for c in constants] == [[[0.0] * 4] * 4, 0.0], constants

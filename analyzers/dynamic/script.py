@@ -54,7 +54,7 @@ from analyzers.dynamic.entries import EntryError
 from analyzers.dynamic.entry import Entry
 from analyzers.dynamic.harvest import observed_box
 from analyzers.dynamic.layout import search_path
-from analyzers.dynamic.minimise import minimise_toward
+from analyzers.dynamic.minimise import MINIMISE_SECONDS, minimise_toward
 from analyzers.dynamic.probe import tensors_in
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.suspect import op_names, operand_of
@@ -715,7 +715,7 @@ def minimise_script(
     inputs: list[torch.Tensor],
     still_fails: Callable[[list[torch.Tensor]], bool],
     budget: int = 200,
-    seconds: float = 8.0,
+    seconds: float = MINIMISE_SECONDS,
 ) -> list[torch.Tensor]:
     """ddmin toward the recorded values (what the seeded script draws and loads): elements
     go back to their natural value while the trigger persists, so the reproducer states only

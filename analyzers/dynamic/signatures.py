@@ -263,7 +263,9 @@ def signature_inputs(
         bag = uses.namespaces.get(param.name) if uses is not None and not annotation else None
         if bag:  # `force_field.vval2[...]`: one searched input per attribute (namespaces.py)
             listed = searched_namespace(list(bag))
-            specs.extend(_field_spec(attribute, read_as) for attribute, read_as in bag.items())
+            specs.extend(
+                _field_spec(param.name, attribute, read_as) for attribute, read_as in bag.items()
+            )
         read.slots.append(listed)
         read.names.extend(element_names(param.name, listed))
         if bag:
@@ -293,14 +295,16 @@ def signature_inputs(
     return read
 
 
-def _field_spec(attribute: str, read_as: Field) -> InputSpec:
+def _field_spec(name: str, attribute: str, read_as: Field) -> InputSpec:
     """A namespace attribute's input: an integer index when the body indexes with it, else
     a float array of the rank it is read with (a scalar read bare: it broadcasts with any
-    operand), each dimension a valid index for the batch's integer indices."""
+    operand), each dimension a valid index for the batch's integer indices, and marked as
+    the constant `name.attribute` it stands for."""
     shape = (DEFAULT_BATCH,) * read_as.rank
     if read_as.index:
         return index_spec(None, shape or (DEFAULT_BATCH,))
-    return named_domain(attribute, default_spec(shape))
+    spec = named_domain(attribute, default_spec(shape))
+    return replace(spec, attribute=f"{name}.{attribute}")
 
 
 def mask_spec(shape: tuple[int, ...] | None) -> InputSpec:

@@ -38,6 +38,10 @@ class InputSpec:
     # the values were recorded from the repository's own calls, whose sign means something (a
     # count, a distance, a log-probability): widening keeps an observed box on its side of 0
     keeps_sign: bool = False
+    # the attribute of a parameter this input stands for (`force_field.par_16`, namespaces.py):
+    # a constant the code is handed, not data it computes; a proof on a made-up call that
+    # needs such a constant at a value numcheck chose is held back (analyzers/trust.py)
+    attribute: str = ""
 
     @property
     def is_float(self) -> bool:
@@ -57,6 +61,8 @@ class InputSpec:
         }
         if self.keeps_sign:  # said only where it holds: a recorded value's box
             out["keeps_sign"] = True
+        if self.attribute:
+            out["attribute"] = self.attribute
         return out
 
     @classmethod
@@ -68,6 +74,7 @@ class InputSpec:
             float(data["hi"]),
             data.get("source", "config"),
             bool(data.get("keeps_sign", False)),
+            str(data.get("attribute", "")),
         )
 
 

@@ -173,15 +173,16 @@ def minimise_weights(
     than one on unusual weights, and the reproducer sets only the few weights that matter."""
     import torch
 
-    from analyzers.dynamic.minimise import base_value, minimise_toward
+    from analyzers.dynamic.minimise import MINIMISE_SECONDS, base_value, minimise_toward
 
     natural = natural_values(entry)
     plain = [
         torch.full_like(x, base_value(spec)) if value is None else None
         for x, spec, value in zip(inputs, entry.specs, natural, strict=True)
     ]
-    inputs = minimise_toward(inputs, natural, still_fails, budget=300)
-    return minimise_toward(inputs, plain, still_fails, budget=300)
+    half = MINIMISE_SECONDS / 2  # the two passes share one minimiser's time
+    inputs = minimise_toward(inputs, natural, still_fails, budget=300, seconds=half)
+    return minimise_toward(inputs, plain, still_fails, budget=300, seconds=half)
 
 
 def split_for_script(

@@ -46,6 +46,7 @@ from analyzers.trust import (
     comment_on,
     held_back_sentence,
     proves_only_the_op,
+    rests_on_constants,
 )
 
 GITHUB_BODY_LIMIT = 65535
@@ -342,6 +343,7 @@ def review_body(result: AnalysisResult, inline: Collection[str] = frozenset()) -
             for test, how in (
                 (cancels_guard, "by cancelling an epsilon"),
                 (proves_only_the_op, "where a wrapper's callers choose the operand"),
+                (rests_on_constants, "with constants the code is handed set by numcheck"),
             )
             if any(map(test, kept))
         )
