@@ -207,6 +207,21 @@ def _harvested_entry(repo: Path, key: str, call: Any) -> Any:
         raise EntryError(f"recorded call of {key} cannot be replayed: {exc}") from exc
 
 
+def _refitted(
+    entry: Any, outcome: Any, path: str, lines: frozenset[int], op: str, seed: int
+) -> Any:
+    """A synthesised call that never reached the op because of its shapes, with some inputs
+    in the shapes the code's own error named (shape_repair.py); None when that is not the
+    case or no such call gets further."""
+    from analyzers.dynamic.evaluation import Evaluation
+    from analyzers.dynamic.shape_repair import is_shape_error, one_call, repaired
+
+    if outcome.reached or entry.source != "synthesised" or not is_shape_error(outcome.error):
+        return None
+    failure = Evaluation(error=outcome.error, error_lines=outcome.error_lines)
+    return repaired(entry, failure, one_call(path, lines, op, seed))
+
+
 def _script_entry(
     repo: Path, table: dict[str, Any], finding: dict[str, Any], lines: frozenset[int], seed: int
 ) -> Any:
@@ -392,6 +407,11 @@ def confirm(
         entry, outcome, searcher = staged_search(
             entry, path, lines, finding["op"], seed, budget, shows_in_entry(entry)
         )
+        fitted = _refitted(entry, outcome, path, lines, finding["op"], seed)
+        if fitted is not None:  # some inputs in the shapes the code's error named
+            entry, outcome, searcher = staged_search(
+                fitted, path, lines, finding["op"], seed, budget, shows_in_entry(fitted)
+            )
         last = (entry, outcome, searcher)
         if outcome.reached and not outcome.triggered and entry.source == "harvested":
             recorded = last  # the first: later recorded calls are skipped above

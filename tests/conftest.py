@@ -163,6 +163,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_script_mode",
         "test_script_programs",
         "test_search_stages",
+        "test_shape_repair",
         "test_static_dtype",
         "test_warm_python",
         "test_weight_ranges",

@@ -28,6 +28,10 @@ class Evaluation:
     visible: str | None = None
     reaches_output: bool = False  # visible is not None
     error: str | None = None
+    # the lines of the finding's file the error's traceback passed through, outermost first
+    # (empty: it was raised before the call reached that file): how far a failing call got
+    # (reshape.py)
+    error_lines: tuple[int, ...] = ()
     grads: list[torch.Tensor | None] = field(default_factory=list)
     chunk_losses: list[float] = field(default_factory=list)  # per restart of a batched run
     batch_kept: bool = False  # every output kept the first input's leading rows

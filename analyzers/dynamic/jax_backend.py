@@ -21,7 +21,7 @@ import torch
 from analyzers.dynamic.evaluation import Evaluation, guidance, keeps_rows
 from analyzers.dynamic.owners import patch_op, restore
 from analyzers.dynamic.probe import Hit, LineWatch
-from analyzers.dynamic.raised import op_raised
+from analyzers.dynamic.raised import failed
 from analyzers.dynamic.suspect import CallSite, call_site
 
 
@@ -184,8 +184,7 @@ def evaluate_jax(
         with jax.disable_jit(), probe:
             output = entry.call_arrays(arrays)
     except Exception as exc:  # the PR's code may raise on any input
-        raised = op_raised(exc, probe.watch, op)
-        return raised or Evaluation(error=f"{type(exc).__name__}: {exc}")
+        return failed(exc, probe.watch, op)
     kept = (
         bool(inputs) and inputs[0].dim() >= 1 and keeps_rows(to_torch(output), inputs[0].shape[0])
     )

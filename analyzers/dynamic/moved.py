@@ -23,7 +23,7 @@ import functools
 import importlib
 import inspect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 # old dotted name -> where the same function lives now
@@ -91,7 +91,10 @@ def accept_old_keywords(source: str) -> list[str]:
     return wrapped
 
 
-def _old_keywords(function: Callable[..., Any], renamed: dict[str, str]) -> Callable[..., Any]:
+def _old_keywords(function: Any, renamed: dict[str, str]) -> Any:
+    """`function` taking each old keyword of `renamed` under its new name. The reproducer
+    writes this same source (`lines`), so it is annotated with `Any` alone."""
+
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
         return function(*args, **{renamed.get(k, k): v for k, v in kwargs.items()})
@@ -121,10 +124,11 @@ def lines(names: Sequence[str]) -> list[str]:
         out += [
             f"# the code passes keywords its framework has since renamed: {', '.join(renames)}"
             "; each takes them again under their new names",
-            "def _old_keywords(function, renamed):",
-            "    def call(*args, **kwargs):",
-            "        return function(*args, **{renamed.get(k, k): v for k, v in kwargs.items()})",
-            "    return call",
+            "import functools",
+            "from typing import Any",
+            "",
+            *inspect.getsource(_old_keywords).splitlines(),
+            "",
         ]
     for name in renames:
         owner = name.rpartition(".")[0]

@@ -117,8 +117,7 @@ def _field(attribute: ast.Attribute, parents: dict[ast.AST, ast.AST]) -> Field:
         parent = parents.get(node)
         if not (isinstance(parent, ast.Subscript) and parent.value is node):
             break
-        index = parent.slice
-        rank += len(index.elts) if isinstance(index, ast.Tuple) else 1
+        rank += subscript_dims(parent)
         node = parent
     parent = parents.get(attribute)
     used_as_index = isinstance(parent, ast.Subscript) and parent.slice is attribute
@@ -126,3 +125,9 @@ def _field(attribute: ast.Attribute, parents: dict[ast.AST, ast.AST]) -> Field:
         grand = parents.get(parent)
         used_as_index = isinstance(grand, ast.Subscript) and grand.slice is parent
     return Field(rank, used_as_index)
+
+
+def subscript_dims(subscript: ast.Subscript) -> int:
+    """How many dimensions one subscript indexes: `x[i, j]` two, `x[i]` one."""
+    index = subscript.slice
+    return len(index.elts) if isinstance(index, ast.Tuple) else 1

@@ -32,7 +32,7 @@ import torch
 from analyzers.dynamic.evaluation import Evaluation, guidance, keeps_rows
 from analyzers.dynamic.owners import patch_op, restore
 from analyzers.dynamic.probe import Hit, LineWatch
-from analyzers.dynamic.raised import op_raised
+from analyzers.dynamic.raised import failed
 from analyzers.dynamic.suspect import CallSite, call_site
 
 
@@ -177,8 +177,7 @@ def evaluate_numpy(
             output = plain(entry.call_arrays(arrays))
     except Exception as exc:  # the PR's code may raise on any input
         if not probe.hits:
-            python_failure = op_raised(exc, probe.watch, op)
-            return python_failure or Evaluation(error=f"{type(exc).__name__}: {exc}")
+            return failed(exc, probe.watch, op)
         # past the op: its flag, raised in the reproducer, stops the run before this error
         raised = True
     kept = (

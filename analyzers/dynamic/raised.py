@@ -43,3 +43,18 @@ def op_raised(exc: BaseException, watch: LineWatch, op: str) -> Evaluation | Non
     if not raised_by_op(exc, watch, op):
         return None
     return Evaluation(reached=True, loss=0.0, forward=True, visible=SHOWS, reaches_output=True)
+
+
+def failed(exc: BaseException, watch: LineWatch, op: str) -> Evaluation:
+    """The evaluation of a run that raised `exc`: the op's trigger (`op_raised`), else the
+    run's error with the innermost line of the watched file it passed through."""
+    raised = op_raised(exc, watch, op)
+    if raised is not None:
+        return raised
+    return Evaluation(error=f"{type(exc).__name__}: {exc}", error_lines=lines_passed(exc, watch))
+
+
+def lines_passed(exc: BaseException, watch: LineWatch) -> tuple[int, ...]:
+    """The lines of the watched file that `exc`'s traceback passed through, outermost first."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return tuple(f.lineno or 0 for f in frames if watch.same_file(f.filename))

@@ -47,7 +47,7 @@ from analyzers.dynamic.evaluation import (
     suspect_loss_or_none,
 )
 from analyzers.dynamic.probe import Hit, OpProbe, tensors_in
-from analyzers.dynamic.raised import op_raised
+from analyzers.dynamic.raised import failed
 from analyzers.dynamic.searchtrace import SearchTrace
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.tensors import sample
@@ -111,6 +111,7 @@ class Outcome:
     reaches_output: bool = False
     best_loss: float = math.inf
     error: str | None = None
+    error_lines: tuple[int, ...] = ()  # Evaluation.error_lines of that error
     trace: list[tuple[int, float, str]] = field(default_factory=list)  # (eval, loss, stage)
     # every judged evaluation, thinned to a couple of hundred (searchtrace.py): the report
     # page's plot of the objective against evaluations and seconds, with its boundary
@@ -246,8 +247,7 @@ class Searcher:
             with self.probe:
                 output = self.entry.call(leaves)
         except Exception as exc:  # the PR's code may raise on any input
-            raised = op_raised(exc, self.probe.watch, self.op)
-            return raised or Evaluation(error=f"{type(exc).__name__}: {exc}")
+            return failed(exc, self.probe.watch, self.op)
         hits = self.probe.hits
         kept = bool(inputs) and inputs[0].dim() >= 1 and keeps_rows(output, inputs[0].shape[0])
         if not hits:
@@ -389,6 +389,7 @@ class Searcher:
     def run(self, start: list[torch.Tensor] | None = None) -> Outcome:
         self.started = time.perf_counter()
         last_error: str | None = None
+        last_lines: tuple[int, ...] = ()
         repeated = 0  # evaluations in a row that raised `last_error`, word for word
         reached = stuck = False
         for stage in self.stages:
@@ -400,7 +401,7 @@ class Searcher:
                 if evaluation.error:
                     same = evaluation.error == last_error and structural(evaluation.error)
                     repeated = repeated + 1 if same else 1
-                    last_error = evaluation.error
+                    last_error, last_lines = evaluation.error, evaluation.error_lines
                     # the call fails whatever the values: see SAME_ERROR_LIMIT
                     stuck = repeated >= SAME_ERROR_LIMIT and not reached
                     if stuck:
@@ -419,6 +420,7 @@ class Searcher:
             reached=reached,
             best_loss=self.best[0] if self.best else math.inf,
             error=None if reached else last_error,
+            error_lines=() if reached else last_lines,
             trace=self.trace,
             search_trace=self.search_trace.to_json(triggered=False),
         )

@@ -25,7 +25,7 @@ from analyzers.dtypes import limits
 from analyzers.dynamic.evaluation import Evaluation, chunk_losses, keeps_rows
 from analyzers.dynamic.owners import patch_op, restore
 from analyzers.dynamic.probe import Hit, LineWatch
-from analyzers.dynamic.raised import op_raised
+from analyzers.dynamic.raised import failed
 from analyzers.dynamic.suspect import CallSite, call_site
 
 if TYPE_CHECKING:
@@ -221,8 +221,7 @@ def evaluate_tf(
             with probe:
                 output = entry.call(tensors)
         except Exception as exc:  # the PR's code may raise on any input
-            raised = op_raised(exc, probe.watch, op)
-            return raised or Evaluation(error=f"{type(exc).__name__}: {exc}")
+            return failed(exc, probe.watch, op)
         finally:
             probe.tape = None
         usable = [

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers.dynamic.docstrings import documented_integers
-from analyzers.dynamic.namespaces import Field, namespace_parameters
+from analyzers.dynamic.namespaces import Field, namespace_parameters, subscript_dims
 
 # methods and functions whose first argument is a size (`x.new_empty(shape)`,
 # `torch.zeros(shape)`, `x.expand(shape)`)
@@ -108,7 +108,7 @@ def parameter_uses(fn: Any) -> ParameterUses:
     for node in ast.walk(function):
         if isinstance(node, ast.Subscript):
             if isinstance(node.value, ast.Name) and node.value.id in params:
-                dims = len(node.slice.elts) if isinstance(node.slice, ast.Tuple) else 1
+                dims = subscript_dims(node)
                 uses.ranks[node.value.id] = max(uses.ranks.get(node.value.id, 0), dims)
             for index in _index_names(node.slice):
                 if index in aliases:
