@@ -169,6 +169,36 @@ def test_a_parameter_read_only_by_attribute_is_a_namespace_with_each_attribute_s
     assert set(uses.namespaces) == {"ff"}  # passed on whole (`helper(ff)`) is still one
 
 
+def _pair_term(species, ff):
+    return ff.scale * _reads_a_table(species, ff=ff) + _reads_a_pick(species, ff) + _sums(ff)
+
+
+def _reads_a_table(species, ff):
+    return ff.table[species, species] + ff.scale
+
+
+def _reads_a_pick(species, params):
+    return params.pick[species] + _reads_an_offset(params)
+
+
+def _reads_an_offset(p):
+    return p.offset
+
+
+def _sums(ff):
+    return ff + 1  # a callee that uses it as something else
+
+
+def test_a_namespace_passed_on_whole_has_the_attributes_its_callees_read_too() -> None:
+    """jax-md's covalent-bond term passes `force_field` to the bond-order correction, which
+    reads `bo131` off it: without the callee's reads the call stopped at that attribute."""
+    fields = parameter_uses(_pair_term).namespaces["ff"]
+    # by keyword and by position, and two calls down; `_sums` adds nothing, and takes
+    # nothing away from what the others read
+    assert list(fields) == ["scale", "table", "pick", "offset"]
+    assert fields["table"].rank == 2 and fields["pick"].rank == 1 and fields["offset"].rank == 0
+
+
 def test_a_tensor_attribute_a_method_a_nested_read_arithmetic_or_a_subscript_is_no_namespace() -> (
     None
 ):

@@ -11,6 +11,10 @@ operand. Each attribute becomes its own searched input, gathered into one namesp
 argument goes (lists.SearchedList with `fields`), so the search perturbs the fitted values
 themselves, as a parameter optimisation does.
 
+A namespace passed on whole to a function of the same module (`calculate_boncor_pot(...,
+force_field)`) has the attributes that function reads off it too (usage.py follows the call),
+or the call stops there at the first one (`no attribute 'bo131'`).
+
 A parameter is a namespace only when every use of it is an attribute read or passing it on
 whole: a method call on it (`p.sum()`), a tensor attribute (`p.shape`, `p.dtype`), a nested
 read (`p.a.b`), arithmetic or a subscript on it makes it something else, and it is left as
@@ -80,14 +84,46 @@ def namespace_parameters(
         if not isinstance(parent, ast.Attribute) or not _plain_read(parent, parents):
             refused.add(node.id)
             continue
-        read = _field(parent, parents)
-        seen = fields[node.id].get(parent.attr, Field())
-        fields[node.id][parent.attr] = Field(max(seen.rank, read.rank), seen.index or read.index)
+        fields[node.id] = merged(fields[node.id], {parent.attr: _field(parent, parents)})
     return {
         name: read
         for name, read in fields.items()
         if name not in refused and read and len(read) <= MAX_FIELDS
     }
+
+
+def passed_on(function: ast.AST, name: str) -> list[tuple[str, int | str]]:
+    """Where `function` passes its parameter `name` on whole to a function called by a plain
+    name (`calculate_boncor_pot(nbr_inds, ..., force_field)`): (the callee's name, the
+    argument's position or keyword), in source order. A position after a starred argument
+    cannot be told, and is left out."""
+    found: list[tuple[str, int | str]] = []
+    for node in _in_order(function):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        for position, argument in enumerate(node.args):
+            if isinstance(argument, ast.Starred):
+                break
+            if isinstance(argument, ast.Name) and argument.id == name:
+                found.append((node.func.id, position))
+        found.extend(
+            (node.func.id, keyword.arg)
+            for keyword in node.keywords
+            if keyword.arg is not None
+            and isinstance(keyword.value, ast.Name)
+            and keyword.value.id == name
+        )
+    return found
+
+
+def merged(fields: dict[str, Field], more: dict[str, Field]) -> dict[str, Field]:
+    """Two readings of one namespace's attributes: each attribute's highest rank, an index
+    where either reads it as one; `fields`' order first."""
+    out = dict(fields)
+    for attribute, read in more.items():
+        seen = out.get(attribute, Field())
+        out[attribute] = Field(max(seen.rank, read.rank), seen.index or read.index)
+    return out
 
 
 def _in_order(function: ast.AST) -> list[ast.AST]:

@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers.dynamic.docstrings import documented_integers
-from analyzers.dynamic.namespaces import Field, namespace_parameters, subscript_dims
+from analyzers.dynamic.namespaces import (
+    MAX_FIELDS,
+    Field,
+    merged,
+    namespace_parameters,
+    passed_on,
+    subscript_dims,
+)
 
 # methods and functions whose first argument is a size (`x.new_empty(shape)`,
 # `torch.zeros(shape)`, `x.expand(shape)`)
@@ -61,6 +68,8 @@ INDEX_ARGUMENT = {
     "segment_sum": 1,
 }
 TORCH_FUNCTION_INDEX = {"index_select": 2, "gather": 2, "scatter_add": 2, "scatter": 2}
+# how many calls down the attributes a namespace parameter's callees read are followed
+CALLEE_DEPTH = 2
 
 
 def parsed_function(fn: Any) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int] | None:
@@ -142,8 +151,43 @@ def parameter_uses(fn: Any) -> ParameterUses:
         for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
         if a.annotation is None
     }
-    uses.namespaces = namespace_parameters(function, bare - uses.sizes - uses.indices - uses.masks)
+    uses.namespaces = _namespaces(
+        fn, function, bare - uses.sizes - uses.indices - uses.masks, CALLEE_DEPTH
+    )
     return uses
+
+
+def _namespaces(
+    fn: Any, function: ast.FunctionDef | ast.AsyncFunctionDef, candidates: set[str], depth: int
+) -> dict[str, dict[str, Field]]:
+    """namespaces.namespace_parameters, with the attributes read off each namespace by the
+    functions of `fn`'s module it is passed to whole, `depth` calls down. A callee that uses
+    it as something else adds nothing: the attributes this body reads are still needed."""
+    found = namespace_parameters(function, candidates)
+    if depth <= 0:
+        return found
+    scope = getattr(inspect.unwrap(fn), "__globals__", {})
+    for name, fields in found.items():
+        for callee_name, slot in passed_on(function, name):
+            callee = scope.get(callee_name)
+            parsed = parsed_function(callee) if inspect.isfunction(callee) else None
+            if callee is fn or parsed is None:
+                continue
+            param = _parameter_at(parsed[0], slot)
+            if param is not None:
+                more = _namespaces(callee, parsed[0], {param}, depth - 1).get(param, {})
+                fields = merged(fields, more)
+        found[name] = fields
+    return {name: fields for name, fields in found.items() if len(fields) <= MAX_FIELDS}
+
+
+def _parameter_at(function: ast.FunctionDef | ast.AsyncFunctionDef, slot: int | str) -> str | None:
+    """The parameter of `function` an argument at `slot` (a position or a keyword) binds."""
+    positional = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+    if isinstance(slot, int):
+        return positional[slot] if slot < len(positional) else None
+    named = positional[len(function.args.posonlyargs) :] + [a.arg for a in function.args.kwonlyargs]
+    return slot if slot in named else None
 
 
 def _unpacked(
