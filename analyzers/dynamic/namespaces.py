@@ -11,7 +11,7 @@ operand. Each attribute becomes its own searched input, gathered into one namesp
 argument goes (lists.SearchedList with `fields`), so the search perturbs the fitted values
 themselves, as a parameter optimisation does.
 
-A namespace passed on whole to a function of the same module (`calculate_boncor_pot(...,
+A namespace passed on whole to a function called by name (`calculate_boncor_pot(...,
 force_field)`) has the attributes that function reads off it too (usage.py follows the call),
 or the call stops there at the first one (`no attribute 'bo131'`).
 

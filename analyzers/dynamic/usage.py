@@ -161,8 +161,9 @@ def _namespaces(
     fn: Any, function: ast.FunctionDef | ast.AsyncFunctionDef, candidates: set[str], depth: int
 ) -> dict[str, dict[str, Field]]:
     """namespaces.namespace_parameters, with the attributes read off each namespace by the
-    functions of `fn`'s module it is passed to whole, `depth` calls down. A callee that uses
-    it as something else adds nothing: the attributes this body reads are still needed."""
+    Python functions it is passed to whole by a name of `fn`'s module (its own or imported),
+    `depth` calls down. A callee that uses it as something else adds nothing: the attributes
+    this body reads are still needed."""
     found = namespace_parameters(function, candidates)
     if depth <= 0:
         return found
