@@ -109,8 +109,8 @@ def _with_rank(specs: list[InputSpec], rank: int, wanted: int) -> list[tuple[int
         if len(spec.shape) != rank:
             continue
         fitting = [shape for shape, _ in others.most_common() if shape[:rank] == spec.shape]
-        square = (*spec.shape, *(DEFAULT_BATCH,) * (wanted - rank))
-        tried.extend((index, shape) for shape in dict.fromkeys([*fitting, square]))
+        batch = (*spec.shape, *(DEFAULT_BATCH,) * (wanted - rank))
+        tried.extend((index, shape) for shape in dict.fromkeys([*fitting, batch]))
     return tried
 
 
