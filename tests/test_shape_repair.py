@@ -84,8 +84,7 @@ def test_an_index_past_an_arrays_rank_gives_an_input_of_that_rank_more_dimension
     assert ranks_indexed("TypeError: forward() missing 1 required positional argument") is None
     # a 0-d input takes the shapes of rank 1 the others have, the most common first, then
     # DEFAULT_BATCH; inputs of other ranks are left alone
-    specs = [default_spec((4, 8)), default_spec(()), default_spec((3,)), default_spec((4,))]
-    specs.append(default_spec((4,)))
+    specs = [default_spec(shape) for shape in [(4, 8), (), (3,), (4,), (4,)]]
     assert changes(specs, said["jax"]) == [(1, (4,)), (1, (3,))]
     # two indices into a 0-d table by type and type: the (4, 8) the pairs have, then square
     two = "IndexError: Too many indices: array is 0-dimensional, but 2 were indexed"

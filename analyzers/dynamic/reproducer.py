@@ -18,20 +18,14 @@ from analyzers.dynamic.lists import SearchedList
 from analyzers.dynamic.objects import ObjectCall
 from analyzers.dynamic.specs import InputSpec
 from analyzers.dynamic.weights import split_for_script
-from analyzers.dynamic.writer import Target, written
-
-# the modules a reproducer imports (writer.py): an input named like one, a parameter `types`
-# of atom types, is written with a trailing underscore, or it hides the module from the lines
-# after it (`types.SimpleNamespace(...)` on a tensor)
-_IMPORTED = frozenset(
-    {"torch", "np", "tf", "jax", "jnp", "os", "sys", "traceback", "copy", "types", "base64"}
-    | {"io", "ast", "importlib", "pathlib", "functools", "contextlib", "Any"}
-)
+from analyzers.dynamic.writer import IMPORTED_NAMES, Target, written
 
 
 def _names(entry: Entry, count: int) -> list[str]:
     names = [n for n in entry.param_names if n not in ("self", "model", "out", "total")]
-    names = [f"{n}_" if n in _IMPORTED else n for n in names]
+    # named like an imported module, an input gets a trailing underscore: as `types`, a
+    # parameter of atom types made `types.SimpleNamespace(...)` an attribute of a tensor
+    names = [f"{n}_" if n in IMPORTED_NAMES else n for n in names]
     if len(names) >= count and len(set(names[:count])) == count:
         return names[:count]
     return [f"x{i}" for i in range(count)]

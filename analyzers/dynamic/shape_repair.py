@@ -63,18 +63,17 @@ _RANK_ONLY = re.compile(
     r"|invalid index of a (0)-dim tensor|slice (scalar) input|index to (scalar) variable",
     re.IGNORECASE,
 )
-_SHAPE_ERROR = re.compile(
-    r"shape|broadcast|size of tensor|too many indices|invalid index of a 0-dim"
-    r"|input has only \d+ dims|slice scalar input|index to scalar variable",
-    re.IGNORECASE,
-)
+_SHAPE_ERROR = re.compile(r"shape|broadcast|size of tensor|too many indices", re.IGNORECASE)
 
 # one call of an entry: the evaluation of a draw from its box
 Probe = Callable[[Entry], Evaluation]
 
 
 def is_shape_error(error: str | None) -> bool:
-    return bool(error) and _SHAPE_ERROR.search(error or "") is not None
+    """A shape mismatch, or an index past an array's rank (`ranks_indexed`)."""
+    if not error:
+        return False
+    return _SHAPE_ERROR.search(error) is not None or ranks_indexed(error) is not None
 
 
 def shapes_named(error: str) -> list[tuple[int, ...]]:

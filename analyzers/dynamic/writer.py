@@ -39,6 +39,12 @@ from analyzers.dynamic.standins import may_stand_in
 FRAMEWORKS = ("torch", "tensorflow", "jax", "numpy")
 WHERE = ("forward", "backward")
 SHOWS = ("", "output", "gradient", "parameters", "raised", "exception")
+# the names a reproducer's own imports bind (here, and in loading.py, standins.py and
+# moved.py): an input must not take one, or it hides the module from the lines after it
+IMPORTED_NAMES = frozenset(
+    {"torch", "np", "tf", "jax", "jnp", "os", "sys", "traceback", "copy", "types", "base64"}
+    | {"io", "ast", "importlib", "pathlib", "functools", "contextlib", "Any"}
+)
 STATE_WIDTH = 76  # characters of base64 per line of an embedded module state
 MAX_DEPTH = 16  # nesting of a spelled value or a nested list of numbers
 MAX_TEXT = 300  # characters of a free text kept in a comment
