@@ -4,8 +4,9 @@
 # harness, in a virtual environment at /opt/numcheck. Nothing else: no git, no compilers.
 #
 # Built with no registry and no network by docker/build-runner-image, whose build context
-# holds only the wheels (wheels/deps: docker/runner-cpu.txt, pinned; wheels/numcheck:
-# numcheck's own wheel) and that requirements file:
+# holds only the wheels (wheels/deps: docker/runner-cpu.txt, pinned; wheels/no-deps:
+# requirements-no-deps.txt, installed without their declared dependencies; wheels/numcheck:
+# numcheck's own wheel) and those two requirements files:
 #
 #   docker/build-runner-image --tag numcheck/runner-cpu:0.1.0
 #
@@ -27,6 +28,10 @@ COPY wheels/deps /wheels/deps
 RUN python3 -m venv /opt/numcheck \
     && /opt/numcheck/bin/pip install -q --no-index --find-links /wheels/deps \
         -r /wheels/requirements.txt
+COPY no-deps.txt /wheels/no-deps.txt
+COPY wheels/no-deps /wheels/no-deps
+RUN /opt/numcheck/bin/pip install -q --no-index --no-deps --find-links /wheels/no-deps \
+        -r /wheels/no-deps.txt
 COPY wheels/numcheck /wheels/numcheck
 RUN /opt/numcheck/bin/pip install -q --no-index --no-deps /wheels/numcheck/*.whl
 

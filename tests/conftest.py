@@ -168,7 +168,13 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_warm_python",
         "test_weight_ranges",
     ),
-    "tf": ("test_harvest_keras", "test_localise_tf", "test_precision_tf", "test_script_mode_tf"),
+    "tf": (
+        "test_harvest_keras",
+        "test_install",
+        "test_localise_tf",
+        "test_precision_tf",
+        "test_script_mode_tf",
+    ),
     "jax": ("test_jax_dynamic", "test_numpy_dynamic"),
     "app": (
         "test_action",
@@ -185,6 +191,15 @@ TIERS: dict[str, tuple[str, ...]] = {
     "lint": ("test_lint",),
 }
 TIER_OF = {module: tier for tier, modules in TIERS.items() for module in modules}
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` (pyproject's addopts): one worker more than the CPUs this process may use.
+    A worker spends minutes waiting on processes that are not its own (the Docker engine
+    building the runner image, Celery workers, Chromium, sandboxed jobs' start-up), and
+    with one worker per CPU a CPU sits idle meanwhile: on a 2-core machine three workers
+    finish the suite in about 10 % less time than two."""
+    return len(os.sched_getaffinity(0)) + 1
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

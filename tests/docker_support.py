@@ -53,6 +53,7 @@ def image_inputs_digest() -> str:
     files = [
         ROOT / "docker" / "runner-cpu.Dockerfile",
         ROOT / "docker" / "runner-cpu.txt",
+        ROOT / "requirements-no-deps.txt",
         ROOT / "docker" / "build-runner-image",
         ROOT / "pyproject.toml",
     ]

@@ -629,6 +629,24 @@ def test_live_host_sockets_files_and_processes_are_out_of_reach(contained: Conta
     }, seen["sockets"]
 
 
+def test_live_the_image_runs_tensorflow_cpu_alone_with_keras_2(live: tuple[Any, str]) -> None:
+    """tf_keras is installed without its declared `tensorflow` (requirements-no-deps.txt), so
+    the image holds one TensorFlow, the lean one, and Keras 2 imports on it."""
+    client, image = live
+    probe = (
+        "import importlib.metadata as m, json, tensorflow, tf_keras; "
+        "print(json.dumps({'dists': sorted(d.metadata['Name'].lower().replace('-', '_') "
+        "for d in m.distributions()), 'tf': tensorflow.__version__, "
+        "'keras2': tf_keras.__version__}))"
+    )
+    out = client.containers.run(
+        image, ["python", "-c", probe], remove=True, network_disabled=True, stderr=False
+    )
+    seen = json.loads(out.decode().strip().splitlines()[-1])
+    assert "tensorflow_cpu" in seen["dists"] and "tensorflow" not in seen["dists"], seen
+    assert seen["tf"] == seen["keras2"] == "2.21.0", seen
+
+
 # ---------------------------------------------------------------- images and compose
 
 DOCKER_DIR = Path(__file__).resolve().parent.parent / "docker"
