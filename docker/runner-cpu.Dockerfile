@@ -23,14 +23,13 @@ ARG BASE=numcheck/debian-python:bookworm
 # numcheck; the wheels stay in this stage
 FROM ${BASE} AS install
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
-COPY requirements.txt /wheels/requirements.txt
+COPY requirements.txt no-deps.txt /wheels/
 COPY wheels/deps /wheels/deps
+COPY wheels/no-deps /wheels/no-deps
 RUN python3 -m venv /opt/numcheck \
     && /opt/numcheck/bin/pip install -q --no-index --find-links /wheels/deps \
-        -r /wheels/requirements.txt
-COPY no-deps.txt /wheels/no-deps.txt
-COPY wheels/no-deps /wheels/no-deps
-RUN /opt/numcheck/bin/pip install -q --no-index --no-deps --find-links /wheels/no-deps \
+        -r /wheels/requirements.txt \
+    && /opt/numcheck/bin/pip install -q --no-index --no-deps --find-links /wheels/no-deps \
         -r /wheels/no-deps.txt
 COPY wheels/numcheck /wheels/numcheck
 RUN /opt/numcheck/bin/pip install -q --no-index --no-deps /wheels/numcheck/*.whl
