@@ -55,6 +55,8 @@ __all__ = [
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 SCOPES = ("added", "diff_context", "file")
 DEVICES = ("auto", "cpu", "cuda")
+# the Keras a repository's TensorFlow code is run with (runners/keras_generation.py)
+KERAS = ("auto", "2", "3")
 CHECK_FAILURE = ("never", "confirmed")
 COMMENT_ON = ("proven", "potential")
 SEVERITIES = ("error", "warning", "note")
@@ -341,6 +343,7 @@ class Config:
     # search float32-finite findings again under bfloat16 and float16 autocast
     low_precision: bool = True
     dependencies: bool = True  # install the declared dependencies (wheels) for the sandbox
+    keras: str = "auto"  # the Keras `tf.keras` is in the sandbox: auto (from the code), 2 or 3
     runner_image: str | None = None  # the Docker runner's image for this repository
     entries: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
     script: Mapping[str, Any] | None = field(default=None, hash=False)  # script mode
@@ -393,6 +396,9 @@ class Config:
             raise ConfigError(f"'low_precision' in {where} must be true or false")
         if not isinstance(self.dependencies, bool):
             raise ConfigError(f"'dependencies' in {where} must be true or false")
+        if self.keras in (2, 3) and not isinstance(self.keras, bool):  # `keras = 2` in TOML
+            set_("keras", str(self.keras))
+        _choice("keras", self.keras, _choices("keras"), where)
         if self.runner_image is not None and (
             not isinstance(self.runner_image, str)
             or not self.runner_image.strip()
@@ -437,6 +443,7 @@ class Config:
             "fix": self.fix,
             "low_precision": self.low_precision,
             "dependencies": self.dependencies,
+            "keras": self.keras,
             "runner_image": self.runner_image,
             "entries": [dict(e) for e in self.entries],
             "script": _script_json(self.script),
@@ -694,6 +701,19 @@ CONFIG_KEYS: tuple[KeySpec, ...] = (
         "dependencies = false",
     ),
     KeySpec(
+        "keras",
+        "string",
+        "The Keras that `tf.keras` is when the sandbox runs the repository's TensorFlow "
+        "code. TensorFlow 2.16 made it Keras 3, whose API differs from Keras 2's where code "
+        "meets it (`Metric.add_weight`, the optimizers); Keras 2 (`tf_keras`) is installed "
+        "beside it. `auto` chooses 2 for code that declares `tf-keras`, a `keras` below 3 or "
+        "a `tensorflow` below 2.16, and, where nothing says, for a commit from before "
+        "TensorFlow 2.16 (2024-03-08); 3 otherwise. A reproducer made in Keras 2 sets "
+        "`TF_USE_LEGACY_KERAS=1` itself. `2` or `3` decides it for the repository.",
+        'keras = "2"',
+        choices=KERAS,
+    ),
+    KeySpec(
         "runner_image",
         "string",
         "The Docker runner's image for this repository (an "
@@ -876,6 +896,7 @@ APP_KEY_SOURCE: Mapping[str, str] = MappingProxyType(
         "runner_image": "base",
         "entries": "head",
         "script": "head",
+        "keras": "head",
     }
 )
 HEAD_KEYS: tuple[str, ...] = tuple(k for k, v in APP_KEY_SOURCE.items() if v == "head")

@@ -423,7 +423,8 @@ def configuration_markdown() -> str:
         "",
         "The App judges a pull request by its base branch's settings: every key below is read "
         "from the PR's base commit except "
-        + " and ".join(_code(k) for k in HEAD_KEYS)
+        + ", ".join(_code(k) for k in HEAD_KEYS[:-1])
+        + f" and {_code(HEAD_KEYS[-1])}"
         + ", which only say how to call the code and are read from its head (so a PR can add "
         "the entry point its new code needs). A PR that changes another key gets a note in "
         "the review and the check run naming what was ignored; the change applies once it is "

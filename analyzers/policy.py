@@ -61,7 +61,7 @@ def _shown(value: Any) -> str:
 
 
 def merge_policy(base: Config, head: Config) -> Config:
-    """The base's policy keys with the head's `entries` and `script`.
+    """The base's policy keys with the head's `entries`, `script` and `keras` (HEAD_KEYS).
 
     A policy key the head sets to another value is ignored, and a note names it with both
     values: the change takes effect once the PR is merged and becomes the base."""
@@ -80,14 +80,15 @@ def merge_policy(base: Config, head: Config) -> Config:
             f"({head.source or 'no settings file'}): {listed}."
         )
     source = base.source
-    if head.source != base.source and (head.entries or head.script is not None):
+    if head.source != base.source and (
+        head.entries or head.script is not None or head.keras != Config.keras
+    ):
         source = (
-            f"{base.source or 'defaults'}; {' and '.join(HEAD_KEYS)} from "
+            f"{base.source or 'defaults'}; {', '.join(HEAD_KEYS)} from "
             f"{head.source or 'the head (none set)'}"
         )
-    return replace(
-        base, entries=head.entries, script=head.script, source=source, notes=tuple(notes)
-    )
+    taken = {key: getattr(head, key) for key in HEAD_KEYS}
+    return replace(base, **taken, source=source, notes=tuple(notes))
 
 
 def _limit_value(config: Config, key: str) -> float | None:
@@ -137,7 +138,7 @@ def app_config(
     caps: Mapping[str, float],
     known_ops: Collection[str] | None = None,
 ) -> Config:
-    """What the App analyses a PR with: policy from `base`, entries and script from `head`,
+    """What the App analyses a PR with: policy from `base`, entries, script and keras from `head`,
     limits capped. A ConfigError names the commit whose file is wrong."""
     merged = merge_policy(
         config_at(repo_dir, base, known_ops), config_at(repo_dir, head, known_ops)

@@ -153,7 +153,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=("base", "head"),
         help="read the settings committed at a ref, not the working tree: "
         "base = as the App does (the keys that decide how a change is "
-        "judged from the base, entries and script from the head); "
+        "judged from the base, entries, script and keras from the head); "
         "head = everything from the head",
     )
     fixes = review.add_mutually_exclusive_group()

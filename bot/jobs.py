@@ -86,7 +86,7 @@ def run_analysis(settings: Settings, row: Analysis, stage: str, client: GitHubCl
         ) as workspace:
             timings["fetch_git"] = round(time.perf_counter() - started, 3)
             try:
-                # policy from the base, entries and script from the head, limits capped
+                # policy from the base, entries, script and keras from the head, limits capped
                 config = app_config(workspace, base, head, settings.limit_caps, KNOWN_OPS)
             except ConfigError as exc:
                 finish_check_run(
@@ -97,7 +97,7 @@ def run_analysis(settings: Settings, row: Analysis, stage: str, client: GitHubCl
                     title="numcheck configuration error",
                     summary="The repository's numcheck settings are invalid "
                     "(settings that decide how a pull request is judged "
-                    "are read from its base, entries and script from "
+                    "are read from its base, entries, script and keras from "
                     f"its head `{head[:12]}`):\n\n{exc}",
                 )
                 update_analysis(

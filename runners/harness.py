@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import functools
 import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -280,12 +281,14 @@ def _written(entry: Any, inputs: list[Any], target: Any, seed: int) -> tuple[dic
     from analyzers.dynamic.script import ScriptEntry, script_plan
     from analyzers.dynamic.writer import written
 
-    return written(
+    made = (
         script_plan(entry, inputs, target, seed)
         if isinstance(entry, ScriptEntry)
-        else plan(entry, inputs, target, seed),
-        target,
+        else plan(entry, inputs, target, seed)
     )
+    if keras_generation() == "2" and made.get("framework") == "tensorflow":
+        made["keras"] = "2"  # the reader's run must import TensorFlow the way this one did
+    return written(made, target)
 
 
 def confirm(
@@ -1031,6 +1034,20 @@ def _harvest(job: dict[str, Any]) -> Any:
         return None  # any failure (an `exit()`, the limit arriving late) leaves synthesis
 
 
+def _choose_keras(version: Any) -> None:
+    """`tf.keras` as Keras 2 (tf_keras) for a job whose code was written for it
+    (runners/keras_generation.py). TensorFlow reads TF_USE_LEGACY_KERAS when it is first
+    imported, so this comes before anything can import it; the reproducers' interpreters
+    inherit it. Without tf_keras installed, Keras 3 stays."""
+    if version == "2" and importlib.util.find_spec("tf_keras") is not None:
+        os.environ["TF_USE_LEGACY_KERAS"] = "1"
+
+
+def keras_generation() -> str:
+    """The Keras the PR's code runs on here: "2" once `_choose_keras` chose tf_keras."""
+    return "2" if os.environ.get("TF_USE_LEGACY_KERAS") == "1" else "3"
+
+
 def _own_imports() -> None:
     """numcheck's modules (and torch, through them) from numcheck's installation, before
     anything of the checkout's can be found on sys.path; a failure here is left to the
@@ -1070,6 +1087,7 @@ def work() -> int:
     process announced and adds the nonce itself."""
     job = json.load(sys.stdin)
     _own_stdout()
+    _choose_keras(job.get("keras"))
     _own_imports()
     _enter_checkout(job["repo"])
     _use_dependencies(job.get("dependencies"))

@@ -25,6 +25,7 @@ from analyzers.model import AnalysisResult, Finding, StageError
 from analyzers.pipeline import analyze_diff, scan_paths
 from runners.base import Runner, RunResult
 from runners.dependencies import DependencyError, Environment, prepare
+from runners.keras_generation import KerasChoice, keras_for
 from runners.local import LocalRunner
 from runners.trusted import trusted_fix, trusted_reproducer, trusted_trigger
 
@@ -90,10 +91,12 @@ def scan(
                 result.errors.append(StageError("dynamic", f"could not copy {root}: {exc}"))
             else:
                 runner = runner or default_runner()
-                environment = dependencies(
-                    root if whole_root else Path(workspace), config, runner, result
+                checkout = root if whole_root else Path(workspace)
+                environment = dependencies(checkout, config, runner, result)
+                keras = keras_for(checkout, config.keras, commit_time(root, "HEAD"))
+                job = _job(
+                    Path(workspace), result.findings, config, result.repo, environment, keras
                 )
-                job = _job(Path(workspace), result.findings, config, result.repo, environment)
                 sources = _sources(Path(workspace), result.findings)
                 roots = source_roots(Path(workspace))
                 _merge(
@@ -146,14 +149,10 @@ def confirm(repo_dir: Path, result: AnalysisResult, config: Config, runner: Runn
             left_out = export(repo_dir, result.head or "HEAD", Path(workspace))
             if left_out:
                 result.errors.append(StageError("dynamic", _left_out_sentence(left_out)))
-            environment = dependencies(
-                Path(workspace),
-                config,
-                runner,
-                result,
-                commit_time(repo_dir, result.head or "HEAD"),
-            )
-            job = _job(Path(workspace), result.findings, config, result.repo, environment)
+            committed = commit_time(repo_dir, result.head or "HEAD")
+            environment = dependencies(Path(workspace), config, runner, result, committed)
+            keras = keras_for(Path(workspace), config.keras, committed)
+            job = _job(Path(workspace), result.findings, config, result.repo, environment, keras)
             sources = _sources(Path(workspace), result.findings)  # before the PR's code runs
             roots = source_roots(Path(workspace))
             run = runner.run(job, timeout=config.dynamic_timeout)
@@ -343,6 +342,7 @@ def _job(
     config: Config,
     repository: str = "",
     environment: Environment | None = None,
+    keras: KerasChoice | None = None,
 ) -> dict[str, Any]:
     site = environment.site if environment is not None else None
     programs = any(is_program(workspace / path) for path in {f.path for f in findings})
@@ -362,6 +362,8 @@ def _job(
         "harvest_seconds": config.harvest_seconds,
         "device": config.device,
         "search_seconds": config.search_seconds,
+        # the Keras `tf.keras` is for the PR's code: "2" runs it on tf_keras (keras_generation)
+        "keras": keras.version if keras else "2" if config.keras == "2" else "3",
         # search again in bfloat16/float16 what float32 found nothing for (precision.py)
         "low_precision": config.low_precision,
         "script": _script_job(config),

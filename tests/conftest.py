@@ -120,6 +120,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_feeds",
         "test_identities",
         "test_imports",
+        "test_keras_generation",
         "test_layout",
         "test_made_up_constants",
         "test_report",
@@ -171,6 +172,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "tf": (
         "test_harvest_keras",
         "test_install",
+        "test_keras_2",
         "test_localise_tf",
         "test_precision_tf",
         "test_script_mode_tf",

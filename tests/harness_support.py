@@ -50,6 +50,7 @@ def run_findings(
     timeout: float,
     search_seconds: float = 3.0,
     harvest: bool = True,
+    keras: str = "3",
 ) -> Run:
     """Every finding of `path` through the harness, after checking the static pass flags
     exactly `functions` (sorted) there."""
@@ -65,6 +66,7 @@ def run_findings(
         "search_seconds": search_seconds,
         "finding_timeout": finding_timeout,
         "harvest": harvest,
+        "keras": keras,
     }
     result = with_reproducers(LocalRunner().run(job, timeout=timeout), findings)
     assert result.outcome == "ok", (result.reason, result.stderr[-2000:])

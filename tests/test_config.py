@@ -279,6 +279,7 @@ def test_to_json_is_plain() -> None:
         "fix",
         "low_precision",
         "dependencies",
+        "keras",
         "runner_image",
         "entries",
         "script",

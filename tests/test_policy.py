@@ -38,7 +38,7 @@ MODEL_RISKY = "import torch\n\n\ndef loss(x):\n    return torch.log(x).sum()\n"
 
 
 def test_every_key_is_placed_and_only_how_to_run_comes_from_the_head() -> None:
-    assert HEAD_KEYS == ("entries", "script")
+    assert HEAD_KEYS == ("entries", "script", "keras")
     for key in (
         "check_failure",
         "fail_on",
@@ -65,13 +65,17 @@ def test_merge_keeps_the_base_policy_and_the_head_entries_and_says_what_was_igno
         runner_image="evil/image:1",
         entries=({"target": "model:loss", "inputs": ["float32[4]"]},),
         script={"command": "train.py"},
+        keras="2",
         source=".numcheck.toml at bbbb",
     )
     merged = merge_policy(base, head)
     assert merged.check_failure == "confirmed" and merged.dynamic is True
     assert merged.disable == () and merged.runner_image is None
     assert merged.entries == head.entries and merged.script == head.script
-    assert merged.source == ".numcheck.toml at aaaa; entries and script from .numcheck.toml at bbbb"
+    assert merged.keras == "2"  # which Keras the head's code is written for, like its entries
+    assert merged.source == (
+        ".numcheck.toml at aaaa; entries, script, keras from .numcheck.toml at bbbb"
+    )
     (note,) = merged.notes
     for text in (
         '`check_failure` = `"never"` (base: `"confirmed"`)',

@@ -504,3 +504,41 @@ def test_a_precision_finding_gets_candidates_for_the_precision_it_fails_in() -> 
     request = FixRequest.from_finding(finding)
     assert request.dtype == "float16"
     assert any("11.08" in c.source for c in candidates(source, request))
+
+
+def test_a_keras_2_plan_chooses_tf_keras_before_tensorflow_is_imported() -> None:
+    """The sandbox ran the code with `tf.keras` as Keras 2 (runners/keras_generation.py): the
+    reproducer makes the same choice, which TensorFlow reads only when first imported; any
+    other value of the plan's `keras` is refused, so a forged plan adds no line of its own."""
+    import ast
+
+    import pytest
+
+    from analyzers.dynamic.writer import PlanError, Target, write
+
+    target = Target("pkg/rates.py", 3, "log", "tf.math.log(x)", "forward")
+    text = write(_plan(framework="tensorflow", keras="2"), target)
+    ast.parse(text)
+    choice = text.index('os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")')
+    assert text.index("import os\n") < choice < text.index("import tensorflow as tf")
+    assert "TF_USE_LEGACY_KERAS" not in write(_plan(framework="tensorflow"), target)
+    assert "TF_USE_LEGACY_KERAS" not in write(_plan(framework="tensorflow", keras="3"), target)
+    for forged in ("2; import os", 2, None):
+        with pytest.raises(PlanError, match="Keras"):
+            write(_plan(framework="tensorflow", keras=forged), target)
+    script = {
+        "kind": "script",
+        "framework": "tensorflow",
+        "keras": "2",
+        "seed": 0,
+        "argv": ["train.py"],
+        "command": "train.py",
+        "path": "train.py",
+        "lines": [5],
+        "steps": 1,
+        "values": [],
+        "watched": [],
+    }
+    text = write(script, target)
+    ast.parse(text)
+    assert text.index("TF_USE_LEGACY_KERAS") < text.index("import tensorflow as tf")

@@ -348,6 +348,8 @@ def _method_entry(
     line: int | None = None,
 ) -> Entry:
     if framework_of(owner) == "tensorflow" and callable(getattr(owner, "build", None)):
+        if method != "call":  # a metric's result(), a layer's helper: as a plain class's member
+            return _object_entry(owner, method, target, seed, device, line)
         return _keras_entry(owner, method, target, seed)
     if not issubclass(owner, torch.nn.Module):
         return _object_entry(owner, method, target, seed, device, line)

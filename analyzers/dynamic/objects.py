@@ -199,6 +199,16 @@ def object_inputs(
                 chosen,
                 [*part_names, *init_names, *names],
             )
+    if not specs and not required and not candidates:
+        # nothing to search: the object as its constants make it, and the member called once
+        # (a Keras metric's result() before any update_state, a fresh accumulator's mean)
+        plain = ObjectCall(owner, member, (), init, is_property, slots=slots, seed=seed)
+        try:
+            _trial(plain, [], constants, framework)
+        except Exception as exc:  # the PR's code
+            first = first or exc
+        else:
+            return ObjectInputs(plain, [], constants, chosen, [])
     if first is None:
         raise EntryError(
             f"{owner.__name__}.{member} takes no tensor and its constructor "

@@ -272,7 +272,8 @@ class Searcher:
                 if per_chunk:
                     for i, value in enumerate(chunk_losses(self.op, hit, self.dtype, chunks)):
                         per_chunk[i] = min(per_chunk[i], value)
-            if not result.forward and _local_derivative_fails(hit):
+            # a derivative read at a NaN/Inf operand is NaN whatever the op: not this op's
+            if operand_ok and not result.forward and _local_derivative_fails(hit):
                 result.backward = True
         result.chunk_losses = per_chunk
         if losses:

@@ -52,6 +52,8 @@ def staged_search(
     budget, so the most credible box goes first and an exhausted one hands its time on. The
     stage that ran last is returned, so the finding states its box and steps."""
     stages = search_stages(entry)
+    if not entry.specs:  # nothing to search (a fresh metric's result()): one call says it all
+        budget = dataclasses.replace(budget, evaluations=1)
     runs, seconds = 0, 0.0
     for number, stage in enumerate(stages):
         last = number == len(stages) - 1

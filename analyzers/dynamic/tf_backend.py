@@ -247,9 +247,12 @@ def evaluate_tf(
         return Evaluation(batch_kept=kept)
     result = Evaluation(reached=True, batch_kept=kept)
     for hit in probe.hits:
-        if _finite(hit.operand) and _finite(hit.others) and not _finite(hit.output):
+        # an already non-finite operand means the NaN/Inf was made upstream, not by this op,
+        # in either pass (a derivative read at a NaN operand is NaN whatever the op)
+        operand_ok = _finite(hit.operand) and _finite(hit.others)
+        if operand_ok and not _finite(hit.output):
             result.forward = True
-        elif not result.forward and hit.operand.dtype.is_floating:
+        elif operand_ok and not result.forward and hit.operand.dtype.is_floating:
             local = tape.gradient(hit.output, [hit.operand, *hit.others])
             if any(g is not None and not _finite(g) for g in local):
                 result.backward = True

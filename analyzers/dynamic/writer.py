@@ -45,6 +45,13 @@ IMPORTED_NAMES = frozenset(
     {"torch", "np", "tf", "jax", "jnp", "os", "sys", "traceback", "copy", "types", "base64"}
     | {"io", "ast", "importlib", "pathlib", "functools", "contextlib", "Any"}
 )
+# A reproducer of code the sandbox ran with `tf.keras` as Keras 2 (runners/keras_generation.py)
+# says so before TensorFlow is imported, as the sandbox's run did
+LEGACY_KERAS = [
+    "# numcheck ran this code with tf.keras as Keras 2 (`pip install tf_keras`);",
+    "# TensorFlow reads the choice when it is first imported",
+    'os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")',
+]
 STATE_WIDTH = 76  # characters of base64 per line of an embedded module state
 MAX_DEPTH = 16  # nesting of a spelled value or a nested list of numbers
 MAX_TEXT = 300  # characters of a free text kept in a comment
@@ -578,6 +585,8 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     if any("types.SimpleNamespace(" in line for line in body):
         stdlib.append("import types")
     framework_imports = _with_stdlib(framework_imports, stdlib)
+    if keras_2(plan):
+        framework_imports = _legacy_keras_first(framework_imports)
     lines = [
         *_header(target, label, qualname),
         *(["import base64", "import io", ""] if state else []),
@@ -614,6 +623,19 @@ def _with_stdlib(imports: list[str], extra: list[str]) -> list[str]:
     )
     merged = sorted({*block, *extra})
     return [*merged, "", *rest] if merged else rest
+
+
+def keras_2(plan: dict[str, Any]) -> bool:
+    """Whether the plan's code ran with `tf.keras` as Keras 2 (the harness says "2")."""
+    return choice(plan.get("keras", "3"), ("2", "3"), "the Keras") == "2"
+
+
+def _legacy_keras_first(imports: list[str]) -> list[str]:
+    """`imports` with `import os` among the standard library's and the Keras 2 choice made
+    after them, before the framework's imports."""
+    merged = _with_stdlib(imports, ["import os"])
+    cut = merged.index("")
+    return [*merged[:cut], "", *LEGACY_KERAS, *merged[cut:]]
 
 
 def _float32_lines(
@@ -1216,6 +1238,7 @@ def write_script(plan: dict[str, Any], target: Target) -> str:
         "import runpy",
         "import sys",
         "",
+        *([*LEGACY_KERAS, ""] if keras_2(plan) else []),
         *imports,
         "",
         "ROOT = os.path.dirname(os.path.abspath(__file__))",
