@@ -191,6 +191,36 @@ def test_a_seed_parameter_is_a_seed_not_a_searched_tensor() -> None:
     assert constructor_args(Sampler) == {"size": 8, "sample_seed": SEED_VALUE}
 
 
+def test_a_dtype_parameter_is_float32_as_the_code_s_framework_spells_it() -> None:
+    """`def energy(dr, params, dtype)`: searched as a float tensor, a dtype parameter fails at
+    the code's first cast, before the op. torch code gets a torch.dtype; NumPy, JAX and
+    TensorFlow code the name "float32", which all three take."""
+    import numpy as np
+
+    from analyzers.dynamic.signatures import constructor_args, signature_inputs
+
+    def log_of(x, dtype):  # type: ignore[no-untyped-def]
+        return torch.log(x.to(dtype))
+
+    def np_log_of(x, compute_dtype):  # type: ignore[no-untyped-def]
+        return np.log(x.astype(compute_dtype))
+
+    found = signature_inputs(log_of, None)
+    assert len(found.specs) == 1 and found.chosen == {"dtype": torch.float32}
+    x = torch.tensor([0.0, 1.0], dtype=torch.float64)
+    assert log_of(x, **found.constants).dtype == torch.float32
+    found = signature_inputs(np_log_of, None, framework="numpy")
+    assert len(found.specs) == 1 and found.chosen == {"compute_dtype": "float32"}
+    assert np_log_of(np.ones(2), **found.constants).dtype == np.float32
+    assert len(signature_inputs(lambda x, dtypes: x, None).specs) == 2  # only the name itself
+
+    class Cast:
+        def __init__(self, size, dtype):  # type: ignore[no-untyped-def]
+            self.size, self.dtype = size, dtype
+
+    assert constructor_args(Cast, framework="jax") == {"size": 8, "dtype": "float32"}
+
+
 NAMED = """\
 import torch
 

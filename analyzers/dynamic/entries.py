@@ -262,6 +262,7 @@ def synthesise(
     )
     uses = parameter_uses(obj)
     leading = _leading_sizes(obj, uses, shape or (DEFAULT_BATCH, DEFAULT_FEATURES))
+    framework = framework_of(obj)
     found = signature_inputs(
         functools.partial(obj, *leading) if leading else obj,
         None,
@@ -269,8 +270,8 @@ def synthesise(
         operand_names=operand_names(operand),
         branch=branch,
         uses=uses,
+        framework=framework,
     )
-    framework = framework_of(obj)
     # leading sizes go by position, before the searched tensors, and a list argument gathers
     # its elements: a template, as a recorded call's (harvest.py), which the reproducer
     # spells out the same way
@@ -453,7 +454,7 @@ def _keras_entry(owner: type, method: str, target: str, seed: int) -> Entry:
             f"{owner.__name__}() needs constructor arguments ({exc}); "
             "configure an entry with `init`"
         ) from exc
-    found = signature_inputs(instance.call, _keras_input_spec(instance))
+    found = signature_inputs(instance.call, _keras_input_spec(instance), framework="tensorflow")
     template = found.template()
     return Entry(
         target,

@@ -140,7 +140,9 @@ def object_inputs(
         static = isinstance(attribute, staticmethod)
         # a method's signature without `self`
         target = source if static else functools.partial(source, None)
-        found = signature_inputs(target, None, allow_empty=True, uses=parameter_uses(source))
+        found = signature_inputs(
+            target, None, allow_empty=True, uses=parameter_uses(source), framework=framework
+        )
         specs, constants, chosen = found.specs, found.constants, found.chosen
         slots = tuple(found.slots) if found.template() is not None else ()
         names = (
@@ -157,7 +159,7 @@ def object_inputs(
     needs = (
         path_values(getattr(owner, member), line) if line is not None and not is_property else {}
     )
-    required, optional, init = _constructor(owner, needs)
+    required, optional, init = _constructor(owner, needs, framework)
     candidates = part_candidates(owner, required)  # objects the constructor checks for
     required = [name for name in required if name not in candidates]
     first: Exception | None = None  # the error of the plainest try, the one worth reading
@@ -222,7 +224,7 @@ def object_inputs(
 
 
 def _constructor(
-    owner: type, needs: Mapping[str, Any]
+    owner: type, needs: Mapping[str, Any], framework: str
 ) -> tuple[list[str], list[str], dict[str, Any]]:
     """(required tensor parameters, optional ones that default to None, constants for the
     other parameters without a default). `needs`: values the member's path to the flagged
@@ -233,7 +235,7 @@ def _constructor(
         raise EntryError(f"cannot read the signature of {owner.__name__}: {exc}") from exc
     # sizes and annotated constants (an `int`, a Literal), then the choices the line needs
     # and the package's own defaults
-    sized = {**constructor_args(owner), **_choices(owner, signature, needs)}
+    sized = {**constructor_args(owner, framework=framework), **_choices(owner, signature, needs)}
     required: list[str] = []
     optional: list[str] = []
     for param in signature.parameters.values():

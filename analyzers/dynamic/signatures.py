@@ -35,13 +35,27 @@ _SEED_NAME = re.compile(r"(^|_)seed$")
 SEED_VALUE = 0
 
 
-def _value_by_name(name: str) -> tuple[bool, Any]:
+# `dtype`, `compute_dtype`: the dtype to compute in is never data either. Searched as a float
+# tensor it fails at the code's first cast (`x.astype(dtype)`: jax-md's energy functions take
+# one); numcheck passes float32, spelled as the framework takes it.
+_DTYPE_NAME = re.compile(r"(^|_)dtype$")
+
+
+def _value_by_name(name: str, framework: str = "torch") -> tuple[bool, Any]:
     """(True, value) for an unannotated parameter whose name says it is not data: an epsilon
-    is a guard (`GUARD_VALUE`), a random seed a seed (`SEED_VALUE`); else (False, None)."""
+    is a guard (`GUARD_VALUE`), a random seed a seed (`SEED_VALUE`), a dtype float32 (a
+    `torch.dtype` for torch code, the name `"float32"`, which NumPy, JAX and TensorFlow all
+    take, for the others); else (False, None)."""
     if is_epsilon_name(name):
         return True, GUARD_VALUE
     if _SEED_NAME.search(name):
         return True, SEED_VALUE
+    if _DTYPE_NAME.search(name):
+        if framework == "torch":
+            import torch
+
+            return True, torch.float32
+        return True, "float32"
     return False, None
 
 
@@ -88,7 +102,9 @@ _SIZE_NAME = re.compile(
 )
 
 
-def constructor_args(owner: type, *, guess_unannotated: bool = False) -> dict[str, Any]:
+def constructor_args(
+    owner: type, *, guess_unannotated: bool = False, framework: str = "torch"
+) -> dict[str, Any]:
     """Values for an nn.Module's constructor parameters that have no default: an `int` or a
     parameter named like a size (`in_channels`, `dim`, `hidden_size`) is 8, two for heads;
     a value the constructor checks the parameter against (`if nu not in [0.5, 1.5, 2.5]`,
@@ -118,7 +134,7 @@ def constructor_args(owner: type, *, guess_unannotated: bool = False) -> dict[st
             args[param.name] = 8
         elif param.name in allowed:
             args[param.name] = allowed[param.name]
-        elif not text and (by_name := _value_by_name(param.name))[0]:
+        elif not text and (by_name := _value_by_name(param.name, framework))[0]:
             args[param.name] = by_name[1]
         else:
             found, value = constant_for(text)
@@ -155,6 +171,7 @@ def signature_inputs(
     operand_names: Collection[str] = (),
     branch: Mapping[str, Any] | None = None,
     uses: ParameterUses | None = None,
+    framework: str = "torch",
 ) -> SignatureInputs:
     """The input specs, keyword constants, the constants numcheck chose for parameters without
     a default (which the reproducer must pass), and the searched arguments' slots. A
@@ -171,7 +188,8 @@ def signature_inputs(
     an index is an integer tensor, one used as a size gets a shape, one its docstring types
     as an integer (and that has no default) gets `DEFAULT_FEATURES`. An unannotated parameter
     named as an epsilon (`eps`, `wn_eps`) with no default is a guard, not data: it gets
-    `GUARD_VALUE`, never a searched tensor; one named as a random seed gets `SEED_VALUE`."""
+    `GUARD_VALUE`, never a searched tensor; one named as a random seed gets `SEED_VALUE`, one
+    named as a dtype float32 as `framework` (the code's) spells it."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
@@ -202,7 +220,7 @@ def signature_inputs(
         # `def _merge_param(self, direction, scale, eps)`: every caller passes a small positive
         # epsilon; searched, it was set to 0 and "proved" `scale / (eps + norm)`
         fixed, fixed_value = (
-            _value_by_name(param.name)
+            _value_by_name(param.name, framework)
             if not annotation and param.default is inspect.Parameter.empty
             else (False, None)
         )

@@ -45,8 +45,19 @@ UNPROVEN_COLUMNS = ("bug", "cause", "note")
 #                  does not search it well: numcheck's own limit, to be fixed;
 #   budget         the review or the sandboxed run passed its time limit;
 #   not-here       searched and not triggered, and the bug does not show where numcheck ran
-#                  it (another backend or device).
-CAUSES = ("static-miss", "old-framework", "environment", "numcheck", "budget", "not-here")
+#                  it (another backend or device);
+#   upstream       the NaN/Inf is made, and proven, at an earlier line whose result the bug's
+#                  op reads: at the bug's line the op only passes it on (the fix guarded the
+#                  later op).
+CAUSES = (
+    "static-miss",
+    "old-framework",
+    "environment",
+    "numcheck",
+    "budget",
+    "not-here",
+    "upstream",
+)
 # The bug list names the failure; a finding names the op (and a pattern rule). These are the
 # same bug: `log-softmax` is a `log` finding of rule log-softmax, `norm` a division by one.
 OP_ALIASES: dict[str, frozenset[str]] = {
