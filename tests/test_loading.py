@@ -571,3 +571,63 @@ def test_a_file_imported_by_its_bare_name_from_beside_it_is_found_there(
             sys.path.remove(folder)
         siblings._ADDED.clear()
         sys.modules.pop("numcheck_sibling_ce", None)
+
+
+OLD_COLLECTIONS_HELPER = """from collections import Iterable  # collections.abc's since Python 3.3, gone from here in 3.10
+
+
+def as_list(values):
+    return list(values) if isinstance(values, Iterable) else [values]
+"""
+
+OLD_COLLECTIONS = '''import collections
+
+import torch
+
+from ocoll.helpers import as_list
+
+
+def mean_log(values):
+    """The mean log of the given tensors; a mapping's values when given one."""
+    if isinstance(values, collections.Mapping):  # read only when the function runs
+        values = list(values.values())
+    logs = [torch.log(v) for v in as_list(values)]
+    return sum(logs) / len(logs)
+'''
+
+
+def test_collections_abc_names_of_before_python_3_10_are_bound_to_their_new_place(
+    tmp_path: Path, clean_modules: object
+) -> None:
+    """`from collections import Iterable` in a module the flagged one imports (an import
+    error), and `collections.Mapping` read only when the flagged function runs (no error until
+    the search): both are the same classes of collections.abc, bound under their old names in
+    the search and, by the reproducer, before it imports the code."""
+    import collections
+    import collections.abc
+
+    from analyzers.dynamic import moved
+
+    repo = write_repo(
+        tmp_path,
+        {
+            "ocoll/__init__.py": "",
+            "ocoll/helpers.py": OLD_COLLECTIONS_HELPER,
+            "ocoll/losses.py": OLD_COLLECTIONS,
+        },
+    )
+    try:
+        loaded = load(repo, "ocoll.losses")
+        assert loaded.how == "import" and not loaded.stand_ins
+        assert {"collections.Iterable", "collections.Mapping"} <= set(loaded.moved)
+        assert collections.Iterable is collections.abc.Iterable  # type: ignore[attr-defined]
+        run = run_findings(repo, "ocoll/losses.py", ["mean_log"], finding_timeout=120, timeout=300)
+        # the reproducer runs in a fresh python, where collections has neither name
+        source = confirmed_reproducer(repo, run)
+        assert "collections.Iterable = collections.abc.Iterable" in source
+        assert "collections.Mapping = collections.abc.Mapping" in source
+    finally:
+        for name in ("Iterable", "Mapping"):
+            if name in vars(collections):
+                delattr(collections, name)
+        moved._MADE.clear()

@@ -229,6 +229,7 @@ def _load(repo_dir: Path, module_name: str) -> Loaded:
     source = path.read_text(encoding="utf-8", errors="replace") if path is not None else None
     if source is not None:
         moved.accept_old_keywords(source)  # `jnp.clip(x, a_min=0)` of an older JAX
+        moved.restore_named_in(source)  # `collections.Mapping` of a Python before 3.10
     work = top_level_work(source) if source is not None else None
     if work is not None and path is not None:  # never run a program by importing it
         return _loaded(
@@ -270,6 +271,14 @@ def _with_stand_ins(repo_dir: Path, base: Path, module_name: str, exc: BaseExcep
     when an error names none. The stand-ins stay for the other ways in: an extraction's
     imports use them too."""
     for _ in range(MAX_STAND_INS):
+        old_name = moved.moved_name(exc)  # `from collections import Iterable`, in a module
+        if old_name is not None and moved.restore(old_name):  # the flagged one imports
+            _forget(module_name)
+            try:
+                return importlib.import_module(module_name)
+            except Exception as again:  # noqa: BLE001 - the next missing name, or the end
+                exc = again
+                continue
         missing = missing_module(exc, base)
         if missing is None or module_name == missing or module_name.startswith(missing + "."):
             return None  # never a stand-in for the module itself or its packages

@@ -36,6 +36,37 @@ MOVED = {
     "jax.tree_structure": "jax.tree_util.tree_structure",
     "jax.tree_transpose": "jax.tree_util.tree_transpose",
 }
+# Python 3.10 dropped collections' aliases of the collections.abc classes; code of before then
+# imports them from there (`from collections import Iterable` in Keras 2.2, `collections.Mapping`
+# in GPflow of 2017), and fails at import before any op. The same classes, moved.
+COLLECTIONS_ABCS = (
+    "AsyncGenerator",
+    "AsyncIterable",
+    "AsyncIterator",
+    "Awaitable",
+    "ByteString",
+    "Callable",
+    "Collection",
+    "Container",
+    "Coroutine",
+    "Generator",
+    "Hashable",
+    "ItemsView",
+    "Iterable",
+    "Iterator",
+    "KeysView",
+    "Mapping",
+    "MappingView",
+    "MutableMapping",
+    "MutableSequence",
+    "MutableSet",
+    "Reversible",
+    "Sequence",
+    "Set",
+    "Sized",
+    "ValuesView",
+)
+MOVED.update({f"collections.{name}": f"collections.abc.{name}" for name in COLLECTIONS_ABCS})
 # functions whose keywords were renamed since: dotted name -> (old keyword, new keyword)s.
 # `jnp.clip(x, a_min=0)`, NumPy's spelling, was JAX's until 0.4.27 and is refused now.
 RENAMED_KEYWORDS = {
@@ -61,6 +92,43 @@ def restore(name: str) -> bool:
     if name not in _MADE:
         _MADE.append(name)
     return True
+
+
+_CANNOT_IMPORT = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
+_NO_ATTRIBUTE = re.compile(r"module '([\w.]+)' has no attribute '(\w+)'")
+
+
+def moved_name(exc: BaseException) -> str | None:
+    """The name of MOVED that `exc` says is missing (`cannot import name 'Iterable' from
+    'collections'`, `module 'collections' has no attribute 'Mapping'`), else None. Checked
+    before any stand-in: the standard library gets none, and a moved name needs none."""
+    text = str(exc)
+    if isinstance(exc, ImportError) and (found := _CANNOT_IMPORT.search(text)):
+        name = f"{found[2]}.{found[1]}"
+    elif isinstance(exc, AttributeError) and (found := _NO_ATTRIBUTE.search(text)):
+        name = f"{found[1]}.{found[2]}"
+    else:
+        return None
+    return name if name in MOVED else None
+
+
+def restore_named_in(source: str) -> list[str]:
+    """Restore the moved `collections` names `source` uses (`collections.Mapping`, `from
+    collections import Iterable`): one the module reads only when a function runs fails in
+    the search, not at import, where `moved_name` would have seen it."""
+    used = {f"collections.{name}" for name in re.findall(r"\bcollections\.(\w+)", source)}
+    for imported in re.findall(r"^\s*from\s+collections\s+import\s+([^\n#]+)", source, re.M):
+        used |= {f"collections.{part.split()[0]}" for part in imported.strip("()").split(",")}
+    names = [name for name in sorted(used) if name in MOVED]
+    return [name for name in names if _missing(name) and restore(name)]
+
+
+def _missing(name: str) -> bool:
+    owner, _, attribute = name.rpartition(".")
+    try:
+        return not hasattr(importlib.import_module(owner), attribute)
+    except ImportError:
+        return False
 
 
 def accept_old_keywords(source: str) -> list[str]:
