@@ -573,7 +573,8 @@ def test_a_file_imported_by_its_bare_name_from_beside_it_is_found_there(
         sys.modules.pop("numcheck_sibling_ce", None)
 
 
-OLD_COLLECTIONS_HELPER = """from collections import Iterable  # collections.abc's since Python 3.3, gone from here in 3.10
+# collections.abc's since Python 3.3, gone from collections in 3.10
+OLD_COLLECTIONS_HELPER = """from collections import Iterable
 
 
 def as_list(values):
