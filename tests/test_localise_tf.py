@@ -43,6 +43,11 @@ def masked_softmax(x):
     return tf.nn.softmax(scores)  # @softmax
 
 
+def root_of_log(x):
+    y = tf.math.log(x)  # @first
+    return tf.sqrt(y * y + 1.0)  # @passes-on
+
+
 def norm_of(x):
     squares = x * x
     return tf.sqrt(tf.reduce_sum(squares))  # @sqrt
@@ -271,3 +276,28 @@ def test_keras_3_ops_are_confirmed_on_tensorflow(tmp_path: Path) -> None:
         repo, "kpkg/norm.py", ["normalize"], finding_timeout=120, timeout=300, search_seconds=2.0
     )
     confirmed_reproducer(repo, run)
+
+
+def _searched(repo: Path, name: str, marker: str, op: str) -> Any:
+    from analyzers.dynamic.search import Budget
+    from analyzers.dynamic.stages import staged_search
+
+    path = str((repo / "tflocpkg" / "user.py").resolve())
+    lines = frozenset({line_of(marker)})
+    return staged_search(entry(repo, name), path, lines, op, 0, Budget(seconds=2.0))[1]
+
+
+def test_an_op_that_only_passes_on_an_earlier_nan_is_not_proven(repo: Path) -> None:
+    """sqrt(y * y + 1) of y = log(x): its operand is never below 1, and NaN only where the
+    log above made it so. sqrt's derivative read at that NaN is NaN whatever sqrt does, which
+    once "proved" the sqrt in the backward pass; the log is the finding with the proof."""
+    assert not _searched(repo, "root_of_log", "@passes-on", "sqrt").triggered
+    first = _searched(repo, "root_of_log", "@first", "log")
+    assert first.triggered and first.where == "forward"
+
+
+def test_a_masked_softmax_row_fails_forward_with_its_mask_allowed(repo: Path) -> None:
+    """The -inf entries are the mask itself (as in the torch search): a row with every entry
+    masked is softmax's own NaN, in the forward pass."""
+    found = _searched(repo, "masked_softmax", "@softmax", "softmax")
+    assert found.triggered and found.where == "forward", found

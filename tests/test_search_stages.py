@@ -73,6 +73,10 @@ MODULE = textwrap.dedent("""\
 
     def pairwise(x, adjacency):
         return torch.log(adjacency @ x + 0.97)  # @pairwise
+
+    def root_of_log(x):
+        y = torch.log(x)  # @first
+        return torch.sqrt(y * y + 1.0)  # @passes-on
     """)
 
 
@@ -412,3 +416,14 @@ def test_an_entry_that_cannot_take_a_batch_pays_two_evaluations_for_the_test(
     assert chunks[:2] == [1, 2] and all(c == 1 for c in chunks[2:]), chunks
     assert outcome.evaluations == len(chunks) + 1
     assert outcome.inputs[1].shape == (2, 2)
+
+
+def test_an_op_that_only_passes_on_an_earlier_nan_is_not_proven(source: Path) -> None:
+    """sqrt(y * y + 1) of y = log(x) is at least 1 wherever y is a number; it is NaN only
+    where the log above made it so, and sqrt's derivative read at a NaN is NaN whatever sqrt
+    does. That once "proved" the sqrt in the backward pass; the log holds the proof."""
+    entry = _entry(source, "root_of_log", "float32[4] in [-2, 2]")
+    budget = Budget(seconds=3, evaluations=400)
+    assert not _searcher(source, entry, "@passes-on", "sqrt", budget=budget).run().triggered
+    first = _searcher(source, entry, "@first", "log", budget=budget).run()
+    assert first.triggered and first.where == "forward"

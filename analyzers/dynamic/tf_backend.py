@@ -92,6 +92,15 @@ class TFProbe:
         restore(self._patched)
 
 
+def _no_nan(value: Any) -> bool:
+    """No NaN in a float tensor (an infinity is allowed: a mask's -inf)."""
+    import tensorflow as tf
+
+    if isinstance(value, tf.Tensor | tf.Variable) and value.dtype.is_floating:
+        return not bool(tf.reduce_any(tf.math.is_nan(value)))
+    return True
+
+
 def _finite(value: Any) -> bool:
     import tensorflow as tf
 
@@ -248,8 +257,13 @@ def evaluate_tf(
     result = Evaluation(reached=True, batch_kept=kept)
     for hit in probe.hits:
         # an already non-finite operand means the NaN/Inf was made upstream, not by this op,
-        # in either pass (a derivative read at a NaN operand is NaN whatever the op)
-        operand_ok = _finite(hit.operand) and _finite(hit.others)
+        # in either pass (a derivative read at a NaN operand is NaN whatever the op); softmax's
+        # -inf entries are the mask itself, as in the torch search
+        operand_ok = (
+            _no_nan(hit.operand)
+            if op == "softmax"
+            else _finite(hit.operand) and _finite(hit.others)
+        )
         if operand_ok and not _finite(hit.output):
             result.forward = True
         elif operand_ok and not result.forward and hit.operand.dtype.is_floating:
