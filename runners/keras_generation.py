@@ -53,7 +53,8 @@ KERAS_2_PACKAGES = frozenset({"tf-keras"})
 
 @dataclass(frozen=True)
 class KerasChoice:
-    """The Keras for the job ("2" or "3") and the reason, said in the run's notes."""
+    """The Keras for the job ("2" or "3") and which rule chose it (`keras_for`), for a
+    reader asking why a run took the Keras it did."""
 
     version: str
     why: str
