@@ -1,7 +1,8 @@
 """Keras 2 code on today's TensorFlow: a job whose `keras` is "2" (runners/keras_generation.py)
 runs the PR's code with `tf.keras` as tf_keras, and its reproducer makes the same choice for
-its reader. The metric below is written the Keras 2 way (`add_weight(name, shape=...)`, which
-Keras 3 refuses), and its `result()` before any update divides zero by zero.
+its reader. The metric and the layer below are written the Keras 2 way (`add_weight(name,
+shape=...)`, which Keras 3 refuses): the metric's `result()` before any update divides zero by
+zero, and the layer's log fails where its input sits on its centre.
 
 The real harness in a child process (the local runner), real TensorFlow and tf_keras.
 """
@@ -33,6 +34,21 @@ class MeanValue(tf.keras.metrics.Metric):
 
     def result(self):
         return self.total / tf.cast(self.count, self.dtype)
+
+
+@tf.function
+def shifted(x, centre):
+    if tf.reduce_max(x) > 100.0:  # Python control flow on a tensor: AutoGraph's, or eager
+        return x
+    return x - centre
+
+
+class Centred(tf.keras.layers.Layer):
+    def build(self, input_shape):
+        self.centre = self.add_weight("centre", shape=(input_shape[-1],), initializer="zeros")
+
+    def call(self, x):
+        return tf.math.log(tf.abs(shifted(x, self.centre)))
 """
 
 
@@ -41,7 +57,7 @@ def _run(root: Path, keras: str) -> Run:
     return run_findings(
         repo,
         "metrics/mean.py",
-        ["MeanValue.result"],
+        ["Centred.call", "MeanValue.result"],
         finding_timeout=90.0,
         timeout=300,
         harvest=False,
@@ -62,6 +78,16 @@ def test_a_fresh_keras_2_metric_is_proven_on_tf_keras(on_keras_2: Run) -> None:
     assert record["trigger"]["where"] == "forward" and record["trigger"]["inputs"] == []
 
 
+def test_a_keras_2_layer_is_seen_at_its_own_lines(on_keras_2: Run) -> None:
+    """Keras 2 converts `call` with AutoGraph on every call, even eagerly, and the converted
+    code runs from a generated file; with AutoGraph off, and the tf.function it calls run
+    eagerly (traced without AutoGraph, its `if` on a tensor would be refused), the log of
+    |x - centre| is reached at its line and fails at x = centre."""
+    record = on_keras_2.record("Centred.call")
+    assert record["status"] == "confirmed", record
+    assert record["trigger"]["where"] == "forward"
+
+
 def test_its_reproducer_chooses_keras_2_itself(on_keras_2: Run) -> None:
     """Run in a plain python child whose environment does not choose tf_keras: the reproducer
     sets TF_USE_LEGACY_KERAS before importing TensorFlow, and fails as the sandbox's run did;
@@ -78,7 +104,9 @@ def test_its_reproducer_chooses_keras_2_itself(on_keras_2: Run) -> None:
     ]
 
 
-def test_on_keras_3_the_same_metric_cannot_be_built(tmp_path: Path) -> None:
-    record = _run(tmp_path, "3").record("MeanValue.result")
-    assert record["status"] == "error", record
-    assert "got multiple values for argument 'shape'" in record["error"], record
+def test_on_keras_3_the_same_code_cannot_be_built(tmp_path: Path) -> None:
+    run = _run(tmp_path, "3")
+    for function in ("Centred.call", "MeanValue.result"):
+        record = run.record(function)
+        assert record["status"] == "error", record
+        assert "add_weight" in record["error"], record  # Keras 3's refusal of its arguments

@@ -301,3 +301,21 @@ def test_a_masked_softmax_row_fails_forward_with_its_mask_allowed(repo: Path) ->
     masked is softmax's own NaN, in the forward pass."""
     found = _searched(repo, "masked_softmax", "@softmax", "softmax")
     assert found.triggered and found.where == "forward", found
+
+
+def test_code_as_written_leaves_a_tf_function_its_own_conversion() -> None:
+    """Keras 2 code runs with AutoGraph off (entry.code_as_written), and a tf.function first
+    traced then still converts its body: its trace sets AutoGraph's status itself, so its
+    `if` on a tensor becomes a tf.cond instead of a refused Python bool."""
+    from analyzers.dynamic.entry import code_as_written
+
+    @tf.function
+    def doubled_when_positive(x: Any) -> Any:
+        if tf.reduce_max(x) > 0.0:
+            return x * 2.0
+        return x
+
+    assert not tf.config.functions_run_eagerly()  # traced, not run as plain Python
+    with code_as_written():
+        assert float(doubled_when_positive(tf.constant([1.5]))[0]) == 3.0
+        assert float(doubled_when_positive(tf.constant([-1.5]))[0]) == -1.5

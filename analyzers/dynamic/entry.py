@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -96,7 +97,7 @@ class Entry:
 
             with mixed_policy(self.autocast):
                 return self._call(inputs)
-        if self.framework == "tensorflow" and self.source != "script":
+        if self.framework == "tensorflow" and self.source != "script" and keras_2():
             with code_as_written():
                 return self._call(inputs)
         return self._call(inputs)  # a Keras layer under autocast has its policy built in
@@ -313,15 +314,22 @@ def call_with_weights(
     return functional_call(module, values, tuple(inputs[:split]), dict(kwargs) or None)
 
 
+def keras_2() -> bool:
+    """Whether `tf.keras` is Keras 2 (tf_keras) here: the harness chose it for code written
+    for it (runners/keras_generation.py) before TensorFlow was imported."""
+    return os.environ.get("TF_USE_LEGACY_KERAS") == "1"
+
+
 @contextlib.contextmanager
 def code_as_written() -> Iterator[None]:
-    """TensorFlow code run as its source reads, line by line: AutoGraph off for the call.
-    Keras 2 converts a metric's `update_state` and `result` with AutoGraph when the metric
-    is built (`tf_convert` under the status of then), even in eager mode, and the converted
-    code runs from a generated file: the probe, which finds the flagged line in the stack
-    (`LineWatch`), would never see it. In eager mode the conversion only replaces Python
-    control flow with its TensorFlow equivalent; the values are the same. A `tf.function`
-    converts its body whatever this says."""
+    """Keras 2 code run as its source reads, line by line: AutoGraph off for the call. Keras 2
+    converts a layer's `call` and a metric's `result` and `update_state` with AutoGraph on
+    every call, even in eager mode, under the status of then, and the converted code runs
+    from a generated file: the probe, which finds the flagged line in the stack
+    (`LineWatch`), would never see it. Eagerly the conversion only replaces Python control
+    flow with its TensorFlow equivalent, so the values are the same. A `tf.function` still
+    converts its own body (its trace sets the status itself); Keras 3 converts nothing, so
+    its code runs as before."""
     try:
         from tensorflow.python.autograph.core import ag_ctx
     except ImportError:  # a TensorFlow that has moved it: the code runs as TensorFlow chooses
