@@ -619,7 +619,9 @@ def test_collections_abc_names_of_before_python_3_10_are_bound_to_their_new_plac
     )
     try:
         loaded = load(repo, "ocoll.losses")
-        assert loaded.how == "import" and not loaded.stand_ins
+        # stand-ins are process-wide: another test's may be listed, never one for collections
+        assert loaded.how == "import"
+        assert not [name for name in loaded.stand_ins if name.startswith("collections")]
         assert {"collections.Iterable", "collections.Mapping"} <= set(loaded.moved)
         assert collections.Iterable is collections.abc.Iterable  # type: ignore[attr-defined]
         run = run_findings(repo, "ocoll/losses.py", ["mean_log"], finding_timeout=120, timeout=300)
