@@ -97,7 +97,7 @@ class Entry:
 
             with mixed_policy(self.autocast):
                 return self._call(inputs)
-        if self.framework == "tensorflow" and self.source != "script" and keras_2():
+        if self.framework == "tensorflow" and self.source != "script" and tf_keras_chosen():
             with code_as_written():
                 return self._call(inputs)
         return self._call(inputs)  # a Keras layer under autocast has its policy built in
@@ -314,7 +314,7 @@ def call_with_weights(
     return functional_call(module, values, tuple(inputs[:split]), dict(kwargs) or None)
 
 
-def keras_2() -> bool:
+def tf_keras_chosen() -> bool:
     """Whether `tf.keras` is Keras 2 (tf_keras) here: the harness chose it for code written
     for it (runners/keras_generation.py) before TensorFlow was imported."""
     return os.environ.get("TF_USE_LEGACY_KERAS") == "1"
