@@ -54,7 +54,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from runners.declared import declared_requirements
+from runners.declared import Declared, declared_requirements
 from runners.release_dates import capped
 
 SITE = "site"
@@ -169,15 +169,17 @@ def prepare(
     python: str | None = None,
     settings: DependencySettings | None = None,
     as_of: datetime | None = None,
+    declared: Declared | None = None,
 ) -> Environment:
     """The environment for `checkout`'s declared dependencies, built or taken from the cache.
     `as_of` (the reviewed commit's time, timezone-aware) bounds each requirement by the
-    release current then, where one can be installed (runners/release_dates.py).
+    release current then, where one can be installed (runners/release_dates.py); `declared`,
+    what the checkout declares when the caller has read it already.
     Raises DependencyError when pip cannot run at all; a requirement that fails is recorded."""
     settings = settings or DependencySettings.from_env()
     python = python or sys.executable
     started = time.monotonic()
-    declared = declared_requirements(checkout)
+    declared = declared if declared is not None else declared_requirements(checkout)
     if not settings.enabled or not declared.requirements:
         return Environment()
     base = installed_distributions(python)

@@ -277,6 +277,7 @@ def minimised_trigger(entry: Any, searcher: Any, outcome: Any) -> tuple[list[Any
 def _written(entry: Any, inputs: list[Any], target: Any, seed: int) -> tuple[dict[str, Any], str]:
     """The reproducer's plan, as the host will read it (through JSON), and the text
     `writer.write` makes of it: the very text the host writes again from the record."""
+    from analyzers.dynamic.entry import tf_keras_chosen
     from analyzers.dynamic.reproducer import plan
     from analyzers.dynamic.script import ScriptEntry, script_plan
     from analyzers.dynamic.writer import written
@@ -286,7 +287,7 @@ def _written(entry: Any, inputs: list[Any], target: Any, seed: int) -> tuple[dic
         if isinstance(entry, ScriptEntry)
         else plan(entry, inputs, target, seed)
     )
-    if keras_generation() == "2" and made.get("framework") == "tensorflow":
+    if tf_keras_chosen() and made.get("framework") == "tensorflow":
         made["keras"] = "2"  # the reader's run must import TensorFlow the way this one did
     return written(made, target)
 
@@ -1041,11 +1042,6 @@ def _choose_keras(version: Any) -> None:
     inherit it. Without tf_keras installed, Keras 3 stays."""
     if version == "2" and importlib.util.find_spec("tf_keras") is not None:
         os.environ["TF_USE_LEGACY_KERAS"] = "1"
-
-
-def keras_generation() -> str:
-    """The Keras the PR's code runs on here: "2" once `_choose_keras` chose tf_keras."""
-    return "2" if os.environ.get("TF_USE_LEGACY_KERAS") == "1" else "3"
 
 
 def _own_imports() -> None:

@@ -36,7 +36,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from runners.declared import declared_requirements
+from runners.declared import Declared, declared_requirements
 
 # TensorFlow 2.16.1's release, the first whose `tf.keras` is Keras 3
 KERAS_3_DEFAULT_SINCE = datetime(2024, 3, 8, tzinfo=UTC)
@@ -60,15 +60,19 @@ class KerasChoice:
     why: str
 
 
-def keras_for(checkout: Path, configured: str, as_of: datetime | None) -> KerasChoice:
+def keras_for(
+    checkout: Path, configured: str, as_of: datetime | None, declared: Declared | None = None
+) -> KerasChoice:
     """The Keras `tf.keras` should be when the checkout's code runs (see the module's
-    docstring for the order)."""
+    docstring for the order); `declared`, the checkout's requirements when the caller has
+    read them already (the dependency step reads the same)."""
     if configured in ("2", "3"):
         return KerasChoice(configured, f'the configuration says keras = "{configured}"')
-    try:
-        declared = declared_requirements(checkout)
-    except (OSError, ValueError):
-        declared = None
+    if declared is None:
+        try:
+            declared = declared_requirements(checkout)
+        except (OSError, ValueError):
+            declared = None
     if declared is not None:
         if "tf_keras" in declared.modules:
             return KerasChoice("2", "the code imports tf_keras")

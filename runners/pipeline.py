@@ -24,6 +24,7 @@ from analyzers.dynamic.loading import is_program
 from analyzers.model import AnalysisResult, Finding, StageError
 from analyzers.pipeline import analyze_diff, scan_paths
 from runners.base import Runner, RunResult
+from runners.declared import Declared, declared_requirements
 from runners.dependencies import DependencyError, Environment, prepare
 from runners.keras_generation import KerasChoice, keras_for
 from runners.local import LocalRunner
@@ -92,8 +93,9 @@ def scan(
             else:
                 runner = runner or default_runner()
                 checkout = root if whole_root else Path(workspace)
-                environment = dependencies(checkout, config, runner, result)
-                keras = keras_for(checkout, config.keras, commit_time(root, "HEAD"))
+                declared = read_declared(checkout, config)
+                environment = dependencies(checkout, config, runner, result, None, declared)
+                keras = keras_for(checkout, config.keras, commit_time(root, "HEAD"), declared)
                 job = _job(
                     Path(workspace), result.findings, config, result.repo, environment, keras
                 )
@@ -150,8 +152,9 @@ def confirm(repo_dir: Path, result: AnalysisResult, config: Config, runner: Runn
             if left_out:
                 result.errors.append(StageError("dynamic", _left_out_sentence(left_out)))
             committed = commit_time(repo_dir, result.head or "HEAD")
-            environment = dependencies(Path(workspace), config, runner, result, committed)
-            keras = keras_for(Path(workspace), config.keras, committed)
+            declared = read_declared(Path(workspace), config)
+            environment = dependencies(Path(workspace), config, runner, result, committed, declared)
+            keras = keras_for(Path(workspace), config.keras, committed, declared)
             job = _job(Path(workspace), result.findings, config, result.repo, environment, keras)
             sources = _sources(Path(workspace), result.findings)  # before the PR's code runs
             roots = source_roots(Path(workspace))
@@ -163,21 +166,36 @@ def confirm(repo_dir: Path, result: AnalysisResult, config: Config, runner: Runn
     result.timings["dynamic"] = round(time.perf_counter() - started, 4)
 
 
+def read_declared(checkout: Path, config: Config) -> Declared | None:
+    """What the checkout declares, read once for the two steps that need it: the dependency
+    install and the Keras choice (`keras = "auto"`). None when neither does, or when it
+    cannot be read: each step then reads it itself and fails the way it does."""
+    if not config.dependencies and config.keras != "auto":
+        return None
+    try:
+        return declared_requirements(checkout)
+    except (OSError, ValueError):
+        return None
+
+
 def dependencies(
     checkout: Path,
     config: Config,
     runner: Runner,
     result: AnalysisResult,
     as_of: datetime | None = None,
+    declared: Declared | None = None,
 ) -> Environment:
     """The checkout's declared dependencies, installed for the run (runners/dependencies.py)
     as of the reviewed commit's time; a failure costs the findings that need a missing
-    package, never the run."""
+    package, never the run. `declared`: what the checkout declares, if read already."""
     if not config.dependencies:
         return Environment()
     started = time.perf_counter()
     try:
-        environment = prepare(checkout, getattr(runner, "python", None), as_of=as_of)
+        environment = prepare(
+            checkout, getattr(runner, "python", None), as_of=as_of, declared=declared
+        )
     except (DependencyError, OSError) as exc:
         result.errors.append(StageError("dependencies", f"not installed: {exc}"))
         return Environment()

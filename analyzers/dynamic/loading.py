@@ -271,24 +271,19 @@ def _with_stand_ins(repo_dir: Path, base: Path, module_name: str, exc: BaseExcep
     when an error names none. The stand-ins stay for the other ways in: an extraction's
     imports use them too."""
     for _ in range(MAX_STAND_INS):
-        old_name = moved.moved_name(exc)  # `from collections import Iterable`, in a module
-        if old_name is not None and moved.restore(old_name):  # the flagged one imports
-            _forget(module_name)
-            try:
-                return importlib.import_module(module_name)
-            except Exception as again:  # noqa: BLE001 - the next missing name, or the end
-                exc = again
-                continue
-        missing = missing_module(exc, base)
-        if missing is None or module_name == missing or module_name.startswith(missing + "."):
-            return None  # never a stand-in for the module itself or its packages
-        _forget(module_name)
-        if not moved.restore(missing):  # `from jax import tree_map`: the same function
+        # `from jax import tree_map`, `from collections import Iterable` in a module the
+        # flagged one imports: the same function or class under its new name, no stand-in
+        old_name = moved.moved_name(exc)
+        if old_name is None or not moved.restore(old_name):
+            missing = missing_module(exc, base)
+            if missing is None or module_name == missing or module_name.startswith(missing + "."):
+                return None  # never a stand-in for the module itself or its packages
             folder = siblings.sibling_folder(missing, exc, repo_dir)
             if folder is not None:
                 siblings.append(repo_dir, folder)
             else:
                 install([missing])
+        _forget(module_name)
         try:
             return importlib.import_module(module_name)
         except Exception as again:  # noqa: BLE001 - the next missing module, or the end

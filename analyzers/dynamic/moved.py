@@ -26,6 +26,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from analyzers.dynamic.standins import CANNOT_IMPORT
+
 # old dotted name -> where the same function lives now
 MOVED = {
     "jax.tree_map": "jax.tree_util.tree_map",
@@ -94,7 +96,6 @@ def restore(name: str) -> bool:
     return True
 
 
-_CANNOT_IMPORT = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 _NO_ATTRIBUTE = re.compile(r"module '([\w.]+)' has no attribute '(\w+)'")
 
 
@@ -103,7 +104,7 @@ def moved_name(exc: BaseException) -> str | None:
     'collections'`, `module 'collections' has no attribute 'Mapping'`), else None. Checked
     before any stand-in: the standard library gets none, and a moved name needs none."""
     text = str(exc)
-    if isinstance(exc, ImportError) and (found := _CANNOT_IMPORT.search(text)):
+    if isinstance(exc, ImportError) and (found := CANNOT_IMPORT.search(text)):
         name = f"{found[2]}.{found[1]}"
     elif isinstance(exc, AttributeError) and (found := _NO_ATTRIBUTE.search(text)):
         name = f"{found[1]}.{found[2]}"

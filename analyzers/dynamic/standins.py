@@ -141,7 +141,8 @@ def install(names: Any) -> None:
 
 
 RUNTIME = (_StandInType, _StandIn, _stand_in_class, _StandInModule, _StandInFinder, install)
-_CANNOT_IMPORT = re.compile(
+# `from x import y` that failed: (y, x); moved.moved_name reads it too
+CANNOT_IMPORT = re.compile(
     r"cannot import name '(\w+)' from (?:partially initialized module )?'([\w.]+)'"
 )
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -194,7 +195,7 @@ def _named(exc: BaseException, repo_dir: Path) -> str | None:
     name: str | None = None
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         name = exc.name
-    elif isinstance(exc, ImportError) and (found := _CANNOT_IMPORT.search(str(exc))):
+    elif isinstance(exc, ImportError) and (found := CANNOT_IMPORT.search(str(exc))):
         name = f"{found[2]}.{found[1]}"
     else:
         name = _raising_library(exc, repo_dir)
