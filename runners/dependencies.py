@@ -19,6 +19,10 @@ at the end of its `sys.path`. This is a prepare step on the worker, never inside
   second PR of the same repository pays nothing. Entries are built in a temporary folder and
   renamed into place, so concurrent workers never see half an environment; the least recently
   used go past `keep`.
+- **Loadable beside NumPy 2.** A release whose compiled extensions were built against NumPy 1
+  (an old pin's pandas) is removed after the install and recorded as failed, so an optional
+  `import pandas` raises ImportError instead of `numpy.dtype size changed`
+  (`runners/numpy_abi.py`, which reads the files and runs none of them).
 - **Bounded**: a wall-clock limit for all pip calls and a size limit for the folder.
 - A requirement that cannot be installed that way (no wheel for this platform, a conflict
   with numcheck's environment) is set aside, with pip's reason, and the rest resolved
@@ -55,11 +59,14 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from runners.declared import Declared, declared_requirements
+from runners.numpy_abi import REASON as OLD_BUILD_REASON
+from runners.numpy_abi import numpy_1_builds
+from runners.numpy_abi import remove as remove_distribution
 from runners.release_dates import capped
 
 SITE = "site"
 MANIFEST = "manifest.json"
-FORMAT = 4  # bump when the folder layout, the manifest or the resolution changes
+FORMAT = 5  # bump when the folder layout, the manifest or the resolution changes
 RETRY_FAILED_AFTER = 3600.0  # seconds: an environment with failures is rebuilt after this
 ALONE_LIMIT = 40  # requirements resolved one by one when they cannot be resolved together
 SET_ASIDE_LIMIT = 16  # requirements set aside one pip error at a time before that
@@ -252,7 +259,12 @@ def prepare(
                 failed += [(text, why) for text in wanted if text not in named]
             else:
                 _drop_shadowing(building / SITE, checkout, importable_names(python))
-                installed = pins
+                old_builds = numpy_1_builds(building / SITE, base.get("numpy"))
+                for files in old_builds.values():
+                    remove_distribution(building / SITE, files)
+                installed = [pin for pin in pins if pin.split("==")[0] not in old_builds]
+                reason = OLD_BUILD_REASON.format(numpy=base.get("numpy"))
+                failed += [(pin, reason) for pin in pins if pin not in installed]
         if not installed:
             shutil.rmtree(building / SITE, ignore_errors=True)
         manifest = {

@@ -220,3 +220,20 @@ def test_uninitialised_memory_is_never_where_a_nan_was_made(repo: Path) -> None:
     assert mode.found is None
     mode.__torch_function__(reciprocal, (), (torch.zeros(2),))
     assert mode.found is not None and mode.found["op"] == "reciprocal"
+
+
+def test_a_lazy_module_that_fails_on_touch_holds_no_op(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TensorFlow's lazy `tf.keras` loader recurses without end once a checkout's own `keras`
+    shadows the one it expects (multi-backend Keras 2.2): looking for an op's owners there
+    finds none instead of failing every evaluation of the search with RecursionError."""
+    import types
+
+    from analyzers.dynamic.owners import owners
+
+    class Lazy(types.ModuleType):
+        def __getattr__(self, name: str) -> object:
+            return getattr(self, name)  # as tensorflow's KerasLazyLoader does here
+
+    monkeypatch.setitem(sys.modules, "numcheck_lazy_probe", Lazy("numcheck_lazy_probe"))
+    assert list(owners("numcheck_lazy_probe.backend.log")) == []
+    assert list(owners("numcheck_lazy_probe.log")) == []

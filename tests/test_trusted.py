@@ -542,3 +542,35 @@ def test_a_keras_2_plan_chooses_tf_keras_before_tensorflow_is_imported() -> None
     text = write(script, target)
     ast.parse(text)
     assert text.index("TF_USE_LEGACY_KERAS") < text.index("import tensorflow as tf")
+
+
+def test_a_factory_plan_calls_the_closure_the_function_returns() -> None:
+    """A closure a factory returns (factories.py): the factory is called with its constants
+    and the stand-in, the closure reached along its path, then called; each step is spelled
+    from data, so a forged step is refused."""
+    from runners.trusted import trusted_reproducer
+
+    factory = {
+        "closure": "update",
+        "init": [["eps", 0.0]],
+        "callables": ["fn"],
+        "path": [{"index": 1}, {"key": "step's"}, {"attribute": "update"}],
+    }
+    text, refused = trusted_reproducer(_record(_plan(factory=factory)), _finding())  # type: ignore[arg-type]
+    assert refused is None and text is not None, refused
+    assert "def _passes_through(*args, **kwargs):" in text and "return args[-1]" in text
+    assert 'made = rate(fn=_passes_through, eps=0.0)[1]["step\'s"].update' in text
+    assert "out = made(x)" in text
+    compile(text, "reproducer.py", "exec")
+    forged = [
+        {**factory, "path": [{"attribute": "update; __import__('os')"}]},
+        {**factory, "callables": ["fn=print"]},
+        {**factory, "path": [{"index": "0]; import os; x = [0"}]},
+    ]
+    for bad in forged:
+        text, refused = trusted_reproducer(_record(_plan(factory=bad)), _finding())  # type: ignore[arg-type]
+        assert text is None and refused is not None, bad
+    text, refused = trusted_reproducer(  # type: ignore[arg-type]
+        _record(_plan(factory=factory, qualname="Rates.rate")), _finding()
+    )
+    assert text is None and refused is not None and "factory" in refused

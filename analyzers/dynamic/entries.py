@@ -20,6 +20,7 @@ import torch
 
 from analyzers.dynamic.branches import branch_values, exponent_values
 from analyzers.dynamic.entry import Entry, device_type
+from analyzers.dynamic.factories import factory_call
 from analyzers.dynamic.layout import module_of, on_sys_path, source_roots
 from analyzers.dynamic.loading import load
 from analyzers.dynamic.objects import object_inputs
@@ -232,6 +233,7 @@ def synthesise(
         raise EntryError(f"importing {module_name} failed: {type(exc).__name__}: {exc}") from exc
     module = loaded.module
     parts = function.split(".")
+    called: Any = None  # what the entry calls, where that is not `obj` itself
     if "<locals>" in parts or function == "<module>":
         raise EntryError(f"{function} is not reachable from the module; configure an entry")
     try:
@@ -241,8 +243,13 @@ def synthesise(
         if outer is None:
             extra = f" (the module was {loaded.how}: {loaded.why})" if loaded.why else ""
             raise EntryError(f"{module_name} has no {function}{extra}; configure an entry") from exc
+        closure = parts[len(outer[0].split("."))]
         function, obj = outer  # a function defined inside it: calling it runs the op
         parts = function.split(".")
+        if len(parts) == 1:  # or returns it: the closure is what gets called (factories.py)
+            factory = factory_call(obj, closure, operand)
+            if factory is not None:
+                called, obj = factory, factory.made()
     target = f"{module_name}:{function}"
     if len(parts) >= 2:
         owner = resolve_attr(module, ".".join(parts[:-1]))
@@ -280,7 +287,7 @@ def synthesise(
     return Entry(
         target,
         found.specs,
-        obj,
+        obj if called is None else called,
         "synthesised",
         constants=found.constants,
         passed=found.chosen,

@@ -63,7 +63,7 @@ def owners(qualname: str) -> Iterator[tuple[Any, str]]:
         candidates.append("tensorflow.compat.v1" + rest)
     for path in candidates:
         owner = _resolve(path)
-        function = getattr(owner, attr, None) if owner is not None else None
+        function = _attribute(owner, attr) if owner is not None else None
         if not callable(function):
             continue
         yield owner, attr
@@ -86,7 +86,17 @@ def _resolve(path: str) -> Any:
     except ImportError:
         return None
     for part in parts[1:]:
-        obj = getattr(obj, part, None)
+        obj = _attribute(obj, part)
         if obj is None:
             return None
     return obj
+
+
+def _attribute(obj: Any, name: str) -> Any:
+    """`obj.name`, or None where reading it fails in any way: TensorFlow's lazy `tf.keras`
+    loader recurses without end once the checkout's own `keras` (multi-backend Keras 2.2)
+    shadows the one it expects, and a lazy module may fail to import on first touch."""
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # RecursionError among them
+        return None

@@ -14,6 +14,7 @@ import torch
 
 from analyzers.dynamic.encoding import encode_keywords, encode_value, layout
 from analyzers.dynamic.entry import Entry
+from analyzers.dynamic.factories import FactoryCall
 from analyzers.dynamic.lists import SearchedList
 from analyzers.dynamic.objects import ObjectCall
 from analyzers.dynamic.specs import InputSpec
@@ -66,7 +67,13 @@ def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) ->
         "script_dirs": list(getattr(entry, "script_dirs", ())),
         "moved": list(getattr(entry, "moved", ())),
         "constructed": bool(
-            entry.is_method or entry.init or (len(parts) == 1 and not _is_function(entry))
+            entry.is_method
+            or entry.init
+            or (
+                len(parts) == 1
+                and not _is_function(entry)
+                and not isinstance(entry.fn, FactoryCall)
+            )
         ),
         "rebuild": None if rebuild is None else rebuild.plan(),
         "init": encode_keywords(entry.init),
@@ -77,6 +84,7 @@ def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) ->
         ],
         "passed": encode_keywords(entry.passed),
         "object": None,
+        "factory": None,
         "template": None,
         "template_kwargs": [],
         "copies_inputs": entry.copies_inputs,
@@ -100,6 +108,13 @@ def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) ->
                 }
                 for part in entry.fn.parts
             ],
+        }
+    if isinstance(entry.fn, FactoryCall):  # the closure the function returns (factories.py)
+        out["factory"] = {
+            "closure": entry.fn.closure,
+            "init": encode_keywords(entry.fn.init),
+            "callables": list(entry.fn.callables),
+            "path": [{kind: step} for kind, step in entry.fn.path],
         }
     if entry.template is not None:
         out["template"] = [_slot(slot) for slot in entry.template]

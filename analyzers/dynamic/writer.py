@@ -491,6 +491,12 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     if obj is not None:  # built from the first inputs, then its member
         body.extend(_object_lines(obj, ".".join(parts[:-1]), names, module))
         call = "run"
+    factory = optional(plan.get("factory"), table, "the factory call")
+    if factory is not None:  # the closure the function returns, then called
+        if rebuild is not None or constructed or obj is not None or len(parts) != 1:
+            raise PlanError("a factory's plan is a module-level function's call, alone")
+        body.extend(_factory_lines(factory, qualname))
+        call = "made"
     passed = keywords(plan.get("passed", []), "the passed constants")
     # the code writes into its inputs in place: it gets copies, the gradient reaches the leaves
     copies = flag(plan.get("copies_inputs", False), "copies_inputs")
@@ -777,6 +783,43 @@ def _object_lines(obj: dict[str, Any], owner: str, names: list[str], module: str
         f"    obj = {owner}({call_arguments})",
         f"    return {used}",
     ]
+
+
+def _factory_lines(factory: dict[str, Any], qualname: str) -> list[str]:
+    """`made = factory(...)`, the closure it returns (factories.FactoryCall): the factory's
+    constants, and for each function parameter the stand-in that returns its last argument."""
+    callables = [
+        ident(n, "a function parameter") for n in items(factory.get("callables", []), "callables")
+    ]
+    given = ", ".join(
+        [
+            *(f"{name}=_passes_through" for name in callables),
+            *keywords(factory.get("init", []), "the factory's constants"),
+        ]
+    )
+    where = "".join(
+        _path_step(table(step, "a path step"))
+        for step in items(factory.get("path", []), "the closure's path")
+    )
+    lines = []
+    if callables:
+        lines += [
+            "def _passes_through(*args, **kwargs):",
+            f"    # stands in for {', '.join(callables)}: numcheck made it up, and the failing",
+            "    # value below does not come from it",
+            "    return args[-1]",
+        ]
+    closure = ident(factory.get("closure"), "the closure's name")
+    return [*lines, f"made = {qualname}({given}){where}  # {closure}, as {qualname} returns it"]
+
+
+def _path_step(step: dict[str, Any]) -> str:
+    """`[0]`, `["update"]` or `.update`: one step from the factory's result to its closure."""
+    if "index" in step:
+        return f"[{integer(step['index'], 'a path index')}]"
+    if "key" in step:
+        return f"[{_text(step['key'], 'a path key')!r}]"
+    return f".{ident(step.get('attribute'), 'a path attribute')}"
 
 
 def _part_lines(

@@ -133,6 +133,7 @@ def rebind(entry: Entry, module: ModuleType) -> Entry:
     import torch
 
     from analyzers.dynamic.entries import resolve_attr
+    from analyzers.dynamic.factories import FactoryCall
     from analyzers.dynamic.objects import ObjectCall
 
     qualname = entry.target.partition(":")[2]
@@ -147,6 +148,8 @@ def rebind(entry: Entry, module: ModuleType) -> Entry:
         return instance.to(entry.device) if entry.device != "cpu" else instance
 
     replay: Any = entry.fn
+    if isinstance(replay, FactoryCall):  # a closure a function returns: the patched function
+        return replace(entry, fn=replay.with_factory(resolve_attr(module, qualname)))
     if isinstance(replay, ObjectCall):  # a member of a plain class: the patched class
         return replace(
             entry, fn=replay.with_owner(resolve_attr(module, qualname.rpartition(".")[0]))
