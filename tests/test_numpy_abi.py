@@ -43,8 +43,8 @@ def _site(tmp_path: Path) -> Path:
     )
     _install(site, "pytz", "2024.1", {"pytz/__init__.py": b"utc = None\n"})  # no extension
     # a namespace folder another distribution shares
-    _install(site, "oldext", "0.1", {"shared/oldext/_c.so": OLD_NAME})
-    _install(site, "newer", "1.0", {"shared/newer/__init__.py": b""})
+    _install(site, "oldext", "0.1", {"common/oldext/_c.so": OLD_NAME})
+    _install(site, "newer", "1.0", {"common/newer/__init__.py": b""})
     return site
 
 
@@ -64,8 +64,8 @@ def test_removal_takes_the_distribution_and_the_folders_it_leaves_empty(tmp_path
         remove(site, files)
     assert not (site / "pandas").exists()  # no empty folder left to import as a namespace
     assert not (site / "pandas-1.5.0.dist-info").exists()
-    assert not (site / "shared" / "oldext").exists()
-    assert (site / "shared" / "newer" / "__init__.py").is_file()  # the shared folder's other
+    assert not (site / "common" / "oldext").exists()
+    assert (site / "common" / "newer" / "__init__.py").is_file()  # the common folder's other
     assert (site / "scipy" / "_lib" / "_ccallback.so").is_file()
     assert (site / "pytz" / "__init__.py").is_file()
 
