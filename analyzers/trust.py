@@ -246,3 +246,26 @@ def held_back_sentence(findings: Iterable[Finding], policy: str) -> str | None:
         f"{len(kept)} {noun} held back from inline comments "
         f'(comment_on = "{policy}"): {", ".join(parts)}.'
     )
+
+
+def proving_order(findings: Iterable[Finding]) -> list[Finding]:
+    """The order the sandbox tries `findings` in: what a proof would turn into an inline
+    comment first, then candidates, then findings in test files; within each, one finding
+    of every file in turn before a file's second.
+
+    The sandboxed run has one wall clock for the whole pull request (`dynamic_timeout`), and
+    a finding it does not reach stays an error. On a large pull request (Keras brought into
+    its own repository: 237 findings) the clock runs out long before the last finding, and in
+    the order of the diff one file with 31 findings and the tests that follow it took the
+    time of the code under review. A proof in a test file is worth least: a test's inputs are
+    its own choice. Taking files in turn keeps one long file from starving the rest."""
+    tiers: dict[int, dict[str, list[Finding]]] = {}
+    for finding in findings:
+        tier = 2 if is_test_file(finding.path) else 1 if is_candidate(finding) else 0
+        tiers.setdefault(tier, {}).setdefault(finding.path, []).append(finding)
+    ordered: list[Finding] = []
+    for tier in sorted(tiers):
+        queues = list(tiers[tier].values())
+        for turn in range(max(len(q) for q in queues)):
+            ordered += [queue[turn] for queue in queues if turn < len(queue)]
+    return ordered

@@ -23,6 +23,7 @@ from analyzers.dynamic.layout import PACKAGING_FILES, source_roots
 from analyzers.dynamic.loading import is_program
 from analyzers.model import AnalysisResult, Finding, StageError
 from analyzers.pipeline import analyze_diff, scan_paths
+from analyzers.trust import proving_order
 from runners.base import Runner, RunResult
 from runners.declared import Declared, declared_requirements
 from runners.dependencies import DependencyError, Environment, prepare
@@ -373,7 +374,8 @@ def _job(
         "repo": str(workspace),
         # the declared dependencies' folder, appended to the job's sys.path (read-only)
         "dependencies": os.path.realpath(site) if site is not None else None,
-        "findings": [f.to_json() for f in findings],
+        # the code under review before candidates and tests, files in turn (one wall clock)
+        "findings": [f.to_json() for f in proving_order(findings)],
         "entries": [dict(e) for e in config.entries],
         "seed": config.seed,
         "harvest": config.harvest,

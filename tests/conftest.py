@@ -124,6 +124,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_layout",
         "test_made_up_constants",
         "test_numpy_abi",
+        "test_proving_order",
         "test_report",
         "test_rules",
         "test_seccomp",
