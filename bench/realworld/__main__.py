@@ -71,7 +71,8 @@ def _parser() -> argparse.ArgumentParser:
         "--timeout",
         type=float,
         default=600.0,
-        help="wall-clock limit per pull request, seconds (default 600)",
+        help="the sandboxed run's wall clock per pull request (dynamic_timeout, less 30 s), "
+        "seconds (default 600); a review is stopped 600 s past it",
     )
     parser.add_argument("--search-seconds", type=float, default=5.0)
     parser.add_argument("--json", type=Path, default=None, help="write every row here")
