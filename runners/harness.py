@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from runners.warm_python import WarmPython
+from runners.warm_python import WARM_HELPER, WarmPython
 
 # Keras 3 runs on TensorFlow here
 SUPPORTED_FRAMEWORKS = ("torch", "tensorflow", "keras", "jax", "numpy")
@@ -1081,6 +1081,7 @@ def work() -> int:
     """The worker (`--worker`): where the PR's code runs. It never sees the nonce; its records
     go to the supervisor (runners/supervisor.py), which checks each against the stage this
     process announced and adds the nonce itself."""
+    REPRODUCERS.adopt(os.environ.pop(WARM_HELPER, ""))  # forked by the boot, if it could
     job = json.load(sys.stdin)
     _own_stdout()
     _choose_keras(job.get("keras"))

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runners.seccomp import install as install_seccomp  # the standard library's ctypes only
+from runners.warm_python import WARM_HELPER  # the standard library only
 
 STATUSES = frozenset({"confirmed", "not-triggered", "potential", "error"})
 FIX_STATUSES = frozenset({"validated", "none-validated", "error"})
@@ -170,8 +171,18 @@ class Ledger:
 
 # The worker's start: isolated (`-I`: no working directory, no PYTHON* variables on its path),
 # importing the harness from where this supervisor's came from, never from the checkout.
+# First it forks the reproducers' warm helper from the helper's own program, run as text
+# before anything of numcheck is imported: torch is imported once for both
+# (runners/warm_python_server.py fork_server), and the harness adopts the helper.
+WARM_BOOT = (
+    "import os, sys; "
+    "helper = os.path.join(sys.argv[1], 'runners', 'warm_python_server.py'); "
+    "warm = {'__name__': 'numcheck_warm_helper'}; "
+    "exec(compile(open(helper, encoding='utf-8').read(), helper, 'exec'), warm); "
+    f"os.environ[{WARM_HELPER!r}] = warm['fork_server'](); "
+)
 WORKER_BOOT = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
+    WARM_BOOT + "sys.path.insert(0, sys.argv[1]); "
     "from runners.harness import main; raise SystemExit(main())"
 )
 OWN_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

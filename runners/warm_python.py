@@ -7,8 +7,10 @@ torch before the script's first line; on a 2-core worker that was half of `numch
 (runners/warm_python_server.py) and forks it per script, so each run starts after that import.
 
 Inside the sandbox only: the helper is the harness worker's child, under the same limits,
-and it never runs a script's code itself. When it cannot start or dies, runs fall back to a
-fresh Python (`run_cold`), so a reproducer is never lost to the shortcut.
+and it never runs a script's code itself. A sandboxed worker forks it at its start, before
+anything of numcheck or the checkout is imported, so torch is imported once for both
+(`WarmPython.adopt`); elsewhere it is started on first use. When it cannot start or dies,
+runs fall back to a fresh Python (`run_cold`), so a reproducer is never lost to the shortcut.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 SERVER_SOURCE = Path(__file__).with_name("warm_python_server.py")
+# where a harness worker's boot leaves the helper it forked, for `WarmPython.adopt`
+WARM_HELPER = "NUMCHECK_WARM_HELPER"
 STDERR_TAIL = 2000  # characters of the script's stderr that come back
 ANSWER_SLACK = 15.0  # seconds past a run's timeout before the helper counts as hung
 
@@ -58,7 +62,7 @@ class WarmPython:
 
     def __init__(self, python: str = sys.executable) -> None:
         self.python = python
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: subprocess.Popen[bytes] | Forked | None = None
         self._answers: AnswerLines | None = None
         self._folder: str | None = None
         self._broken = False
@@ -101,13 +105,32 @@ class WarmPython:
             self.warm_runs += 1
             return returncode, _tail(stderr)
 
+    def adopt(self, forked: str) -> bool:
+        """Serve runs from a helper the worker forked at its start ("pid,request_fd,answer_fd"
+        from warm_python_server.fork_server), which imported torch with the worker instead
+        of after it. A text that is not one leaves the helper to be started on first use."""
+        try:
+            pid, request, answer = (int(part) for part in forked.split(","))
+        except ValueError:
+            return False
+        with self._lock:
+            if self._proc is not None or self._broken:
+                return False
+            self._proc = Forked(pid, request, answer)
+            self._answers = AnswerLines(answer)
+            self._folder = tempfile.mkdtemp(prefix="numcheck-warm-")
+            if not self._closes_at_exit:
+                atexit.register(self.close)
+                self._closes_at_exit = True
+        return True
+
     def close(self) -> None:
         with self._lock:
             self._stop()
 
     # ------------------------------------------------------------ pieces
 
-    def _started(self) -> subprocess.Popen[bytes] | None:
+    def _started(self) -> subprocess.Popen[bytes] | Forked | None:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
         if self._proc is not None:  # it exited between runs
@@ -157,6 +180,43 @@ class WarmPython:
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = None
+
+
+class Forked:
+    """A helper forked by the worker itself (`WarmPython.adopt`), handled as far as
+    `WarmPython` handles a `subprocess.Popen`: its request pipe as `stdin`, its answers'
+    descriptor, and its exit status."""
+
+    def __init__(self, pid: int, request_fd: int, answer_fd: int) -> None:
+        self.pid = pid
+        self.stdin: IO[bytes] | None = os.fdopen(request_fd, "wb")
+        self.stdout: IO[bytes] | None = os.fdopen(answer_fd, "rb", buffering=0)
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: gone all the same
+                self.returncode = -signal.SIGKILL
+            else:
+                if done:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0.0)
+            time.sleep(0.01)
+        assert self.returncode is not None
+        return self.returncode
 
 
 class AnswerLines:

@@ -134,5 +134,42 @@ def serve() -> None:
         answers.write(json.dumps({"returncode": _wait(pid, float(request["timeout"]))}) + "\n")
 
 
+def fork_server() -> str:
+    """Fork this interpreter into the helper, for a harness worker at its start: the worker
+    has then imported torch once for itself and its helper, where a helper started later
+    imports it again (about 2 s of CPU a job). Returns "pid,request_fd,answer_fd" for
+    `WarmPython.adopt`, or "" where no helper could be forked.
+
+    Only a worker's boot calls this, run from this file's text before anything of numcheck
+    or of the checkout is imported (runners/supervisor.py WORKER_BOOT), so the helper holds
+    the standard library and torch alone, as one started by `python -c` does. Its stdin and
+    stdout become the two pipes: the worker's own stdin (the job) and stdout (the records
+    the supervisor reads) are never the helper's, and when the worker ends, its end of the
+    request pipe closes and the helper's `serve` returns."""
+    try:
+        request_read, request_write = os.pipe()
+        answer_read, answer_write = os.pipe()
+        pid = os.fork()
+    except OSError:
+        return ""
+    if pid == 0:
+        code = 0
+        try:
+            os.close(request_write)
+            os.close(answer_read)
+            os.dup2(request_read, 0)
+            os.dup2(answer_write, 1)
+            os.close(request_read)
+            os.close(answer_write)
+            sys.stdin = open(0, closefd=False)  # noqa: SIM115
+            serve()
+        except BaseException:
+            code = 1
+        os._exit(code)
+    os.close(request_read)
+    os.close(answer_write)
+    return f"{pid},{request_write},{answer_read}"
+
+
 if __name__ == "__main__":  # as `python -c`; importing it (a layout check) runs nothing
     serve()

