@@ -643,7 +643,9 @@ CONFIG_KEYS: tuple[KeySpec, ...] = (
         "dynamic_timeout",
         "integer >= 1",
         "Wall-clock limit for the whole sandboxed "
-        "run, in seconds; findings finished before it keep their results.",
+        "run, in seconds; findings finished before it keep their results. Findings are tried "
+        "in this order: those a proof would make inline comments first, then candidates, then "
+        "test files, one finding of each file in turn.",
         "dynamic_timeout = 600",
     ),
     KeySpec(
