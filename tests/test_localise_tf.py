@@ -48,6 +48,11 @@ def root_of_log(x):
     return tf.sqrt(y * y + 1.0)  # @passes-on
 
 
+def ratio_of_log(x):
+    y = tf.math.log(x)  # @numerator-first
+    return y / (x * x + 1.0)  # @divides-on
+
+
 def norm_of(x):
     squares = x * x
     return tf.sqrt(tf.reduce_sum(squares))  # @sqrt
@@ -319,3 +324,13 @@ def test_code_as_written_leaves_a_tf_function_its_own_conversion() -> None:
     with code_as_written():
         assert float(doubled_when_positive(tf.constant([1.5]))[0]) == 3.0
         assert float(doubled_when_positive(tf.constant([-1.5]))[0]) == -1.5
+
+
+def test_a_division_that_only_passes_on_an_earlier_nan_numerator_is_not_proven(repo: Path) -> None:
+    """log(x) / (x * x + 1): the divisor is at least 1, and the quotient is NaN or -inf only
+    where the log above made the numerator so. Only the divisor was checked once, which
+    "proved" such divisions on real code (Keras's learning-rate schedules dividing a 0/0 made
+    on an earlier line); the log holds the proof."""
+    assert not _searched(repo, "ratio_of_log", "@divides-on", "div").triggered
+    first = _searched(repo, "ratio_of_log", "@numerator-first", "log")
+    assert first.triggered and first.where == "forward"

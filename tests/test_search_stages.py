@@ -77,6 +77,10 @@ MODULE = textwrap.dedent("""\
     def root_of_log(x):
         y = torch.log(x)  # @first
         return torch.sqrt(y * y + 1.0)  # @passes-on
+
+    def ratio_of_log(x):
+        y = torch.log(x)  # @numerator-first
+        return y / (x * x + 1.0)  # @divides-on
     """)
 
 
@@ -426,4 +430,17 @@ def test_an_op_that_only_passes_on_an_earlier_nan_is_not_proven(source: Path) ->
     budget = Budget(seconds=3, evaluations=400)
     assert not _searcher(source, entry, "@passes-on", "sqrt", budget=budget).run().triggered
     first = _searcher(source, entry, "@first", "log", budget=budget).run()
+    assert first.triggered and first.where == "forward"
+
+
+def test_a_division_that_only_passes_on_an_earlier_nan_numerator_is_not_proven(
+    source: Path,
+) -> None:
+    """log(x) / (x * x + 1): the divisor is at least 1; the quotient is NaN or -inf only where
+    the log above made the numerator so. Only the divisor was checked once, so a NaN made on
+    an earlier line "proved" the division; the log holds the proof."""
+    entry = _entry(source, "ratio_of_log", "float32[4] in [-2, 2]")
+    budget = Budget(seconds=3, evaluations=400)
+    assert not _searcher(source, entry, "@divides-on", "div", budget=budget).run().triggered
+    first = _searcher(source, entry, "@numerator-first", "log", budget=budget).run()
     assert first.triggered and first.where == "forward"

@@ -114,13 +114,15 @@ class JaxProbe:
             if operand is None or not _is_array(operand) or not probe.watch.caller_on_line():
                 return original(*args, **kwargs)
             out = original(*args, **kwargs)
+            call = call_site(probe.op, name, args, kwargs, operand)
             fails = (
                 _floating(operand)
                 and finite(operand)
+                and finite(call.rest)
                 and finite(out)
                 and _derivative_fails(original, args, kwargs, operand_at)
             )
-            probe.hits.append(JaxHit(operand, out, fails, call_site(probe.op, name, args, kwargs)))
+            probe.hits.append(JaxHit(operand, out, fails, call))
             return out
 
         return watched
@@ -194,7 +196,7 @@ def evaluate_jax(
     guiding: list[Hit] = []
     for hit in probe.hits:
         others = [o for o in hit.call.others if _is_array(o)]
-        operand_ok = finite(hit.operand) and finite(others)
+        operand_ok = finite(hit.operand) and finite(others) and finite(list(hit.call.rest))
         if operand_ok and not finite(hit.output):
             result.forward = True
         elif operand_ok and hit.derivative_fails:

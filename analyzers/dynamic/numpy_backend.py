@@ -132,7 +132,7 @@ class NumpyProbe:
                 return original(*args, **kwargs)
             out = original(*args, **kwargs)
             probe.hits.append(
-                NumpyHit(np.asarray(operand), out, call_site(probe.op, name, args, kwargs))
+                NumpyHit(np.asarray(operand), out, call_site(probe.op, name, args, kwargs, operand))
             )
             return out
 
@@ -192,7 +192,7 @@ def evaluate_numpy(
     guiding: list[Hit] = []
     for hit in probe.hits:
         others = [o for o in hit.call.others if isinstance(o, np.ndarray)]
-        operand_ok = finite(hit.operand) and finite(others)
+        operand_ok = finite(hit.operand) and finite(others) and finite(list(hit.call.rest))
         if operand_ok and not finite(hit.output):
             result.forward = True
         if operand_ok and _floating(hit.operand):

@@ -110,7 +110,8 @@ class OpProbe(TorchFunctionMode):
                 isinstance(out, torch.Tensor) or (isinstance(out, tuple) and tensors_in(out))
             ):
                 # tuples: eigh, svd and slogdet return several tensors
-                self.hits.append(Hit(name, operand, out, call_site(self.op, name, args, kwargs)))
+                call = call_site(self.op, name, args, kwargs, operand)
+                self.hits.append(Hit(name, operand, out, call))
         return out
 
     def reset(self) -> None:

@@ -257,11 +257,14 @@ class Searcher:
         per_chunk = [math.inf] * chunks if chunks > 1 else []
         for hit in hits:
             # softmax's -inf entries are the mask itself; elsewhere an already non-finite
-            # operand means the NaN/Inf was made upstream, not by this op
+            # operand, or any other argument (a numerator made NaN on an earlier line), means
+            # the NaN/Inf was made upstream, not by this op
             operand_ok = (
                 (not bool(torch.isnan(hit.operand).any()))
                 if self.op == "softmax"
-                else _finite(hit.operand) and _finite(list(hit.call.others))
+                else _finite(hit.operand)
+                and _finite(list(hit.call.others))
+                and _finite(list(hit.call.rest))
             )
             if operand_ok and not _finite(hit.output):
                 result.forward = True

@@ -16,7 +16,7 @@ smallest eigenvalue for cholesky).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -64,6 +64,9 @@ class CallSite:
     func_name: str = ""
     others: tuple[Any, ...] = ()
     params: Mapping[str, Any] = field(default_factory=dict)
+    # every other argument of the call, flattened: an op handed a NaN/Inf there (a numerator
+    # made NaN on an earlier line) only passes it on, which proves nothing about this op
+    rest: tuple[Any, ...] = ()
 
 
 def _arg(
@@ -80,9 +83,29 @@ def _arg(
 
 
 def call_site(
+    op: str,
+    func_name: str,
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object],
+    operand: object = None,
+) -> CallSite:
+    """The parts of one intercepted call (torch, TensorFlow, JAX or NumPy) the op's objective
+    reads, and the call's arguments but `operand` (`CallSite.rest`)."""
+    rest = tuple(value for value in _flattened((args, kwargs)) if value is not operand)
+    return replace(_objective_parts(op, func_name, args, kwargs), rest=rest)
+
+
+def _flattened(value: object) -> list[object]:
+    if isinstance(value, tuple | list):
+        return [leaf for item in value for leaf in _flattened(item)]
+    if isinstance(value, Mapping):
+        return [leaf for item in value.values() for leaf in _flattened(item)]
+    return [value]
+
+
+def _objective_parts(
     op: str, func_name: str, args: tuple[object, ...], kwargs: Mapping[str, object]
 ) -> CallSite:
-    """The parts of one intercepted call (torch or TensorFlow) the op's objective reads."""
     if op == "atan2":  # torch.atan2(input, other), Tensor.atan2(other), tf.math.atan2(y, x)
         other = _arg(args, kwargs, 1, "other", "x", "x2")
         return CallSite(func_name, (other,) if other is not None else ())

@@ -70,7 +70,7 @@ class TFProbe:
                 return original(*args, **kwargs)
             on_line = probe.watch.caller_on_line()
             operand = args[operand_at] if on_line and operand_at < len(args) else None
-            call = call_site(probe.op, name, args, kwargs) if operand is not None else None
+            call = call_site(probe.op, name, args, kwargs, operand) if operand is not None else None
             if operand is not None and probe.tape is not None:
                 for t in [operand, *(call.others if call else ())]:
                     if isinstance(t, tf.Tensor | tf.Variable):
@@ -256,13 +256,14 @@ def evaluate_tf(
         return Evaluation(batch_kept=kept)
     result = Evaluation(reached=True, batch_kept=kept)
     for hit in probe.hits:
-        # an already non-finite operand means the NaN/Inf was made upstream, not by this op,
+        # an already non-finite operand or other argument (a numerator made NaN on an earlier
+        # line) means the NaN/Inf was made upstream, not by this op,
         # in either pass (a derivative read at a NaN operand is NaN whatever the op); softmax's
         # -inf entries are the mask itself, as in the torch search
         operand_ok = (
             _no_nan(hit.operand)
             if op == "softmax"
-            else _finite(hit.operand) and _finite(hit.others)
+            else _finite(hit.operand) and _finite(hit.others) and _finite(list(hit.call.rest))
         )
         if operand_ok and not _finite(hit.output):
             result.forward = True
