@@ -141,7 +141,7 @@ def fork_server() -> str:
     `WarmPython.adopt`, or "" where no helper could be forked.
 
     Only a worker's boot calls this, run from this file's text before anything of numcheck
-    or of the checkout is imported (runners/supervisor.py WORKER_BOOT), so the helper holds
+    or of the checkout is imported (runners/supervisor.py WARM_BOOT), so the helper holds
     the standard library and torch alone, as one started by `python -c` does. Its stdin and
     stdout become the two pipes: the worker's own stdin (the job) and stdout (the records
     the supervisor reads) are never the helper's, and when the worker ends, its end of the
