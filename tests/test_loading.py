@@ -634,3 +634,26 @@ def test_collections_abc_names_of_before_python_3_10_are_bound_to_their_new_plac
             if name in vars(collections):
                 delattr(collections, name)
         moved._MADE.clear()
+
+
+@pytest.mark.parametrize(
+    ("name", "lo", "hi"),
+    [
+        ("log_probs", -100.0, 0.0),
+        ("keep_prob", 0.0, 1.0),
+        ("confmat", 0.0, 100.0),
+        ("step", 0.0, 100.0),  # Keras's schedules at a negative step were noise
+        ("global_step", 0.0, 100.0),
+        ("decay_steps", 0.0, 100.0),  # 0 stays in: a schedule of 0 steps divides by it
+        ("stddev", 0.0, 100.0),  # a Laplacian kernel of negative width was noise
+        ("sigma", 0.0, 100.0),
+        ("steps_per_epoch_ratio", -100.0, 100.0),  # only a name that ends so
+        ("x", -100.0, 100.0),
+    ],
+)
+def test_a_parameters_name_keeps_it_on_its_side_of_0(name: str, lo: float, hi: float) -> None:
+    from analyzers.dynamic.signatures import named_domain
+    from analyzers.dynamic.specs import default_spec
+
+    spec = named_domain(name, default_spec((4,)))
+    assert (spec.lo, spec.hi) == (lo, hi)

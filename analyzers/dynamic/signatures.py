@@ -62,11 +62,14 @@ def _value_by_name(name: str, framework: str = "torch") -> tuple[bool, Any]:
 # What a tensor parameter's name says its values are, by the field's conventions: a
 # log-probability (`log_probs`, `logp`, `log_targets`, `token_log_probs`) is at most 0, a
 # probability (`probs`, `keep_prob`) lies in [0, 1], a count or a confusion matrix (`counts`,
-# `confmat`) is at least 0. A synthesised call draws such a parameter on that side of 0, edges
-# included, since the real bugs sit there (a probability of exactly 0, an empty class's
-# count): read as reviews, `exp(log_targets)` "proved" with a log-probability of 95 and a
-# Matthews correlation of negative counts were noise to every reader. Checked in order: a
-# `log_probs` is a log-probability before it is a probability.
+# `confmat`) is at least 0, and so are a training step or epoch (`step`, `global_step`,
+# `decay_steps`) and a standard deviation (`stddev`, `sigma`). A synthesised call draws such a
+# parameter on that side of 0, edges included, since the real bugs sit there (a probability
+# of exactly 0, an empty class's count, a schedule of 0 steps): read as reviews,
+# `exp(log_targets)` "proved" with a log-probability of 95, a Matthews correlation of negative
+# counts, Keras's learning-rate schedules at a negative step and a Laplacian kernel of negative
+# width were noise to every reader. Checked in order: a `log_probs` is a log-probability
+# before it is a probability.
 _NAMED_DOMAINS: tuple[tuple[re.Pattern[str], float | None, float | None], ...] = (
     (
         re.compile(
@@ -78,6 +81,8 @@ _NAMED_DOMAINS: tuple[tuple[re.Pattern[str], float | None, float | None], ...] =
     ),
     (re.compile(r"(^|_)(probs?|probabilit(y|ies))$"), 0.0, 1.0),
     (re.compile(r"(^|_)(counts?|confmat|conf_?mat(rix)?|confusion_?matri(x|ces))$"), 0.0, None),
+    (re.compile(r"(^|_)(steps?|iterations?|epochs?)$"), 0.0, None),
+    (re.compile(r"(^|_)(std|stddev|stdev|sigma|std_?dev(iation)?)$"), 0.0, None),
 )
 
 
