@@ -40,6 +40,7 @@ from analyzers.dynamic.signatures import (
     annotation_text,
     constructor_args,
     fits,
+    named_domain,
     positional_names,
     signature_inputs,
     undecorated,
@@ -194,6 +195,11 @@ def object_inputs(
                 continue
             init_specs = _signs_accepted(call, init_specs, specs, constants, framework)
             init_specs = _declared_ranges(owner, init_names, init_specs)
+            # a constructor's `decay_steps` or `stddev` keeps the side of 0 its name says
+            init_specs = [
+                named_domain(name, spec)
+                for name, spec in zip([*part_names, *init_names], init_specs, strict=True)
+            ]
             return ObjectInputs(
                 call,
                 [*init_specs, *specs],
