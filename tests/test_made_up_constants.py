@@ -70,3 +70,43 @@ def test_constants_left_at_zero_or_from_a_recorded_call_keep_the_comment() -> No
     data_only = _confirmed({"values": -59.2})
     del data_only.trigger["box"]["inputs"][1]["attribute"]
     assert comment_inline(data_only, "proven")
+
+
+ADAM_REFERENCE = (
+    "import numpy as np\n\n"
+    "def adam_update_numpy(param, g_t, t, m, v, lr=0.001, beta1=0.9, beta2=0.999):\n"
+    "    lr_t = lr * np.sqrt(1 - beta2**(t + 1)) / (1 - beta1**(t + 1))\n"
+    "    return param - lr_t * g_t\n"
+)
+
+
+def test_a_proof_on_a_made_up_call_to_a_test_files_function_is_held_back() -> None:
+    """Keras's `adam_test.py` keeps a NumPy reference of Adam's step; "proved" at beta1 = 1
+    on a made-up call, it was noise: the test's inputs are its own choice. The same proof
+    from the tests' own call, or in the code under review, is commented."""
+    (finding,) = [
+        f
+        for f in scan_source(ADAM_REFERENCE, "keras/optimizer_v2/adam_test.py").findings
+        if f.op == "div"
+    ]
+    finding.status = "confirmed"
+    finding.trigger = {"evaluations": 1, "inputs": [], "box": {"source": "synthesised"}}
+    assert not comment_inline(finding, "proven")
+    assert held_back_reason(finding) == "test-made-up"
+    text = render_markdown(
+        AnalysisResult(repo="r", base=None, head="h", config={}, findings=[finding])
+    )
+    assert "1 test-made-up (confirmed only on a made-up call to a function in a test file" in text
+    assert "proven only on a test file's function called with made-up inputs" in text
+    finding.trigger["box"]["source"] = "recorded"
+    assert comment_inline(finding, "proven")
+    (in_code,) = [
+        f
+        for f in scan_source(ADAM_REFERENCE, "keras/optimizer_v2/adam_ref.py").findings
+        if f.op == "div"
+    ]
+    in_code.status, in_code.trigger = (
+        "confirmed",
+        finding.trigger | {"box": {"source": "synthesised"}},
+    )
+    assert comment_inline(in_code, "proven")

@@ -45,6 +45,7 @@ from analyzers.trust import (
     comment_inline,
     comment_on,
     held_back_sentence,
+    proves_a_tests_helper,
     proves_only_the_op,
     rests_on_constants,
 )
@@ -344,6 +345,7 @@ def review_body(result: AnalysisResult, inline: Collection[str] = frozenset()) -
                 (cancels_guard, "by cancelling an epsilon"),
                 (proves_only_the_op, "where a wrapper's callers choose the operand"),
                 (rests_on_constants, "with constants the code is handed set by numcheck"),
+                (proves_a_tests_helper, "on a test file's function called with made-up inputs"),
             )
             if any(map(test, kept))
         )
