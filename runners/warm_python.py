@@ -116,12 +116,8 @@ class WarmPython:
         with self._lock:
             if self._proc is not None or self._broken:
                 return False
-            self._proc = Forked(pid, request, answer)
-            self._answers = AnswerLines(answer)
             self._folder = tempfile.mkdtemp(prefix="numcheck-warm-")
-            if not self._closes_at_exit:
-                atexit.register(self.close)
-                self._closes_at_exit = True
+            self._hold(Forked(pid, request, answer))
         return True
 
     def close(self) -> None:
@@ -139,7 +135,7 @@ class WarmPython:
         self._folder = tempfile.mkdtemp(prefix="numcheck-warm-")
         env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
         try:
-            self._proc = subprocess.Popen(
+            proc = subprocess.Popen(
                 [self.python, "-c", SERVER_SOURCE.read_text(encoding="utf-8")],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -149,12 +145,18 @@ class WarmPython:
         except OSError:
             self._give_up(None, broken=True)
             return None
-        assert self._proc.stdout is not None
-        self._answers = AnswerLines(self._proc.stdout.fileno())
+        self._hold(proc)
+        return proc
+
+    def _hold(self, proc: subprocess.Popen[bytes] | Forked) -> None:
+        """`proc` as the helper (started here, or forked by the worker): its answers read
+        from its stdout, and stopped when this process exits."""
+        assert proc.stdout is not None
+        self._proc = proc
+        self._answers = AnswerLines(proc.stdout.fileno())
         if not self._closes_at_exit:
             atexit.register(self.close)
             self._closes_at_exit = True
-        return self._proc
 
     def _give_up(self, child: int | None, *, broken: bool) -> None:
         """Stop the helper and whatever run it had going; after a `broken` one, later runs

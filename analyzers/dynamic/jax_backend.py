@@ -195,8 +195,8 @@ def evaluate_jax(
     result = Evaluation(reached=True, batch_kept=kept)
     guiding: list[Hit] = []
     for hit in probe.hits:
-        others = [o for o in hit.call.others if _is_array(o)]
-        operand_ok = finite(hit.operand) and finite(others) and finite(list(hit.call.rest))
+        # `rest` holds every other argument, the objective's `others` among them
+        operand_ok = finite(hit.operand) and finite(hit.call.rest)
         if operand_ok and not finite(hit.output):
             result.forward = True
         elif operand_ok and hit.derivative_fails:

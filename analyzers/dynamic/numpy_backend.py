@@ -191,8 +191,8 @@ def evaluate_numpy(
     result = Evaluation(reached=True, batch_kept=kept)
     guiding: list[Hit] = []
     for hit in probe.hits:
-        others = [o for o in hit.call.others if isinstance(o, np.ndarray)]
-        operand_ok = finite(hit.operand) and finite(others) and finite(list(hit.call.rest))
+        # `rest` holds every other argument, the objective's `others` among them
+        operand_ok = finite(hit.operand) and finite(hit.call.rest)
         if operand_ok and not finite(hit.output):
             result.forward = True
         if operand_ok and _floating(hit.operand):

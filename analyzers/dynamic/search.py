@@ -262,9 +262,7 @@ class Searcher:
             operand_ok = (
                 (not bool(torch.isnan(hit.operand).any()))
                 if self.op == "softmax"
-                else _finite(hit.operand)
-                and _finite(list(hit.call.others))
-                and _finite(list(hit.call.rest))
+                else _finite(hit.operand) and _finite(hit.call.rest)  # `others` are in `rest`
             )
             if operand_ok and not _finite(hit.output):
                 result.forward = True

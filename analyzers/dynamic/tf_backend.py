@@ -263,7 +263,7 @@ def evaluate_tf(
         operand_ok = (
             _no_nan(hit.operand)
             if op == "softmax"
-            else _finite(hit.operand) and _finite(hit.others) and _finite(list(hit.call.rest))
+            else _finite(hit.operand) and _finite(hit.call.rest)  # `others` are in `rest`
         )
         if operand_ok and not _finite(hit.output):
             result.forward = True
