@@ -223,6 +223,29 @@ def _refitted(
     return repaired(entry, failure, one_call(path, lines, op, seed))
 
 
+def _at_smaller_sizes(
+    searched: tuple[Any, Any, Any],
+    path: str,
+    lines: frozenset[int],
+    op: str,
+    seed: int,
+    budget: Any,
+) -> tuple[Any, Any, Any]:
+    """The first search of the synthesised call at smaller sizes that proves the op, when
+    the values never moved its operand (sizes.py); else the search as it was."""
+    from analyzers.dynamic.sizes import share, smaller_calls
+    from analyzers.dynamic.stages import staged_search
+
+    entry, _, searcher = searched
+    for smaller in smaller_calls(entry, searcher):
+        tried = staged_search(
+            smaller, path, lines, op, seed, share(budget), shows_in_entry(smaller)
+        )
+        if tried[1].triggered:
+            return tried
+    return searched
+
+
 def _script_entry(
     repo: Path, table: dict[str, Any], finding: dict[str, Any], lines: frozenset[int], seed: int
 ) -> Any:
@@ -415,6 +438,10 @@ def confirm(
         if fitted is not None:  # some inputs in the shapes the code's error named
             entry, outcome, searcher = staged_search(
                 fitted, path, lines, finding["op"], seed, budget, shows_in_entry(fitted)
+            )
+        if outcome.reached and not outcome.triggered:  # a divisor made of sizes
+            entry, outcome, searcher = _at_smaller_sizes(
+                (entry, outcome, searcher), path, lines, finding["op"], seed, budget
             )
         last = (entry, outcome, searcher)
         if outcome.reached and not outcome.triggered and entry.source == "harvested":

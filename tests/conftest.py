@@ -168,6 +168,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_script_programs",
         "test_search_stages",
         "test_shape_repair",
+        "test_sizes",
         "test_static_dtype",
         "test_warm_python",
         "test_weight_ranges",
@@ -179,6 +180,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_localise_tf",
         "test_precision_tf",
         "test_script_mode_tf",
+        "test_tf1_names",
     ),
     "jax": ("test_jax_dynamic", "test_numpy_dynamic"),
     "app": (

@@ -12,9 +12,17 @@ A keyword renamed since (`jnp.clip(x, a_min=0)`, now `min=`) is the same functio
 the module's source passes an old keyword the installed function refuses, the function is
 wrapped to take it under its new name (`RENAMED_KEYWORDS`).
 
+TensorFlow 2 dropped TensorFlow 1's top-level names it renamed or retired (`tf.to_float`,
+`tf.mod`, `tf.log`) and kept every one of them, the same functions, in `tf.compat.v1`.
+tensor2tensor of 2017 computes its timing signal with `tf.to_float(num_timescales) - 1`: the
+name `tf.to_float` is bound to `tf.compat.v1.to_float`, TensorFlow 1's own function. Only
+names the top level lacks are bound (`TF1_MOVES`), so a name TensorFlow 2 kept with a new
+meaning (`tf.where`) keeps it.
+
 Only the moves listed in `MOVED` (old name -> new name, the same function with the same
-arguments) and the renames in `RENAMED_KEYWORDS` are made, so a plan can name nothing else;
-the reproducer makes the same moves (`lines`), before it imports the code, and says why.
+arguments), TensorFlow 1's names (`tf1_target`) and the renames in `RENAMED_KEYWORDS` are
+made, so a plan can name nothing else (`known`); the reproducer makes the same moves
+(`lines`), before it imports the code, and says why.
 """
 
 from __future__ import annotations
@@ -75,17 +83,38 @@ RENAMED_KEYWORDS = {
     "jax.numpy.clip": (("a_min", "min"), ("a_max", "max")),
 }
 MOVED_OR_RENAMED = (*MOVED, *RENAMED_KEYWORDS)
+# TensorFlow 2 keeps TensorFlow 1's whole API here: `tensorflow.NAME` -> `TF1_API.NAME`
+TF1_API = "tensorflow.compat.v1"
+_TF1_NAME = re.compile(r"tensorflow\.([A-Za-z_]\w*)")
 _MADE: list[str] = []  # the moves (and keyword renames) this process made, in order
 
 
+def tf1_target(name: str) -> str | None:
+    """Where TensorFlow 2 keeps TensorFlow 1's top-level `name` (`tensorflow.to_float` ->
+    `tensorflow.compat.v1.to_float`); None for any other name. Read off the name alone, so
+    the reproducer's writer can check a plan's moves without TensorFlow."""
+    found = _TF1_NAME.fullmatch(name)
+    return f"{TF1_API}.{found[1]}" if found else None
+
+
+def target(name: str) -> str | None:
+    """Where the function `name` names lives now, if it is a move numcheck makes."""
+    return MOVED.get(name) or tf1_target(name)
+
+
+def known(name: str) -> bool:
+    """Whether `name` is a move or keyword rename numcheck makes (what a plan may name)."""
+    return name in MOVED_OR_RENAMED or tf1_target(name) is not None
+
+
 def restore(name: str) -> bool:
-    """Bind `name` (a key of MOVED) to the function it moved to; False when it is not a
-    known move or the new place is missing too."""
-    target = MOVED.get(name)
-    if target is None:
+    """Bind `name` (a key of MOVED, or a TensorFlow 1 name) to the function it moved to;
+    False when it is not a known move or the new place is missing too."""
+    target_name = target(name)
+    if target_name is None:
         return False
     owner, _, attribute = name.rpartition(".")
-    place, _, function = target.rpartition(".")
+    place, _, function = target_name.rpartition(".")
     try:
         value = getattr(importlib.import_module(place), function)
         setattr(importlib.import_module(owner), attribute, value)
@@ -110,18 +139,34 @@ def moved_name(exc: BaseException) -> str | None:
         name = f"{found[1]}.{found[2]}"
     else:
         return None
-    return name if name in MOVED else None
+    return name if name in MOVED or (tf1_target(name) and _missing(name)) else None
 
 
 def restore_named_in(source: str) -> list[str]:
     """Restore the moved `collections` names `source` uses (`collections.Mapping`, `from
-    collections import Iterable`): one the module reads only when a function runs fails in
-    the search, not at import, where `moved_name` would have seen it."""
+    collections import Iterable`) and the TensorFlow 1 names it reads off its `tensorflow`
+    import (`tf.to_float`): one the module reads only when a function runs fails in the
+    search, not at import, where `moved_name` would have seen it."""
     used = {f"collections.{name}" for name in re.findall(r"\bcollections\.(\w+)", source)}
     for imported in re.findall(r"^\s*from\s+collections\s+import\s+([^\n#]+)", source, re.M):
         used |= {f"collections.{part.split()[0]}" for part in imported.strip("()").split(",")}
     names = [name for name in sorted(used) if name in MOVED]
-    return [name for name in names if _missing(name) and restore(name)]
+    return [name for name in [*names, *_tf1_names_in(source)] if _missing(name) and restore(name)]
+
+
+_TF_IMPORT = re.compile(r"^\s*import\s+tensorflow(?:\s+as\s+(\w+))?\s*(?:#.*)?$", re.M)
+
+
+def _tf1_names_in(source: str) -> list[str]:
+    """The `tensorflow.NAME`s `source` reads through its plain `import tensorflow [as tf]`
+    (`import tensorflow.compat.v1 as tf` is TensorFlow 1's API already, and matches not)."""
+    aliases = {alias or "tensorflow" for alias in _TF_IMPORT.findall(source)}
+    used = {
+        name
+        for alias in aliases
+        for name in re.findall(rf"(?<![\w.]){re.escape(alias)}\.([A-Za-z_]\w*)", source)
+    }
+    return [f"tensorflow.{name}" for name in sorted(used)]
 
 
 def _missing(name: str) -> bool:
@@ -176,9 +221,9 @@ def made() -> tuple[str, ...]:
 
 
 def lines(names: Sequence[str]) -> list[str]:
-    """The reproducer's lines that make the same moves (names already checked against
-    MOVED)."""
-    moves = [name for name in names if name in MOVED]
+    """The reproducer's lines that make the same moves (names already checked by
+    `known`)."""
+    moves = [name for name in names if target(name) is not None]
     renames = [name for name in names if name in RENAMED_KEYWORDS]
     out = []
     if moves:
@@ -187,8 +232,8 @@ def lines(names: Sequence[str]) -> list[str]:
             "is bound to the same function under its new name"
         )
     for name in moves:
-        place = MOVED[name].rpartition(".")[0]
-        out += [f"import {place}", f"{name} = {MOVED[name]}"]
+        new = target(name) or name
+        out += [f"import {new.rpartition('.')[0]}", f"{name} = {new}"]
     if renames:
         out += [
             f"# the code passes keywords its framework has since renamed: {', '.join(renames)}"

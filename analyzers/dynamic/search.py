@@ -66,6 +66,9 @@ DIRECTED_STAGES = STAGES[:-1]
 # ValueError("probs must be non-negative")`) is not structural: a later stage's zeros or
 # corners may pass it.
 SAME_ERROR_LIMIT = 8
+# evaluations that reached the op, all with one objective, before `Searcher.flat` says the
+# searched values cannot move it
+FLAT_EVIDENCE = 16
 STRUCTURAL_ERRORS = frozenset(
     {
         "TypeError",
@@ -212,6 +215,8 @@ class Searcher:
         self._batch: int | None = None  # restarts per call, once a batched run has shown it
         self._last: Evaluation | None = None  # what `run` made of the last point yielded
         self.trace: list[tuple[int, float, str]] = []
+        self.reached_count = 0  # evaluations that reached the op, and their objective's range
+        self.lowest, self.highest = math.inf, -math.inf
         spec = CATALOGUE.by_op.get(op)
         self.search_trace = SearchTrace(spec.suspect_loss if spec and spec.suspect_loss else op)
 
@@ -340,6 +345,13 @@ class Searcher:
         return self.accepts(evaluation)
 
     # ------------------------------------------------------------------ bookkeeping
+    @property
+    def flat(self) -> bool:
+        """Every evaluation that reached the op, FLAT_EVIDENCE of them at least, saw one and
+        the same objective: the searched values do not move the operand (a divisor made of
+        the inputs' sizes, `channels // 2 - 1`), so only other sizes could (sizes.py)."""
+        return self.reached_count >= FLAT_EVIDENCE and self.lowest == self.highest
+
     def _out_of_budget(self) -> bool:
         return (
             self.count >= self.budget.evaluations
@@ -354,6 +366,9 @@ class Searcher:
             self.trace.append((self.count, evaluation.loss, stage))
         accepted = self.accepts(evaluation)
         if evaluation.reached:
+            self.reached_count += 1
+            self.lowest = min(self.lowest, evaluation.loss)
+            self.highest = max(self.highest, evaluation.loss)
             self.search_trace.add(
                 self.count,
                 time.perf_counter() - self.started,

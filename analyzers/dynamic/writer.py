@@ -30,9 +30,9 @@ from typing import Any
 
 from analyzers.catalogue import python_errors
 from analyzers.dtypes import LOW_PRECISIONS
+from analyzers.dynamic import moved
 from analyzers.dynamic.layout import root_of
 from analyzers.dynamic.loading import HOW, import_lines
-from analyzers.dynamic.moved import MOVED_OR_RENAMED
 from analyzers.dynamic.siblings import checked_dir
 from analyzers.dynamic.standins import may_stand_in
 
@@ -127,6 +127,13 @@ def choice(value: Any, options: tuple[str, ...], what: str) -> str:
     if value in options:
         return str(value)
     raise PlanError(f"{what} is not one of {', '.join(options)}")
+
+
+def _moved(value: Any) -> str:
+    """A framework name the plan says was bound to where it moved: only one numcheck moves."""
+    if isinstance(value, str) and moved.known(value):
+        return value
+    raise PlanError("a moved name is not one numcheck moves")
 
 
 def optional(value: Any, check: Any, what: str) -> Any:
@@ -440,10 +447,7 @@ def _write_entry(plan: dict[str, Any], target: Target) -> str:
     script_dirs = [
         _script_dir(folder) for folder in items(plan.get("script_dirs", []), "the script folders")
     ]
-    moves = [
-        choice(name, MOVED_OR_RENAMED, "a moved name")
-        for name in items(plan.get("moved", []), "the moved names")
-    ]
+    moves = [_moved(name) for name in items(plan.get("moved", []), "the moved names")]
     inputs = items(plan.get("inputs"), "the inputs")
     names = [ident(table(i, "an input").get("name"), "an input's name") for i in inputs]
     if len(set(names)) != len(names):
