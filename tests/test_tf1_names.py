@@ -18,8 +18,8 @@ pytest.importorskip("tensorflow")
 from harness_support import run_findings, run_script, write_repo  # noqa: E402
 
 from analyzers.dynamic import moved  # noqa: E402
-from analyzers.static import scan_source  # noqa: E402
 from analyzers.dynamic.writer import PlanError, _moved  # noqa: E402
+from analyzers.static import scan_source  # noqa: E402
 
 SIGNAL = """\
 import math

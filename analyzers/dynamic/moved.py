@@ -229,7 +229,7 @@ def lines(names: Sequence[str]) -> list[str]:
     if moves:
         out.append(
             f"# the code uses names its framework has since moved: {', '.join(moves)}; each "
-            "is bound to the same function under its new name"
+            "is bound to the same function where it lives now"
         )
     for name in moves:
         new = target(name) or name
