@@ -51,6 +51,7 @@ def run_findings(
     search_seconds: float = 3.0,
     harvest: bool = True,
     keras: str = "3",
+    fix: bool = True,
 ) -> Run:
     """Every finding of `path` through the harness, after checking the static pass flags
     exactly `functions` (sorted) there."""
@@ -67,6 +68,7 @@ def run_findings(
         "finding_timeout": finding_timeout,
         "harvest": harvest,
         "keras": keras,
+        "fix": fix,  # False: no fix stage after a proof (a test about the proof alone)
     }
     result = with_reproducers(LocalRunner().run(job, timeout=timeout), findings)
     assert result.outcome == "ok", (result.reason, result.stderr[-2000:])

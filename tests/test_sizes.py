@@ -35,7 +35,16 @@ def test_a_divisor_made_of_sizes_is_proven_at_the_size_that_makes_it_zero(
     """At the default [4, 8] the divisor is 3 whatever the values, at [2, 2] it is 1, at
     [1, 1] it is 0: the proof and its reproducer use the last."""
     repo = write_repo(tmp_path, {"stats/__init__.py": "", "stats/spread.py": SPREAD})
-    run = run_findings(repo, "stats/spread.py", ["column_mean"], finding_timeout=60, timeout=180)
+    run = run_findings(
+        repo,
+        "stats/spread.py",
+        ["column_mean"],
+        finding_timeout=60,
+        timeout=180,
+        search_seconds=1.0,
+        harvest=False,
+        fix=False,
+    )
     record = run.record("column_mean")
     assert record["status"] == "confirmed", record
     assert [spec["shape"] for spec in record["box"]["inputs"]] == [[1, 1]]

@@ -53,6 +53,9 @@ def test_tensorflow_1_names_run_as_tensorflow_1s_functions(tmp_path: Path) -> No
         ["position_signal", "position_signal"],  # the division and the exp after it
         finding_timeout=120,
         timeout=300,
+        search_seconds=1.0,
+        harvest=False,
+        fix=False,
     )
     division = scan_source(SIGNAL, "timing/signal.py").findings[0]
     assert division.op == "div"
