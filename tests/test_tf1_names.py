@@ -86,6 +86,15 @@ def test_a_plan_may_name_only_a_move_numcheck_makes() -> None:
     """The sandbox writes the plan; its moved names become code in the reproducer."""
     assert _moved("tensorflow.to_float") == "tensorflow.to_float"
     assert _moved("collections.Mapping") == "collections.Mapping"
-    for forged in ("os.system", "tensorflow.to_float; import os", "tensorflow.a.b", 3):
+    forged = (
+        "os.system",
+        "tensorflow.to_float; import os",
+        "tensorflow.a.b",
+        "tensorflow.__class__",
+        "tensorflow.if",
+        "tensorflow.ｘ",
+        3,
+    )
+    for forged_name in forged:
         with pytest.raises(PlanError):
-            _moved(forged)
+            _moved(forged_name)

@@ -16,7 +16,7 @@ TensorFlow 2 dropped TensorFlow 1's top-level names it renamed or retired (`tf.t
 `tf.mod`, `tf.log`) and kept every one of them, the same functions, in `tf.compat.v1`.
 tensor2tensor of 2017 computes its timing signal with `tf.to_float(num_timescales) - 1`: the
 name `tf.to_float` is bound to `tf.compat.v1.to_float`, TensorFlow 1's own function. Only
-names the top level lacks are bound (`TF1_MOVES`), so a name TensorFlow 2 kept with a new
+names the top level lacks are bound (`_missing`), so a name TensorFlow 2 kept with a new
 meaning (`tf.where`) keeps it.
 
 Only the moves listed in `MOVED` (old name -> new name, the same function with the same
@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import keyword
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -85,7 +86,8 @@ RENAMED_KEYWORDS = {
 MOVED_OR_RENAMED = (*MOVED, *RENAMED_KEYWORDS)
 # TensorFlow 2 keeps TensorFlow 1's whole API here: `tensorflow.NAME` -> `TF1_API.NAME`
 TF1_API = "tensorflow.compat.v1"
-_TF1_NAME = re.compile(r"tensorflow\.([A-Za-z_]\w*)")
+# a public name, plain ASCII: the sandbox's plan names it, and the reproducer writes it as code
+_TF1_NAME = re.compile(r"tensorflow\.([A-Za-z]\w*)", re.ASCII)
 _MADE: list[str] = []  # the moves (and keyword renames) this process made, in order
 
 
@@ -94,7 +96,9 @@ def tf1_target(name: str) -> str | None:
     `tensorflow.compat.v1.to_float`); None for any other name. Read off the name alone, so
     the reproducer's writer can check a plan's moves without TensorFlow."""
     found = _TF1_NAME.fullmatch(name)
-    return f"{TF1_API}.{found[1]}" if found else None
+    if found is None or keyword.iskeyword(found[1]):
+        return None
+    return f"{TF1_API}.{found[1]}"
 
 
 def target(name: str) -> str | None:
