@@ -18,6 +18,8 @@ from harness_support import confirmed_reproducer, run_findings, write_repo  # no
 from analyzers.dynamic.entry import Entry  # noqa: E402
 from analyzers.dynamic.sizes import resized  # noqa: E402
 from analyzers.dynamic.specs import InputSpec  # noqa: E402
+from analyzers.report.summary import proof_sentence  # noqa: E402
+from analyzers.static import scan_source  # noqa: E402
 
 SPREAD = """\
 import torch
@@ -47,8 +49,14 @@ def test_a_divisor_made_of_sizes_is_proven_at_the_size_that_makes_it_zero(
     )
     record = run.record("column_mean")
     assert record["status"] == "confirmed", record
-    assert [spec["shape"] for spec in record["box"]["inputs"]] == [[1, 1]]
+    assert [(spec["shape"], spec["source"]) for spec in record["box"]["inputs"]] == [
+        ([1, 1], "resized")
+    ]
     confirmed_reproducer(repo, run)
+    (finding,) = scan_source(SPREAD, "stats/spread.py").findings
+    finding.status = "confirmed"
+    finding.trigger = {**record["trigger"], "box": record["box"]}
+    assert "float32[1, 1] in [-100, 100] (sizes cut:" in proof_sentence(finding)
 
 
 def _entry(*specs: InputSpec) -> Entry:
@@ -63,5 +71,6 @@ def test_only_synthesised_boxes_shrink() -> None:
     smaller = resized(_entry(default, observed, configured), 2)
     assert smaller is not None
     assert [spec.shape for spec in smaller.specs] == [(2, 2), (4, 8), (4, 8)]
+    assert [spec.source for spec in smaller.specs] == ["resized", "observed", "config"]
     assert resized(_entry(observed, configured), 2) is None
     assert resized(_entry(InputSpec("float32", (1, 2), -1.0, 1.0, "default")), 2) is None

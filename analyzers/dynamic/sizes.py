@@ -9,7 +9,7 @@ can only end not-triggered. When every evaluation that reached the op saw one ob
 dimension of its synthesised tensors cut to 2, then to 1 (the smallest sizes a batch, a
 sequence or a channel axis takes without being empty), each in a part of the budget. Only
 synthesised boxes shrink: a recorded call's shapes are the tests' own. The box states the
-shapes, so the proof and its reproducer show them.
+shapes, and says they were cut (source "resized"), so the proof and its reproducer show them.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def resized(entry: Entry, size: int) -> Entry | None:
     if entry.start is not None:
         return None
     specs = [
-        dataclasses.replace(spec, shape=tuple(min(d, size) for d in spec.shape))
-        if spec.source == "default"
+        dataclasses.replace(spec, shape=tuple(min(d, size) for d in spec.shape), source="resized")
+        if spec.source == "default" and max(spec.shape, default=0) > size
         else spec
         for spec in entry.specs
     ]

@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 # config: the repository's bounds; observed: what the code was seen to pass, widened tenfold;
 # widened: an observed box that did not trigger, opened to the default box; default: numcheck's
-BoxSource = Literal["config", "observed", "widened", "default"]
+# "resized": a default box with its dimensions cut (sizes.py)
+BoxSource = Literal["config", "observed", "widened", "default", "resized"]
 DEFAULT_LO, DEFAULT_HI = -100.0, 100.0
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 INT_DTYPES = ("int64", "int32", "bool")

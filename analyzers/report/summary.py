@@ -316,6 +316,11 @@ def proof_sentence(finding: Finding) -> str:
             if spec.get("source") == "widened"
             else ""
         )
+        + (
+            " (sizes cut: at numcheck's default sizes no value moved the operand)"
+            if spec.get("source") == "resized"
+            else ""
+        )
         for spec in box.get("inputs", [])
     )
     entry = f"{box.get('target', '?')} ({box.get('source', '?')} entry)" if box else ""
