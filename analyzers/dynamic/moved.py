@@ -227,7 +227,7 @@ def made() -> tuple[str, ...]:
 def lines(names: Sequence[str]) -> list[str]:
     """The reproducer's lines that make the same moves (names already checked by
     `known`)."""
-    moves = [name for name in names if target(name) is not None]
+    moves = {name: new for name in names if (new := target(name)) is not None}
     renames = [name for name in names if name in RENAMED_KEYWORDS]
     out = []
     if moves:
@@ -235,8 +235,7 @@ def lines(names: Sequence[str]) -> list[str]:
             f"# the code uses names its framework has since moved: {', '.join(moves)}; each "
             "is bound to the same function where it lives now"
         )
-    for name in moves:
-        new = target(name) or name
+    for name, new in moves.items():
         out += [f"import {new.rpartition('.')[0]}", f"{name} = {new}"]
     if renames:
         out += [
