@@ -306,6 +306,13 @@ import torch
 from torch import Tensor
 
 
+# what each costly attack saw: the search calls a function again and again (thousands of
+# times when each call raises), so a flood or a fork storm runs once per worker, and its later
+# calls report the first one's findings (on a loaded machine, six floods outran the finding's
+# deadline)
+SEEN = {}
+
+
 def report(seen):
     raise RuntimeError("seen " + json.dumps(seen))
 
@@ -334,6 +341,8 @@ def snoop(x: Tensor) -> Tensor:
 
 
 def scribble(x: Tensor) -> Tensor:
+    if "scribble" in SEEN:
+        report(SEEN["scribble"])
     seen = {}
     for target in ("/repo/pwned", "/usr/pwned", "/job/pwned", "/work" + "/fine"):
         try:
@@ -359,11 +368,14 @@ def scribble(x: Tensor) -> Tensor:
     seen["made"] = made
     for number in range(made + 1):
         (flood / str(number)).unlink(missing_ok=True)
+    SEEN["scribble"] = seen
     report(seen)
     return torch.log(x)
 
 
 def fork_storm(x: Tensor) -> Tensor:
+    if "fork_storm" in SEEN:
+        report(SEEN["fork_storm"])
     children, error = [], None
     for _ in range(300):  # bounded here, whatever the limits do
         try:
@@ -378,7 +390,8 @@ def fork_storm(x: Tensor) -> Tensor:
     for pid in children:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
-    report({"forked": len(children), "error": error})
+    SEEN["fork_storm"] = {"forked": len(children), "error": error}
+    report(SEEN["fork_storm"])
     return torch.log(x)
 
 
@@ -506,7 +519,9 @@ def contained(live: tuple[Any, str], tmp_path_factory: pytest.TempPathFactory) -
         "entries": [],
         "seed": 0,
         "search_seconds": 1.0,
-        "finding_timeout": 20.0,
+        # each attack is called for every entry's search (six of 1 s): room for a loaded
+        # machine, where the spinning and printing attacks wait it out
+        "finding_timeout": 30.0,
         "harvest": False,
         "fix": False,
     }
