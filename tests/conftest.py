@@ -163,6 +163,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_precommit",
         "test_report_units",
         "test_reproducer_checks",
+        "test_retired",
         "test_sandbox",
         "test_script_mode",
         "test_script_programs",

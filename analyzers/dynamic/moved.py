@@ -19,10 +19,13 @@ name `tf.to_float` is bound to `tf.compat.v1.to_float`, TensorFlow 1's own funct
 names the top level lacks are bound (`_missing`), so a name TensorFlow 2 kept with a new
 meaning (`tf.where`) keeps it.
 
+A function retired with nothing in its place (torch 1.7's `torch.rfft`) is rebuilt on
+today's functions instead (retired.py), where the code calls it and torch lacks it.
+
 Only the moves listed in `MOVED` (old name -> new name, the same function with the same
-arguments), TensorFlow 1's names (`tf1_target`) and the renames in `RENAMED_KEYWORDS` are
-made, so a plan can name nothing else (`known`); the reproducer makes the same moves
-(`lines`), before it imports the code, and says why.
+arguments), TensorFlow 1's names (`tf1_target`), the renames in `RENAMED_KEYWORDS` and the
+rebuilt functions of `retired.RETIRED` are made, so a plan can name nothing else (`known`);
+the reproducer makes the same moves (`lines`), before it imports the code, and says why.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from analyzers.dynamic import retired
 from analyzers.dynamic.standins import CANNOT_IMPORT
 
 # old dotted name -> where the same function lives now
@@ -108,12 +112,20 @@ def target(name: str) -> str | None:
 
 def known(name: str) -> bool:
     """Whether `name` is a move or keyword rename numcheck makes (what a plan may name)."""
-    return name in MOVED_OR_RENAMED or tf1_target(name) is not None
+    return name in MOVED_OR_RENAMED or name in retired.RETIRED or tf1_target(name) is not None
 
 
 def restore(name: str) -> bool:
-    """Bind `name` (a key of MOVED, or a TensorFlow 1 name) to the function it moved to;
-    False when it is not a known move or the new place is missing too."""
+    """Bind `name` (a key of MOVED, or a TensorFlow 1 name) to the function it moved to, or
+    a retired function to its rebuilt one; False when it is not a known move or the new
+    place is missing too."""
+    if name in retired.RETIRED:
+        if name in _MADE:
+            return True
+        if not _missing(name) or not retired.rebuild(name):
+            return False  # the installed torch has it still: its own runs
+        _MADE.append(name)
+        return True
     target_name = target(name)
     if target_name is None:
         return False
@@ -143,19 +155,22 @@ def moved_name(exc: BaseException) -> str | None:
         name = f"{found[1]}.{found[2]}"
     else:
         return None
-    return name if name in MOVED or (tf1_target(name) and _missing(name)) else None
+    gone = (tf1_target(name) is not None or name in retired.RETIRED) and _missing(name)
+    return name if name in MOVED or gone else None
 
 
 def restore_named_in(source: str) -> list[str]:
     """Restore the moved `collections` names `source` uses (`collections.Mapping`, `from
-    collections import Iterable`) and the TensorFlow 1 names it reads off its `tensorflow`
-    import (`tf.to_float`): one the module reads only when a function runs fails in the
-    search, not at import, where `moved_name` would have seen it."""
+    collections import Iterable`), the TensorFlow 1 names it reads off its `tensorflow`
+    import (`tf.to_float`) and the retired functions it calls (`torch.rfft(`): one the
+    module reads only when a function runs fails in the search, not at import, where
+    `moved_name` would have seen it."""
     used = {f"collections.{name}" for name in re.findall(r"\bcollections\.(\w+)", source)}
     for imported in re.findall(r"^\s*from\s+collections\s+import\s+([^\n#]+)", source, re.M):
         used |= {f"collections.{part.split()[0]}" for part in imported.strip("()").split(",")}
     names = [name for name in sorted(used) if name in MOVED]
-    return [name for name in [*names, *_tf1_names_in(source)] if _missing(name) and restore(name)]
+    names += [*_tf1_names_in(source), *retired.used_in(source)]
+    return [name for name in names if _missing(name) and restore(name)]
 
 
 _TF_IMPORT = re.compile(r"^\s*import\s+tensorflow(?:\s+as\s+(\w+))?\s*(?:#.*)?$", re.M)
@@ -225,8 +240,8 @@ def made() -> tuple[str, ...]:
 
 
 def lines(names: Sequence[str]) -> list[str]:
-    """The reproducer's lines that make the same moves (names already checked by
-    `known`)."""
+    """The reproducer's lines that make the same moves and rebuild the same retired
+    functions (names already checked by `known`)."""
     moves = {name: new for name in names if (new := target(name)) is not None}
     renames = [name for name in names if name in RENAMED_KEYWORDS]
     out = []
@@ -253,4 +268,5 @@ def lines(names: Sequence[str]) -> list[str]:
             f"import {owner}",
             f"{name} = _old_keywords({name}, {dict(RENAMED_KEYWORDS[name])!r})",
         ]
-    return [*out, ""] if out else []
+    out = [*out, ""] if out else []
+    return [*out, *retired.source_lines(names)]
