@@ -307,9 +307,9 @@ from torch import Tensor
 
 
 # what each costly attack saw: the search calls a function again and again (thousands of
-# times when each call raises), so a flood or a fork storm runs once per worker, and its later
-# calls report the first one's findings (on a loaded machine, six floods outran the finding's
-# deadline)
+# times when each call raises, for every entry it tries), so a flood or a fork storm runs once
+# per worker and its later calls report the first one's findings (CI, loaded: one flood or
+# storm per entry outran the finding's 20 s deadline)
 SEEN = {}
 
 
