@@ -119,26 +119,29 @@ def restore(name: str) -> bool:
     """Bind `name` (a key of MOVED, or a TensorFlow 1 name) to the function it moved to, or
     a retired function to its rebuilt one; False when it is not a known move or the new
     place is missing too."""
-    if name in retired.RETIRED:
-        if name in _MADE:
-            return True
-        if not _missing(name) or not retired.rebuild(name):
-            return False  # the installed torch has it still: its own runs
-        _MADE.append(name)
-        return True
-    target_name = target(name)
-    if target_name is None:
-        return False
     owner, _, attribute = name.rpartition(".")
-    place, _, function = target_name.rpartition(".")
     try:
-        value = getattr(importlib.import_module(place), function)
+        value = _replacement(name)
+        if value is None:
+            return False
         setattr(importlib.import_module(owner), attribute, value)
     except (ImportError, AttributeError):
         return False
     if name not in _MADE:
         _MADE.append(name)
     return True
+
+
+def _replacement(name: str) -> Any:
+    """What `name` is bound to: its rebuilt function (retired.py), or the function at its
+    new place; None when it is neither a retired function nor a move."""
+    if name in retired.RETIRED:
+        return retired.RETIRED[name]
+    target_name = target(name)
+    if target_name is None:
+        return None
+    place, _, function = target_name.rpartition(".")
+    return getattr(importlib.import_module(place), function)
 
 
 _NO_ATTRIBUTE = re.compile(r"module '([\w.]+)' has no attribute '(\w+)'")

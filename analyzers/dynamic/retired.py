@@ -11,13 +11,13 @@ same transform, the same normalisation (`normalized`: 1/sqrt(n) both ways; other
 forward and 1/n back), the same one-sided halves and the same real pairs. The reproducer
 carries the same source (`source_lines`), so a reader sees what ran in place of the name.
 
-A name is bound only where torch lacks it (moved._missing), and only the names of `RETIRED`,
-so a plan can name nothing else. No torch at import: the host writes reproducers without it.
+moved.py binds these (`restore`) only where the code calls one and torch lacks it
+(`_missing`), and only the names of `RETIRED`, so a plan can name nothing else. No torch at
+import: the host writes reproducers without it.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Sequence
 from typing import Any
@@ -75,16 +75,6 @@ RETIRED = {
     "torch.irfft": torch_irfft,
     "torch.ifft": torch_ifft,
 }
-
-
-def rebuild(name: str) -> bool:
-    """Bind the retired `name` to its rebuilt function; False when it is not one."""
-    function = RETIRED.get(name)
-    if function is None:
-        return False
-    owner, _, attribute = name.rpartition(".")
-    setattr(importlib.import_module(owner), attribute, function)
-    return True
 
 
 def used_in(source: str) -> list[str]:
