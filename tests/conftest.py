@@ -183,7 +183,7 @@ TIERS: dict[str, tuple[str, ...]] = {
         "test_script_mode_tf",
         "test_tf1_names",
     ),
-    "jax": ("test_jax_dynamic", "test_numpy_dynamic"),
+    "jax": ("test_jax_dynamic", "test_linen", "test_numpy_dynamic"),
     "app": (
         "test_action",
         "test_app_delivery",

@@ -172,6 +172,68 @@ def test_a_moved_framework_function_is_bound_to_its_new_place(
         moved._MADE.clear()
 
 
+# JAX of before 0.4.1: a helper module of the package tests its arrays against DeviceArray,
+# and only when it runs (as flax's first linen Module did in the module every Module is built
+# through), not in the flagged module and not at import
+OLD_ARRAYS = """import jax
+import numpy as np
+
+
+def as_array(value):
+    if isinstance(value, (np.ndarray, jax.interpreters.xla.DeviceArray)):
+        return value
+    raise TypeError(f"not an array: {type(value)}")
+"""
+
+OLD_SHARES = '''import jax.numpy as jnp
+
+from jdevice.arrays import as_array
+
+
+def shares(counts):
+    """Each count's share of its row."""
+    counts = as_array(counts)
+    return counts / jnp.sum(counts, axis=-1, keepdims=True)
+'''
+
+
+def test_a_moved_class_another_module_reads_when_it_runs_is_bound_too(
+    tmp_path: Path, clean_modules: object
+) -> None:
+    """`jax.interpreters.xla.DeviceArray`, read in a sibling module's function: bound to
+    `jax.Array` when the flagged module is loaded, in the search and in the reproducer."""
+    import jax
+
+    from analyzers.dynamic import moved
+    from analyzers.dynamic.loading import load
+
+    repo = write_repo(
+        tmp_path,
+        {
+            "jdevice/__init__.py": "",
+            "jdevice/arrays.py": OLD_ARRAYS,
+            "jdevice/share.py": OLD_SHARES,
+        },
+    )
+    try:
+        loaded = load(repo, "jdevice.share")
+        assert "jax.interpreters.xla.DeviceArray" in loaded.moved
+        assert jax.interpreters.xla.DeviceArray is jax.Array
+        run = run_findings(
+            repo,
+            "jdevice/share.py",
+            ["shares"],
+            finding_timeout=120,
+            timeout=300,
+            search_seconds=SEARCH_SECONDS,
+        )
+        source = confirmed_reproducer(repo, run)
+        assert "jax.interpreters.xla.DeviceArray = jax.Array" in source
+    finally:
+        vars(jax.interpreters.xla).pop("DeviceArray", None)
+        moved._MADE.clear()
+
+
 OLD_CLIP = '''import jax.numpy as jnp
 
 

@@ -60,6 +60,12 @@ def _is_array(value: Any) -> bool:
     return isinstance(value, jax.Array)
 
 
+def _number(value: Any) -> bool:
+    """A plain Python number (not a bool), as a JAX operator's operand may be: the divisor
+    of `inputs / keep_prob` where `keep_prob = 1.0 - self.rate`."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _floating(value: Any) -> bool:
     return _is_array(value) and np.issubdtype(np.dtype(value.dtype), np.floating)
 
@@ -111,9 +117,14 @@ class JaxProbe:
 
         def watched(*args: Any, **kwargs: Any) -> Any:
             operand = args[operand_at] if operand_at < len(args) else None
-            if operand is None or not _is_array(operand) or not probe.watch.caller_on_line():
+            if not (_is_array(operand) or _number(operand)) or not probe.watch.caller_on_line():
                 return original(*args, **kwargs)
             out = original(*args, **kwargs)
+            if _number(operand):  # `x / keep_prob`, a Python float: judged as a 0-d array
+                import jax.numpy as jnp
+
+                operand = jnp.asarray(operand, dtype=jnp.result_type(float))
+                args = (*args[:operand_at], operand, *args[operand_at + 1 :])
             call = call_site(probe.op, name, args, kwargs, operand)
             fails = (
                 _floating(operand)

@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import sys
 import types
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -218,8 +219,35 @@ def load(repo_dir: Path, module_name: str) -> Loaded:
     if known is not None and sys.modules.get(module_name) is known.module:
         return known
     loaded = _load(repo_dir, module_name)
+    _restore_in_imported(repo_dir)
+    loaded = replace(loaded, moved=moved.made())  # what that restored, the reproducer repeats
     _LOADED[module_name] = loaded
     return loaded
+
+
+_SCANNED: set[Path] = set()  # the checkout's files whose sources were read for moved names
+
+
+def _restore_in_imported(repo_dir: Path) -> None:
+    """The moved names that the checkout's other imported modules read only when a function
+    runs, restored as the flagged module's are (`moved.restore_named_in`): flax's first
+    linen tests `isinstance(val, jax.interpreters.xla.DeviceArray)` in the module every
+    Module is built through, not in the module whose line is flagged."""
+    roots = tuple(dict.fromkeys(f"{root}{os.sep}" for root in (repo_dir, repo_dir.resolve())))
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        # the string test first: thousands of modules are imported, a handful are the code's
+        if not isinstance(file, str) or not file.endswith(".py") or not file.startswith(roots):
+            continue
+        path = Path(file).resolve()
+        if path in _SCANNED:
+            continue
+        _SCANNED.add(path)
+        try:  # a stand-in or an extracted module names a file that is not there
+            source = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        moved.restore_named_in(source)
 
 
 def _load(repo_dir: Path, module_name: str) -> Loaded:

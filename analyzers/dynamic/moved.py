@@ -50,6 +50,9 @@ MOVED = {
     "jax.tree_leaves": "jax.tree_util.tree_leaves",
     "jax.tree_structure": "jax.tree_util.tree_structure",
     "jax.tree_transpose": "jax.tree_util.tree_transpose",
+    # JAX 0.4.1 made every array a `jax.Array`, the type that subsumes DeviceArray, and then
+    # removed DeviceArray; code of before tests `isinstance(x, xla.DeviceArray)`
+    "jax.interpreters.xla.DeviceArray": "jax.Array",
 }
 # Python 3.10 dropped collections' aliases of the collections.abc classes; code of before then
 # imports them from there (`from collections import Iterable` in Keras 2.2, `collections.Mapping`
@@ -164,13 +167,15 @@ def moved_name(exc: BaseException) -> str | None:
 
 def restore_named_in(source: str) -> list[str]:
     """Restore the moved `collections` names `source` uses (`collections.Mapping`, `from
-    collections import Iterable`), the TensorFlow 1 names it reads off its `tensorflow`
-    import (`tf.to_float`) and the retired functions it calls (`torch.rfft(`): one the
-    module reads only when a function runs fails in the search, not at import, where
-    `moved_name` would have seen it."""
+    collections import Iterable`), the moves it spells out in full, the TensorFlow 1 names
+    it reads off its `tensorflow` import (`tf.to_float`) and the retired functions it calls
+    (`torch.rfft(`): one the module reads only when a function runs fails in the search,
+    not at import, where `moved_name` would have seen it."""
     used = {f"collections.{name}" for name in re.findall(r"\bcollections\.(\w+)", source)}
     for imported in re.findall(r"^\s*from\s+collections\s+import\s+([^\n#]+)", source, re.M):
         used |= {f"collections.{part.split()[0]}" for part in imported.strip("()").split(",")}
+    # a move spelled out in full (`jax.interpreters.xla.DeviceArray`, `jax.tree_map(`)
+    used |= {name for name in MOVED if re.search(rf"(?<![\w.]){re.escape(name)}\b", source)}
     names = [name for name in sorted(used) if name in MOVED]
     names += [*_tf1_names_in(source), *retired.used_in(source)]
     return [name for name in names if _missing(name) and restore(name)]
@@ -254,7 +259,8 @@ def lines(names: Sequence[str]) -> list[str]:
             "is bound to the same function where it lives now"
         )
     for name, new in moves.items():
-        out += [f"import {new.rpartition('.')[0]}", f"{name} = {new}"]
+        owners = dict.fromkeys([name.rpartition(".")[0], new.rpartition(".")[0]])
+        out += [*(f"import {owner}" for owner in owners), f"{name} = {new}"]
     if renames:
         out += [
             f"# the code passes keywords its framework has since renamed: {', '.join(renames)}"

@@ -32,6 +32,7 @@ import torch
 
 from analyzers.dynamic.branches import path_values
 from analyzers.dynamic.defaults import package_default
+from analyzers.dynamic.linen import apply_member, is_linen_module, streams, unbound_init
 from analyzers.dynamic.lists import SearchedList, filled
 from analyzers.dynamic.parts import ObjectPart, part_candidates
 from analyzers.dynamic.signatures import (
@@ -76,6 +77,8 @@ class ObjectCall:
     # each is one tensor
     slots: tuple[SearchedList | None, ...] = ()
     seed: int | None = None  # torch's seed before each construction (an nn.Module's weights)
+    # a flax linen Module's random streams: the member runs through `apply` (linen.py)
+    streams: tuple[str, ...] | None = None
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         built: dict[str, Any] = {}
@@ -88,11 +91,16 @@ class ObjectCall:
         instance = owner.__new__(owner) if self.bare else self._built(inputs[:count], built)
         if self.checks_support and not self.bare:
             refuse_empty_support(instance)
+        rest = inputs[count:]
+        args = filled(self.slots, rest) if self.slots else rest
+        if self.streams is not None and not self.bare:
+            return apply_member(
+                instance, self.member, tuple(args), kwargs, self.streams, self.seed or 0
+            )
         member = getattr(instance, self.member)
         if self.is_property:
             return member
-        rest = inputs[count:]
-        return member(*(filled(self.slots, rest) if self.slots else rest), **kwargs)
+        return member(*args, **kwargs)
 
     def _built(self, inputs: Sequence[Any], built: dict[str, Any]) -> Any:
         """The object from its constructor inputs; under `seed` when there is one, so each
@@ -130,6 +138,12 @@ def object_inputs(
     if isinstance(attribute, classmethod):
         raise EntryError(f"{owner.__name__}.{member} is a classmethod; configure an entry")
     is_property = not callable(attribute)  # property, cached_property, lazy_property
+    linen = streams(owner) if is_linen_module(owner) else None
+    if linen is not None and is_property:
+        raise EntryError(
+            f"{owner.__name__}.{member} is a property of a flax Module, which "
+            "runs only bound; configure an entry"
+        )
     specs: list[InputSpec] = []
     constants: dict[str, Any] = {}
     chosen: dict[str, Any] = {}
@@ -181,6 +195,7 @@ def object_inputs(
             parts=tuple(parts),
             slots=slots,
             seed=seed,
+            streams=linen,
         )
         shapes = itertools.islice(
             itertools.product(CONSTRUCTOR_SHAPES, repeat=len(part_names) + len(init_names)),
@@ -210,7 +225,9 @@ def object_inputs(
     if not specs and not required and not candidates:
         # nothing to search: the object as its constants make it, and the member called once
         # (a Keras metric's result() before any update_state, a fresh accumulator's mean)
-        plain = ObjectCall(owner, member, (), init, is_property, slots=slots, seed=seed)
+        plain = ObjectCall(
+            owner, member, (), init, is_property, slots=slots, seed=seed, streams=linen
+        )
         try:
             _trial(plain, [], constants, framework)
         except Exception as exc:  # the PR's code
@@ -239,9 +256,13 @@ def _constructor(
         signature = inspect.signature(owner)
     except (TypeError, ValueError) as exc:
         raise EntryError(f"cannot read the signature of {owner.__name__}: {exc}") from exc
-    # sizes and annotated constants (an `int`, a Literal), then the choices the line needs
-    # and the package's own defaults
-    sized = {**constructor_args(owner, framework=framework), **_choices(owner, signature, needs)}
+    # sizes and annotated constants (an `int`, a Literal), then the choices the line needs,
+    # the package's own defaults, and the `parent=None` an unbound linen Module may need
+    sized = {
+        **constructor_args(owner, framework=framework),
+        **_choices(owner, signature, needs),
+        **(unbound_init(owner) if is_linen_module(owner) else {}),
+    }
     required: list[str] = []
     optional: list[str] = []
     for param in signature.parameters.values():

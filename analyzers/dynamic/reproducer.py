@@ -99,6 +99,7 @@ def plan(entry: Entry, inputs: list[torch.Tensor], target: Target, seed: int) ->
             "bare": entry.fn.bare,
             "slots": [_slot(slot) for slot in entry.fn.slots],
             "seed": entry.fn.seed,
+            "streams": None if entry.fn.streams is None else list(entry.fn.streams),
             "parts": [
                 {
                     "name": part.name,

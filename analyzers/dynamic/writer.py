@@ -777,6 +777,13 @@ def _object_lines(obj: dict[str, Any], owner: str, names: list[str], module: str
             f"    return {used}",
         ]
     seed = optional(obj.get("seed"), integer, "the object's seed")
+    if obj.get("streams") is not None:  # a flax linen Module (linen.py): run bound
+        return [
+            f"def run({params}):",
+            *made,
+            f"    obj = {owner}({call_arguments})",
+            *_linen_lines(obj.get("streams"), seed or 0, member, passed),
+        ]
     seeded = (
         [] if seed is None else [f"    torch.manual_seed({seed})  # the same weights each time"]
     )
@@ -786,6 +793,20 @@ def _object_lines(obj: dict[str, Any], owner: str, names: list[str], module: str
         *seeded,
         f"    obj = {owner}({call_arguments})",
         f"    return {used}",
+    ]
+
+
+def _linen_lines(streams: Any, seed: int, member: str, passed: str) -> list[str]:
+    """A flax linen Module's member, run as `linen.apply_member` runs it: through `apply`
+    with no variables and every collection mutable, so the parameters are made as `init`
+    makes them, from the keys `seed`, `seed + 1`, ... for the random streams in order."""
+    names = [ident(n, "a random stream") for n in items(streams, "random streams")]
+    return [
+        "    # a linen Module runs bound: apply() makes its parameters as init() would",
+        f"    streams = {tuple(names)!r}",
+        f"    rngs = {{name: jax.random.PRNGKey({seed} + i) for i, name in enumerate(streams)}}",
+        f'    output, _ = obj.apply({{}}, {passed}, rngs=rngs, method="{member}", mutable=True)',
+        "    return output",
     ]
 
 
