@@ -5,6 +5,7 @@ writes a jnp reproducer that fails on its own in a plain python child."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from harness_support import Run, confirmed_reproducer, run_findings, run_script, write_repo
 
@@ -140,6 +141,27 @@ def normalise_all(weights):
 '''
 
 
+def _proven_with_the_move(repo: Path, path: str, function: str, binding: str) -> Any:
+    """The module at `path`, loaded with the move `binding` makes (`old = new`) made, not
+    stood in for; its one finding, in `function`, confirmed by a reproducer that makes the
+    same move and fails alone."""
+    from analyzers.dynamic.loading import load
+
+    name = binding.split(" = ")[0]
+    loaded = load(repo, path.removesuffix(".py").replace("/", "."))
+    assert name in loaded.moved and name not in loaded.stand_ins
+    run = run_findings(
+        repo,
+        path,
+        [function],
+        finding_timeout=120,
+        timeout=300,
+        search_seconds=SEARCH_SECONDS,
+    )
+    assert binding in confirmed_reproducer(repo, run)
+    return loaded.module
+
+
 def test_a_moved_framework_function_is_bound_to_its_new_place(
     tmp_path: Path, clean_modules: object
 ) -> None:
@@ -149,23 +171,13 @@ def test_a_moved_framework_function_is_bound_to_its_new_place(
     import jax
 
     from analyzers.dynamic import moved
-    from analyzers.dynamic.loading import load
 
     repo = write_repo(tmp_path, {"jmoved/__init__.py": "", "jmoved/norm.py": MOVED_TREE})
     try:
-        loaded = load(repo, "jmoved.norm")
-        assert "jax.tree_map" in loaded.moved and "jax.tree_map" not in loaded.stand_ins
-        assert loaded.module.tree_map is jax.tree_util.tree_map
-        run = run_findings(
-            repo,
-            "jmoved/norm.py",
-            ["normalise_all"],
-            finding_timeout=120,
-            timeout=300,
-            search_seconds=SEARCH_SECONDS,
+        module = _proven_with_the_move(
+            repo, "jmoved/norm.py", "normalise_all", "jax.tree_map = jax.tree_util.tree_map"
         )
-        source = confirmed_reproducer(repo, run)
-        assert "jax.tree_map = jax.tree_util.tree_map" in source
+        assert module.tree_map is jax.tree_util.tree_map
     finally:
         if "tree_map" in vars(jax):
             delattr(jax, "tree_map")
@@ -205,7 +217,6 @@ def test_a_moved_class_another_module_reads_when_it_runs_is_bound_too(
     import jax
 
     from analyzers.dynamic import moved
-    from analyzers.dynamic.loading import load
 
     repo = write_repo(
         tmp_path,
@@ -216,19 +227,10 @@ def test_a_moved_class_another_module_reads_when_it_runs_is_bound_too(
         },
     )
     try:
-        loaded = load(repo, "jdevice.share")
-        assert "jax.interpreters.xla.DeviceArray" in loaded.moved
-        assert jax.interpreters.xla.DeviceArray is jax.Array
-        run = run_findings(
-            repo,
-            "jdevice/share.py",
-            ["shares"],
-            finding_timeout=120,
-            timeout=300,
-            search_seconds=SEARCH_SECONDS,
+        _proven_with_the_move(
+            repo, "jdevice/share.py", "shares", "jax.interpreters.xla.DeviceArray = jax.Array"
         )
-        source = confirmed_reproducer(repo, run)
-        assert "jax.interpreters.xla.DeviceArray = jax.Array" in source
+        assert jax.interpreters.xla.DeviceArray is jax.Array
     finally:
         vars(jax.interpreters.xla).pop("DeviceArray", None)
         moved._MADE.clear()
