@@ -103,6 +103,70 @@ def test_only_the_flagged_lines_own_error_counts(tmp_path: Path) -> None:
     assert raised_by_op(exc, LineWatch(path, frozenset({11})), "log")
 
 
+# allennlp's PearsonCorrelation of 2019, in small: the moments of pairs seen so far, and r from
+# them. A fresh metric (or constant data) has variances of 0, so r is 0.0 / 0.0 in Python
+# floats. Building the entry calls get_metric once on the object as its constructor makes it,
+# and that call raises at the flagged line: the finding, not a call that cannot be made.
+RUNNING_CORRELATION = '''import math
+
+import torch
+
+
+class RunningMoment:
+    """The running co-moment of the pairs seen so far."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0.0
+
+    def update(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        self.count += x.numel()
+        self.total += float((x * y).sum())
+
+    def get_metric(self) -> float:
+        return self.total / max(self.count, 1)
+
+
+class RunningCorrelation:
+    """Pearson's r of the pairs seen so far, from running moments."""
+
+    def __init__(self) -> None:
+        self.xy = RunningMoment()
+        self.xx = RunningMoment()
+        self.yy = RunningMoment()
+
+    def update(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        self.xy.update(x, y)
+        self.xx.update(x, x)
+        self.yy.update(y, y)
+
+    def get_metric(self) -> float:
+        covariance = self.xy.get_metric()
+        x_variance = self.xx.get_metric()
+        y_variance = self.yy.get_metric()
+        return covariance / (math.sqrt(x_variance) * math.sqrt(y_variance))
+'''
+
+
+def test_a_fresh_objects_member_raising_at_its_line_is_proven(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path, {"corr.py": RUNNING_CORRELATION})
+    run = run_findings(
+        repo,
+        "corr.py",
+        ["RunningCorrelation.get_metric"],
+        finding_timeout=60,
+        timeout=240,
+        search_seconds=2.0,
+        harvest=False,
+        fix=False,
+    )
+    record = run.record("RunningCorrelation.get_metric")
+    assert record["status"] == "confirmed", record
+    assert "obj = RunningCorrelation()" in record["reproducer"]
+    check = run_script(repo, record["reproducer"])
+    assert check.returncode != 0 and "raises ZeroDivisionError" in check.stderr, check.stderr
+
+
 BLEU = '''"""A corpus metric in the style of a BLEU brevity penalty: lengths counted over a loop."""
 
 import torch

@@ -40,6 +40,19 @@ def test_the_checkouts_root_is_never_a_sibling_folder(tmp_path: Path) -> None:
     assert sibling_folder("numcheck_absent_ce", _raised_in(tmp_path / "run.py"), tmp_path) is None
 
 
+def test_a_file_that_imports_its_own_name_wants_the_library_not_itself(tmp_path: Path) -> None:
+    """allennlp's `common/tqdm.py` wraps the tqdm library with `from tqdm import tqdm`: with
+    tqdm missing, its own folder on sys.path would make the file import itself."""
+    common = tmp_path / "pkg" / "common"
+    common.mkdir(parents=True)
+    (common / "numcheck_absent_bar.py").write_text("from numcheck_absent_bar import bar\n")
+    exc = _raised_in(common / "numcheck_absent_bar.py")
+    assert sibling_folder("numcheck_absent_bar", exc, tmp_path) is None
+    (common / "files.py").write_text("from numcheck_absent_bar import bar\n")
+    exc = _raised_in(common / "files.py")  # another file of the folder: the sibling it means
+    assert sibling_folder("numcheck_absent_bar", exc, tmp_path) == "pkg/common"
+
+
 @pytest.mark.parametrize(
     ("value", "ok"),
     [

@@ -35,6 +35,8 @@ from analyzers.dynamic.defaults import package_default
 from analyzers.dynamic.linen import apply_member, is_linen_module, streams, unbound_init
 from analyzers.dynamic.lists import SearchedList, filled
 from analyzers.dynamic.parts import ObjectPart, part_candidates
+from analyzers.dynamic.probe import LineWatch
+from analyzers.dynamic.raised import raised_by_any_op
 from analyzers.dynamic.signatures import (
     TENSOR_HINT,
     EntryError,
@@ -231,6 +233,11 @@ def object_inputs(
         try:
             _trial(plain, [], constants, framework)
         except Exception as exc:  # the PR's code
+            if line is not None and _raised_at(exc, owner, member, line):
+                # the flagged line itself raised its arithmetic error (allennlp's fresh
+                # Pearson metric: 0.0 / 0.0): that is the finding for the search to prove,
+                # not a call that cannot be made
+                return ObjectInputs(plain, [], constants, chosen, [])
             first = first or exc
         else:
             return ObjectInputs(plain, [], constants, chosen, [])
@@ -244,6 +251,16 @@ def object_inputs(
         f"signatures ({type(first).__name__}: {str(first)[:160]}); configure an "
         "entry with `init`"
     )
+
+
+def _raised_at(exc: BaseException, owner: type, member: str, line: int) -> bool:
+    """Did the member's own file raise `exc` at `line`, as an op raises on Python numbers
+    (ZeroDivisionError, math's domain and range errors: raised.py)?"""
+    try:
+        path = inspect.getsourcefile(inspect.getattr_static(owner, member))
+    except TypeError:  # a property, or a member without a source file
+        path = inspect.getsourcefile(owner)
+    return path is not None and raised_by_any_op(exc, LineWatch(path, frozenset({line})))
 
 
 def _constructor(

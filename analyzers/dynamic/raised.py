@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 import traceback
 
-from analyzers.catalogue import python_errors
+from analyzers.catalogue import PYTHON_ERRORS, python_errors
 from analyzers.dynamic.evaluation import Evaluation
 from analyzers.dynamic.probe import LineWatch
 
@@ -35,6 +35,13 @@ def raised_by_op(exc: BaseException, watch: LineWatch, op: str) -> bool:
         return False
     last = frames[-1]
     return watch.same_file(last.filename) and last.lineno in watch.lines
+
+
+def raised_by_any_op(exc: BaseException, watch: LineWatch) -> bool:
+    """Is `exc` what some op raises on Python numbers (`raised_by_op` for each op that has
+    Python errors, and math's domain error), raised by a watched line itself? For a call
+    made before the op is known to the caller: building an entry (objects.py)."""
+    return any(raised_by_op(exc, watch, op) for op in (*PYTHON_ERRORS, "log"))
 
 
 def op_raised(exc: BaseException, watch: LineWatch, op: str) -> Evaluation | None:

@@ -34,19 +34,23 @@ def sibling_folder(name: str, exc: BaseException, repo_dir: Path) -> str | None:
     if "." in name or len(_ADDED) >= MAX_DIRS:
         return None
     root = repo_dir.resolve()
-    folders: list[Path] = []
+    files: list[Path] = []
     traceback = exc.__traceback__
     while traceback is not None:
         filename = traceback.tb_frame.f_code.co_filename
         if not filename.startswith("<"):  # not `<frozen importlib._bootstrap>`
-            folders.insert(0, Path(filename).parent)  # innermost first
+            files.insert(0, Path(filename))  # innermost first
         traceback = traceback.tb_next
-    for folder in folders:
-        try:
-            folder = folder.resolve()
-        except OSError:
-            continue
+    try:
+        files = [file.resolve() for file in files]
+    except OSError:
+        return None
+    for folder in [file.parent for file in files]:
         if folder == root or not folder.is_relative_to(root):
+            continue
+        # allennlp's common/tqdm.py says `from tqdm import tqdm`: a file that imports its own
+        # name means the library of that name (imports are absolute), never itself
+        if (folder / f"{name}.py") in files:
             continue
         if (folder / f"{name}.py").is_file() or (folder / name / "__init__.py").is_file():
             return folder.relative_to(root).as_posix()
