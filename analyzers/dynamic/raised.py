@@ -25,7 +25,21 @@ SHOWS = "exception"  # Evaluation.visible of such a trigger, and the reproducer'
 
 def raised_by_op(exc: BaseException, watch: LineWatch, op: str) -> bool:
     """Is `exc` what `op` raises on Python numbers, raised by a watched line itself?"""
-    kinds = tuple(getattr(builtins, name) for name in python_errors(op))
+    return _raised_as(exc, watch, python_errors(op))
+
+
+def raised_by_any_op(exc: BaseException, watch: LineWatch) -> bool:
+    """Is `exc` what some op raises on Python numbers (any of `catalogue.PYTHON_ERRORS`, or
+    math's domain error), raised by a watched line itself? For a call made before the op is
+    known to the caller: building an entry (objects.py)."""
+    every = {"ValueError", *(name for names in PYTHON_ERRORS.values() for name in names)}
+    return _raised_as(exc, watch, tuple(sorted(every)))
+
+
+def _raised_as(exc: BaseException, watch: LineWatch, names: tuple[str, ...]) -> bool:
+    """Is `exc` one of the builtin exceptions `names` (a ValueError only as math's domain
+    error), with its innermost frame on a watched line?"""
+    kinds = tuple(getattr(builtins, name) for name in names)
     if not isinstance(exc, kinds):
         return False
     if type(exc) is ValueError and "math domain error" not in str(exc):
@@ -35,13 +49,6 @@ def raised_by_op(exc: BaseException, watch: LineWatch, op: str) -> bool:
         return False
     last = frames[-1]
     return watch.same_file(last.filename) and last.lineno in watch.lines
-
-
-def raised_by_any_op(exc: BaseException, watch: LineWatch) -> bool:
-    """Is `exc` what some op raises on Python numbers (`raised_by_op` for each op that has
-    Python errors, and math's domain error), raised by a watched line itself? For a call
-    made before the op is known to the caller: building an entry (objects.py)."""
-    return any(raised_by_op(exc, watch, op) for op in (*PYTHON_ERRORS, "log"))
 
 
 def op_raised(exc: BaseException, watch: LineWatch, op: str) -> Evaluation | None:

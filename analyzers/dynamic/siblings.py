@@ -41,16 +41,18 @@ def sibling_folder(name: str, exc: BaseException, repo_dir: Path) -> str | None:
         if not filename.startswith("<"):  # not `<frozen importlib._bootstrap>`
             files.insert(0, Path(filename))  # innermost first
         traceback = traceback.tb_next
-    try:
-        files = [file.resolve() for file in files]
-    except OSError:
-        return None
-    for folder in [file.parent for file in files]:
+    resolved: list[Path] = []
+    for file in files:
+        try:
+            resolved.append(file.parent.resolve() / file.name)  # its folder, links followed
+        except OSError:  # that file's folder is skipped, as any folder that cannot be read
+            continue
+    for folder in [file.parent for file in resolved]:
         if folder == root or not folder.is_relative_to(root):
             continue
         # allennlp's common/tqdm.py says `from tqdm import tqdm`: a file that imports its own
         # name means the library of that name (imports are absolute), never itself
-        if (folder / f"{name}.py") in files:
+        if (folder / f"{name}.py") in resolved:
             continue
         if (folder / f"{name}.py").is_file() or (folder / name / "__init__.py").is_file():
             return folder.relative_to(root).as_posix()
